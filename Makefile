@@ -1,0 +1,25 @@
+SHELL := /bin/bash
+GO ?= go
+
+# Debian packages the tests need; scripts/deps.sh installs the missing ones.
+TEST_PACKAGES := gcc libc6-dev pkgconf
+
+.PHONY: test deps build demo fuzz
+
+deps:
+	@scripts/deps.sh $(TEST_PACKAGES)
+
+build:
+	$(GO) build ./...
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+# Short runs of every fuzz target (longer: FUZZTIME=5m make fuzz).
+FUZZTIME ?= 20s
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME)
+
+demo: deps
+	$(GO) run ./cmd/scribehook demo

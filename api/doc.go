@@ -1,0 +1,5 @@
+// Package api is the Go model of the speech-transcription service interface: request
+// parameters, job records, result objects, live messages, callback bodies and the REST error
+// envelope, with validation against the documented bounds and the nine live message
+// categories. It depends on nothing else in scribehook.
+package api

@@ -1,0 +1,13 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "scribehook",
+		Short:         "Receive, store, subtitle and forward transcription callbacks",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	return root
+}

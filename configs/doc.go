@@ -1,0 +1,2 @@
+// Package configs is part of scribehook; see docs/design.md.
+package configs

@@ -1,0 +1,2 @@
+// Package handlers is part of scribehook; see docs/design.md.
+package handlers

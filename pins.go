@@ -1,0 +1,21 @@
+//go:build pins
+
+// Package scribehook pins the module versions the project has chosen before every package
+// imports them: go mod tidy keeps a module that any build-tagged file imports, so the versions
+// in go.mod stay the ones we decided on (the module proxy here hides some versions; see
+// docs/dependencies.md).
+package scribehook
+
+import (
+	_ "github.com/ThreeDotsLabs/watermill"
+	_ "github.com/asticode/go-astisub"
+	_ "github.com/coder/websocket"
+	_ "github.com/gofiber/fiber/v2"
+	_ "github.com/google/uuid"
+	_ "github.com/mattn/go-sqlite3"
+	_ "github.com/sirupsen/logrus"
+	_ "github.com/spf13/cobra"
+	_ "go.yaml.in/yaml/v3"
+	_ "golang.org/x/crypto/bcrypt"
+	_ "golang.org/x/net/http2"
+)

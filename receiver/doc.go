@@ -1,0 +1,2 @@
+// Package receiver is part of scribehook; see docs/design.md.
+package receiver

@@ -1,0 +1,3 @@
+// Package sandbox is a local stand-in of the transcription service: every endpoint of the
+// interface, the job state machine, callbacks, the live WebSocket protocol and fault injection.
+package sandbox

@@ -1,0 +1,2 @@
+// Package sinks is part of scribehook; see docs/design.md.
+package sinks

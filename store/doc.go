@@ -1,0 +1,2 @@
+// Package store is part of scribehook; see docs/design.md.
+package store

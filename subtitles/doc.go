@@ -1,0 +1,2 @@
+// Package subtitles is part of scribehook; see docs/design.md.
+package subtitles
