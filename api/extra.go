@@ -1,0 +1,129 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Extra holds the members of a JSON object that this model does not know. The service adds
+// fields over time; a result decoded and encoded again by scribehook must keep them, so every
+// object type of the wire model carries an Extra and round-trips it.
+type Extra map[string]json.RawMessage
+
+// knownFields caches, per struct type, the JSON member names its fields claim.
+var knownFields sync.Map // reflect.Type -> map[string]struct{}
+
+func fieldNames(t reflect.Type) map[string]struct{} {
+	if v, ok := knownFields.Load(t); ok {
+		return v.(map[string]struct{})
+	}
+	names := map[string]struct{}{}
+	collectFieldNames(t, names)
+	knownFields.Store(t, names)
+	return names
+}
+
+func collectFieldNames(t reflect.Type, names map[string]struct{}) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				collectFieldNames(ft, names)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = struct{}{}
+	}
+}
+
+// decodeKeeping decodes data into v (a pointer to a method-free alias of the real type) and
+// stores the members v's fields do not claim in extra.
+func decodeKeeping(data []byte, v any, extra *Extra) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil // null: nothing to keep
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &all); err != nil {
+		return err
+	}
+	known := fieldNames(reflect.TypeOf(v).Elem())
+	var unknown Extra
+	for k, raw := range all {
+		if _, ok := known[k]; ok {
+			continue
+		}
+		if unknown == nil {
+			unknown = Extra{}
+		}
+		unknown[k] = raw
+	}
+	*extra = unknown
+	return nil
+}
+
+// encodeKeeping encodes v (a method-free alias) and appends the extra members in a stable
+// order. Known fields win over an extra member of the same name.
+func encodeKeeping(v any, extra Extra) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil || len(extra) == 0 {
+		return b, err
+	}
+	if len(b) < 2 || b[0] != '{' {
+		return nil, fmt.Errorf("encode %T: not an object", v)
+	}
+	known := fieldNames(reflect.TypeOf(v))
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		if _, ok := known[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return b, nil
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.Grow(len(b) + 64*len(keys))
+	buf.Write(b[:len(b)-1])
+	first := len(b) == 2
+	for _, k := range keys {
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		raw := extra[k]
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
+		buf.Write(raw)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
