@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // Extra holds the members of a JSON object that this model does not know. The service adds
@@ -15,17 +16,53 @@ import (
 // object type of the wire model carries an Extra and round-trips it.
 type Extra map[string]json.RawMessage
 
-// knownFields caches, per struct type, the JSON member names its fields claim.
+// knownFields caches, per struct type, the JSON member names its fields claim, folded.
 var knownFields sync.Map // reflect.Type -> map[string]struct{}
 
+// fieldNames returns the folded member names of t. They are folded because encoding/json
+// fills a field from a member whose name matches it case-insensitively ("AUDIO_URL" sets
+// audio_url): such a member is not unknown, and keeping it in Extra as well would write it back
+// after the real field, where it would win on the next decode.
 func fieldNames(t reflect.Type) map[string]struct{} {
 	if v, ok := knownFields.Load(t); ok {
 		return v.(map[string]struct{})
 	}
 	names := map[string]struct{}{}
 	collectFieldNames(t, names)
-	knownFields.Store(t, names)
-	return names
+	folded := make(map[string]struct{}, len(names))
+	for n := range names {
+		folded[foldName(n)] = struct{}{}
+	}
+	knownFields.Store(t, folded)
+	return folded
+}
+
+// isKnown reports whether member name k fills a field of the set returned by fieldNames.
+func isKnown(known map[string]struct{}, k string) bool {
+	_, ok := known[foldName(k)]
+	return ok
+}
+
+// foldName folds a member name the way encoding/json matches names: foldName(a) ==
+// foldName(b) exactly when strings.EqualFold(a, b).
+func foldName(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		b.WriteRune(foldRune(r))
+	}
+	return b.String()
+}
+
+// foldRune returns the smallest rune of r's case-folding orbit.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
 }
 
 func collectFieldNames(t reflect.Type, names map[string]struct{}) {
@@ -73,7 +110,7 @@ func decodeKeeping(data []byte, v any, extra *Extra) error {
 	known := fieldNames(reflect.TypeOf(v).Elem())
 	var unknown Extra
 	for k, raw := range all {
-		if _, ok := known[k]; ok {
+		if isKnown(known, k) {
 			continue
 		}
 		if unknown == nil {
@@ -98,7 +135,7 @@ func encodeKeeping(v any, extra Extra) ([]byte, error) {
 	known := fieldNames(reflect.TypeOf(v))
 	keys := make([]string, 0, len(extra))
 	for k := range extra {
-		if _, ok := known[k]; !ok {
+		if !isKnown(known, k) {
 			keys = append(keys, k)
 		}
 	}

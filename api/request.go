@@ -154,6 +154,17 @@ func (v *VocabularyTerm) UnmarshalJSON(b []byte) error {
 // CodeSwitchingConfig is the deprecated code_switching_config.
 type CodeSwitchingConfig struct {
 	Languages []string `json:"languages,omitempty"`
+	Extra     Extra    `json:"-"`
+}
+
+func (c *CodeSwitchingConfig) UnmarshalJSON(b []byte) error {
+	type plain CodeSwitchingConfig
+	return decodeKeeping(b, (*plain)(c), &c.Extra)
+}
+
+func (c CodeSwitchingConfig) MarshalJSON() ([]byte, error) {
+	type plain CodeSwitchingConfig
+	return encodeKeeping(plain(c), c.Extra)
 }
 
 // LanguageConfig is the current way to set language handling. An empty Languages list means
@@ -161,6 +172,17 @@ type CodeSwitchingConfig struct {
 type LanguageConfig struct {
 	Languages     []string `json:"languages"`
 	CodeSwitching *bool    `json:"code_switching,omitempty"`
+	Extra         Extra    `json:"-"`
+}
+
+func (c *LanguageConfig) UnmarshalJSON(b []byte) error {
+	type plain LanguageConfig
+	return decodeKeeping(b, (*plain)(c), &c.Extra)
+}
+
+func (c LanguageConfig) MarshalJSON() ([]byte, error) {
+	type plain LanguageConfig
+	return encodeKeeping(plain(c), c.Extra)
 }
 
 // CallbackConfig is the pre-recorded callback address and method.
@@ -260,16 +282,49 @@ func (c SummarizationConfig) MarshalJSON() ([]byte, error) {
 // CustomSpellingConfig maps each target spelling to the variants it replaces.
 type CustomSpellingConfig struct {
 	SpellingDictionary map[string][]string `json:"spelling_dictionary"`
+	Extra              Extra               `json:"-"`
+}
+
+func (c *CustomSpellingConfig) UnmarshalJSON(b []byte) error {
+	type plain CustomSpellingConfig
+	return decodeKeeping(b, (*plain)(c), &c.Extra)
+}
+
+func (c CustomSpellingConfig) MarshalJSON() ([]byte, error) {
+	type plain CustomSpellingConfig
+	return encodeKeeping(plain(c), c.Extra)
 }
 
 // StructuredDataExtractionConfig lists the entity classes to extract.
 type StructuredDataExtractionConfig struct {
 	Classes []string `json:"classes"`
+	Extra   Extra    `json:"-"`
+}
+
+func (c *StructuredDataExtractionConfig) UnmarshalJSON(b []byte) error {
+	type plain StructuredDataExtractionConfig
+	return decodeKeeping(b, (*plain)(c), &c.Extra)
+}
+
+func (c StructuredDataExtractionConfig) MarshalJSON() ([]byte, error) {
+	type plain StructuredDataExtractionConfig
+	return encodeKeeping(plain(c), c.Extra)
 }
 
 // AudioToLLMConfig holds the prompts; one result per prompt.
 type AudioToLLMConfig struct {
 	Prompts []string `json:"prompts"`
+	Extra   Extra    `json:"-"`
+}
+
+func (c *AudioToLLMConfig) UnmarshalJSON(b []byte) error {
+	type plain AudioToLLMConfig
+	return decodeKeeping(b, (*plain)(c), &c.Extra)
+}
+
+func (c AudioToLLMConfig) MarshalJSON() ([]byte, error) {
+	type plain AudioToLLMConfig
+	return encodeKeeping(plain(c), c.Extra)
 }
 
 // Sample format defaults of a live session (provider-facts.md).

@@ -111,6 +111,17 @@ func (a EntityAddon) MarshalJSON() ([]byte, error) {
 type Subtitle struct {
 	Format    string `json:"format"`
 	Subtitles string `json:"subtitles"`
+	Extra     Extra  `json:"-"`
+}
+
+func (s *Subtitle) UnmarshalJSON(b []byte) error {
+	type plain Subtitle
+	return decodeKeeping(b, (*plain)(s), &s.Extra)
+}
+
+func (s Subtitle) MarshalJSON() ([]byte, error) {
+	type plain Subtitle
+	return encodeKeeping(plain(s), s.Extra)
 }
 
 // Metadata describes the processed audio; times in seconds.
@@ -183,6 +194,17 @@ func (t TranslationResult) MarshalJSON() ([]byte, error) {
 type PromptResponse struct {
 	Prompt   string `json:"prompt"`
 	Response string `json:"response"`
+	Extra    Extra  `json:"-"`
+}
+
+func (p *PromptResponse) UnmarshalJSON(b []byte) error {
+	type plain PromptResponse
+	return decodeKeeping(b, (*plain)(p), &p.Extra)
+}
+
+func (p PromptResponse) MarshalJSON() ([]byte, error) {
+	type plain PromptResponse
+	return encodeKeeping(plain(p), p.Extra)
 }
 
 // Result is the result of a job: every field of the pre-recorded result, plus messages for a

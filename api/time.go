@@ -33,10 +33,16 @@ var timeLayouts = []string{
 }
 
 // ParseTime parses an ISO 8601 date or date-time; values without a zone are taken as UTC.
+// The moment must fall in years 0000 to 9999 in UTC: outside them TimeLayout cannot write it
+// back in a form ParseTime reads ("0000-01-01T00:00:00+01:00" is in year -1 in UTC).
 func ParseTime(s string) (time.Time, error) {
 	for _, layout := range timeLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
+			t = t.UTC()
+			if y := t.Year(); y < 0 || y > 9999 {
+				return time.Time{}, fmt.Errorf("%q is outside years 0000 to 9999 in UTC", s)
+			}
+			return t, nil
 		}
 	}
 	return time.Time{}, fmt.Errorf("%q is not an ISO 8601 date-time", s)
