@@ -79,6 +79,9 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	if (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, fmt.Errorf("base url %q must be absolute http or https", baseURL)
 	}
+	if base.Path == "" {
+		base.Path = "/" // JoinPath leaves the paths it builds relative otherwise
+	}
 	c := &Client{
 		base:      base,
 		apiKey:    apiKey,
@@ -112,7 +115,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 }
 
 // BaseURL returns the base address of the service.
-func (c *Client) BaseURL() string { return c.base.String() }
+func (c *Client) BaseURL() string { return strings.TrimSuffix(c.base.String(), "/") }
 
 func defaultUserAgent() string {
 	version := "dev"

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"time"
 
 	"github.com/sirupsen/logrus"
 )
@@ -35,7 +34,7 @@ type call struct {
 
 func (cl call) name() string {
 	if cl.target != nil {
-		return cl.method + " " + cl.target.Path
+		return cl.method + " " + cl.target.EscapedPath()
 	}
 	return cl.method + " " + cl.path
 }
@@ -60,25 +59,20 @@ func (c *Client) do(ctx context.Context, cl call) error {
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var retry bool
-		var wait time.Duration
-		if status != 0 {
-			retry = retryableStatus(status, idempotent)
-			if d, ok := retryAfter(header, c.now()); ok {
-				wait = min(d, c.retry.MaxRetryAfter)
-			} else {
-				wait = c.jitter(c.retry.backoffCeiling(attempt))
+		if cerr := ctx.Err(); cerr != nil {
+			if errors.Is(err, cerr) {
+				return err
 			}
-		} else {
-			var de *decodeError
-			retry = !errors.As(err, &de) && retryableError(err, idempotent)
-			wait = c.jitter(c.retry.backoffCeiling(attempt))
+			return fmt.Errorf("%w; last attempt: %w", cerr, err)
 		}
-		if !retry || attempt >= c.retry.MaxAttempts {
+		if !shouldRetry(status, err, idempotent) || attempt >= c.retry.MaxAttempts {
 			return err
+		}
+		wait, ok := retryAfter(header, c.now())
+		if ok {
+			wait = min(wait, c.retry.MaxRetryAfter)
+		} else {
+			wait = c.jitter(c.retry.backoffCeiling(attempt))
 		}
 		log.WithFields(logrus.Fields{"attempt": attempt, "status": status, "wait": wait}).
 			WithError(err).Warn("service call failed, retrying")
@@ -86,6 +80,19 @@ func (c *Client) do(ctx context.Context, cl call) error {
 			return fmt.Errorf("%w; last attempt: %w", serr, err)
 		}
 	}
+}
+
+// shouldRetry classifies the outcome of an attempt: a status the service answered, or a
+// transport failure (status 0). A 2xx body that does not decode would come back the same.
+func shouldRetry(status int, err error, idempotent bool) bool {
+	if status != 0 {
+		return retryableStatus(status, idempotent)
+	}
+	var de *decodeError
+	if errors.As(err, &de) {
+		return false
+	}
+	return retryableError(err, idempotent)
 }
 
 // attempt sends one request. It returns the status and headers of a response it did not
@@ -116,7 +123,7 @@ func (c *Client) attempt(ctx context.Context, cl call, u *url.URL, body []byte) 
 	if !slices.Contains(cl.want, resp.StatusCode) {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody)) // lets the connection be reused
-		return resp.StatusCode, resp.Header, newAPIError(resp.StatusCode, u.Path, raw)
+		return resp.StatusCode, resp.Header, newAPIError(resp.StatusCode, u.EscapedPath(), raw)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
 	if err != nil {
