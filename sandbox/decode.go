@@ -1,0 +1,53 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// httpError is an error the handler answers with its status, message and validation list.
+type httpError struct {
+	status     int
+	msg        string
+	validation []string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+// decodeBody reads a JSON body within the size limit. Malformed JSON is a 400; a member of the
+// wrong type is a 422 (invalid parameter) naming the field; an oversized body is a 413.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *httpError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &httpError{status: http.StatusRequestEntityTooLarge,
+				msg: fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes)}
+		}
+		return &httpError{status: http.StatusBadRequest, msg: "could not read request body"}
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return &httpError{status: http.StatusBadRequest, msg: "request body is empty: a JSON object is required"}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		var syntaxErr *json.SyntaxError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "":
+			return &httpError{status: http.StatusUnprocessableEntity,
+				msg: fmt.Sprintf("invalid parameter %s: expected %s, got %s", typeErr.Field, typeErr.Type, typeErr.Value)}
+		case errors.As(err, &syntaxErr):
+			return &httpError{status: http.StatusBadRequest,
+				msg: fmt.Sprintf("request body is not valid JSON (offset %d): %v", syntaxErr.Offset, err)}
+		case errors.As(err, &typeErr):
+			return &httpError{status: http.StatusBadRequest, msg: "request body must be a JSON object"}
+		default:
+			return &httpError{status: http.StatusUnprocessableEntity, msg: "invalid parameter: " + err.Error()}
+		}
+	}
+	return nil
+}

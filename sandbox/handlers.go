@@ -1,0 +1,234 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+func (s *Server) handleCreatePreRecorded(w http.ResponseWriter, r *http.Request) {
+	var req api.PreRecordedRequest
+	if herr := s.decodeBody(w, r, &req); herr != nil {
+		s.writeError(w, r, herr.status, herr.msg, herr.validation)
+		return
+	}
+	if err := req.Validate(); err != nil {
+		s.writeValidation(w, r, err)
+		return
+	}
+	req.Normalize()
+	// request_params holds the fields of §2.3 except custom_metadata, which the record carries
+	// at its top.
+	recorded := req
+	recorded.CustomMetadata = nil
+	params, err := json.Marshal(recorded)
+	if err != nil {
+		s.writeError(w, r, http.StatusInternalServerError, "could not record request parameters", nil)
+		return
+	}
+	id := uuid.NewString()
+	e := &jobEntry{
+		job: api.Job{
+			ID:             id,
+			RequestID:      requestID(r),
+			Version:        api.RecordVersion,
+			Status:         api.StatusQueued,
+			CreatedAt:      api.Now(),
+			Kind:           api.KindPreRecorded,
+			CustomMetadata: req.CustomMetadata,
+			RequestParams:  params,
+		},
+		prerecorded: &req,
+	}
+	s.jobs.add(e)
+	s.log.WithFields(map[string]any{"job_id": id, "request_id": e.job.RequestID}).Info("pre-recorded job queued")
+	select {
+	case s.queue <- id:
+	default:
+		// The queue is full: answer like the real service under its concurrency limit.
+		s.jobs.delete(id, "")
+		s.writeError(w, r, http.StatusTooManyRequests, "too many jobs in progress; retry later", nil)
+		return
+	}
+	w.Header().Set("Location", s.baseURL(r)+"/v2/pre-recorded/"+id)
+	writeJSON(w, http.StatusCreated, api.CreateJobResponse{ID: id, ResultURL: s.baseURL(r) + "/v2/pre-recorded/" + id})
+}
+
+// writeValidation answers 400 with every violation listed.
+func (s *Server) writeValidation(w http.ResponseWriter, r *http.Request, err error) {
+	var verrs api.ValidationErrors
+	if errors.As(err, &verrs) {
+		s.writeError(w, r, http.StatusBadRequest, "invalid request parameters", verrs.Sentences())
+		return
+	}
+	s.writeError(w, r, http.StatusBadRequest, err.Error(), []string{err.Error()})
+}
+
+func (s *Server) getHandler(kind api.JobKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		job, ok := s.jobs.get(id, kind)
+		if !ok {
+			s.writeError(w, r, http.StatusNotFound, notFoundMessage(kind, id), nil)
+			return
+		}
+		writeJSON(w, http.StatusOK, job)
+	}
+}
+
+func notFoundMessage(kind api.JobKind, id string) string {
+	what := "job"
+	switch kind {
+	case api.KindLive:
+		what = "live session"
+	case api.KindPreRecorded:
+		what = "pre-recorded job"
+	}
+	return fmt.Sprintf("%s %s not found", what, id)
+}
+
+func (s *Server) deleteHandler(kind api.JobKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if !s.jobs.delete(id, kind) {
+			s.writeError(w, r, http.StatusNotFound, notFoundMessage(kind, id), nil)
+			return
+		}
+		s.sessions.drop(id)
+		w.Header().Set("x-request-id", requestID(r))
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+type listKind int
+
+const (
+	listAll listKind = iota
+	listPreRecorded
+	listLive
+)
+
+func (s *Server) listHandler(which listKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		live := which == listLive
+		q, err := api.ParseListQuery(r.URL.Query(), live)
+		if err != nil {
+			s.writeValidation(w, r, err)
+			return
+		}
+		if err := q.Validate(live); err != nil {
+			s.writeValidation(w, r, err)
+			return
+		}
+		switch which {
+		case listPreRecorded:
+			q.Kind = []api.JobKind{api.KindPreRecorded}
+		case listLive:
+			q.Kind = []api.JobKind{api.KindLive}
+		}
+		f, err := newFilter(q)
+		if err != nil {
+			s.writeError(w, r, http.StatusBadRequest, "invalid list query", []string{err.Error()})
+			return
+		}
+		offset, limit := 0, api.DefaultListLimit
+		if q.Offset != nil {
+			offset = *q.Offset
+		}
+		if q.Limit != nil {
+			limit = *q.Limit
+		}
+		items, more := s.jobs.list(f, offset, limit)
+		// Page links carry the caller's own filters: the endpoint's implied kind stays out.
+		linkQ := q
+		if which != listAll {
+			linkQ.Kind = nil
+		}
+		base := s.baseURL(r)
+		page := api.Page{
+			First:   pageURL(base, r.URL.Path, linkQ, 0, limit),
+			Current: pageURL(base, r.URL.Path, linkQ, offset, limit),
+			Items:   items,
+		}
+		if more {
+			next := pageURL(base, r.URL.Path, linkQ, offset+limit, limit)
+			page.Next = &next
+		}
+		writeJSON(w, http.StatusOK, page)
+	}
+}
+
+// handleUpload takes one multipart file (field "audio", or the first file part) and answers
+// with an audio_url served by the sandbox.
+func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		s.writeError(w, r, http.StatusBadRequest, "upload must be multipart/form-data with an audio file part", nil)
+		return
+	}
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				s.writeError(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("upload exceeds %d bytes", s.cfg.MaxUploadBytes), nil)
+				return
+			}
+			s.writeError(w, r, http.StatusBadRequest, "upload has no file part (send the audio in a part named \"audio\")", nil)
+			return
+		}
+		if part.FileName() == "" && part.FormName() != "audio" {
+			continue
+		}
+		f, err := s.files.save(part, path.Base(part.FileName()), s.cfg.MaxUploadBytes)
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				s.writeError(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("upload exceeds %d bytes", s.cfg.MaxUploadBytes), nil)
+				return
+			}
+			s.writeError(w, r, http.StatusBadRequest, "could not read upload: "+err.Error(), nil)
+			return
+		}
+		writeJSON(w, http.StatusCreated, UploadResponse{
+			AudioURL: s.baseURL(r) + "/v2/files/" + f.id,
+			AudioMetadata: UploadMetadata{
+				ID: f.id, Filename: f.name, Size: int64(len(f.data)),
+			},
+		})
+		return
+	}
+}
+
+// UploadResponse answers POST /v2/upload.
+type UploadResponse struct {
+	AudioURL      string         `json:"audio_url"`
+	AudioMetadata UploadMetadata `json:"audio_metadata"`
+}
+
+// UploadMetadata describes an uploaded file.
+type UploadMetadata struct {
+	ID       string `json:"id"`
+	Filename string `json:"filename"`
+	Size     int64  `json:"size"`
+}
+
+func (s *Server) handleFile(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimSuffix(r.PathValue("id"), ".json")
+	f, ok := s.files.get(id)
+	if !ok || strings.HasSuffix(r.PathValue("id"), ".json") {
+		s.writeError(w, r, http.StatusNotFound, "file not found", nil)
+		return
+	}
+	w.Header().Set("Content-Type", f.contentType)
+	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", f.name))
+	http.ServeContent(w, r, f.name, f.created, bytesReader(f.data))
+}

@@ -1,0 +1,586 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sandbox/addons"
+	"github.com/scribehook/scribehook/sandbox/audio"
+	"github.com/scribehook/scribehook/sandbox/engine"
+)
+
+// maxFrameBytes is the largest audio chunk a client may send (provider-facts.md: frames under
+// 1 MiB).
+const maxFrameBytes = 1 << 20
+
+// sessionState is where a live session is in its life.
+type sessionState int
+
+const (
+	stateCreated   sessionState = iota // created over HTTP, no socket yet
+	stateStreaming                     // a socket is attached
+	stateDetached                      // the socket dropped without stop; a reconnect resumes
+	stateEnded                         // post-processing done; the token is spent
+)
+
+// session is one live session: its settings, the audio decoder and engine stream, and every
+// message it produced. All its work happens on the goroutine of the attached socket, or on the
+// idle timer's goroutine once detached; mu serialises the two.
+type session struct {
+	srv    *Server
+	id     string
+	token  string
+	region string
+	req    *api.LiveRequest
+	log    *logrus.Entry
+
+	settings    api.LiveSettings
+	endpointing float64
+	maxUtter    float64
+	threshold   float64
+	wsCats      api.CategorySet
+	cbCats      api.CategorySet
+	callbackURL string
+
+	mu          sync.Mutex
+	state       sessionState
+	conn        *websocket.Conn
+	started     bool
+	bytesIn     int64 // every byte received, a WAV header included
+	decoder     *audio.StreamDecoder
+	resamplers  []*audio.Resampler // one a channel, to the engine's 16 kHz
+	speller     *addons.Speller
+	stream      engine.Stream
+	messages    []string
+	finals      []api.Utterance
+	idle        *time.Timer
+	done        chan struct{}
+	abortOnce   sync.Once
+	stopAsked   bool
+	uttCounters map[string]bool
+}
+
+func newSession(srv *Server, id, token, region string, req *api.LiveRequest) *session {
+	eff := req.Settings()
+	sess := &session{
+		srv: srv, id: id, token: token, region: region, req: req,
+		log:         srv.log.WithField("session_id", id),
+		settings:    eff,
+		endpointing: eff.Endpointing,
+		maxUtter:    eff.MaximumDurationWithoutEndpointing,
+		threshold:   eff.SpeechThreshold,
+		wsCats:      req.MessagesConfig.WebSocketCategories(),
+		cbCats:      req.CallbackConfig.CallbackCategories(),
+		done:        make(chan struct{}),
+	}
+	if rp := req.RealtimeProcessing; rp != nil && api.IsTrue(rp.CustomSpelling) {
+		sess.speller = addons.NewSpeller(rp.CustomSpellingConfig)
+	}
+	if api.IsTrue(req.Callback) && req.CallbackConfig != nil {
+		sess.callbackURL = req.CallbackConfig.URL
+	}
+	return sess
+}
+
+// handleLiveSocket authenticates the socket by its token alone and runs the session on it.
+func (s *Server) handleLiveSocket(w http.ResponseWriter, r *http.Request) {
+	sess, ok := s.sessions.token(r.URL.Query().Get("token"))
+	if !ok {
+		s.writeError(w, r, http.StatusUnauthorized, "invalid or expired session token", nil)
+		return
+	}
+	if status, msg := sess.admit(); status != 0 {
+		s.writeError(w, r, status, msg, nil)
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		sess.release()
+		return
+	}
+	// Base64 audio_chunk messages carry up to 1 MiB of audio in about 1.4 MiB of text.
+	conn.SetReadLimit(2 * maxFrameBytes)
+	sess.run(r.Context(), conn)
+}
+
+// admit reserves the session for one socket; a token whose session ended is spent, and a
+// session takes one socket at a time.
+func (sess *session) admit() (int, string) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	switch sess.state {
+	case stateEnded:
+		return http.StatusUnauthorized, "session token already used: the session has ended"
+	case stateStreaming:
+		return http.StatusConflict, "session already has a connected socket"
+	}
+	sess.state = stateStreaming
+	if sess.idle != nil {
+		sess.idle.Stop()
+	}
+	return 0, ""
+}
+
+func (sess *session) release() {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.state == stateStreaming {
+		sess.state = stateDetached
+	}
+}
+
+func (sess *session) run(ctx context.Context, conn *websocket.Conn) {
+	sess.mu.Lock()
+	sess.conn = conn
+	if !sess.started {
+		sess.started = true
+		if err := sess.startLocked(); err != nil {
+			sess.mu.Unlock()
+			_ = conn.Close(websocket.StatusInternalError, "engine unavailable")
+			return
+		}
+	}
+	sess.mu.Unlock()
+
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			normal := websocket.CloseStatus(err) == websocket.StatusNormalClosure
+			sess.mu.Lock()
+			sess.conn = nil
+			if normal && sess.state != stateEnded {
+				// Closing with 1000 ends the recording like stop_recording; post-processing
+				// still runs, its messages reach the callback and the job record.
+				sess.finishLocked()
+			} else if sess.state == stateStreaming {
+				sess.state = stateDetached
+				sess.armIdleLocked()
+			}
+			sess.mu.Unlock()
+			return
+		}
+		sess.mu.Lock()
+		if sess.state == stateEnded {
+			sess.mu.Unlock()
+			return
+		}
+		stop := sess.handleFrameLocked(typ, data)
+		if stop {
+			sess.stopAsked = true
+			sess.finishLocked()
+			sess.mu.Unlock()
+			_ = conn.Close(websocket.StatusNormalClosure, "session ended")
+			return
+		}
+		sess.mu.Unlock()
+	}
+}
+
+func (sess *session) startLocked() error {
+	set := sess.settings
+	decoder, err := audio.NewStreamDecoder(audio.Encoding(set.Encoding), set.BitDepth, set.SampleRate, set.Channels)
+	if err != nil {
+		return err
+	}
+	sess.resamplers = make([]*audio.Resampler, set.Channels)
+	for i := range sess.resamplers {
+		if sess.resamplers[i], err = audio.NewResampler(set.SampleRate, 16000); err != nil {
+			return err
+		}
+	}
+	stream, err := sess.srv.cfg.Engine.NewStream(engine.StreamConfig{
+		Channels:        set.Channels,
+		Endpointing:     sess.endpointing,
+		MaxUtterance:    sess.maxUtter,
+		SpeechThreshold: sess.threshold,
+		Languages:       liveLanguages(sess.req),
+		Vocabulary:      liveVocabulary(sess.req),
+	})
+	if err != nil {
+		sess.log.WithError(err).Error("engine stream")
+		return err
+	}
+	sess.stream = stream
+	sess.decoder = decoder
+	sess.srv.jobs.update(sess.id, func(j *api.Job) { j.Status = api.StatusProcessing })
+	sess.emitLocked(api.MessageStartSession, nil, nil)
+	sess.emitLocked(api.MessageStartRecording, nil, nil)
+	return nil
+}
+
+// handleFrameLocked handles one client frame; it reports true when the client stopped the
+// recording.
+func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) bool {
+	if typ == websocket.MessageBinary {
+		sess.audioLocked(data)
+		return false
+	}
+	var msg api.ClientMessage
+	if err := json.Unmarshal(data, &msg); err != nil {
+		sess.emitErrorLocked("message is not JSON: send audio as binary frames or {\"type\":\"audio_chunk\",\"data\":{\"chunk\":\"<base64>\"}}")
+		return false
+	}
+	switch msg.Type {
+	case api.ClientAudioChunk:
+		var d struct {
+			Chunk string `json:"chunk"`
+		}
+		if err := json.Unmarshal(msg.Data, &d); err != nil || d.Chunk == "" {
+			sess.nackLocked(api.MessageAudioChunk, "audio_chunk needs data.chunk with base64 audio")
+			return false
+		}
+		chunk, err := base64.StdEncoding.DecodeString(d.Chunk)
+		if err != nil {
+			sess.nackLocked(api.MessageAudioChunk, "data.chunk is not valid base64: "+err.Error())
+			return false
+		}
+		sess.audioLocked(chunk)
+		return false
+	case api.ClientStopRecording:
+		return true
+	default:
+		sess.emitErrorLocked("unknown message type " + quote(msg.Type) + ": expected audio_chunk or stop_recording")
+		return false
+	}
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// audioLocked decodes one chunk, feeds the engine, acknowledges the chunk and emits what the
+// engine recognised.
+func (sess *session) audioLocked(chunk []byte) {
+	if len(chunk) >= maxFrameBytes {
+		sess.nackLocked(api.MessageAudioChunk, "audio chunk exceeds 1 MiB: send about 100 ms per chunk")
+		return
+	}
+	startByte := sess.bytesIn
+	startTime := sess.decoder.Seconds()
+	frames, err := sess.decoder.Write(chunk)
+	if err != nil {
+		sess.nackLocked(api.MessageAudioChunk, "audio chunk could not be decoded: "+err.Error())
+		return
+	}
+	sess.bytesIn += int64(len(chunk))
+	for ch := range frames {
+		frames[ch] = sess.resamplers[ch].Process(frames[ch])
+	}
+	events, err := sess.stream.Feed(frames)
+	ack := api.AudioChunkAckData{
+		ByteRange: [2]int64{startByte, sess.bytesIn},
+		TimeRange: [2]float64{round3(startTime), round3(sess.decoder.Seconds())},
+	}
+	sess.emitLocked(api.MessageAudioChunk, ack, api.Bool(true))
+	if err != nil {
+		sess.emitErrorLocked("speech engine failed: " + err.Error())
+		return
+	}
+	sess.engineEventsLocked(events)
+}
+
+// engineEventsLocked turns the engine's speech events and transcripts into messages, with the
+// realtime add-ons after each final.
+func (sess *session) engineEventsLocked(events []engine.Event) {
+	for _, ev := range events {
+		switch ev.Kind {
+		case engine.EventSpeechStart:
+			sess.emitLocked(api.MessageSpeechStart, api.SpeechEventData{Time: round3(ev.Time), Channel: ev.Channel}, nil)
+		case engine.EventSpeechEnd:
+			sess.emitLocked(api.MessageSpeechEnd, api.SpeechEventData{Time: round3(ev.Time), Channel: ev.Channel}, nil)
+		case engine.EventPartial, engine.EventFinal:
+			final := ev.Kind == engine.EventFinal
+			utt := sess.utteranceLocked(ev.Utterance)
+			if final && len(utt.Words) == 0 {
+				continue
+			}
+			id := sess.utteranceID(ev.UtteranceID)
+			sess.emitLocked(api.MessageTranscript, api.TranscriptData{ID: id, IsFinal: final, Utterance: utt}, nil)
+			if final {
+				sess.finals = append(sess.finals, utt)
+				sess.realtimeAddonsLocked(id, utt)
+			}
+		}
+	}
+}
+
+// utteranceID makes the engine's per-session utterance number a stable id shared by the
+// partials and the final of one utterance.
+func (sess *session) utteranceID(n int) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(sess.id+"/"+itoa(n))).String()
+}
+
+func (sess *session) utteranceLocked(u engine.Utterance) api.Utterance {
+	t := toTranscription(engine.Result{Utterances: []engine.Utterance{u}}, firstOr(liveLanguages(sess.req), "en"))
+	utt := t.Utterances[0]
+	if sess.speller != nil {
+		utt = sess.speller.Utterance(utt)
+	}
+	return utt
+}
+
+// realtimeAddonsLocked answers the realtime add-ons the session asked for. The sandbox has no
+// model for them, so each message carries an error, as the service does when an add-on fails.
+func (sess *session) realtimeAddonsLocked(id string, utt api.Utterance) {
+	rp := sess.req.RealtimeProcessing
+	if rp == nil {
+		return
+	}
+	unavailable := func(name string) json.RawMessage {
+		b, _ := json.Marshal(api.MessageErrorBody{Message: name + " needs a model the sandbox does not have"})
+		return b
+	}
+	if api.IsTrue(rp.Translation) && rp.TranslationConfig != nil {
+		for _, target := range rp.TranslationConfig.TargetLanguages {
+			sess.emitWithErrorLocked(api.MessageTranslation, api.TranslationData{
+				UtteranceID: id, Utterance: utt, OriginalLanguage: utt.Language, TargetLanguage: target,
+				TranslatedUtterance: api.Utterance{Start: utt.Start, End: utt.End, Channel: utt.Channel, Language: target, Words: []api.Word{}},
+			}, unavailable("translation"))
+		}
+	}
+	if api.IsTrue(rp.NamedEntityRecognition) {
+		sess.emitWithErrorLocked(api.MessageNamedEntityRecognition, api.NamedEntityData{
+			UtteranceID: id, Utterance: utt, Results: []api.NamedEntity{},
+		}, unavailable("named_entity_recognition"))
+	}
+	if api.IsTrue(rp.SentimentAnalysis) {
+		sess.emitWithErrorLocked(api.MessageSentimentAnalysis, api.SentimentData{
+			UtteranceID: id, Utterance: utt, Results: []api.Sentiment{},
+		}, unavailable("sentiment_analysis"))
+	}
+}
+
+// finishLocked ends the recording and runs post-processing: the remaining finals, the
+// stop_recording acknowledgment (when the client asked), end_recording, post_* messages,
+// end_session; then the job is done and holds every message.
+func (sess *session) finishLocked() {
+	if sess.state == stateEnded {
+		return
+	}
+	if sess.idle != nil {
+		sess.idle.Stop()
+	}
+	if !sess.started {
+		sess.started = true
+		if err := sess.startLocked(); err != nil {
+			return
+		}
+	}
+	if sess.stream != nil {
+		events, err := sess.stream.Finish()
+		if err != nil {
+			sess.emitErrorLocked("speech engine failed: " + err.Error())
+		}
+		sess.engineEventsLocked(events)
+	}
+	var duration float64
+	if sess.decoder != nil {
+		duration = round3(sess.decoder.Seconds())
+	}
+	if sess.stopAsked {
+		sess.emitLocked(api.MessageStopRecording, api.StopRecordingAckData{RecordingDuration: duration}, api.Bool(true))
+	}
+	sess.emitLocked(api.MessageEndRecording, api.EndRecordingData{RecordingDuration: duration}, nil)
+
+	lang := firstOr(liveLanguages(sess.req), "en")
+	transcription := joinUtterances(sess.finals, lang)
+	sess.emitLocked(api.MessagePostTranscript, transcription, nil)
+	result, err := addons.ApplyLive(sess.srv.ctx, sess.req, transcription, addons.Options{})
+	if err != nil {
+		return // the sandbox is shutting down
+	}
+	result.Metadata = &api.Metadata{
+		AudioDuration:            duration,
+		NumberOfDistinctChannels: sess.settings.Channels,
+		BillingTime:              duration,
+	}
+	if result.Chapterization != nil {
+		sess.emitAddonLocked(api.MessagePostChapterization, result.Chapterization.Error, chapterData(result.Chapterization.Results))
+	}
+	if result.Summarization != nil {
+		sess.emitAddonLocked(api.MessagePostSummarization, result.Summarization.Error, api.SummarizationData{Results: result.Summarization.Results})
+	}
+	sess.emitLocked(api.MessagePostFinalTranscript, result, nil)
+	sess.emitLocked(api.MessageEndSession, nil, nil)
+
+	result.Messages = append([]string(nil), sess.messages...)
+	sess.state = stateEnded
+	sess.srv.jobs.update(sess.id, func(j *api.Job) {
+		j.Status = api.StatusDone
+		j.CompletedAt = api.PtrTime(time.Now())
+		j.File = &api.File{
+			ID: uuid.NewString(), Filename: "live-" + sess.id + ".raw", Source: "live",
+			AudioDuration: duration, NumberOfChannels: sess.settings.Channels,
+		}
+		j.Result = result
+	})
+	sess.srv.cb.closeLane(sess.id)
+	sess.log.WithField("messages", len(sess.messages)).Info("live session ended")
+	sess.abortOnce.Do(func() { close(sess.done) })
+}
+
+// armIdleLocked ends a detached session that nobody resumes, so its job does not stay in
+// processing forever.
+func (sess *session) armIdleLocked() {
+	wait := sess.srv.cfg.LiveResumeWindow
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	sess.idle = time.AfterFunc(wait, func() {
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		if sess.state == stateDetached {
+			sess.finishLocked()
+		}
+	})
+}
+
+// abort ends the session at shutdown or deletion without post-processing.
+func (sess *session) abort() {
+	sess.mu.Lock()
+	conn := sess.conn
+	if sess.idle != nil {
+		sess.idle.Stop()
+	}
+	sess.state = stateEnded
+	sess.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close(websocket.StatusGoingAway, "session closed")
+	}
+	sess.abortOnce.Do(func() { close(sess.done) })
+}
+
+// emitLocked builds a message of type t with data, records it, sends it on the socket when
+// messages_config wants its category and to the callback when callback_config does.
+func (sess *session) emitLocked(t api.MessageType, data any, acknowledged *bool) {
+	m := api.LiveMessage{SessionID: sess.id, CreatedAt: api.Now(), Type: t, Acknowledged: acknowledged}
+	if acknowledged != nil || isAddonMessage(t) {
+		m.Error = json.RawMessage("null")
+	}
+	if data != nil {
+		if err := m.SetData(data); err != nil {
+			sess.log.WithError(err).Error("encode live message")
+			return
+		}
+	}
+	sess.sendLocked(m)
+}
+
+func (sess *session) emitWithErrorLocked(t api.MessageType, data any, errBody json.RawMessage) {
+	m := api.LiveMessage{SessionID: sess.id, CreatedAt: api.Now(), Type: t, Error: errBody}
+	if err := m.SetData(data); err != nil {
+		return
+	}
+	sess.sendLocked(m)
+}
+
+// emitAddonLocked sends a post-processing add-on's message, with the add-on's error when it
+// failed.
+func (sess *session) emitAddonLocked(t api.MessageType, failure *api.AddonError, data any) {
+	errBody := json.RawMessage("null")
+	if failure != nil {
+		errBody, _ = json.Marshal(api.MessageErrorBody{Message: failure.Message})
+	}
+	sess.emitWithErrorLocked(t, data, errBody)
+}
+
+func chapterData(raw json.RawMessage) api.ChapterizationData {
+	var d api.ChapterizationData
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &d.Results)
+	}
+	if d.Results == nil {
+		d.Results = []api.Chapter{}
+	}
+	return d
+}
+
+func (sess *session) nackLocked(t api.MessageType, msg string) {
+	b, _ := json.Marshal(api.MessageErrorBody{Message: msg})
+	m := api.LiveMessage{SessionID: sess.id, CreatedAt: api.Now(), Type: t, Acknowledged: api.Bool(false), Error: b}
+	sess.sendLocked(m)
+}
+
+func (sess *session) emitErrorLocked(msg string) {
+	b, _ := json.Marshal(api.MessageErrorBody{Message: msg})
+	sess.sendLocked(api.LiveMessage{SessionID: sess.id, CreatedAt: api.Now(), Type: api.MessageError, Error: b})
+}
+
+func isAddonMessage(t api.MessageType) bool {
+	switch t {
+	case api.MessageTranslation, api.MessageNamedEntityRecognition, api.MessageSentimentAnalysis,
+		api.MessagePostChapterization, api.MessagePostSummarization:
+		return true
+	}
+	return false
+}
+
+func (sess *session) sendLocked(m api.LiveMessage) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		sess.log.WithError(err).Error("encode live message")
+		return
+	}
+	sess.messages = append(sess.messages, string(b))
+	cats := api.MessageCategories(&m)
+	if sess.conn != nil && sess.wsCats.Has(cats...) {
+		ctx, cancel := context.WithTimeout(sess.srv.ctx, 10*time.Second)
+		err := sess.conn.Write(ctx, websocket.MessageText, b)
+		cancel()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			sess.log.WithError(err).Debug("write to live socket")
+		}
+	}
+	if sess.callbackURL != "" && sess.cbCats.Has(cats...) {
+		body, err := json.Marshal(api.LiveCallback{ID: sess.id, Event: api.LiveEvent(m.Type), Payload: m})
+		if err != nil {
+			return
+		}
+		sess.srv.cb.enqueue(sess.id, outbound{url: sess.callbackURL, method: http.MethodPost, body: body, key: sess.id, event: api.LiveEvent(m.Type)})
+	}
+}
+
+func joinUtterances(utts []api.Utterance, lang string) *api.Transcription {
+	t := &api.Transcription{Languages: []string{lang}, Utterances: append([]api.Utterance{}, utts...)}
+	texts := make([]string, 0, len(utts))
+	for _, u := range utts {
+		texts = append(texts, u.Text)
+	}
+	t.FullTranscript = strings.Join(texts, " ")
+	return t
+}
+
+func liveLanguages(req *api.LiveRequest) []string {
+	if req.LanguageConfig != nil {
+		return req.LanguageConfig.Languages
+	}
+	return nil
+}
+
+func liveVocabulary(req *api.LiveRequest) []string {
+	rp := req.RealtimeProcessing
+	if rp == nil || !api.IsTrue(rp.CustomVocabulary) || rp.CustomVocabularyConfig == nil {
+		return nil
+	}
+	var words []string
+	for _, t := range rp.CustomVocabularyConfig.Vocabulary {
+		words = append(words, t.Value)
+	}
+	return words
+}
+
+func firstOr(list []string, def string) string {
+	if len(list) > 0 {
+		return list[0]
+	}
+	return def
+}
