@@ -17,47 +17,60 @@ func (f Format) appendFrames(out [][]float32, data []byte) int {
 		return 0
 	}
 	for c := range out {
-		s := slices.Grow(out[c], n)
+		base := len(out[c])
+		s := grow(out[c], n)[:base+n]
+		d := s[base:]
 		// One loop a format, the switch outside it: this runs for every sample of an
 		// hour-long file.
 		switch {
 		case f.Encoding == PCM && bps == 1:
-			for off := c; off < n*block; off += block {
-				s = append(s, float32(int(data[off])-128)/128)
+			for i := range d {
+				d[i] = float32(int(data[i*block+c])-128) / 128
 			}
 		case f.Encoding == PCM && bps == 2:
-			for off := c * 2; off < n*block; off += block {
-				s = append(s, float32(int16(binary.LittleEndian.Uint16(data[off:])))/(1<<15))
+			for i := range d {
+				off := i*block + c*2
+				d[i] = float32(int16(uint16(data[off])|uint16(data[off+1])<<8)) / (1 << 15)
 			}
 		case f.Encoding == PCM && bps == 3:
-			for off := c * 3; off < n*block; off += block {
+			for i := range d {
+				off := i*block + c*3
 				v := int32(uint32(data[off])<<8|uint32(data[off+1])<<16|uint32(data[off+2])<<24) >> 8
-				s = append(s, float32(v)/(1<<23))
+				d[i] = float32(v) / (1 << 23)
 			}
 		case f.Encoding == PCM && bps == 4:
-			for off := c * 4; off < n*block; off += block {
-				s = append(s, float32(float64(int32(binary.LittleEndian.Uint32(data[off:])))/(1<<31)))
+			for i := range d {
+				d[i] = float32(float64(int32(binary.LittleEndian.Uint32(data[i*block+c*4:]))) / (1 << 31))
 			}
 		case f.Encoding == Float && bps == 4:
-			for off := c * 4; off < n*block; off += block {
-				s = append(s, clampUnit(float64(math.Float32frombits(binary.LittleEndian.Uint32(data[off:])))))
+			for i := range d {
+				d[i] = clampUnit(float64(math.Float32frombits(binary.LittleEndian.Uint32(data[i*block+c*4:]))))
 			}
 		case f.Encoding == Float && bps == 8:
-			for off := c * 8; off < n*block; off += block {
-				s = append(s, clampUnit(math.Float64frombits(binary.LittleEndian.Uint64(data[off:]))))
+			for i := range d {
+				d[i] = clampUnit(math.Float64frombits(binary.LittleEndian.Uint64(data[i*block+c*8:])))
 			}
 		case f.Encoding == ALaw:
-			for off := c; off < n*block; off += block {
-				s = append(s, float32(alaw(data[off]))/(1<<15))
+			for i := range d {
+				d[i] = float32(alaw(data[i*block+c])) / (1 << 15)
 			}
 		case f.Encoding == ULaw:
-			for off := c; off < n*block; off += block {
-				s = append(s, float32(ulaw(data[off]))/(1<<15))
+			for i := range d {
+				d[i] = float32(ulaw(data[i*block+c])) / (1 << 15)
 			}
 		}
 		out[c] = s
 	}
 	return n * block
+}
+
+// grow makes room for n more samples, doubling: slices.Grow adds only a quarter to large
+// slices, and an hour of audio arrives in many small blocks.
+func grow(s []float32, n int) []float32 {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	return slices.Grow(s, max(n, len(s)))
 }
 
 // clampUnit keeps float samples in [-1, 1]: files written by careless tools overshoot, and
