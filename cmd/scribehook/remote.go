@@ -1,0 +1,448 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+const (
+	envServiceBaseURL     = "SCRIBEHOOK_SERVICE_BASE_URL"
+	defaultServiceBaseURL = "http://127.0.0.1:8788"
+	defaultAPIKeyEnv      = "SCRIBEHOOK_API_KEY"
+)
+
+// remoteOptions are the connection flags shared by the remote subcommands. The key itself is
+// never a flag: flags end up in shell history and process listings.
+type remoteOptions struct {
+	baseURL   string
+	apiKeyEnv string
+	keyHeader string
+	verbose   bool
+}
+
+func newRemoteCmd() *cobra.Command {
+	o := &remoteOptions{}
+	cmd := &cobra.Command{
+		Use:   "remote",
+		Short: "Call the service's own endpoints: list, get, create and delete jobs",
+	}
+	base := os.Getenv(envServiceBaseURL)
+	if base == "" {
+		base = defaultServiceBaseURL
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&o.baseURL, "base-url", base, "base URL of the service (default from "+envServiceBaseURL+")")
+	pf.StringVar(&o.apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "environment variable that holds the API key")
+	pf.StringVar(&o.keyHeader, "key-header", submitter.DefaultKeyHeader, "header that carries the API key")
+	pf.BoolVarP(&o.verbose, "verbose", "v", false, "log every call and retry to stderr")
+	cmd.AddCommand(newRemoteListCmd(o), newRemoteGetCmd(o), newRemoteCreateCmd(o), newRemoteDeleteCmd(o))
+	return cmd
+}
+
+func (o *remoteOptions) client(cmd *cobra.Command) (*submitter.Client, error) {
+	key := os.Getenv(o.apiKeyEnv)
+	if key == "" {
+		return nil, fmt.Errorf("environment variable %s is empty: set it to the service API key", o.apiKeyEnv)
+	}
+	l := logrus.New()
+	l.Out = cmd.ErrOrStderr()
+	l.Level = logrus.WarnLevel
+	if o.verbose {
+		l.Level = logrus.DebugLevel
+	}
+	return submitter.New(o.baseURL, key,
+		submitter.WithKeyHeader(o.keyHeader),
+		submitter.WithLogger(logrus.NewEntry(l).WithField("service", o.baseURL)))
+}
+
+func newRemoteListCmd(o *remoteOptions) *cobra.Command {
+	var (
+		live, all                   bool
+		kinds, statuses, metadata   []string
+		date, beforeDate, afterDate string
+		limit, offset               int
+		output                      string
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List jobs on the service, with its filters and automatic paging",
+		Long: "List jobs on the service. By default the pre-recorded list; --live lists live sessions;\n" +
+			"--kind uses the deprecated /v2/transcription list, the only one that filters on kind.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if live && len(kinds) > 0 {
+				return errors.New("--live and --kind exclude each other: the live list has no kind filter")
+			}
+			q := api.ListQuery{Date: date, BeforeDate: beforeDate, AfterDate: afterDate}
+			if cmd.Flags().Changed("limit") {
+				q.Limit = api.Int(limit)
+			}
+			if cmd.Flags().Changed("offset") {
+				q.Offset = api.Int(offset)
+			}
+			for _, s := range statuses {
+				q.Status = append(q.Status, api.JobStatus(s))
+			}
+			for _, k := range kinds {
+				q.Kind = append(q.Kind, api.JobKind(k))
+			}
+			md, err := metadataObject(metadata)
+			if err != nil {
+				return err
+			}
+			q.CustomMetadata = md
+			endpoint := submitter.EndpointPreRecorded
+			switch {
+			case live:
+				endpoint = submitter.EndpointLive
+			case len(kinds) > 0:
+				endpoint = submitter.EndpointTranscription
+			}
+
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			jobs := []api.Job{}
+			if all {
+				for job, err := range c.All(cmd.Context(), endpoint, q) {
+					if err != nil {
+						return err
+					}
+					jobs = append(jobs, job)
+				}
+			} else {
+				page, err := c.List(cmd.Context(), endpoint, q)
+				if err != nil {
+					return err
+				}
+				jobs = append(jobs, page.Items...)
+				if page.Next != nil && output == "table" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "more jobs follow: use --all, or --offset to page")
+				}
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), jobs)
+			}
+			return writeJobsTable(cmd.OutOrStdout(), jobs)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&live, "live", false, "list live sessions (GET /v2/live)")
+	f.StringSliceVar(&kinds, "kind", nil, "kinds to keep: pre-recorded, live (repeat or comma-separate)")
+	f.StringSliceVar(&statuses, "status", nil, "statuses to keep: queued, processing, done, error (repeat or comma-separate)")
+	f.StringVar(&date, "date", "", "jobs of one day, YYYY-MM-DD")
+	f.StringVar(&beforeDate, "before-date", "", "jobs created before this ISO 8601 date-time")
+	f.StringVar(&afterDate, "after-date", "", "jobs created after this ISO 8601 date-time")
+	f.StringArrayVar(&metadata, "metadata", nil, "custom_metadata filter as key=value (repeatable)")
+	f.IntVar(&limit, "limit", api.DefaultListLimit, "jobs per page")
+	f.IntVar(&offset, "offset", 0, "index of the first job")
+	f.BoolVar(&all, "all", false, "follow the pages to the end")
+	f.StringVarP(&output, "output", "o", "table", "output: table or json")
+	return cmd
+}
+
+func newRemoteGetCmd(o *remoteOptions) *cobra.Command {
+	var live bool
+	var output string
+	cmd := &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one job record of the service",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			get := c.GetPreRecorded
+			if live {
+				get = c.GetLive
+			}
+			job, err := get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if output == "table" {
+				return writeJobsTable(cmd.OutOrStdout(), []api.Job{job})
+			}
+			return writeJSON(cmd.OutOrStdout(), job)
+		},
+	}
+	cmd.Flags().BoolVar(&live, "live", false, "the id is a live session (GET /v2/live/{id})")
+	cmd.Flags().StringVarP(&output, "output", "o", "json", "output: json or table")
+	return cmd
+}
+
+// jobFlags are the job settings that create takes as flags; each applies only when given, so
+// that it overrides, and never blanks, what --params holds.
+type jobFlags struct {
+	audioURL, paramsFile, callbackURL, callbackMethod, summarizationType string
+	languages, subtitleFormats, translateTo, metadata                    []string
+	subtitles, diarization, summarization, sentiment, ner, chapters      bool
+	deprecatedEndpoint                                                   bool
+}
+
+func newRemoteCreateCmd(o *remoteOptions) *cobra.Command {
+	var jf jobFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "create --audio-url URL [--params file.json] [job flags]",
+		Short: "Create a pre-recorded job on the service",
+		Long: "Create a pre-recorded job. --params reads a JSON body (the fields of a pre-recorded\n" +
+			"request, - for stdin); job flags given on the command line override its values.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			req, err := jf.request(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			create := c.CreatePreRecorded
+			if jf.deprecatedEndpoint {
+				create = c.CreateTranscription
+			}
+			out, err := create(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), out)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintf(tw, "ID\tRESULT_URL\n%s\t%s\n", cell(out.ID), cell(out.ResultURL))
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&jf.audioURL, "audio-url", "", "URL of the audio or video file")
+	f.StringVar(&jf.paramsFile, "params", "", "JSON file with the request body (- for stdin)")
+	f.StringVar(&jf.callbackURL, "callback-url", "", "send the result to this URL (sets callback and callback_config)")
+	f.StringVar(&jf.callbackMethod, "callback-method", "", "HTTP method of the callback: POST or PUT")
+	f.StringSliceVar(&jf.languages, "language", nil, "spoken language codes (language_config.languages); none means detect")
+	f.BoolVar(&jf.subtitles, "subtitles", false, "generate subtitles")
+	f.StringSliceVar(&jf.subtitleFormats, "subtitles-format", nil, "subtitle formats: srt, vtt (implies --subtitles)")
+	f.BoolVar(&jf.diarization, "diarization", false, "recognise speakers")
+	f.BoolVar(&jf.summarization, "summarization", false, "summarise")
+	f.StringVar(&jf.summarizationType, "summarization-type", "", "general, bullet_points or concise (implies --summarization)")
+	f.StringSliceVar(&jf.translateTo, "translate-to", nil, "target language codes (enables translation)")
+	f.BoolVar(&jf.sentiment, "sentiment-analysis", false, "analyse sentiment")
+	f.BoolVar(&jf.ner, "named-entity-recognition", false, "recognise named entities")
+	f.BoolVar(&jf.chapters, "chapterization", false, "split into chapters")
+	f.StringArrayVar(&jf.metadata, "metadata", nil, "custom_metadata as key=value (repeatable)")
+	f.BoolVar(&jf.deprecatedEndpoint, "deprecated-endpoint", false, "create through the deprecated POST /v2/transcription")
+	f.StringVarP(&output, "output", "o", "table", "output: table or json")
+	return cmd
+}
+
+// request builds the body: --params first, then every flag that was given.
+func (jf *jobFlags) request(cmd *cobra.Command) (api.PreRecordedRequest, error) {
+	var req api.PreRecordedRequest
+	if jf.paramsFile != "" {
+		raw, err := readParams(cmd, jf.paramsFile)
+		if err != nil {
+			return req, err
+		}
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return req, fmt.Errorf("decode %s: %w", jf.paramsFile, err)
+		}
+	}
+	set := cmd.Flags().Changed
+	if set("audio-url") {
+		req.AudioURL = jf.audioURL
+	}
+	if req.AudioURL == "" {
+		return req, errors.New("--audio-url is required (or audio_url in --params)")
+	}
+	if set("callback-url") || set("callback-method") {
+		if req.CallbackConfig == nil {
+			req.CallbackConfig = &api.CallbackConfig{}
+		}
+		if set("callback-url") {
+			req.CallbackConfig.URL = jf.callbackURL
+		}
+		if set("callback-method") {
+			req.CallbackConfig.Method = strings.ToUpper(jf.callbackMethod)
+		}
+		req.Callback = api.Bool(true)
+	}
+	if set("language") {
+		if req.LanguageConfig == nil {
+			req.LanguageConfig = &api.LanguageConfig{}
+		}
+		req.LanguageConfig.Languages = jf.languages
+	}
+	if set("subtitles") {
+		req.Subtitles = api.Bool(jf.subtitles)
+	}
+	if set("subtitles-format") {
+		if req.SubtitlesConfig == nil {
+			req.SubtitlesConfig = &api.SubtitlesConfig{}
+		}
+		req.SubtitlesConfig.Formats = jf.subtitleFormats
+		if !set("subtitles") {
+			req.Subtitles = api.Bool(true)
+		}
+	}
+	if set("diarization") {
+		req.Diarization = api.Bool(jf.diarization)
+	}
+	if set("summarization") {
+		req.Summarization = api.Bool(jf.summarization)
+	}
+	if set("summarization-type") {
+		req.SummarizationConfig = &api.SummarizationConfig{Type: jf.summarizationType}
+		if !set("summarization") {
+			req.Summarization = api.Bool(true)
+		}
+	}
+	if set("translate-to") {
+		if req.TranslationConfig == nil {
+			req.TranslationConfig = &api.TranslationConfig{}
+		}
+		req.TranslationConfig.TargetLanguages = jf.translateTo
+		req.Translation = api.Bool(true)
+	}
+	if set("sentiment-analysis") {
+		req.SentimentAnalysis = api.Bool(jf.sentiment)
+	}
+	if set("named-entity-recognition") {
+		req.NamedEntityRecognition = api.Bool(jf.ner)
+	}
+	if set("chapterization") {
+		req.Chapterization = api.Bool(jf.chapters)
+	}
+	if set("metadata") {
+		md, err := metadataObject(jf.metadata)
+		if err != nil {
+			return req, err
+		}
+		req.CustomMetadata = md
+	}
+	return req, nil
+}
+
+func readParams(cmd *cobra.Command, name string) ([]byte, error) {
+	if name == "-" {
+		raw, err := io.ReadAll(cmd.InOrStdin())
+		if err != nil {
+			return nil, fmt.Errorf("read params from stdin: %w", err)
+		}
+		return raw, nil
+	}
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("read params: %w", err)
+	}
+	return raw, nil
+}
+
+func newRemoteDeleteCmd(o *remoteOptions) *cobra.Command {
+	var live bool
+	cmd := &cobra.Command{
+		Use:   "delete ID",
+		Short: "Delete one job on the service",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			del := c.DeletePreRecorded
+			if live {
+				del = c.DeleteLive
+			}
+			if err := del(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&live, "live", false, "the id is a live session (DELETE /v2/live/{id})")
+	return cmd
+}
+
+func checkOutput(output string) error {
+	if output != "table" && output != "json" {
+		return fmt.Errorf("unknown output %q: use table or json", output)
+	}
+	return nil
+}
+
+// metadataObject turns key=value pairs into a JSON object of strings; nil for none.
+func metadataObject(pairs []string) (json.RawMessage, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("metadata %q is not key=value", p)
+		}
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	return b, nil
+}
+
+// writeJSON prints v indented; the job records keep the members this model does not know.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeJobsTable prints one aligned row per job.
+func writeJobsTable(w io.Writer, jobs []api.Job) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tCREATED\tDURATION\tFILE")
+	for _, j := range jobs {
+		created, duration, file := "-", "-", "-"
+		if !j.CreatedAt.IsZero() {
+			created = j.CreatedAt.UTC().Format("2006-01-02 15:04:05")
+		}
+		if j.File != nil {
+			duration = time.Duration(j.File.AudioDuration * float64(time.Second)).Round(100 * time.Millisecond).String()
+			file = cell(j.File.Filename)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.ID), cell(string(j.Kind)), cell(string(j.Status)), created, duration, file)
+	}
+	return tw.Flush()
+}
+
+// cell keeps a value on one line of its column and shows absent values as "-".
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.NewReplacer("\t", " ", "\n", " ").Replace(s)
+}
