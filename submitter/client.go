@@ -95,6 +95,9 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(c)
 	}
+	if c.hc == nil {
+		c.hc = &http.Client{Timeout: 60 * time.Second}
+	}
 	if c.keyHeader == "" {
 		return nil, errors.New("key header name is empty")
 	}

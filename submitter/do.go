@@ -133,7 +133,7 @@ func (c *Client) attempt(ctx context.Context, cl call, u *url.URL, body []byte) 
 		return 0, nil, fmt.Errorf("response of %s exceeds %d bytes", cl.name(), maxResponseBody)
 	}
 	c.log.WithFields(logrus.Fields{"method": cl.method, "path": u.Path, "status": resp.StatusCode}).Debug("service call")
-	if cl.out == nil || len(bytes.TrimSpace(raw)) == 0 && cl.method == http.MethodDelete {
+	if cl.out == nil {
 		return 0, nil, nil
 	}
 	if err := json.Unmarshal(raw, cl.out); err != nil {

@@ -80,7 +80,8 @@ func (o StreamOptions) ChunkSize() int {
 // the order received and from one goroutine. wsURL is the url of CreateLive's answer; its
 // token authenticates the socket, so the API key is not sent. After the audio it sends
 // stop_recording and keeps reading until the server closes: nil when it closes with 1000
-// (post-processing done), an error otherwise. onMessage may be nil.
+// (post-processing done), an error otherwise. onMessage may be nil; StreamLive does not
+// return before its last call has returned.
 //
 // audio is read in the calling goroutine; a reader that blocks (a pipe, a microphone) delays
 // the return after ctx ends until its Read returns.

@@ -64,7 +64,7 @@ func (o *remoteOptions) client(cmd *cobra.Command) (*submitter.Client, error) {
 	}
 	return submitter.New(o.baseURL, key,
 		submitter.WithKeyHeader(o.keyHeader),
-		submitter.WithLogger(logrus.NewEntry(l).WithField("service", o.baseURL)))
+		submitter.WithLogger(logrus.NewEntry(l)))
 }
 
 func newRemoteListCmd(o *remoteOptions) *cobra.Command {
