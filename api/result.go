@@ -148,8 +148,8 @@ type Transcription struct {
 	FullTranscript string            `json:"full_transcript"`
 	Languages      []string          `json:"languages"`
 	Utterances     []Utterance       `json:"utterances"`
-	Sentences      []Addon[[]string] `json:"sentences,omitempty"`
-	Subtitles      []Subtitle        `json:"subtitles,omitempty"`
+	Sentences      []Addon[[]string] `json:"sentences,omitzero"`
+	Subtitles      []Subtitle        `json:"subtitles,omitzero"`
 	Extra          Extra             `json:"-"`
 }
 
@@ -175,8 +175,8 @@ type TranslationResult struct {
 	FullTranscript string            `json:"full_transcript"`
 	Languages      []string          `json:"languages"`
 	Utterances     []Utterance       `json:"utterances"`
-	Sentences      []Addon[[]string] `json:"sentences,omitempty"`
-	Subtitles      []Subtitle        `json:"subtitles,omitempty"`
+	Sentences      []Addon[[]string] `json:"sentences,omitzero"`
+	Subtitles      []Subtitle        `json:"subtitles,omitzero"`
 	Extra          Extra             `json:"-"`
 }
 
@@ -225,7 +225,7 @@ type Result struct {
 	DisplayMode              *Addon[[]string]                `json:"display_mode,omitempty"`
 	Chapterization           *Addon[json.RawMessage]         `json:"chapterization,omitempty"`
 	Diarization              *Addon[[]Utterance]             `json:"diarization,omitempty"`
-	Messages                 []string                        `json:"messages,omitempty"`
+	Messages                 []string                        `json:"messages,omitzero"`
 	Extra                    Extra                           `json:"-"`
 }
 

@@ -1,0 +1,342 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// seedFiles adds every testdata file matching pattern to the corpus.
+func seedFiles(f *testing.F, pattern string) {
+	f.Helper()
+	names, err := filepath.Glob(filepath.Join("testdata", pattern))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
+
+// seedJobs adds a part of each testdata job record to the corpus.
+func seedJobs(f *testing.F, part func(*Job) [][]byte) {
+	f.Helper()
+	names, _ := filepath.Glob(filepath.Join("testdata", "job_*.json"))
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var j Job
+		if err := json.Unmarshal(b, &j); err != nil {
+			f.Fatal(err)
+		}
+		for _, p := range part(&j) {
+			f.Add(p)
+		}
+	}
+}
+
+// checkValidationError fails unless err is a non-empty ValidationErrors of well-formed
+// sentences.
+func checkValidationError(t *testing.T, err error) {
+	t.Helper()
+	var ve ValidationErrors
+	if !errors.As(err, &ve) || len(ve) == 0 || !errors.Is(err, ErrValidation) {
+		t.Fatalf("not a non-empty ValidationErrors: %#v", err)
+	}
+	for _, e := range ve {
+		if e.Field == "" || e.Message == "" || !strings.HasPrefix(e.Sentence(), e.Field+" ") {
+			t.Fatalf("malformed violation %#v", e)
+		}
+	}
+}
+
+// reencode checks that v encodes, that the encoding decodes into a value that encodes to the
+// same bytes, and that decoding those bytes again gives an equal value: after one encoding,
+// the value is a fixed point. It returns the decoded value. (The first decode may differ from
+// the second in raw members' spacing and in an empty list that omitempty drops, hence no
+// comparison with the input itself.)
+func reencode[T any](t *testing.T, v *T) *T {
+	t.Helper()
+	b1, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("encode %T: %v", v, err)
+	}
+	v2 := new(T)
+	if err := json.Unmarshal(b1, v2); err != nil {
+		t.Fatalf("decode own encoding %s: %v", b1, err)
+	}
+	b2, err := json.Marshal(v2)
+	if err != nil {
+		t.Fatalf("encode again: %v", err)
+	}
+	if !bytes.Equal(b1, b2) {
+		t.Fatalf("encoding is not stable:\n%s\n%s", b1, b2)
+	}
+	v3 := new(T)
+	if err := json.Unmarshal(b2, v3); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(v2, v3) {
+		t.Fatalf("decoded values differ:\n%#v\n%#v", v2, v3)
+	}
+	return v2
+}
+
+func FuzzPreRecordedRequest(f *testing.F) {
+	seedJobs(f, func(j *Job) [][]byte {
+		if j.Kind != KindPreRecorded || isNull(j.RequestParams) {
+			return nil
+		}
+		return [][]byte{j.RequestParams}
+	})
+	for _, s := range []string{
+		`{"audio_url":"https://example.com/a.wav"}`,
+		`{"audio_url":"https://example.com/a.wav","language":"fr","language_config":{"languages":["en"]}}`,
+		`{"audio_url":"http://h/a","detect_language":true,"enable_code_switching":true,"code_switching_config":{"languages":["en","fr"]}}`,
+		`{"audio_url":"http://h/a","callback_url":"http://h/cb","callback_config":{"method":"PUT"}}`,
+		`{"AUDIO_URL":"x","audio_url":"http://h/a","Language":"en"}`,
+		`{"audio_url":"http://h/a","custom_vocabulary":["a",{"value":"b","intensity":0.5,"x":1}],"custom_metadata":{"k":"v"}}`,
+		`{"audio_url":"http://h/a","subtitles_config":{"formats":["srt"],"minimum_duration":1,"maximum_duration":2}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r PreRecordedRequest
+		if json.Unmarshal(data, &r) != nil {
+			return
+		}
+		if err := r.Validate(); err != nil {
+			checkValidationError(t, err)
+			return
+		}
+		r2 := reencode(t, &r)
+		if err := r2.Validate(); err != nil {
+			t.Fatalf("valid request invalid after encoding: %v", err)
+		}
+		// Normalize keeps a valid request valid and is idempotent.
+		var n PreRecordedRequest
+		if err := json.Unmarshal(mustJSON(t, r2), &n); err != nil {
+			t.Fatal(err)
+		}
+		n.Normalize()
+		if err := n.Validate(); err != nil {
+			t.Fatalf("valid request invalid after Normalize: %v\n%s", err, mustJSON(t, n))
+		}
+		once := mustJSON(t, n)
+		n.Normalize()
+		if twice := mustJSON(t, n); !bytes.Equal(once, twice) {
+			t.Fatalf("Normalize not idempotent:\n%s\n%s", once, twice)
+		}
+	})
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func FuzzLiveRequest(f *testing.F) {
+	seedJobs(f, func(j *Job) [][]byte {
+		if j.Kind != KindLive || isNull(j.RequestParams) {
+			return nil
+		}
+		return [][]byte{j.RequestParams}
+	})
+	for _, s := range []string{
+		`{}`,
+		`{"encoding":"wav/alaw","sample_rate":8000}`,
+		`{"encoding":"wav/ulaw","bit_depth":16}`,
+		`{"channels":9,"endpointing":0.001,"pre_processing":{"speech_threshold":2}}`,
+		`{"realtime_processing":{"translation":true,"translation_config":{"target_languages":["fr"]}},"callback":true,"callback_config":{"url":"https://h/x","receive_errors":false}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r LiveRequest
+		if json.Unmarshal(data, &r) != nil {
+			return
+		}
+		_ = r.Settings()
+		_ = r.MessagesConfig.WebSocketCategories()
+		_ = r.CallbackConfig.CallbackCategories()
+		if err := r.Validate(); err != nil {
+			checkValidationError(t, err)
+			return
+		}
+		r2 := reencode(t, &r)
+		if err := r2.Validate(); err != nil {
+			t.Fatalf("valid request invalid after encoding: %v", err)
+		}
+		d := r2.WithDefaults()
+		if err := d.Validate(); err != nil {
+			t.Fatalf("valid request invalid with defaults: %v", err)
+		}
+		if d.Settings() != r2.Settings() {
+			t.Fatalf("WithDefaults changed the settings: %+v vs %+v", d.Settings(), r2.Settings())
+		}
+		s := r2.Settings()
+		if s.BytesPerSecond() <= 0 {
+			t.Fatalf("valid settings with %d bytes per second", s.BytesPerSecond())
+		}
+	})
+}
+
+func FuzzParseListQuery(f *testing.F) {
+	for _, s := range []string{
+		"",
+		"offset=0&limit=20",
+		"offset=-1&limit=0",
+		"limit=abc&offset=1&offset=2",
+		"status=done,error&status=queued&kind=live",
+		"date=2024-03-01&before_date=2024-03-02T00:00:00Z&after_date=2024-02-01",
+		"after_date=2024-03-02&before_date=2024-03-01",
+		"custom_metadata=%7B%22user%22%3A%22a%22%7D",
+		"custom_metadata=%7B+%22a%22+%3A+%5B1%2C+2%5D+%7D",
+		"custom_metadata=%5B%5D",
+	} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	job := &Job{Status: StatusDone, Kind: KindLive, CustomMetadata: json.RawMessage(`{"user":"a","n":1}`)}
+	f.Fuzz(func(t *testing.T, raw string, live bool) {
+		v, _ := url.ParseQuery(raw) // what did parse is still a query
+		q, err := ParseListQuery(v, live)
+		if err != nil {
+			checkValidationError(t, err)
+			return
+		}
+		if err := q.Validate(live); err != nil {
+			t.Fatalf("parsed query does not validate: %v", err)
+		}
+		_ = q.Matches(job)
+		back, err := ParseListQuery(q.Values(), live)
+		if err != nil || !reflect.DeepEqual(back, q) {
+			t.Fatalf("Values round trip: %+v, %v; want %+v", back, err, q)
+		}
+		v2, err := url.ParseQuery(q.Values().Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := ParseListQuery(v2, live); err != nil || !reflect.DeepEqual(back, q) {
+			t.Fatalf("encoded round trip %q: %+v, %v; want %+v", q.Values().Encode(), back, err, q)
+		}
+	})
+}
+
+func FuzzClassifyCallback(f *testing.F) {
+	seedFiles(f, "callback_*.json")
+	seedFiles(f, "webhook_*.json")
+	for _, s := range []string{
+		`{"event":"transcription.error","payload":{"id":"x"}}`,
+		`{"id":"x","event":"transcription.error","error":{"code":500,"message":"m"}}`,
+		`{"id":null,"event":"live.end_session","payload":{"id":"s"}}`,
+		`{"id":"s","event":"live.end_session","payload":{"type":"end_session"}}`,
+		`{"id":"s","event":"live.x","payload":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := ClassifyCallback(body)
+		if err != nil {
+			if !errors.Is(err, ErrUnclassified) || c != (Classified{}) {
+				t.Fatalf("error %v with %+v", err, c)
+			}
+			return
+		}
+		if c.Event == "" || c.JobID == "" {
+			t.Fatalf("classified without event or id: %+v", c)
+		}
+		switch c.Kind {
+		case CallbackJobSuccess, CallbackJobError, CallbackAccountWebhook:
+			if c.MessageType != "" {
+				t.Fatalf("message type on %+v", c)
+			}
+		case CallbackLiveMessage:
+			if c.MessageType == "" || !strings.HasPrefix(c.Event, "live.") {
+				t.Fatalf("live message %+v", c)
+			}
+		default:
+			t.Fatalf("unknown kind %+v", c)
+		}
+		// Classification is a function of the JSON value, not of its spelling.
+		var v any
+		if json.Unmarshal(body, &v) == nil {
+			if again, err := ClassifyCallback(mustJSON(t, v)); err != nil || again != c {
+				t.Fatalf("re-encoded body classified as %+v, %v; was %+v", again, err, c)
+			}
+		}
+	})
+}
+
+func FuzzLiveMessage(f *testing.F) {
+	seedJobs(f, func(j *Job) [][]byte {
+		if j.Result == nil {
+			return nil
+		}
+		var out [][]byte
+		for _, m := range j.Result.Messages {
+			out = append(out, []byte(m))
+		}
+		return out
+	})
+	for _, s := range []string{
+		`{"session_id":"s","created_at":"2024-03-01T10:00:00.000Z","type":"translation","error":{"message":"x"},"data":null}`,
+		`{"session_id":"s","created_at":"2024-03-01T10:00:00.123456Z","type":"audio_chunk","acknowledged":false,"error":null}`,
+		`{"type":"error","error":"plain"}`,
+		`{"type":"transcript","data":{"is_final":true},"Type":"x","DATA":1}`,
+		`{"created_at":"2024-03-01 10:00:00+02:00","type":"speaker_change","extra":[1,2]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m LiveMessage
+		if json.Unmarshal(data, &m) != nil {
+			return
+		}
+		cats := MessageCategories(&m)
+		c, ok := Category(&m)
+		if ok != (len(cats) > 0) || (ok && c != cats[0]) || (ok && !c.Valid()) {
+			t.Fatalf("Category %q %v vs MessageCategories %q", c, ok, cats)
+		}
+		_ = m.ErrorMessage()
+		m2 := reencode(t, &m)
+		if got := MessageCategories(m2); !reflect.DeepEqual(got, cats) {
+			t.Fatalf("categories changed by encoding: %q -> %q", cats, got)
+		}
+		// Wrapped in a live callback, the message classifies as itself.
+		body := mustJSON(t, LiveCallback{ID: "s", Event: LiveEvent(m2.Type), Payload: *m2})
+		cl, err := ClassifyCallback(body)
+		if m2.Type == "" {
+			if err == nil {
+				t.Fatalf("message without type classified: %+v", cl)
+			}
+			return
+		}
+		if err != nil || cl.Kind != CallbackLiveMessage || cl.MessageType != m2.Type || cl.JobID != "s" {
+			t.Fatalf("wrapped message classified as %+v, %v", cl, err)
+		}
+		var back LiveCallback
+		if err := json.Unmarshal(body, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(mustJSON(t, back.Payload), mustJSON(t, m2)) {
+			t.Fatalf("payload changed in the callback")
+		}
+	})
+}
