@@ -123,7 +123,12 @@ func (c *Client) attempt(ctx context.Context, cl call, u *url.URL, body []byte) 
 	if !slices.Contains(cl.want, resp.StatusCode) {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody)) // lets the connection be reused
-		return resp.StatusCode, resp.Header, newAPIError(resp.StatusCode, u.EscapedPath(), raw)
+		ae := newAPIError(resp.StatusCode, u.EscapedPath(), raw)
+		if ae.RequestID == "" {
+			// A proxy's or a framework's error page has no envelope, but the id may be in a header.
+			ae.RequestID = resp.Header.Get("X-Request-Id")
+		}
+		return resp.StatusCode, resp.Header, ae
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
 	if err != nil {

@@ -56,17 +56,17 @@ func TestAPIErrorWithoutValidationErrors(t *testing.T) {
 
 func TestAPIErrorNonJSONBody(t *testing.T) {
 	html := "<html>\n<body>\n<h1>502 Bad Gateway</h1>\n</body>\n</html>\n"
-	srv := newRecorder(t, reply(401, html, "Content-Type", "text/html"))
+	srv := newRecorder(t, reply(401, html, "Content-Type", "text/html", "X-Request-Id", "G-0badf00d"))
 	c, _ := newTestClient(t, srv.URL)
 	_, err := c.GetPreRecorded(context.Background(), "a b")
 	var ae *APIError
 	if !errors.As(err, &ae) {
 		t.Fatalf("err = %v", err)
 	}
-	if ae.Path != "/v2/pre-recorded/a%20b" || ae.RequestID != "" || string(ae.Body) != html {
+	if ae.Path != "/v2/pre-recorded/a%20b" || ae.RequestID != "G-0badf00d" || string(ae.Body) != html {
 		t.Fatalf("decoded path %q request %q body %q", ae.Path, ae.RequestID, ae.Body)
 	}
-	if got, want := ae.Error(), "service: 401 Unauthorized: <html> <body> <h1>502 Bad Gateway</h1> </body> </html>"; got != want {
+	if got, want := ae.Error(), "service: 401 Unauthorized: <html> <body> <h1>502 Bad Gateway</h1> </body> </html> (request G-0badf00d)"; got != want {
 		t.Fatalf("Error() = %q, want %q", got, want)
 	}
 }
