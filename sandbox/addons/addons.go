@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
@@ -72,7 +73,10 @@ func Apply(ctx context.Context, req *api.PreRecordedRequest, t *api.Transcriptio
 		}},
 		{api.IsTrue(req.Sentences), func() {
 			res.Sentences = SentencesAddon(tr, opts)
-			tr.Sentences = []api.Addon[[]string]{*res.Sentences}
+			// The same envelope in both places, but its own list, so that neither aliases the other.
+			inner := *res.Sentences
+			inner.Results = append([]string{}, inner.Results...)
+			tr.Sentences = []api.Addon[[]string]{inner}
 		}},
 		{api.IsTrue(req.Subtitles), func() { tr.Subtitles = Subtitles(tr, req.SubtitlesConfig) }},
 		{api.IsTrue(req.DisplayMode), func() { res.DisplayMode = DisplayModeAddon(tr, opts) }},
@@ -82,7 +86,7 @@ func Apply(ctx context.Context, req *api.PreRecordedRequest, t *api.Transcriptio
 		{api.IsTrue(req.Chapterization), func() { res.Chapterization = ChapterizationAddon(tr, opts) }},
 		{api.IsTrue(req.NameConsistency), func() {
 			res.NameConsistency = timed(opts, func() api.Addon[string] {
-				return done(tr.FullTranscript, tr.FullTranscript == "")
+				return done(tr.FullTranscript, strings.TrimSpace(tr.FullTranscript) == "")
 			})
 		}},
 		{api.IsTrue(req.Translation), func() {

@@ -145,42 +145,48 @@ func Cues(t *api.Transcription, s SubtitleSettings) []Cue {
 
 func utteranceCues(ws []timedWord, s SubtitleSettings) []Cue {
 	var cues []Cue
-	var cur Cue
-	chars := 0 // runes of the cue, a row break counting as one
-	lastEnd := 0.0
+	// The open cue, kept as words per row with running counts so that a huge row limit does
+	// not make filling quadratic.
+	var (
+		start   float64
+		rows    [][]string
+		rowLen  int // runes of the last row
+		chars   int // runes of the cue, a row break counting as one
+		lastEnd float64
+	)
+	closeCue := func() {
+		c := Cue{Start: start, End: min(max(lastEnd, start), start+s.MaxDuration)}
+		for _, r := range rows {
+			c.Lines = append(c.Lines, strings.Join(r, " "))
+		}
+		cues = append(cues, c)
+	}
 	for _, w := range ws {
 		n := utf8.RuneCountInString(w.text)
-		if len(cur.Lines) > 0 {
-			row := &cur.Lines[len(cur.Lines)-1]
-			span := w.end - cur.Start
+		if len(rows) > 0 {
+			span := w.end - start
 			fits := span <= s.MaxDuration && w.start-lastEnd < CuePause &&
 				(s.Style != StyleCompliance ||
 					float64(chars+1+n) <= ComplianceMaxReadSpeed*max(span, s.MinDuration))
-			if fits && utf8.RuneCountInString(*row)+1+n <= s.MaxCharsPerRow {
-				*row += " " + w.text
-				chars, lastEnd = chars+1+n, max(lastEnd, w.end)
+			if fits && rowLen+1+n <= s.MaxCharsPerRow {
+				rows[len(rows)-1] = append(rows[len(rows)-1], w.text)
+				rowLen, chars, lastEnd = rowLen+1+n, chars+1+n, max(lastEnd, w.end)
 				continue
 			}
-			if fits && len(cur.Lines) < s.MaxRows {
-				cur.Lines = append(cur.Lines, w.text)
-				chars, lastEnd = chars+1+n, max(lastEnd, w.end)
+			if fits && len(rows) < s.MaxRows {
+				rows = append(rows, []string{w.text})
+				rowLen, chars, lastEnd = n, chars+1+n, max(lastEnd, w.end)
 				continue
 			}
-			cues = append(cues, closeCue(cur, lastEnd, s))
+			closeCue()
 		}
-		cur = Cue{Start: w.start, Lines: []string{w.text}}
-		chars, lastEnd = n, w.end
+		start, rows = w.start, [][]string{{w.text}}
+		rowLen, chars, lastEnd = n, n, w.end
 	}
-	if len(cur.Lines) > 0 {
-		cues = append(cues, closeCue(cur, lastEnd, s))
+	if len(rows) > 0 {
+		closeCue()
 	}
 	return cues
-}
-
-// closeCue sets the end of c: its last word's end, within [start, start+MaxDuration].
-func closeCue(c Cue, lastEnd float64, s SubtitleSettings) Cue {
-	c.End = min(max(lastEnd, c.Start), c.Start+s.MaxDuration)
-	return c
 }
 
 // RenderSRT writes cues as SubRip: blocks numbered from 1, times HH:MM:SS,mmm, LF line ends, a

@@ -184,8 +184,8 @@ func TestCuesMinimumDuration(t *testing.T) {
 	)
 	got := Cues(tr, ResolveSubtitles(nil))
 	want := []Cue{
-		{Start: 0, End: 0.6, Lines: []string{"Hi"}},     // stopped by the next cue
-		{Start: 0.6, End: 1.6, Lines: []string{"Bye"}},  // extended to 1 s
+		{Start: 0, End: 0.6, Lines: []string{"Hi"}},      // stopped by the next cue
+		{Start: 0.6, End: 1.6, Lines: []string{"Bye"}},   // extended to 1 s
 		{Start: 5.0, End: 6.0, Lines: []string{"Later"}}, // last cue: extended freely
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

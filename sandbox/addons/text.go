@@ -89,19 +89,28 @@ type timedWord struct {
 // its time span, so that a transcript without word timings still yields cues and entries.
 func displayWords(u *api.Utterance) []timedWord {
 	var out []timedWord
+	// pieces of the last word of out, joined once: += would make a run of marks quadratic.
+	var pieces []string
+	flush := func() {
+		if len(pieces) > 1 {
+			out[len(out)-1].text = strings.Join(pieces, "")
+		}
+	}
 	for _, w := range u.Words {
 		text := cleanWord(w.Word)
 		if text == "" {
 			continue
 		}
 		if len(out) > 0 && isClosingPunct(text) {
-			prev := &out[len(out)-1]
-			prev.text += text
-			prev.end = max(prev.end, w.End)
+			pieces = append(pieces, text)
+			out[len(out)-1].end = max(out[len(out)-1].end, w.End)
 			continue
 		}
+		flush()
 		out = append(out, timedWord{text: text, start: w.Start, end: max(w.End, w.Start)})
+		pieces = append(pieces[:0], text)
 	}
+	flush()
 	if len(out) > 0 || len(u.Words) > 0 {
 		return out
 	}
