@@ -114,7 +114,7 @@ rules:
 // Words returns a copy of words with every variant replaced. A multi-word match becomes one
 // word that spans from the first word's start to the last word's end, with the mean confidence
 // of the words it replaces; the first word's leading space and punctuation and the last word's
-// trailing punctuation are kept.
+// trailing punctuation are kept; the engine's unknown fields of replaced words are dropped.
 func (s *Speller) Words(words []api.Word) []api.Word {
 	if words == nil {
 		return nil
@@ -138,11 +138,14 @@ func (s *Speller) Words(words []api.Word) []api.Word {
 		for _, w := range words[i : i+k] {
 			conf += w.Confidence
 		}
-		merged := first
-		merged.Word = lead + r.target + trail[skipRepeatedPunct(r.target, trail, 0):]
-		merged.End = lastW.End
-		merged.Confidence = conf / float64(k)
-		out = append(out, merged)
+		out = append(out, api.Word{
+			Word:       lead + r.target + trail[skipRepeatedPunct(r.target, trail, 0):],
+			Start:      first.Start,
+			End:        lastW.End,
+			Confidence: conf / float64(k),
+			// No Extra: unknown engine fields (a "punctuated" form, say) describe the old
+			// spelling.
+		})
 		i += k
 	}
 	return out

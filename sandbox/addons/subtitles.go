@@ -10,13 +10,13 @@ import (
 	"github.com/scribehook/scribehook/api"
 )
 
-// Subtitle formats and styles of subtitles_config (provider-facts.md).
+// Subtitle formats and styles of subtitles_config, as in api.
 const (
-	FormatSRT = "srt"
-	FormatVTT = "vtt"
+	FormatSRT = api.SubtitleFormatSRT
+	FormatVTT = api.SubtitleFormatVTT
 
-	StyleDefault    = "default"
-	StyleCompliance = "compliance"
+	StyleDefault    = api.SubtitleStyleDefault
+	StyleCompliance = api.SubtitleStyleCompliance
 )
 
 // Defaults and bounds of subtitles_config (provider-facts.md).
@@ -46,7 +46,7 @@ type SubtitleSettings struct {
 }
 
 // ResolveSubtitles returns the settings of c, taking the default for every absent or invalid
-// field (the sandbox's HTTP layer rejects invalid configs before, with api's validation). A
+// field (the sandbox's HTTP layer rejects invalid configs first, with api's Validate). A
 // minimum duration above the maximum is lowered to it, since no cue can satisfy both. Formats
 // keep their order, lower-cased, without repeats.
 func ResolveSubtitles(c *api.SubtitlesConfig) SubtitleSettings {

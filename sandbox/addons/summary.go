@@ -9,11 +9,11 @@ import (
 	"github.com/scribehook/scribehook/api"
 )
 
-// Summary types of summarization_config (provider-facts.md).
+// Summary types of summarization_config, as in api.
 const (
-	SummaryGeneral      = "general"
-	SummaryBulletPoints = "bullet_points"
-	SummaryConcise      = "concise"
+	SummaryGeneral      = api.SummarizationGeneral
+	SummaryBulletPoints = api.SummarizationBulletPoints
+	SummaryConcise      = api.SummarizationConcise
 )
 
 // stopwords are the English function words that carry no topic; they are left out of word
