@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestRegistry(t *testing.T) {
+	r := NewRegistry()
+	if got := r.Names(); !reflect.DeepEqual(got, []string{"scripted"}) {
+		t.Fatalf("names %v", got)
+	}
+	e, err := r.New("scripted")
+	if err != nil || e.Name() != "scripted" {
+		t.Fatalf("%v %v", e, err)
+	}
+	if err := r.Register("scripted", func() (Engine, error) { return nil, nil }); err == nil {
+		t.Fatal("duplicate name accepted")
+	}
+	for _, bad := range []string{"", " x", "y "} {
+		if err := r.Register(bad, func() (Engine, error) { return nil, nil }); err == nil {
+			t.Fatalf("name %q accepted", bad)
+		}
+	}
+	if err := r.Register("nil", nil); err == nil {
+		t.Fatal("nil factory accepted")
+	}
+	boom := errors.New("no model directory")
+	if err := r.Register("pocketsphinx", func() (Engine, error) { return nil, boom }); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Names(); !reflect.DeepEqual(got, []string{"pocketsphinx", "scripted"}) {
+		t.Fatalf("names %v", got)
+	}
+	if _, err := r.New("pocketsphinx"); !errors.Is(err, boom) {
+		t.Fatalf("factory error not wrapped: %v", err)
+	}
+	_, err = r.New("whisper")
+	if err == nil || err.Error() != `engine: unknown engine "whisper"; available: pocketsphinx, scripted` {
+		t.Fatalf("error %v", err)
+	}
+	// Registries are independent values.
+	if got := NewRegistry().Names(); len(got) != 1 {
+		t.Fatalf("a new registry sees another's engines: %v", got)
+	}
+}
+
+func TestStreamConfigDefaults(t *testing.T) {
+	c, err := StreamConfig{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Channels != 1 || c.Endpointing != 0.05 || c.MaxUtterance != 5 || c.SpeechThreshold != 0 {
+		t.Fatalf("%+v", c)
+	}
+	for _, bad := range []StreamConfig{{Channels: 9}, {Channels: -1}, {Endpointing: -1}, {MaxUtterance: -5}, {SpeechThreshold: 1.5}, {SpeechThreshold: -0.1}} {
+		if _, err := (&Scripted{}).NewStream(bad); err == nil || !strings.HasPrefix(err.Error(), "engine: ") {
+			t.Errorf("%+v: error %v", bad, err)
+		}
+	}
+}
+
+func TestUnsupportedError(t *testing.T) {
+	err := error(&UnsupportedError{Engine: "scripted", Reason: "no audio channels"})
+	var u *UnsupportedError
+	if !errors.As(err, &u) || err.Error() != "scripted: no audio channels" {
+		t.Fatal(err)
+	}
+}

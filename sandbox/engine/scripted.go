@@ -1,0 +1,518 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/scribehook/scribehook/sandbox/audio"
+)
+
+// ScriptedName is the name of the scripted engine in a Registry.
+const ScriptedName = "scripted"
+
+// The scripted engine recognises nothing: it finds where speech is and fills it with words,
+// so that every part of the sandbox (results, subtitles, live messages) gets realistic,
+// reproducible transcripts without a model.
+//
+// Without a sidecar, for each channel an energy voice activity detector (20 ms frames, a
+// threshold relative to the noise floor, audio.Segmenter) finds voiced stretches; each becomes
+// an utterance (a stretch is closed by Endpointing seconds of silence and cut at MaxUtterance
+// seconds). Words are drawn from a fixed list by a generator seeded with the channel and the
+// start time of the utterance, at about 2.5 words a second (0.20–0.36 s a word, 0.06–0.18 s
+// gaps), from the start of the utterance; the last word is clipped to its end, or dropped when
+// under 0.1 s unless it is the only one. So every word lies inside its utterance, starts before
+// it ends, and the same audio always gives the same words, live or pre-recorded. Confidences
+// are 0.70–0.99. Vocabulary words replace about one word in five.
+//
+// Speakers: with several channels the speaker is the channel index; with one channel speakers
+// alternate 0, 1, 0, … from one utterance to the next, so that diarization has turns to show.
+//
+// Sidecar (pre-recorded only): JSON found next to the audio (<audio URL>.json), returned
+// instead of generated words:
+//
+//	{"utterances": [
+//	  {"start": 0.1, "end": 1.2, "channel": 0, "speaker": 0, "language": "en", "text": "hello world",
+//	   "words": [{"word": "hello", "start": 0.1, "end": 0.4, "confidence": 0.98},
+//	             {"word": "world", "start": 0.5, "end": 1.2}]}
+//	]}
+//
+// Only "utterances" and, in each utterance, "words" (or both "start" and "end") are needed.
+// Defaults: start and end span the words; channel 0; speaker by the rule above; language the
+// request's first (else "en"); text the words joined by spaces; word confidence 1; utterance
+// confidence the mean of its words'. Word times are returned exactly as given; utterances are
+// sorted by start time. A sidecar without an "utterances" member is ignored (the URL may serve
+// unrelated JSON); one with it that breaks these rules fails the job with an UnsupportedError.
+type Scripted struct {
+	opts ScriptedOptions
+	base []string
+}
+
+// ScriptedOptions tune the segmentation of pre-recorded audio; zero fields take the defaults.
+type ScriptedOptions struct {
+	Endpointing  float64 // seconds of silence that end an utterance; default 0.3 (pauses between sentences, not words)
+	MaxUtterance float64 // seconds; default 20
+}
+
+// wordList is the vocabulary of generated transcripts: the test sentences of
+// notes/offline-asr.md and some common words.
+const wordList = `the quick brown fox jumps over lazy dog please call stella and ask her to bring these
+things with from store we will meet at train station nine tomorrow morning weather today is cloudy
+chance of rain in afternoon open door turn on lights kitchen a hello world this sandbox speaks
+words time people year way day thing man woman life child work week case point number group
+problem fact good new first last long great little own other old right big high different small
+large next early young important few public bad same able`
+
+// NewScripted returns the scripted engine.
+func NewScripted(opts ScriptedOptions) *Scripted {
+	if !(opts.Endpointing > 0) {
+		opts.Endpointing = 0.3
+	}
+	if !(opts.MaxUtterance > 0) {
+		opts.MaxUtterance = 20
+	}
+	return &Scripted{opts: opts, base: strings.Fields(wordList)}
+}
+
+// Name is ScriptedName.
+func (s *Scripted) Name() string { return ScriptedName }
+
+// Close does nothing: the engine holds no resources.
+func (s *Scripted) Close() error { return nil }
+
+// transcribeBlock is how much audio is analysed between checks of the context: 10 s.
+const transcribeBlock = 10 * SampleRate
+
+// Transcribe returns the sidecar's words when req has a sidecar with utterances, else words
+// generated over the voiced stretches of each channel. Silence gives no utterances.
+func (s *Scripted) Transcribe(ctx context.Context, req Request) (Result, error) {
+	if req.SampleRate != 0 && req.SampleRate != SampleRate {
+		return Result{}, unsupported(ScriptedName, "audio at %d Hz; the engine takes %d Hz", req.SampleRate, SampleRate)
+	}
+	if err := checkChannels(ScriptedName, req.Channels); err != nil {
+		return Result{}, err
+	}
+	res := Result{Duration: float64(len(req.Channels[0])) / SampleRate}
+	lang := firstOr(req.Languages, "en")
+	if req.Sidecar != nil {
+		utts, ok, err := parseSidecar(req.Sidecar, len(req.Channels), lang)
+		if err != nil {
+			return Result{}, err
+		}
+		if ok {
+			res.Utterances = utts
+			return res, nil
+		}
+	}
+	st, err := s.newStream(StreamConfig{
+		Channels: len(req.Channels), Endpointing: s.opts.Endpointing, MaxUtterance: s.opts.MaxUtterance,
+		SpeechThreshold: DefaultSpeechThreshold, Languages: req.Languages, Vocabulary: req.Vocabulary,
+	}, false)
+	if err != nil {
+		return Result{}, err
+	}
+	n := len(req.Channels[0])
+	var evs []Event
+	for i := 0; i < n; i += transcribeBlock {
+		if err := ctx.Err(); err != nil {
+			return Result{}, fmt.Errorf("scripted: %w", err)
+		}
+		block := make([][]float32, len(req.Channels))
+		for c, x := range req.Channels {
+			block[c] = x[i:min(i+transcribeBlock, n)]
+		}
+		fed, err := st.Feed(block)
+		if err != nil {
+			return Result{}, err
+		}
+		evs = append(evs, fed...)
+	}
+	fin, err := st.Finish()
+	if err != nil {
+		return Result{}, err
+	}
+	for _, ev := range append(evs, fin...) {
+		if ev.Kind == EventFinal {
+			res.Utterances = append(res.Utterances, ev.Utterance)
+		}
+	}
+	sortUtterances(res.Utterances)
+	return res, nil
+}
+
+func sortUtterances(u []Utterance) {
+	slices.SortStableFunc(u, func(a, b Utterance) int {
+		if a.Start != b.Start {
+			if a.Start < b.Start {
+				return -1
+			}
+			return 1
+		}
+		return a.Channel - b.Channel
+	})
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) > 0 && s[0] != "" {
+		return s[0]
+	}
+	return def
+}
+
+// NewStream starts a live transcription.
+func (s *Scripted) NewStream(cfg StreamConfig) (Stream, error) { return s.newStream(cfg, true) }
+
+func (s *Scripted) newStream(cfg StreamConfig, partials bool) (*scriptedStream, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	st := &scriptedStream{
+		lang:  firstOr(cfg.Languages, "en"),
+		words: s.base,
+		vocab: vocabulary(cfg.Vocabulary),
+		ch:    make([]channelState, cfg.Channels),
+	}
+	update := 0.0
+	if partials {
+		update = partialEvery
+	}
+	for c := range st.ch {
+		seg, err := audio.NewSegmenter(audio.SegmenterConfig{
+			SampleRate: SampleRate, Threshold: cfg.SpeechThreshold,
+			MinSilence: cfg.Endpointing, MaxSegment: cfg.MaxUtterance, UpdateEvery: update,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("scripted: %w", err)
+		}
+		st.ch[c].seg = seg
+	}
+	return st, nil
+}
+
+// partialEvery is the interval of partial transcripts while an utterance goes on.
+const partialEvery = 0.5
+
+func vocabulary(entries []string) []string {
+	var out []string
+	for _, e := range entries {
+		for _, w := range strings.Fields(e) {
+			if !slices.Contains(out, w) {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+type scriptedStream struct {
+	lang         string
+	words, vocab []string
+	ch           []channelState
+	nextID       int
+	done         bool
+}
+
+type channelState struct {
+	seg   *audio.Segmenter
+	gen   *wordGen // words of the open utterance
+	id    int      // its id
+	count int      // utterances finished on this channel
+}
+
+// taggedEvent is a segmenter event with its channel, for merging channels.
+type taggedEvent struct {
+	ch int
+	ev audio.SegmentEvent
+}
+
+func (st *scriptedStream) Feed(samples [][]float32) ([]Event, error) {
+	if st.done {
+		return nil, fmt.Errorf("scripted: stream already finished")
+	}
+	if len(samples) != len(st.ch) {
+		return nil, unsupported(ScriptedName, "%d channels fed to a stream of %d", len(samples), len(st.ch))
+	}
+	if err := checkChannels(ScriptedName, samples); err != nil {
+		return nil, err
+	}
+	var all []taggedEvent
+	for c := range st.ch {
+		for _, ev := range st.ch[c].seg.Write(samples[c]) {
+			all = append(all, taggedEvent{c, ev})
+		}
+	}
+	return st.translate(all), nil
+}
+
+func (st *scriptedStream) Finish() ([]Event, error) {
+	if st.done {
+		return nil, nil
+	}
+	st.done = true
+	var all []taggedEvent
+	for c := range st.ch {
+		for _, ev := range st.ch[c].seg.Flush() {
+			all = append(all, taggedEvent{c, ev})
+		}
+	}
+	return st.translate(all), nil
+}
+
+func (st *scriptedStream) Close() error {
+	st.done = true
+	return nil
+}
+
+// translate turns segmenter events into engine events. Every call covers the same frames on
+// every channel, so ordering by (frame, channel) gives one order whatever the chunking, and
+// utterance ids follow it.
+func (st *scriptedStream) translate(all []taggedEvent) []Event {
+	slices.SortStableFunc(all, func(a, b taggedEvent) int {
+		if a.ev.Frame != b.ev.Frame {
+			if a.ev.Frame < b.ev.Frame {
+				return -1
+			}
+			return 1
+		}
+		return a.ch - b.ch
+	})
+	var out []Event
+	for _, t := range all {
+		c, ev := t.ch, t.ev
+		cs := &st.ch[c]
+		switch ev.Kind {
+		case audio.SpeechStart:
+			out = append(out, Event{Kind: EventSpeechStart, Channel: c, Time: ev.Start})
+		case audio.SpeechEnd:
+			out = append(out, Event{Kind: EventSpeechEnd, Channel: c, Time: ev.Start})
+		case audio.SegmentStart:
+			cs.id = st.nextID
+			st.nextID++
+			cs.gen = newWordGen(st.words, st.vocab, c, round3(ev.Start))
+		case audio.SegmentUpdate:
+			end := round3(ev.End)
+			if words := cs.gen.partial(end); len(words) > 0 {
+				out = append(out, Event{Kind: EventPartial, Channel: c, UtteranceID: cs.id, Utterance: st.utterance(c, round3(ev.Start), end, words)})
+			}
+		case audio.SegmentEnd:
+			end := round3(ev.End)
+			u := st.utterance(c, round3(ev.Start), end, cs.gen.final(end))
+			out = append(out, Event{Kind: EventFinal, Channel: c, UtteranceID: cs.id, Utterance: u})
+			cs.count++
+			cs.gen = nil
+		}
+	}
+	return out
+}
+
+func (st *scriptedStream) utterance(c int, start, end float64, words []Word) Utterance {
+	speaker := c
+	if len(st.ch) == 1 {
+		speaker = st.ch[c].count % 2
+	}
+	return Utterance{
+		Start: start, End: end, Confidence: meanConfidence(words), Channel: c, Speaker: speaker,
+		Language: st.lang, Words: words, Text: joinWords(words),
+	}
+}
+
+func meanConfidence(words []Word) float64 {
+	if len(words) == 0 {
+		return 1
+	}
+	var sum float64
+	for _, w := range words {
+		sum += w.Confidence
+	}
+	return round3(sum / float64(len(words)))
+}
+
+func joinWords(words []Word) string {
+	parts := make([]string, len(words))
+	for i, w := range words {
+		parts[i] = w.Text
+	}
+	return strings.Join(parts, " ")
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// wordGen lays words out from the start of an utterance, one after another, drawing them from
+// a generator seeded by the channel and the start: the words of a partial are always the first
+// words of the final.
+type wordGen struct {
+	rng          uint64
+	words, vocab []string
+	laid         []Word
+	next         float64 // start of the next word, unrounded
+}
+
+func newWordGen(words, vocab []string, channel int, start float64) *wordGen {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(channel))
+	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(start))
+	_, _ = h.Write(b[:])
+	return &wordGen{rng: h.Sum64(), words: words, vocab: vocab, next: start}
+}
+
+// float returns the next number in [0, 1) of a splitmix64 sequence.
+func (g *wordGen) float() float64 {
+	g.rng += 0x9e3779b97f4a7c15
+	z := g.rng
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
+}
+
+// layUntil lays words until one starts at or after t.
+func (g *wordGen) layUntil(t float64) {
+	for g.next < t {
+		dur := 0.20 + 0.16*g.float()
+		gap := 0.06 + 0.12*g.float()
+		pick, fromVocab, conf := g.float(), g.float(), g.float()
+		text := g.words[int(pick*float64(len(g.words)))]
+		if len(g.vocab) > 0 && fromVocab < 0.2 {
+			text = g.vocab[int(pick*float64(len(g.vocab)))]
+		}
+		g.laid = append(g.laid, Word{Text: text, Start: round3(g.next), End: round3(g.next + dur), Confidence: round3(0.70 + 0.29*conf)})
+		g.next += dur + gap
+	}
+}
+
+// partial returns the words that end by t.
+func (g *wordGen) partial(t float64) []Word {
+	g.layUntil(t)
+	var out []Word
+	for _, w := range g.laid {
+		if w.End > t {
+			break
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// final returns the words of an utterance that ends at end: those that fit, and the next one
+// clipped when enough of it is left (or when it is the only one).
+func (g *wordGen) final(end float64) []Word {
+	out := g.partial(end)
+	if len(out) < len(g.laid) {
+		if w := g.laid[len(out)]; w.Start < end && (len(out) == 0 || end-w.Start >= 0.1) {
+			w.End = end
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// sidecar is the JSON format documented on Scripted.
+type sidecar struct {
+	Utterances *[]sidecarUtterance `json:"utterances"`
+}
+
+type sidecarUtterance struct {
+	Start      *float64      `json:"start"`
+	End        *float64      `json:"end"`
+	Channel    int           `json:"channel"`
+	Speaker    *int          `json:"speaker"`
+	Language   string        `json:"language"`
+	Text       string        `json:"text"`
+	Confidence *float64      `json:"confidence"`
+	Words      []sidecarWord `json:"words"`
+}
+
+type sidecarWord struct {
+	Word       string   `json:"word"`
+	Start      *float64 `json:"start"`
+	End        *float64 `json:"end"`
+	Confidence *float64 `json:"confidence"`
+}
+
+// parseSidecar reads a sidecar; ok is false when it has no utterances member.
+func parseSidecar(b []byte, channels int, lang string) ([]Utterance, bool, error) {
+	var sc sidecar
+	if err := json.Unmarshal(b, &sc); err != nil {
+		return nil, false, unsupported(ScriptedName, "sidecar: %v", err)
+	}
+	if sc.Utterances == nil {
+		return nil, false, nil
+	}
+	bad := func(i int, format string, args ...any) error {
+		return unsupported(ScriptedName, "sidecar: utterance %d: %s", i, fmt.Sprintf(format, args...))
+	}
+	utts := []Utterance{}
+	perChannel := make([]int, channels)
+	for i, su := range *sc.Utterances {
+		if su.Channel < 0 || su.Channel >= channels {
+			return nil, false, bad(i, "channel %d; the audio has %d", su.Channel, channels)
+		}
+		u := Utterance{Channel: su.Channel, Language: su.Language, Text: su.Text}
+		for j, sw := range su.Words {
+			w := Word{Text: strings.TrimSpace(sw.Word), Confidence: 1}
+			switch {
+			case w.Text == "":
+				return nil, false, bad(i, "word %d is empty", j)
+			case sw.Start == nil || sw.End == nil:
+				return nil, false, bad(i, "word %d (%q) needs start and end", j, w.Text)
+			case !validTime(*sw.Start) || !validTime(*sw.End) || *sw.End < *sw.Start:
+				return nil, false, bad(i, "word %d (%q) has start %v and end %v; times are seconds ≥ 0 and start ≤ end", j, w.Text, *sw.Start, *sw.End)
+			}
+			w.Start, w.End = *sw.Start, *sw.End
+			if sw.Confidence != nil {
+				if !(*sw.Confidence >= 0 && *sw.Confidence <= 1) {
+					return nil, false, bad(i, "word %d (%q) has confidence %v outside 0–1", j, w.Text, *sw.Confidence)
+				}
+				w.Confidence = *sw.Confidence
+			}
+			u.Words = append(u.Words, w)
+		}
+		switch {
+		case su.Start != nil && su.End != nil:
+			u.Start, u.End = *su.Start, *su.End
+		case len(u.Words) > 0:
+			u.Start, u.End = u.Words[0].Start, u.Words[len(u.Words)-1].End
+			if su.Start != nil {
+				u.Start = *su.Start
+			}
+			if su.End != nil {
+				u.End = *su.End
+			}
+		default:
+			return nil, false, bad(i, "needs words or start and end")
+		}
+		if !validTime(u.Start) || !validTime(u.End) || u.End < u.Start {
+			return nil, false, bad(i, "start %v and end %v; times are seconds ≥ 0 and start ≤ end", u.Start, u.End)
+		}
+		if su.Speaker != nil {
+			u.Speaker = *su.Speaker
+		} else if channels > 1 {
+			u.Speaker = su.Channel
+		} else {
+			u.Speaker = perChannel[su.Channel] % 2
+		}
+		perChannel[su.Channel]++
+		if u.Language == "" {
+			u.Language = lang
+		}
+		if u.Text == "" {
+			u.Text = joinWords(u.Words)
+		}
+		u.Confidence = meanConfidence(u.Words)
+		if su.Confidence != nil {
+			u.Confidence = *su.Confidence
+		}
+		utts = append(utts, u)
+	}
+	sortUtterances(utts)
+	return utts, true, nil
+}
+
+func validTime(t float64) bool { return t >= 0 && !math.IsInf(t, 1) }
