@@ -13,12 +13,12 @@
 // Live audio (raw samples in the session's encoding, optionally after a WAV header):
 //
 //	dec, err := audio.NewStreamDecoder(audio.PCM, 16, 44100, 2)
-//	rs := one audio.NewResampler(44100, 16000) per channel
+//	rs[c], err = audio.NewResampler(44100, 16000)  // one a channel
 //	for chunk := range chunks {
 //		frames, err := dec.Write(chunk)             // keeps a partial frame for the next chunk
 //		for c := range frames { frames[c] = rs[c].Process(frames[c]) }
 //	}
-//	// at the end: rs[c].Flush() for the tail of each channel
+//	// at the end: rs[c].Flush() gives the last few milliseconds of each channel
 //
 // Both the stream decoder and the resampler give the same samples however the input is cut
 // into chunks, which keeps live transcripts reproducible.

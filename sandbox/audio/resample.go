@@ -9,9 +9,10 @@ import (
 // The resampler is a polyphase Kaiser-windowed sinc filter. Linear interpolation aliases
 // everything above the new Nyquist frequency back into the speech band when going from 44.1 or
 // 48 kHz to 16 kHz, which hurts recognisers; a windowed sinc low-passes and interpolates in one
-// step. With 16 zero crossings a side and β = 8 the stopband is about 80 dB down and the
-// passband is flat to about 0.8 of the lower Nyquist frequency (6.4 kHz at 16 kHz out), more
-// than speech recognition uses.
+// step. With 16 zero crossings a side and β = 8, going to 16 kHz, tones above 8.5 kHz fold
+// back at -83 dB or less, and tones up to 6 kHz come out within -68 dB of the ideal signal
+// (measured in resample_test.go), more than speech recognition needs. The cost is about 100
+// multiply-adds an output sample at 48 kHz in: 10 s of audio resample in about 20 ms.
 const (
 	zeroCrossings = 16
 	kaiserBeta    = 8.0

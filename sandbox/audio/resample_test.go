@@ -42,7 +42,7 @@ func TestResamplePassband(t *testing.T) {
 				for i := 800; i < 15200; i++ {
 					maxErr = math.Max(maxErr, math.Abs(float64(out[i]-want[i])))
 				}
-				if maxErr > 2e-3 { // -48 dB of the tone's amplitude, at worst
+				if maxErr > 5e-4 { // -60 dB of the tone's amplitude; measured: -68 dB at worst
 					t.Fatalf("max error %.2e", maxErr)
 				}
 			})
@@ -59,7 +59,7 @@ func TestResampleStopband(t *testing.T) {
 			}
 			out, _ := Resample(sine(freq, 0.5, from, 1), from, 16000)
 			level := 20 * math.Log10(rms(out[800:15200])/(0.5/math.Sqrt2))
-			if level > -60 {
+			if level > -75 { // measured: -83 dB at worst
 				t.Errorf("%v Hz tone at %d Hz: alias at %.1f dB", freq, from, level)
 			}
 		}
