@@ -61,7 +61,11 @@ func newEnv(t *testing.T, mutate func(*sandbox.Config)) *env {
 		hs.Close()
 		srv.Close()
 	})
-	client, err := submitter.New(hs.URL, testKey, submitter.WithKeyHeader(cfg.KeyHeader))
+	var opts []submitter.Option
+	if cfg.KeyHeader != "" {
+		opts = append(opts, submitter.WithKeyHeader(cfg.KeyHeader))
+	}
+	client, err := submitter.New(hs.URL, testKey, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

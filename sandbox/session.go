@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -316,7 +317,7 @@ func (sess *session) engineEventsLocked(events []engine.Event) {
 // utteranceID makes the engine's per-session utterance number a stable id shared by the
 // partials and the final of one utterance.
 func (sess *session) utteranceID(n int) string {
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(sess.id+"/"+itoa(n))).String()
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(sess.id+"/"+strconv.Itoa(n))).String()
 }
 
 func (sess *session) utteranceLocked(u engine.Utterance) api.Utterance {
@@ -451,8 +452,13 @@ func (sess *session) abort() {
 	if sess.idle != nil {
 		sess.idle.Stop()
 	}
+	wasEnded := sess.state == stateEnded
 	sess.state = stateEnded
+	stream := sess.stream
 	sess.mu.Unlock()
+	if stream != nil && !wasEnded {
+		_ = stream.Close()
+	}
 	if conn != nil {
 		_ = conn.Close(websocket.StatusGoingAway, "session closed")
 	}
