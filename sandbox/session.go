@@ -377,6 +377,18 @@ func (sess *session) finishLocked() {
 		}
 	}
 	if sess.stream != nil {
+		// The resamplers hold the last few milliseconds until they know the stream ended.
+		tail := make([][]float32, len(sess.resamplers))
+		for ch, r := range sess.resamplers {
+			tail[ch] = r.Flush()
+		}
+		if len(tail) > 0 && len(tail[0]) > 0 {
+			events, err := sess.stream.Feed(tail)
+			if err != nil {
+				sess.emitErrorLocked("speech engine failed: " + err.Error())
+			}
+			sess.engineEventsLocked(events)
+		}
 		events, err := sess.stream.Finish()
 		if err != nil {
 			sess.emitErrorLocked("speech engine failed: " + err.Error())

@@ -58,7 +58,7 @@ const (
 
 // Segmenter finds stretches of speech in one channel, frame by frame: SpeechStart when voice
 // begins, SegmentStart when a segment opens, SegmentUpdate at intervals while it is open,
-// SegmentEnd when MinSilence of silence ends it (or MaxSegment cuts it), SpeechEnd. It is
+// SpeechEnd then SegmentEnd when MinSilence of silence ends it (or SegmentEnd alone when MaxSegment cuts it). It is
 // causal: the events of a frame depend only on the frames up to it, so feeding the same samples
 // in any pieces gives the same events. A Segmenter is not safe for concurrent use.
 type Segmenter struct {
@@ -122,11 +122,12 @@ func (s *Segmenter) Write(samples []float32) []SegmentEvent {
 // trailing partial frame (under 20 ms) is not analysed.
 func (s *Segmenter) Flush() []SegmentEvent {
 	var evs []SegmentEvent
+	// Speech ends before the segment it closes, as the service sends speech_end before the
+	// final transcript that the endpoint produces.
 	switch s.state {
 	case inSeg:
-		evs = append(evs, s.segEvent(SegmentEnd))
+		evs = append(evs, s.speechEvent(SpeechEnd, s.lastVoiced+1), s.segEvent(SegmentEnd))
 		s.seg++
-		fallthrough
 	case afterCut:
 		evs = append(evs, s.speechEvent(SpeechEnd, s.lastVoiced+1))
 	}
@@ -167,7 +168,7 @@ func (s *Segmenter) step(evs []SegmentEvent, voiced bool) []SegmentEvent {
 	}
 	switch {
 	case s.silent >= s.minSil:
-		evs = append(evs, s.segEvent(SegmentEnd), s.speechEvent(SpeechEnd, s.lastVoiced+1))
+		evs = append(evs, s.speechEvent(SpeechEnd, s.lastVoiced+1), s.segEvent(SegmentEnd))
 		s.seg++
 		s.state, s.onset = idle, 0
 	case s.maxSeg > 0 && f+1-s.segStart >= s.maxSeg:

@@ -56,18 +56,18 @@ func near(got, want float64) bool { return math.Abs(got-want) <= 0.02+1e-9 }
 func TestSegmenterToneSilenceTone(t *testing.T) {
 	cfg := SegmenterConfig{SampleRate: 16000, Threshold: 0.6, MinSilence: 0.3}
 	evs := segment(t, cfg, toneSilence(1, 1, 1.5, 0.5))
-	want := []SegmentEventKind{SpeechStart, SegmentStart, SegmentEnd, SpeechEnd, SpeechStart, SegmentStart, SegmentEnd, SpeechEnd}
+	want := []SegmentEventKind{SpeechStart, SegmentStart, SpeechEnd, SegmentEnd, SpeechStart, SegmentStart, SpeechEnd, SegmentEnd}
 	if !reflect.DeepEqual(kinds(evs), want) {
 		t.Fatalf("events %v, want %v", kinds(evs), want)
 	}
-	ends := []SegmentEvent{evs[2], evs[6]}
+	ends := []SegmentEvent{evs[3], evs[7]}
 	for i, w := range [][2]float64{{0, 1}, {2, 3.5}} {
 		if !near(ends[i].Start, w[0]) || !near(ends[i].End, w[1]) || ends[i].Segment != i {
 			t.Errorf("segment %d: %+v, want %v–%v", i, ends[i], w[0], w[1])
 		}
 	}
-	if !near(evs[0].Start, 0) || !near(evs[3].Start, 1) || !near(evs[4].Start, 2) || !near(evs[7].Start, 3.5) {
-		t.Errorf("speech events at %v %v %v %v", evs[0].Start, evs[3].Start, evs[4].Start, evs[7].Start)
+	if !near(evs[0].Start, 0) || !near(evs[2].Start, 1) || !near(evs[4].Start, 2) || !near(evs[6].Start, 3.5) {
+		t.Errorf("speech events at %v %v %v %v", evs[0].Start, evs[2].Start, evs[4].Start, evs[6].Start)
 	}
 	// The end of the first segment is known once 0.3 s of silence has passed.
 	if f := evs[2].Frame; f < 64 || f > 66 {
@@ -92,15 +92,15 @@ func TestSegmenterChunkingInvariance(t *testing.T) {
 func TestSegmenterMaxSegmentAndUpdates(t *testing.T) {
 	cfg := SegmenterConfig{SampleRate: 16000, Threshold: 0.6, MinSilence: 0.2, MaxSegment: 1, UpdateEvery: 0.5}
 	evs := segment(t, cfg, toneSilence(2.2, 1))
-	want := []SegmentEventKind{SpeechStart, SegmentStart, SegmentUpdate, SegmentEnd, SegmentStart, SegmentUpdate, SegmentEnd, SegmentStart, SegmentEnd, SpeechEnd}
+	want := []SegmentEventKind{SpeechStart, SegmentStart, SegmentUpdate, SegmentEnd, SegmentStart, SegmentUpdate, SegmentEnd, SegmentStart, SpeechEnd, SegmentEnd}
 	if !reflect.DeepEqual(kinds(evs), want) {
 		t.Fatalf("events %v, want %v", kinds(evs), want)
 	}
-	if !evs[3].Cut || !evs[6].Cut || evs[8].Cut {
+	if !evs[3].Cut || !evs[6].Cut || evs[9].Cut {
 		t.Error("the first two segments are cut, the last ends in silence")
 	}
 	for i, w := range [][2]float64{{0, 1}, {1, 2}, {2, 2.2}} {
-		e := evs[[]int{3, 6, 8}[i]]
+		e := evs[[]int{3, 6, 9}[i]]
 		if !near(e.Start, w[0]) || !near(e.End, w[1]) || e.Segment != i {
 			t.Errorf("segment %d: %v–%v, want %v–%v", i, e.Start, e.End, w[0], w[1])
 		}

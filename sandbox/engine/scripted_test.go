@@ -317,18 +317,18 @@ func kinds(evs []Event) string {
 func TestStreamEvents(t *testing.T) {
 	cfg := StreamConfig{SpeechThreshold: DefaultSpeechThreshold}
 	evs := feed(t, cfg, [][]float32{speech(1.2, 1, 0.6, 0.5)}, 1600)
-	want := "speech_start@0 partial_transcript#0@0 partial_transcript#0@0 final_transcript#0@0 speech_end@0 " +
-		"speech_start@0 partial_transcript#1@0 final_transcript#1@0 speech_end@0"
+	want := "speech_start@0 partial_transcript#0@0 partial_transcript#0@0 speech_end@0 final_transcript#0@0 " +
+		"speech_start@0 partial_transcript#1@0 speech_end@0 final_transcript#1@0"
 	if got := kinds(evs); got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
-	if !near(evs[0].Time, 0) || !near(evs[4].Time, 1.2) || !near(evs[5].Time, 2.2) || !near(evs[8].Time, 2.8) {
-		t.Errorf("speech events at %v %v %v %v", evs[0].Time, evs[4].Time, evs[5].Time, evs[8].Time)
+	if !near(evs[0].Time, 0) || !near(evs[3].Time, 1.2) || !near(evs[5].Time, 2.2) || !near(evs[7].Time, 2.8) {
+		t.Errorf("speech events at %v %v %v %v", evs[0].Time, evs[3].Time, evs[5].Time, evs[7].Time)
 	}
-	for _, fi := range []int{3, 7} {
+	for _, fi := range []int{4, 8} {
 		final := evs[fi].Utterance
 		checkWords(t, final)
-		if final.Speaker != (fi/4)%2 {
+		if final.Speaker != (fi/5)%2 {
 			t.Errorf("final %d speaker %d", fi, final.Speaker)
 		}
 		// Partials hold a prefix of the final's words.
@@ -344,7 +344,7 @@ func TestStreamEvents(t *testing.T) {
 			}
 		}
 	}
-	if u := evs[3].Utterance; !near(u.Start, 0) || !near(u.End, 1.2) {
+	if u := evs[4].Utterance; !near(u.Start, 0) || !near(u.End, 1.2) {
 		t.Errorf("first utterance %v–%v, want 0–1.2", u.Start, u.End)
 	}
 	if p := evs[1].Utterance; !near(p.End, 0.5) {
