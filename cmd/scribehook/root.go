@@ -10,5 +10,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRemoteCmd())
+	root.AddCommand(newSandboxCmd())
+	root.AddCommand(newDemoCmd())
 	return root
 }
