@@ -225,20 +225,34 @@ func (q ListQuery) Matches(j *Job) bool {
 	return metadataContains(j.CustomMetadata, q.CustomMetadata)
 }
 
-// metadataContains reports whether every member of the filter object is in the metadata
-// object with an equal value. An absent or empty filter matches everything.
+// metadataContains reports whether the filter object is a subset of the metadata object: every
+// member present with an equal value, and a member that is an object in both matched the same
+// way, so {"tags":{"team":"a"}} finds {"tags":{"team":"a","env":"prod"}}. Arrays and scalars
+// compare exactly. An absent or empty filter matches everything.
 func metadataContains(metadata, filter json.RawMessage) bool {
 	want, ok := decodeObject(filter)
 	if !ok || len(want) == 0 {
 		return true
 	}
 	have, ok := decodeObject(metadata)
-	if !ok {
-		return false
-	}
+	return ok && subsetOf(want, have)
+}
+
+func subsetOf(want, have map[string]any) bool {
 	for k, w := range want {
 		h, present := have[k]
-		if !present || !jsonEqual(h, w) {
+		if !present {
+			return false
+		}
+		wm, wIsObject := w.(map[string]any)
+		hm, hIsObject := h.(map[string]any)
+		if wIsObject && hIsObject {
+			if !subsetOf(wm, hm) {
+				return false
+			}
+			continue
+		}
+		if !jsonEqual(h, w) {
 			return false
 		}
 	}

@@ -15,36 +15,20 @@ import (
 
 func (s *Server) handleCreatePreRecorded(w http.ResponseWriter, r *http.Request) {
 	var req api.PreRecordedRequest
-	if herr := s.decodeBody(w, r, &req); herr != nil {
-		s.writeError(w, r, herr.status, herr.msg, herr.validation)
-		return
-	}
-	if err := req.Validate(); err != nil {
-		s.writeValidation(w, r, err)
+	if !s.decodeValid(w, r, &req) {
 		return
 	}
 	req.Normalize()
-	// request_params holds the fields of §2.3 except custom_metadata, which the record carries
-	// at its top.
 	recorded := req
 	recorded.CustomMetadata = nil
-	params, err := json.Marshal(recorded)
+	job, err := newRecord(r, api.KindPreRecorded, recorded, req.CustomMetadata)
 	if err != nil {
 		s.writeError(w, r, http.StatusInternalServerError, "could not record request parameters", nil)
 		return
 	}
-	id := uuid.NewString()
+	id := job.ID
 	e := &jobEntry{
-		job: api.Job{
-			ID:             id,
-			RequestID:      requestID(r),
-			Version:        api.RecordVersion,
-			Status:         api.StatusQueued,
-			CreatedAt:      api.Now(),
-			Kind:           api.KindPreRecorded,
-			CustomMetadata: req.CustomMetadata,
-			RequestParams:  params,
-		},
+		job:         job,
 		prerecorded: &req,
 	}
 	s.jobs.add(e)
@@ -59,6 +43,39 @@ func (s *Server) handleCreatePreRecorded(w http.ResponseWriter, r *http.Request)
 	}
 	w.Header().Set("Location", s.baseURL(r)+"/v2/pre-recorded/"+id)
 	writeJSON(w, http.StatusCreated, api.CreateJobResponse{ID: id, ResultURL: s.baseURL(r) + "/v2/pre-recorded/" + id})
+}
+
+// decodeValid decodes the body into v and validates it, answering the error itself when either
+// fails.
+func (s *Server) decodeValid(w http.ResponseWriter, r *http.Request, v interface{ Validate() error }) bool {
+	if herr := s.decodeBody(w, r, v); herr != nil {
+		s.writeError(w, r, herr.status, herr.msg, herr.validation)
+		return false
+	}
+	if err := v.Validate(); err != nil {
+		s.writeValidation(w, r, err)
+		return false
+	}
+	return true
+}
+
+// newRecord is the record of a job just created: queued, request_params holding params (the
+// request without custom_metadata, which the record carries at its top).
+func newRecord(r *http.Request, kind api.JobKind, params any, metadata json.RawMessage) (api.Job, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return api.Job{}, fmt.Errorf("encode request_params: %w", err)
+	}
+	return api.Job{
+		ID:             uuid.NewString(),
+		RequestID:      requestID(r),
+		Version:        api.RecordVersion,
+		Status:         api.StatusQueued,
+		CreatedAt:      api.Now(),
+		Kind:           kind,
+		CustomMetadata: metadata,
+		RequestParams:  raw,
+	}, nil
 }
 
 // writeValidation answers 400 with every violation listed.
@@ -133,19 +150,8 @@ func (s *Server) listHandler(which listKind) http.HandlerFunc {
 		case listLive:
 			q.Kind = []api.JobKind{api.KindLive}
 		}
-		f, err := newFilter(q)
-		if err != nil {
-			s.writeError(w, r, http.StatusBadRequest, "invalid list query", []string{err.Error()})
-			return
-		}
-		offset, limit := 0, api.DefaultListLimit
-		if q.Offset != nil {
-			offset = *q.Offset
-		}
-		if q.Limit != nil {
-			limit = *q.Limit
-		}
-		items, more := s.jobs.list(f, offset, limit)
+		offset, limit := q.EffectiveOffset(), q.EffectiveLimit()
+		items, more := s.jobs.list(q, offset, limit)
 		// Page links carry the caller's own filters: the endpoint's implied kind stays out.
 		linkQ := q
 		if which != listAll {

@@ -1,13 +1,9 @@
 package sandbox
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/url"
 	"sort"
-	"strconv"
 	"sync"
-	"time"
 
 	"github.com/scribehook/scribehook/api"
 )
@@ -81,140 +77,12 @@ func (s *jobStore) delete(id string, kind api.JobKind) bool {
 	return true
 }
 
-// filter is a validated list query.
-type filter struct {
-	q      api.ListQuery
-	day    string
-	before time.Time
-	after  time.Time
-	meta   map[string]any
-}
-
-func newFilter(q api.ListQuery) (filter, error) {
-	f := filter{q: q}
-	if q.Date != "" {
-		f.day = q.Date
-	}
-	var err error
-	if q.BeforeDate != "" {
-		if f.before, err = api.ParseTime(q.BeforeDate); err != nil {
-			return f, err
-		}
-	}
-	if q.AfterDate != "" {
-		if f.after, err = api.ParseTime(q.AfterDate); err != nil {
-			return f, err
-		}
-	}
-	if len(q.CustomMetadata) > 0 {
-		if err := decodeNumbers(q.CustomMetadata, &f.meta); err != nil {
-			return f, err
-		}
-	}
-	return f, nil
-}
-
-func (f filter) match(j *api.Job) bool {
-	if len(f.q.Status) > 0 && !containsStatus(f.q.Status, j.Status) {
-		return false
-	}
-	if len(f.q.Kind) > 0 && !containsKind(f.q.Kind, j.Kind) {
-		return false
-	}
-	created := j.CreatedAt.UTC()
-	if f.day != "" && created.Format("2006-01-02") != f.day {
-		return false
-	}
-	if !f.before.IsZero() && !created.Before(f.before) {
-		return false
-	}
-	if !f.after.IsZero() && !created.After(f.after) {
-		return false
-	}
-	if f.meta != nil {
-		var have map[string]any
-		if len(j.CustomMetadata) == 0 || decodeNumbers(j.CustomMetadata, &have) != nil || !subset(f.meta, have) {
-			return false
-		}
-	}
-	return true
-}
-
-func containsStatus(list []api.JobStatus, s api.JobStatus) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsKind(list []api.JobKind, k api.JobKind) bool {
-	for _, v := range list {
-		if v == k {
-			return true
-		}
-	}
-	return false
-}
-
-// decodeNumbers keeps numbers as json.Number so that 1 and 1.0 or large ids compare by text.
-func decodeNumbers(raw json.RawMessage, v any) error {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	return d.Decode(v)
-}
-
-// subset reports whether every member of want is in have with an equal value; objects match
-// recursively (a subset of a nested object matches), other values exactly.
-func subset(want, have map[string]any) bool {
-	for k, wv := range want {
-		hv, ok := have[k]
-		if !ok {
-			return false
-		}
-		wm, wIsMap := wv.(map[string]any)
-		hm, hIsMap := hv.(map[string]any)
-		switch {
-		case wIsMap && hIsMap:
-			if !subset(wm, hm) {
-				return false
-			}
-		case wIsMap || hIsMap:
-			return false
-		default:
-			if !jsonEqual(wv, hv) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func jsonEqual(a, b any) bool {
-	if an, ok := a.(json.Number); ok {
-		bn, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		af, aerr := strconv.ParseFloat(string(an), 64)
-		bf, berr := strconv.ParseFloat(string(bn), 64)
-		if aerr == nil && berr == nil && string(an) != string(bn) {
-			return af == bf
-		}
-		return an == bn
-	}
-	ab, _ := json.Marshal(a)
-	bb, _ := json.Marshal(b)
-	return bytes.Equal(ab, bb)
-}
-
 // list returns the matching jobs newest first, the page asked for, and whether more follow.
-func (s *jobStore) list(f filter, offset, limit int) ([]api.Job, bool) {
+func (s *jobStore) list(q api.ListQuery, offset, limit int) ([]api.Job, bool) {
 	s.mu.RLock()
 	matched := make([]*jobEntry, 0, len(s.jobs))
 	for _, e := range s.jobs {
-		if f.match(&e.job) {
+		if q.Matches(&e.job) {
 			matched = append(matched, e)
 		}
 	}

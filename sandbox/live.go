@@ -3,14 +3,12 @@ package sandbox
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 
-	"github.com/google/uuid"
 
 	"github.com/scribehook/scribehook/api"
 )
@@ -24,35 +22,19 @@ func (s *Server) handleCreateLive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.LiveRequest
-	if herr := s.decodeBody(w, r, &req); herr != nil {
-		s.writeError(w, r, herr.status, herr.msg, herr.validation)
-		return
-	}
-	if err := req.Validate(); err != nil {
-		s.writeValidation(w, r, err)
+	if !s.decodeValid(w, r, &req) {
 		return
 	}
 	recorded := req
 	recorded.CustomMetadata = nil
-	params, err := json.Marshal(recorded)
+	job, err := newRecord(r, api.KindLive, recorded, req.CustomMetadata)
 	if err != nil {
 		s.writeError(w, r, http.StatusInternalServerError, "could not record request parameters", nil)
 		return
 	}
-	id := uuid.NewString()
-	created := api.Now()
-	token := newToken()
+	id, created, token := job.ID, job.CreatedAt, newToken()
 	s.jobs.add(&jobEntry{
-		job: api.Job{
-			ID:             id,
-			RequestID:      requestID(r),
-			Version:        api.RecordVersion,
-			Status:         api.StatusQueued,
-			CreatedAt:      created,
-			Kind:           api.KindLive,
-			CustomMetadata: req.CustomMetadata,
-			RequestParams:  params,
-		},
+		job:  job,
 		live: &req,
 	})
 	s.sessions.add(newSession(s, id, token, region, &req))

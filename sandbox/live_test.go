@@ -397,3 +397,120 @@ func TestLiveBadClientMessagesAreErrors(t *testing.T) {
 		t.Errorf("third = %s %s", got[2].Type, got[2].Error)
 	}
 }
+
+// readUntilClose reads messages until the server closes the socket.
+func readUntilClose(t *testing.T, ctx context.Context, c *websocket.Conn) ([]api.LiveMessage, error) {
+	t.Helper()
+	var got []api.LiveMessage
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			return got, err
+		}
+		var m api.LiveMessage
+		decodeJSON(t, b, &m)
+		got = append(got, m)
+	}
+}
+
+func TestLiveReconnectResumesTheSession(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	created, err := e.client.CreateLive(ctx, api.LiveRequest{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm := pcm16(speechLike(t, 1, [][2]float64{{0.2, 0.8}}, 16000)) // 32000 bytes
+	first, _, err := websocket.Dial(ctx, created.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While a socket is attached, a second one is refused.
+	if _, resp, err := websocket.Dial(ctx, created.URL, nil); err == nil || resp.StatusCode != http.StatusConflict {
+		t.Fatalf("second socket: %v", err)
+	}
+	if err := first.Write(ctx, websocket.MessageBinary, pcm[:16000]); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := first.Read(ctx) // the first ack
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ack api.LiveMessage
+	decodeJSON(t, b, &ack)
+	first.CloseNow() // the network drops: no close frame
+
+	var second *websocket.Conn
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		second, _, err = websocket.Dial(ctx, created.URL, nil)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("reconnect: %v", err)
+	}
+	defer second.CloseNow()
+	if err := second.Write(ctx, websocket.MessageBinary, pcm[16000:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Write(ctx, websocket.MessageText, []byte(`{"type":"stop_recording"}`)); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := readUntilClose(t, ctx, second)
+	if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("close = %v", err)
+	}
+	// The second socket's ack continues the byte and time ranges of the first; no second
+	// start_session.
+	var d api.AudioChunkAckData
+	if msgs[0].Type != api.MessageAudioChunk || msgs[0].DecodeData(&d) != nil || d.ByteRange != [2]int64{16000, 32000} || d.TimeRange != [2]float64{0.5, 1} {
+		t.Fatalf("first message after reconnect = %s %s", msgs[0].Type, msgs[0].Data)
+	}
+	job := e.waitJob(created.ID, api.KindLive)
+	starts := 0
+	for _, s := range job.Result.Messages {
+		if strings.Contains(s, `"type":"start_session"`) {
+			starts++
+		}
+	}
+	if job.Status != api.StatusDone || job.Result.Metadata.AudioDuration != 1 || starts != 1 {
+		t.Errorf("job = %s, duration %v, start_session ×%d", job.Status, job.Result.Metadata.AudioDuration, starts)
+	}
+}
+
+func TestLiveSessionEndsAtItsMaximumDuration(t *testing.T) {
+	e := newEnv(t, func(c *sandboxConfig) { c.MaxLiveDuration = time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	created, err := e.client.CreateLive(ctx, api.LiveRequest{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := websocket.Dial(ctx, created.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	pcm := pcm16(speechLike(t, 2, nil, 16000))
+	for off := 0; off < len(pcm); off += 3200 {
+		if err := c.Write(ctx, websocket.MessageBinary, pcm[off:off+3200]); err != nil {
+			break // the server may close first
+		}
+	}
+	msgs, err := readUntilClose(t, ctx, c)
+	if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("close = %v", err)
+	}
+	var limitErr bool
+	for _, m := range msgs {
+		if m.Type == api.MessageError && strings.Contains(m.ErrorMessage(), "maximum duration of 1s") {
+			limitErr = true
+		}
+	}
+	job := e.waitJob(created.ID, api.KindLive)
+	if !limitErr || job.Result.Metadata.AudioDuration != 1 {
+		t.Errorf("limit error %v, duration %v", limitErr, job.Result.Metadata.AudioDuration)
+	}
+}

@@ -42,6 +42,9 @@ type Config struct {
 	// ProcessingDelay holds each job in queued, then processing, for this long; tests use it to
 	// observe the states.
 	ProcessingDelay time.Duration
+	// MaxLiveDuration ends a live session whose audio reaches it (default 3 hours, as the real
+	// service).
+	MaxLiveDuration time.Duration
 	// LiveResumeWindow is how long a live session whose socket dropped without stop_recording
 	// waits for a reconnect before it ends (default 30 s).
 	LiveResumeWindow time.Duration
@@ -93,6 +96,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxAudioDuration <= 0 {
 		cfg.MaxAudioDuration = 135 * time.Minute
+	}
+	if cfg.MaxLiveDuration <= 0 {
+		cfg.MaxLiveDuration = 3 * time.Hour
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}

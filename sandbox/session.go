@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -176,9 +177,9 @@ func (sess *session) run(ctx context.Context, conn *websocket.Conn) {
 			sess.mu.Unlock()
 			return
 		}
-		stop := sess.handleFrameLocked(typ, data)
-		if stop {
-			sess.stopAsked = true
+		stop, limit := sess.handleFrameLocked(typ, data)
+		if stop || limit {
+			sess.stopAsked = stop
 			sess.finishLocked()
 			sess.mu.Unlock()
 			_ = conn.Close(websocket.StatusNormalClosure, "session ended")
@@ -220,17 +221,16 @@ func (sess *session) startLocked() error {
 	return nil
 }
 
-// handleFrameLocked handles one client frame; it reports true when the client stopped the
-// recording.
-func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) bool {
+// handleFrameLocked handles one client frame; it reports whether the client stopped the
+// recording, and whether the session reached its maximum duration.
+func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) (stop, limit bool) {
 	if typ == websocket.MessageBinary {
-		sess.audioLocked(data)
-		return false
+		return false, sess.audioLocked(data)
 	}
 	var msg api.ClientMessage
 	if err := json.Unmarshal(data, &msg); err != nil {
 		sess.emitErrorLocked("message is not JSON: send audio as binary frames or {\"type\":\"audio_chunk\",\"data\":{\"chunk\":\"<base64>\"}}")
-		return false
+		return false, false
 	}
 	switch msg.Type {
 	case api.ClientAudioChunk:
@@ -239,38 +239,37 @@ func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) b
 		}
 		if err := json.Unmarshal(msg.Data, &d); err != nil || d.Chunk == "" {
 			sess.nackLocked(api.MessageAudioChunk, "audio_chunk needs data.chunk with base64 audio")
-			return false
+			return false, false
 		}
 		chunk, err := base64.StdEncoding.DecodeString(d.Chunk)
 		if err != nil {
 			sess.nackLocked(api.MessageAudioChunk, "data.chunk is not valid base64: "+err.Error())
-			return false
+			return false, false
 		}
-		sess.audioLocked(chunk)
-		return false
+		return false, sess.audioLocked(chunk)
 	case api.ClientStopRecording:
-		return true
+		return true, false
 	default:
 		sess.emitErrorLocked("unknown message type " + quote(msg.Type) + ": expected audio_chunk or stop_recording")
-		return false
+		return false, false
 	}
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // audioLocked decodes one chunk, feeds the engine, acknowledges the chunk and emits what the
-// engine recognised.
-func (sess *session) audioLocked(chunk []byte) {
+// engine recognised. It reports true when the session reached its maximum duration.
+func (sess *session) audioLocked(chunk []byte) bool {
 	if len(chunk) >= maxFrameBytes {
 		sess.nackLocked(api.MessageAudioChunk, "audio chunk exceeds 1 MiB: send about 100 ms per chunk")
-		return
+		return false
 	}
 	startByte := sess.bytesIn
 	startTime := sess.decoder.Seconds()
 	frames, err := sess.decoder.Write(chunk)
 	if err != nil {
 		sess.nackLocked(api.MessageAudioChunk, "audio chunk could not be decoded: "+err.Error())
-		return
+		return false
 	}
 	sess.bytesIn += int64(len(chunk))
 	for ch := range frames {
@@ -284,9 +283,14 @@ func (sess *session) audioLocked(chunk []byte) {
 	sess.emitLocked(api.MessageAudioChunk, ack, api.Bool(true))
 	if err != nil {
 		sess.emitErrorLocked("speech engine failed: " + err.Error())
-		return
+		return false
 	}
 	sess.engineEventsLocked(events)
+	if limit := sess.srv.cfg.MaxLiveDuration; sess.decoder.Seconds() >= limit.Seconds() {
+		sess.emitErrorLocked(fmt.Sprintf("session reached its maximum duration of %s: recording stopped", limit))
+		return true
+	}
+	return false
 }
 
 // engineEventsLocked turns the engine's speech events and transcripts into messages, with the
