@@ -1,2 +1,0 @@
-// Package store is part of scribehook; see docs/design.md.
-package store

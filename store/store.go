@@ -1,0 +1,210 @@
+// Package store is scribehook's persistence contract: the inbox of raw deliveries, the job
+// records, live messages, artifacts, quarantine and callback tokens. The SQLite implementation
+// (store/sqlite) is the embedded default; a PostgreSQL one implements the same contract, and the
+// shared suite in store/storetest runs against both.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// Errors every implementation returns, so callers never see driver errors for these cases.
+var (
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyApplied is returned by Apply for an inbox row that is already done: the
+	// delivery's effects happened once and must not happen again.
+	ErrAlreadyApplied = errors.New("inbox row already applied")
+	// ErrTokenBound is returned by BindToken when the token serves another job.
+	ErrTokenBound = errors.New("token is bound to another job")
+)
+
+// Delivery is one authenticated callback as received, before any processing. Body holds the
+// exact bytes received (a copy: Fiber reuses its buffers).
+type Delivery struct {
+	// DedupeKey is unique per logical delivery: a second delivery with the same key is a
+	// duplicate and is not stored again.
+	DedupeKey string
+	// Route names how the delivery was authenticated: "job" for a per-job token, else the name
+	// of a static route of the configuration.
+	Route string
+	// Kind is the classified shape; empty for a quarantined delivery.
+	Kind api.CallbackKind
+	// Event is the body's event (transcription.success, live.transcript, …).
+	Event string
+	// JobID is the job or live session the delivery is about.
+	JobID string
+	// MessageType and Category are set for live messages.
+	MessageType api.MessageType
+	Category    api.MessageCategory
+	// Partition orders processing: deliveries with the same partition key are processed in
+	// inbox order (the job or session id).
+	PartitionKey string
+	// Quarantine is the reason the body could not be classified; such deliveries go to the
+	// quarantine table instead of the inbox.
+	Quarantine string
+	// Headers keeps the request headers worth keeping (content type, webhook ids), never
+	// secrets.
+	Headers    map[string]string
+	Body       []byte
+	ReceivedAt time.Time
+}
+
+// IngestResult tells what Ingest did with one delivery.
+type IngestResult struct {
+	// ID is the inbox row id (or the quarantine row id when Quarantined).
+	ID          int64
+	Duplicate   bool // an earlier delivery had the same dedupe key; ID is that row's
+	Quarantined bool
+}
+
+// InboxStatus is where an inbox row is in its processing.
+type InboxStatus string
+
+const (
+	InboxPending InboxStatus = "pending"
+	InboxDone    InboxStatus = "done"
+	// InboxFailed rows exhausted their retries; they stay visible and can be retried.
+	InboxFailed InboxStatus = "failed"
+)
+
+// InboxRow is a stored delivery with its processing state.
+type InboxRow struct {
+	ID int64
+	Delivery
+	Status      InboxStatus
+	Attempts    int
+	LastError   string
+	ProcessedAt time.Time
+}
+
+// QuarantineRow is an authenticated delivery whose body could not be classified.
+type QuarantineRow struct {
+	ID         int64
+	Route      string
+	Reason     string
+	Headers    map[string]string
+	Body       []byte
+	ReceivedAt time.Time
+}
+
+// Local is what scribehook knows about a job beyond the service's record.
+type Local struct {
+	// Source says how the job became known: "submit" (created by scribehook), "callback",
+	// "webhook" (an account webhook, resolved or not).
+	Source string `json:"source"`
+	// ReceivedAt is when the first delivery about the job arrived; zero for a submitted job
+	// without deliveries yet.
+	ReceivedAt time.Time `json:"received_at,omitzero"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	// Deliveries counts the deliveries applied to the job (duplicates are not counted).
+	Deliveries int `json:"deliveries"`
+	// ErrorMessage is the message of a job.error callback.
+	ErrorMessage string `json:"error_message,omitempty"`
+	// Resolution explains a thin webhook that could not be resolved to a full record (for
+	// example, no API key configured).
+	Resolution string `json:"resolution,omitempty"`
+}
+
+// JobRecord is a job as scribehook stores it: the service's own record shape plus Local.
+type JobRecord struct {
+	Job   api.Job
+	Local Local
+}
+
+// LiveMessage is one stored message of a live session. Seq numbers the messages of a session
+// from 1 in the order they were applied.
+type LiveMessage struct {
+	SessionID  string
+	Seq        int64
+	Type       api.MessageType
+	Category   api.MessageCategory
+	CreatedAt  time.Time // the message's own created_at
+	ReceivedAt time.Time
+	InboxID    int64
+	Payload    json.RawMessage // the exact message (the live callback's payload)
+}
+
+// Artifact is a file scribehook made for a job (subtitles, transcripts).
+type Artifact struct {
+	JobID     string
+	Name      string
+	Format    string
+	Language  string
+	Path      string
+	Size      int64
+	CreatedAt time.Time
+}
+
+// Token is a per-job capability token, stored only as a hash.
+type Token struct {
+	Hash []byte
+	// JobID is empty until the job is known (the token is minted before the service assigns
+	// the id); the first delivery or the submitter binds it.
+	JobID     string
+	Kind      api.JobKind
+	CreatedAt time.Time
+	RevokedAt time.Time
+}
+
+// Tx is what Apply's function may do, inside the transaction that also marks the inbox row
+// done. Reads see the transaction's own writes.
+type Tx interface {
+	Job(ctx context.Context, id string) (JobRecord, error) // ErrNotFound when unknown
+	PutJob(ctx context.Context, rec JobRecord) error
+	// AppendLiveMessage stores m with the session's next sequence number and returns it.
+	AppendLiveMessage(ctx context.Context, m LiveMessage) (int64, error)
+	PutArtifact(ctx context.Context, a Artifact) error
+}
+
+// JobPage is a page of local job records, newest first.
+type JobPage struct {
+	Items []JobRecord
+	More  bool
+}
+
+// Store is the persistence contract. Every method is safe for concurrent use.
+type Store interface {
+	// Ingest commits the deliveries in one transaction (group commit: callers batch concurrent
+	// requests) and reports, per delivery, its row and whether it was a duplicate. Nothing is
+	// committed when it returns an error.
+	Ingest(ctx context.Context, ds []Delivery) ([]IngestResult, error)
+	// PendingInbox lists rows not done nor failed, by id, after afterID.
+	PendingInbox(ctx context.Context, afterID int64, limit int) ([]InboxRow, error)
+	InboxRow(ctx context.Context, id int64) (InboxRow, error)
+	// Apply runs fn and marks the inbox row done in one transaction. A row already done gives
+	// ErrAlreadyApplied without running fn. An error from fn rolls everything back.
+	Apply(ctx context.Context, inboxID int64, fn func(ctx context.Context, tx Tx) error) error
+	// MarkInboxFailed records an attempt's error; final marks the row failed (no more retries).
+	MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error
+	// InboxBacklog counts pending rows.
+	InboxBacklog(ctx context.Context) (int64, error)
+
+	// Quarantined lists quarantined deliveries, newest first.
+	Quarantined(ctx context.Context, limit int) ([]QuarantineRow, error)
+
+	// PutJob stores a job record outside a delivery (the submitter records its jobs).
+	PutJob(ctx context.Context, rec JobRecord) error
+	GetJob(ctx context.Context, id string) (JobRecord, error)
+	// ListJobs filters like the service's lists (status, kind, dates, custom_metadata subset)
+	// and pages with q's offset and limit, newest first.
+	ListJobs(ctx context.Context, q api.ListQuery) (JobPage, error)
+	// LiveMessages lists a session's messages with Seq > afterSeq in order, at most limit.
+	LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]LiveMessage, error)
+	Artifacts(ctx context.Context, jobID string) ([]Artifact, error)
+
+	CreateToken(ctx context.Context, t Token) error
+	// LookupToken finds a token by its hash; revoked tokens are returned with RevokedAt set.
+	LookupToken(ctx context.Context, hash []byte) (Token, error)
+	// BindToken sets the token's job if it has none; ErrTokenBound if it has another.
+	BindToken(ctx context.Context, hash []byte, jobID string) error
+	RevokeToken(ctx context.Context, hash []byte) error
+
+	// Ping checks the store is reachable (readiness).
+	Ping(ctx context.Context) error
+	Close() error
+}
