@@ -13,6 +13,7 @@ import (
 	_ "github.com/gofiber/fiber/v2"
 	_ "github.com/google/uuid"
 	_ "github.com/mattn/go-sqlite3"
+	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/sirupsen/logrus"
 	_ "github.com/spf13/cobra"
 	_ "go.yaml.in/yaml/v3"
