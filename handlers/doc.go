@@ -1,2 +1,0 @@
-// Package handlers is part of scribehook; see docs/design.md.
-package handlers

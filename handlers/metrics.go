@@ -1,0 +1,33 @@
+package handlers
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	handled  *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	poisoned prometheus.Counter
+	latency  prometheus.Histogram
+}
+
+// newMetrics registers the handler metrics on reg (nil: not exported, still counted).
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scribehook_deliveries_processed_total", Help: "Inbox rows applied to the store, by kind.",
+		}, []string{"kind"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scribehook_handler_errors_total", Help: "Failed attempts to process an inbox row, by kind.",
+		}, []string{"kind"}),
+		poisoned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scribehook_deliveries_failed_total", Help: "Inbox rows that failed after every retry.",
+		}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "scribehook_process_seconds", Help: "Time to apply one inbox row.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.handled, m.errors, m.poisoned, m.latency)
+	}
+	return m
+}

@@ -1,0 +1,390 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/google/uuid"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// eventNamespace derives stable event ids from dedupe keys: the same delivery always yields
+// the same event id, across retries, restarts and replays.
+var eventNamespace = uuid.MustParse("5b1f1d4e-7b0c-4d52-9a43-3a0e1c0f9e21")
+
+// persist applies one inbox row to the store exactly once and returns the domain events it
+// caused, which the router publishes on TopicEvents.
+func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
+	ctx := msg.Context()
+	id, err := strconv.ParseInt(msg.Metadata.Get(metaInboxID), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("inbox message without a row id: %w", err)
+	}
+	row, err := p.cfg.Store.InboxRow(ctx, id)
+	if err != nil {
+		return nil, p.failed(ctx, id, "", fmt.Errorf("read inbox row %d: %w", id, err))
+	}
+	if row.Status == store.InboxDone {
+		return nil, nil
+	}
+	log := p.log.WithFields(logrus.Fields{"inbox_id": id, "job_id": row.JobID, "kind": row.Kind})
+	start := time.Now()
+	events, err := p.apply(ctx, row)
+	if errors.Is(err, store.ErrAlreadyApplied) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, p.failed(ctx, id, string(row.Kind), err)
+	}
+	p.m.handled.WithLabelValues(string(row.Kind)).Inc()
+	p.m.latency.Observe(time.Since(start).Seconds())
+	log.Debug("delivery applied")
+	out := make([]*message.Message, 0, len(events))
+	for _, ev := range events {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("encode event: %w", err)
+		}
+		m := message.NewMessage(ev.ID, b)
+		m.Metadata.Set("type", ev.Type)
+		m.Metadata.Set("job_id", ev.JobID)
+		middleware.SetCorrelationID(middleware.MessageCorrelationID(msg), m)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// failed records an attempt's error on the row (so it is visible while retries go on) and
+// counts it.
+func (p *Pipeline) failed(ctx context.Context, id int64, kind string, err error) error {
+	p.m.errors.WithLabelValues(kind).Inc()
+	if merr := p.cfg.Store.MarkInboxFailed(context.WithoutCancel(ctx), id, err.Error(), false); merr != nil {
+		p.log.WithError(merr).WithField("inbox_id", id).Warn("record handler error")
+	}
+	return err
+}
+
+// poisoned marks a row that exhausted its retries as failed: it stays in the store, visible,
+// instead of being lost or retried forever.
+func (p *Pipeline) poisoned(msg *message.Message) error {
+	id, err := strconv.ParseInt(msg.Metadata.Get(metaInboxID), 10, 64)
+	if err != nil {
+		return nil
+	}
+	reason := msg.Metadata.Get(middleware.ReasonForPoisonedKey)
+	p.log.WithFields(logrus.Fields{"inbox_id": id, "reason": reason}).Error("delivery failed after every retry")
+	p.m.poisoned.Inc()
+	if err := p.cfg.Store.MarkInboxFailed(context.Background(), id, reason, true); err != nil {
+		return fmt.Errorf("mark inbox row %d failed: %w", id, err)
+	}
+	return nil
+}
+
+// apply turns one row into its effects. Network work (resolving through the service) happens
+// before the store transaction, so a slow service never holds the writer.
+func (p *Pipeline) apply(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
+	switch row.Kind {
+	case api.CallbackJobSuccess, api.CallbackJobError:
+		return p.applyJobCallback(ctx, row)
+	case api.CallbackLiveMessage:
+		return p.applyLiveMessage(ctx, row)
+	case api.CallbackAccountWebhook:
+		return p.applyWebhook(ctx, row)
+	}
+	return nil, fmt.Errorf("inbox row %d has unknown kind %q", row.ID, row.Kind)
+}
+
+func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
+	var cb api.JobCallback
+	if err := json.Unmarshal(row.Body, &cb); err != nil {
+		return nil, fmt.Errorf("decode job callback: %w", err)
+	}
+	// The callback lacks the record's own fields; the service's record is the truth when it
+	// can be read, the callback otherwise.
+	fetched, resolution := p.resolve(ctx, cb.ID, api.KindPreRecorded)
+	var ev api.Event
+	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+		rec, err := loadOrNew(ctx, tx, cb.ID, api.KindPreRecorded, row.ReceivedAt)
+		if err != nil {
+			return err
+		}
+		if fetched != nil && fetched.Status.Final() {
+			rec.Job = *fetched
+		} else {
+			fromCallback(&rec.Job, &cb, row.ReceivedAt)
+		}
+		if cb.Error != nil {
+			rec.Local.ErrorMessage = cb.Error.Message
+		}
+		rec.Local.Resolution = resolution
+		touch(&rec, row)
+		if err := tx.PutJob(ctx, rec); err != nil {
+			return err
+		}
+		ev = jobEvent(row, rec.Job)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []api.Event{ev}, nil
+}
+
+// fromCallback fills a record from the callback alone.
+func fromCallback(j *api.Job, cb *api.JobCallback, received time.Time) {
+	if len(cb.CustomMetadata) > 0 {
+		j.CustomMetadata = cb.CustomMetadata
+	}
+	if j.CompletedAt == nil {
+		j.CompletedAt = api.PtrTime(received)
+	}
+	if j.Version == 0 {
+		j.Version = api.RecordVersion
+	}
+	if cb.Error != nil {
+		j.Status = api.StatusError
+		code := cb.Error.Code
+		j.ErrorCode = &code
+		j.Result = nil
+		return
+	}
+	j.Status = api.StatusDone
+	j.ErrorCode = nil
+	j.Result = cb.Payload
+}
+
+func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
+	var cb api.LiveCallback
+	if err := json.Unmarshal(row.Body, &cb); err != nil {
+		return nil, fmt.Errorf("decode live callback: %w", err)
+	}
+	msg := cb.Payload
+	payload, err := rawPayload(row.Body)
+	if err != nil {
+		return nil, err
+	}
+	category := row.Category
+	if category == "" {
+		category, _ = api.Category(&msg)
+	}
+	// The session's final record comes from the service once the session has ended.
+	var fetched *api.Job
+	var resolution string
+	if msg.Type == api.MessageEndSession {
+		fetched, resolution = p.resolve(ctx, cb.ID, api.KindLive)
+	}
+	var ev api.Event
+	err = p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
+			SessionID:  cb.ID,
+			Type:       msg.Type,
+			Category:   category,
+			CreatedAt:  msg.CreatedAt.Time,
+			ReceivedAt: row.ReceivedAt,
+			InboxID:    row.ID,
+			Payload:    payload,
+		}); err != nil {
+			return err
+		}
+		rec, err := loadOrNew(ctx, tx, cb.ID, api.KindLive, row.ReceivedAt)
+		if err != nil {
+			return err
+		}
+		updateLiveRecord(&rec.Job, &msg, row.ReceivedAt)
+		if fetched != nil && fetched.Status.Final() {
+			rec.Job = *fetched
+		}
+		if resolution != "" {
+			rec.Local.Resolution = resolution
+		}
+		touch(&rec, row)
+		if err := tx.PutJob(ctx, rec); err != nil {
+			return err
+		}
+		ev = api.Event{
+			ID:             eventID(row.DedupeKey, api.LiveEvent(msg.Type)),
+			Type:           api.LiveEvent(msg.Type),
+			CreatedAt:      api.NewTime(row.ReceivedAt),
+			JobID:          cb.ID,
+			Kind:           api.KindLive,
+			Category:       category,
+			CustomMetadata: rec.Job.CustomMetadata,
+			Data:           payload,
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.feed.Publish(cb.ID)
+	return []api.Event{ev}, nil
+}
+
+// updateLiveRecord moves a live session's record along with its lifecycle messages, and takes
+// its result from post_final_transcript.
+func updateLiveRecord(j *api.Job, m *api.LiveMessage, received time.Time) {
+	switch m.Type {
+	case api.MessageStartSession, api.MessageStartRecording:
+		if j.Status == api.StatusQueued || j.Status == "" {
+			j.Status = api.StatusProcessing
+		}
+	case api.MessagePostFinalTranscript:
+		var r api.Result
+		if m.DecodeData(&r) == nil {
+			r.Messages = nil
+			j.Result = &r
+		}
+	case api.MessageEndSession:
+		j.Status = api.StatusDone
+		if j.CompletedAt == nil {
+			j.CompletedAt = api.PtrTime(received)
+		}
+	}
+	if j.Status == "" {
+		j.Status = api.StatusProcessing
+	}
+}
+
+func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
+	var wh api.AccountWebhook
+	if err := json.Unmarshal(row.Body, &wh); err != nil {
+		return nil, fmt.Errorf("decode account webhook: %w", err)
+	}
+	kind := api.KindPreRecorded
+	if len(wh.Event) > 5 && wh.Event[:5] == "live." {
+		kind = api.KindLive
+	}
+	fetched, resolution := p.resolve(ctx, wh.Payload.ID, kind)
+	var events []api.Event
+	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+		rec, err := loadOrNew(ctx, tx, wh.Payload.ID, kind, row.ReceivedAt)
+		if err != nil {
+			return err
+		}
+		if rec.Local.Source == "" || rec.Local.Source == "callback" {
+			rec.Local.Source = "webhook"
+		}
+		if fetched != nil {
+			rec.Job = *fetched
+		} else {
+			// Without the service's record, the event itself says what happened.
+			switch wh.Event {
+			case api.EventTranscriptionSuccess:
+				rec.Job.Status = api.StatusDone
+			case api.EventTranscriptionError:
+				rec.Job.Status = api.StatusError
+			case api.EventLiveEndSession:
+				rec.Job.Status = api.StatusDone
+			case api.EventTranscriptionCreated:
+				if rec.Job.Status == "" {
+					rec.Job.Status = api.StatusQueued
+				}
+			default:
+				if rec.Job.Status == "" || rec.Job.Status == api.StatusQueued {
+					rec.Job.Status = api.StatusProcessing
+				}
+			}
+		}
+		rec.Local.Resolution = resolution
+		touch(&rec, row)
+		if err := tx.PutJob(ctx, rec); err != nil {
+			return err
+		}
+		switch wh.Event {
+		case api.EventTranscriptionSuccess, api.EventTranscriptionError, api.EventLiveEndSession:
+			if rec.Job.Status.Final() {
+				events = append(events, jobEvent(row, rec.Job))
+			}
+		case api.EventTranscriptionCreated:
+			events = append(events, newEvent(row, api.EventJobCreated, rec.Job))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// resolve reads the job from the service. Failing to read it is not a failure of the delivery:
+// the record keeps what the delivery carried, with the reason noted.
+func (p *Pipeline) resolve(ctx context.Context, id string, kind api.JobKind) (*api.Job, string) {
+	if p.cfg.Resolver == nil {
+		return nil, "not resolved: no service API key configured; the record holds what the delivery carried"
+	}
+	job, err := p.cfg.Resolver.GetJob(ctx, id, kind)
+	if err != nil {
+		p.log.WithError(err).WithField("job_id", id).Warn("could not read the job from the service")
+		return nil, "not resolved: " + err.Error()
+	}
+	return &job, ""
+}
+
+func loadOrNew(ctx context.Context, tx store.Tx, id string, kind api.JobKind, received time.Time) (store.JobRecord, error) {
+	rec, err := tx.Job(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.JobRecord{
+			Job:   api.Job{ID: id, Kind: kind, Version: api.RecordVersion, CreatedAt: api.NewTime(received)},
+			Local: store.Local{Source: "callback"},
+		}, nil
+	}
+	if err != nil {
+		return store.JobRecord{}, fmt.Errorf("read job %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// touch counts the delivery on the record.
+func touch(rec *store.JobRecord, row store.InboxRow) {
+	if rec.Local.ReceivedAt.IsZero() {
+		rec.Local.ReceivedAt = row.ReceivedAt
+	}
+	rec.Local.UpdatedAt = time.Now().UTC()
+	rec.Local.Deliveries++
+}
+
+func jobEvent(row store.InboxRow, j api.Job) api.Event {
+	if j.Status == api.StatusError {
+		return newEvent(row, api.EventJobFailed, j)
+	}
+	return newEvent(row, api.EventJobSucceeded, j)
+}
+
+func newEvent(row store.InboxRow, typ string, j api.Job) api.Event {
+	data, _ := json.Marshal(j)
+	return api.Event{
+		ID:             eventID(row.DedupeKey, typ),
+		Type:           typ,
+		CreatedAt:      api.NewTime(row.ReceivedAt),
+		JobID:          j.ID,
+		Kind:           j.Kind,
+		CustomMetadata: j.CustomMetadata,
+		Data:           data,
+	}
+}
+
+func eventID(dedupeKey, typ string) string {
+	return uuid.NewSHA1(eventNamespace, []byte(dedupeKey+"\x00"+typ)).String()
+}
+
+// rawPayload extracts the payload member of a live callback byte for byte: the stored message
+// is exactly what the service sent.
+func rawPayload(body []byte) (json.RawMessage, error) {
+	var env struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, fmt.Errorf("decode live callback: %w", err)
+	}
+	return env.Payload, nil
+}
+

@@ -1,0 +1,384 @@
+// Package handlers processes committed deliveries: a Watermill router whose handlers decode
+// each inbox row, apply it to the store exactly once (job records, live messages in session
+// order), resolve thin webhooks through the service, and publish the domain events that the
+// subtitle and sink handlers consume.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	logrusslog "github.com/sirupsen/logrus/hooks/slog"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// Topics of the in-process bus.
+const (
+	// TopicEvents carries the domain events (api.Event as JSON).
+	TopicEvents = "scribehook.events"
+	topicInbox  = "scribehook.inbox."
+	topicPoison = "scribehook.poison"
+
+	metaInboxID = "inbox_id"
+)
+
+// Resolver fetches a job's full record from the service: thin webhooks carry only an id, and
+// callbacks lack the record's own fields (created_at, file, request_params).
+type Resolver interface {
+	GetJob(ctx context.Context, id string, kind api.JobKind) (api.Job, error)
+}
+
+// Config holds the pipeline's dependencies; zero values take the documented defaults.
+type Config struct {
+	Store store.Store
+	// Resolver is nil when no API key is configured: records then hold what deliveries carry,
+	// with a note saying why.
+	Resolver Resolver
+	// Partitions bounds how many rows are processed at once (default 4). Rows of one job or
+	// session always go to the same partition, which processes them in inbox order.
+	Partitions int
+	// MaxRetries of a failing row before it is marked failed (default 5), starting at
+	// RetryInterval (default 200 ms) and doubling up to 10 s.
+	MaxRetries    int
+	RetryInterval time.Duration
+	// HandlerTimeout bounds one attempt (default 30 s).
+	HandlerTimeout time.Duration
+	// SweepInterval is how often rows that are pending but not queued are picked up again
+	// (default 30 s): a safety net behind the startup scan and the commit notifications.
+	SweepInterval time.Duration
+	Metrics       prometheus.Registerer
+	Logger        *logrus.Entry
+}
+
+// Pipeline is the processing side of scribehook.
+type Pipeline struct {
+	cfg    Config
+	log    *logrus.Entry
+	router *message.Router
+	inbox  *gochannel.GoChannel // publishing blocks until the handler acks: order and bounds
+	events *gochannel.GoChannel
+	poison *gochannel.GoChannel
+	parts  []*partition
+	feed   *LiveFeed
+	m      *metrics
+
+	mu      sync.Mutex
+	queued  map[int64]bool
+	started bool
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// New builds the pipeline; Run starts it.
+func New(cfg Config) (*Pipeline, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("handlers: store is required")
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 4
+	}
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = 5
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = 200 * time.Millisecond
+	}
+	if cfg.HandlerTimeout <= 0 {
+		cfg.HandlerTimeout = 30 * time.Second
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	wlog := watermillLogger(cfg.Logger)
+	p := &Pipeline{
+		cfg:    cfg,
+		log:    cfg.Logger.WithField("component", "handlers"),
+		inbox:  gochannel.NewGoChannel(gochannel.Config{BlockPublishUntilSubscriberAck: true}, wlog),
+		events: gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024}, wlog),
+		poison: gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 64}, wlog),
+		feed:   NewLiveFeed(),
+		m:      newMetrics(cfg.Metrics),
+		queued: map[int64]bool{},
+		done:   make(chan struct{}),
+	}
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, wlog)
+	if err != nil {
+		return nil, fmt.Errorf("handlers: router: %w", err)
+	}
+	poison, err := middleware.PoisonQueue(p.poison, topicPoison)
+	if err != nil {
+		return nil, fmt.Errorf("handlers: poison queue: %w", err)
+	}
+	// The first middleware is the outermost: a row that still fails after the retries goes to
+	// the poison queue; each attempt has its own timeout and a panic is an error like others.
+	router.AddMiddleware(
+		middleware.CorrelationID,
+		poison,
+		middleware.Retry{
+			MaxRetries:          cfg.MaxRetries,
+			InitialInterval:     cfg.RetryInterval,
+			MaxInterval:         10 * time.Second,
+			Multiplier:          2,
+			RandomizationFactor: 0.2,
+			ResetContextOnRetry: true,
+			Logger:              wlog,
+		}.Middleware,
+		middleware.Timeout(cfg.HandlerTimeout),
+		middleware.Recoverer,
+	)
+	for i := 0; i < cfg.Partitions; i++ {
+		topic := topicInbox + strconv.Itoa(i)
+		router.AddHandler("persist-"+strconv.Itoa(i), topic, p.inbox, TopicEvents, p.events, p.persist)
+		p.parts = append(p.parts, newPartition(topic))
+	}
+	// Poisoned rows are marked failed, visible and retryable, instead of vanishing.
+	router.AddConsumerHandler("poisoned", topicPoison, p.poison, p.poisoned)
+	p.router = router
+	return p, nil
+}
+
+// Run starts the router, queues every committed row not yet processed (in inbox order), then
+// follows commit notifications until ctx ends or Close is called.
+func (p *Pipeline) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.started {
+		p.mu.Unlock()
+		return errors.New("handlers: pipeline already running")
+	}
+	p.started = true
+	p.mu.Unlock()
+
+	routerErr := make(chan error, 1)
+	go func() { routerErr <- p.router.Run(ctx) }()
+	select {
+	case <-p.router.Running():
+	case err := <-routerErr:
+		return fmt.Errorf("handlers: router: %w", err)
+	}
+	if err := p.recover(ctx); err != nil {
+		return err
+	}
+	for _, part := range p.parts {
+		p.wg.Add(1)
+		go p.publishLoop(part)
+	}
+	p.wg.Add(1)
+	go p.sweep(ctx)
+	select {
+	case <-ctx.Done():
+	case <-p.done:
+	case err := <-routerErr:
+		if err != nil {
+			return fmt.Errorf("handlers: router: %w", err)
+		}
+	}
+	return nil
+}
+
+// Running is closed once the router runs.
+func (p *Pipeline) Running() <-chan struct{} { return p.router.Running() }
+
+// Ready reports whether rows are being processed.
+func (p *Pipeline) Ready() bool { return p.router.IsRunning() && !p.router.IsClosed() }
+
+// Close stops queueing, lets the handlers finish their current rows, and closes the bus. Rows
+// still pending stay in the inbox for the next start.
+func (p *Pipeline) Close() error {
+	p.mu.Lock()
+	select {
+	case <-p.done:
+	default:
+		close(p.done)
+	}
+	p.mu.Unlock()
+	for _, part := range p.parts {
+		part.close()
+	}
+	err := p.router.Close()
+	p.wg.Wait()
+	_ = p.inbox.Close()
+	_ = p.events.Close()
+	_ = p.poison.Close()
+	return err
+}
+
+// Live is the feed of stored live messages, for server-sent events.
+func (p *Pipeline) Live() *LiveFeed { return p.feed }
+
+// Events subscribes to the domain events (TopicEvents).
+func (p *Pipeline) Events(ctx context.Context) (<-chan *message.Message, error) {
+	return p.events.Subscribe(ctx, TopicEvents)
+}
+
+// Committed queues a newly committed row; it never blocks the receiver.
+func (p *Pipeline) Committed(inboxID int64, partitionKey string) {
+	p.enqueue(inboxID, partitionKey)
+}
+
+func (p *Pipeline) enqueue(id int64, partitionKey string) {
+	p.mu.Lock()
+	if p.queued[id] {
+		p.mu.Unlock()
+		return
+	}
+	p.queued[id] = true
+	p.mu.Unlock()
+	p.parts[p.partitionOf(partitionKey)].push(id)
+}
+
+func (p *Pipeline) dequeued(id int64) {
+	p.mu.Lock()
+	delete(p.queued, id)
+	p.mu.Unlock()
+}
+
+func (p *Pipeline) partitionOf(key string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(len(p.parts)))
+}
+
+// recover queues every pending row in inbox order: rows committed before a crash or a stop are
+// processed now, in the order they were received.
+func (p *Pipeline) recover(ctx context.Context) error {
+	var after int64
+	n := 0
+	for {
+		rows, err := p.cfg.Store.PendingInbox(ctx, after, 500)
+		if err != nil {
+			return fmt.Errorf("handlers: scan pending inbox: %w", err)
+		}
+		for _, r := range rows {
+			p.enqueue(r.ID, r.PartitionKey)
+			after = r.ID
+			n++
+		}
+		if len(rows) < 500 {
+			break
+		}
+	}
+	if n > 0 {
+		p.log.WithField("rows", n).Info("resuming deliveries committed before the last stop")
+	}
+	return nil
+}
+
+// sweep picks up rows that are pending but were never queued (a notification lost to a bug
+// must not leave a delivery unprocessed until the next restart).
+func (p *Pipeline) sweep(ctx context.Context) {
+	defer p.wg.Done()
+	t := time.NewTicker(p.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.done:
+			return
+		case <-t.C:
+			if err := p.recover(ctx); err != nil && ctx.Err() == nil {
+				p.log.WithError(err).Warn("sweep of pending inbox rows failed")
+			}
+		}
+	}
+}
+
+// publishLoop feeds one partition's rows to its handler one at a time: the publish blocks until
+// the handler (with its retries, or the poison queue) acks, which keeps session order.
+func (p *Pipeline) publishLoop(part *partition) {
+	defer p.wg.Done()
+	for {
+		id, ok := part.pop()
+		if !ok {
+			return
+		}
+		msg := message.NewMessage(watermill.NewUUID(), nil)
+		msg.Metadata.Set(metaInboxID, strconv.FormatInt(id, 10))
+		middleware.SetCorrelationID("inbox-"+strconv.FormatInt(id, 10), msg)
+		err := p.inbox.Publish(part.topic, msg)
+		p.dequeued(id)
+		if err != nil {
+			// The bus is closed: the row stays pending in the store for the next start.
+			return
+		}
+	}
+}
+
+// partition is an unbounded FIFO of inbox ids: the ids are small, and the rows themselves wait
+// in the store, so memory stays small even when processing falls behind.
+type partition struct {
+	topic  string
+	mu     sync.Mutex
+	ids    []int64
+	closed bool
+	wake   chan struct{}
+}
+
+func newPartition(topic string) *partition {
+	return &partition{topic: topic, wake: make(chan struct{}, 1)}
+}
+
+func (q *partition) push(id int64) {
+	q.mu.Lock()
+	if !q.closed {
+		q.ids = append(q.ids, id)
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *partition) pop() (int64, bool) {
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return 0, false
+		}
+		if len(q.ids) > 0 {
+			id := q.ids[0]
+			q.ids = q.ids[1:]
+			q.mu.Unlock()
+			return id, true
+		}
+		q.mu.Unlock()
+		<-q.wake
+	}
+}
+
+func (q *partition) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// watermillLogger routes Watermill's logs to logrus, with its chatty info demoted to debug.
+func watermillLogger(l *logrus.Entry) watermill.LoggerAdapter {
+	h := logrusslog.NewHandler(l.Logger, nil)
+	return watermill.NewSlogLoggerWithLevelMapping(slog.New(h).With("component", "watermill"), map[slog.Level]slog.Level{
+		slog.LevelInfo: slog.LevelDebug,
+	})
+}
