@@ -387,4 +387,3 @@ func rawPayload(body []byte) (json.RawMessage, error) {
 	}
 	return env.Payload, nil
 }
-
