@@ -427,8 +427,13 @@ func (sess *session) finishLocked() {
 		sess.emitAddonLocked(api.MessagePostSummarization, result.Summarization.Error, api.SummarizationData{Results: result.Summarization.Results})
 	}
 	sess.emitLocked(api.MessagePostFinalTranscript, result, nil)
-	sess.emitLocked(api.MessageEndSession, nil, nil)
-
+	// end_session is recorded and the job done before the message leaves: whoever receives it
+	// and reads the job finds it finished, with end_session in result.messages.
+	end := api.LiveMessage{SessionID: sess.id, CreatedAt: api.Now(), Type: api.MessageEndSession}
+	endBytes, err := sess.recordLocked(end)
+	if err != nil {
+		return
+	}
 	result.Messages = append([]string(nil), sess.messages...)
 	sess.state = stateEnded
 	sess.srv.jobs.update(sess.id, func(j *api.Job) {
@@ -440,6 +445,7 @@ func (sess *session) finishLocked() {
 		}
 		j.Result = result
 	})
+	sess.deliverLocked(end, endBytes)
 	sess.srv.cb.closeLane(sess.id)
 	sess.log.WithField("messages", len(sess.messages)).Info("live session ended")
 	sess.abortOnce.Do(func() { close(sess.done) })
@@ -547,12 +553,27 @@ func isAddonMessage(t api.MessageType) bool {
 }
 
 func (sess *session) sendLocked(m api.LiveMessage) {
+	b, err := sess.recordLocked(m)
+	if err != nil {
+		return
+	}
+	sess.deliverLocked(m, b)
+}
+
+// recordLocked keeps the message for result.messages.
+func (sess *session) recordLocked(m api.LiveMessage) ([]byte, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		sess.log.WithError(err).Error("encode live message")
-		return
+		return nil, err
 	}
 	sess.messages = append(sess.messages, string(b))
+	return b, nil
+}
+
+// deliverLocked sends a recorded message on the socket and to the callback, as their
+// categories ask.
+func (sess *session) deliverLocked(m api.LiveMessage, b []byte) {
 	cats := api.MessageCategories(&m)
 	if sess.conn != nil && sess.wsCats.Has(cats...) {
 		ctx, cancel := context.WithTimeout(sess.srv.ctx, 10*time.Second)
