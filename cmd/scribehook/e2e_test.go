@@ -1,0 +1,388 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sandbox/engine"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+const e2eKey = "e2e-service-key"
+
+// loop is a sandbox and a serve process on loopback, sharing nothing but HTTP.
+type loop struct {
+	t       *testing.T
+	sandbox *httptest.Server
+	service *submitter.Client
+	dbPath  string
+	store   store.Store
+	srv     *server
+	addr    string
+	wav     []byte
+	sidecar []byte
+	files   *httptest.Server
+}
+
+func quietLogger() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}
+
+func newLoop(t *testing.T, faults sandbox.Faults) *loop {
+	t.Helper()
+	eng, err := engine.NewRegistry().New("scripted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(sandbox.Config{
+		APIKey: e2eKey, Engine: eng, Logger: quietLogger(), Faults: faults,
+		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(sb.Handler())
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close(); sb.Close() })
+	client, err := submitter.New(hs.URL, e2eKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wav, _ := demodata.ReadFile("demodata/sample.wav")
+	sidecar, _ := demodata.ReadFile("demodata/sample.wav.json")
+	files := http.NewServeMux()
+	files.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) })
+	files.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
+	fs := httptest.NewServer(files)
+	t.Cleanup(fs.Close)
+	l := &loop{t: t, sandbox: hs, service: client, dbPath: filepath.Join(t.TempDir(), "scribehook.db"), wav: wav, sidecar: sidecar, files: fs}
+	l.start()
+	t.Cleanup(l.stop)
+	return l
+}
+
+// start opens the store and starts serve on a fresh loopback port (the same one on a restart).
+func (l *loop) start() {
+	l.t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: l.dbPath})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	addr := l.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.addr = ln.Addr().String()
+	srv, err := startServer(context.Background(), serverOptions{
+		Store: st, Listener: ln, Service: l.service, ReadToken: "read-token", Logger: quietLogger(),
+		Routes: []receiver.Route{{Name: "account", Token: "account-route-token", SigningSecrets: []string{"whsec_" + "c2VjcmV0LXNpZ25pbmcta2V5LTAxMjM0NTY3ODk="}}},
+	})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.store, l.srv = st, srv
+}
+
+func (l *loop) stop() {
+	if l.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.srv.Shutdown(ctx); err != nil {
+		l.t.Errorf("shutdown: %v", err)
+	}
+	_ = l.store.Close()
+	l.srv = nil
+}
+
+// token mints a per-job callback token and returns the callback URL.
+func (l *loop) callbackURL(kind api.JobKind) string {
+	l.t.Helper()
+	tok, err := store.NewToken()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if err := l.store.CreateToken(context.Background(), store.Token{Hash: store.HashToken(tok), Kind: kind, CreatedAt: time.Now()}); err != nil {
+		l.t.Fatal(err)
+	}
+	return "http://" + l.addr + "/v1/callbacks/" + tok
+}
+
+// waitJob waits for the local store to hold the job in a final state (never asks the service).
+func (l *loop) waitJob(id string) store.JobRecord {
+	l.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		rec, err := l.store.GetJob(context.Background(), id)
+		if err == nil && rec.Job.Status.Final() {
+			return rec
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			l.t.Fatal(err)
+		}
+	}
+	l.t.Fatalf("job %s never reached a final state in the local store", id)
+	return store.JobRecord{}
+}
+
+func normalise(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestE2ESubmittedJobEqualsTheServiceRecord(t *testing.T) {
+	l := newLoop(t, sandbox.Faults{})
+	ctx := context.Background()
+	created, err := l.service.CreatePreRecorded(ctx, api.PreRecordedRequest{
+		AudioURL:       l.files.URL + "/sample.wav",
+		Callback:       api.Bool(true),
+		CallbackConfig: &api.CallbackConfig{URL: l.callbackURL(api.KindPreRecorded), Method: "PUT"},
+		Subtitles:      api.Bool(true),
+		Diarization:    api.Bool(true),
+		CustomMetadata: json.RawMessage(`{"team":"e2e"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := l.waitJob(created.ID)
+	fromService, err := l.service.GetPreRecorded(ctx, created.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := normalise(t, rec.Job), normalise(t, fromService); !reflect.DeepEqual(got, want) {
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		t.Fatalf("stored job differs from the service's GET:\n got %s\nwant %s", truncate(gb), truncate(wb))
+	}
+	if rec.Local.Deliveries != 1 || rec.Local.Source != "callback" || rec.Local.Resolution != "" {
+		t.Errorf("local = %+v", rec.Local)
+	}
+	if rec.Job.Result.Transcription.Utterances[0].Text != "Welcome to scribehook" {
+		t.Errorf("first utterance = %q", rec.Job.Result.Transcription.Utterances[0].Text)
+	}
+}
+
+func truncate(b []byte) string {
+	if len(b) > 600 {
+		return string(b[:600]) + "…"
+	}
+	return string(b)
+}
+
+// liveSession streams the sample to a live session whose callbacks come back to serve.
+func (l *loop) liveSession(cfg api.MessagesConfig) string {
+	l.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	created, err := l.service.CreateLive(ctx, api.LiveRequest{
+		SampleRate:     api.Int(8000),
+		Endpointing:    api.Float(0.3),
+		Callback:       api.Bool(true),
+		CallbackConfig: &api.LiveCallbackConfig{URL: l.callbackURL(api.KindLive), MessagesConfig: cfg},
+		PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
+	}, "")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if err := l.service.StreamLive(ctx, created.URL, bytes.NewReader(l.wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
+		l.t.Fatal(err)
+	}
+	return created.ID
+}
+
+func allCategories(on bool) api.MessagesConfig {
+	b := api.Bool(on)
+	return api.MessagesConfig{
+		ReceivePartialTranscripts: b, ReceiveFinalTranscripts: b, ReceiveSpeechEvents: b,
+		ReceivePreProcessingEvents: b, ReceiveRealtimeProcessingEvents: b, ReceivePostProcessingEvents: b,
+		ReceiveAcknowledgments: b, ReceiveErrors: b, ReceiveLifecycleEvents: b,
+	}
+}
+
+// storedMessages waits until the session's end_session is stored and returns every message.
+func (l *loop) storedMessages(id string, wantLast api.MessageType) []store.LiveMessage {
+	l.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
+		msgs, err := l.store.LiveMessages(context.Background(), id, 0, 100000)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.Type == wantLast {
+				time.Sleep(200 * time.Millisecond) // anything still in flight would be a duplicate
+				msgs, _ = l.store.LiveMessages(context.Background(), id, 0, 100000)
+				return msgs
+			}
+		}
+	}
+	l.t.Fatalf("session %s: %s never stored", id, wantLast)
+	return nil
+}
+
+func TestE2ELiveEveryCategoryStoredOnceInOrder(t *testing.T) {
+	l := newLoop(t, sandbox.Faults{})
+	id := l.liveSession(allCategories(true))
+	stored := l.storedMessages(id, api.MessageEndSession)
+	job, err := l.service.GetLive(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With every category on, the callback received every message the session produced, and
+	// the store holds exactly those, in session order, each byte for byte.
+	sent := job.Result.Messages
+	if len(stored) != len(sent) {
+		t.Fatalf("stored %d messages, the session produced %d", len(stored), len(sent))
+	}
+	for i, m := range stored {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("message %d has seq %d", i, m.Seq)
+		}
+		if string(m.Payload) != sent[i] {
+			t.Fatalf("message %d differs:\n got %s\nwant %s", i, m.Payload, sent[i])
+		}
+		var lm api.LiveMessage
+		if err := json.Unmarshal(m.Payload, &lm); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := api.Category(&lm)
+		if m.Category != want || m.Type != lm.Type {
+			t.Errorf("message %d: category %s type %s, want %s %s", i, m.Category, m.Type, want, lm.Type)
+		}
+	}
+	// The local record follows the lifecycle and ends with the service's record.
+	rec := l.waitJob(id)
+	if rec.Job.Status != api.StatusDone || rec.Job.Result == nil || len(rec.Job.Result.Messages) != len(sent) || rec.Local.Deliveries != len(sent) {
+		t.Errorf("live record: status %s, %d deliveries", rec.Job.Status, rec.Local.Deliveries)
+	}
+}
+
+func TestE2ELiveOnlyFinalTranscripts(t *testing.T) {
+	l := newLoop(t, sandbox.Faults{})
+	cfg := allCategories(false)
+	cfg.ReceiveFinalTranscripts = api.Bool(true)
+	id := l.liveSession(cfg)
+	// Wait for the session to end at the service, then for its four finals to be stored.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(30 * time.Millisecond) {
+		msgs, _ := l.store.LiveMessages(context.Background(), id, 0, 1000)
+		if len(msgs) >= 4 || time.Now().After(deadline) {
+			break
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	msgs, _ := l.store.LiveMessages(context.Background(), id, 0, 1000)
+	if len(msgs) != 4 {
+		t.Fatalf("stored %d messages, want the 4 finals", len(msgs))
+	}
+	for _, m := range msgs {
+		if m.Type != api.MessageTranscript || m.Category != api.CategoryFinalTranscripts {
+			t.Errorf("stored %s/%s", m.Type, m.Category)
+		}
+	}
+}
+
+func TestE2EFaultsStoreEachDeliveryOnce(t *testing.T) {
+	l := newLoop(t, sandbox.Faults{DuplicateCallbacks: 2, FailFirstAttempts: 1, ReorderLive: 4, Seed: 11})
+	ctx := context.Background()
+	created, err := l.service.CreatePreRecorded(ctx, api.PreRecordedRequest{
+		AudioURL: l.files.URL + "/sample.wav", Callback: api.Bool(true),
+		CallbackConfig: &api.CallbackConfig{URL: l.callbackURL(api.KindPreRecorded)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := l.waitJob(created.ID)
+	id := l.liveSession(allCategories(true))
+	job, _ := l.service.GetLive(ctx, id)
+	want := map[string]bool{}
+	for _, s := range job.Result.Messages {
+		want[s] = true
+	}
+	var stored []store.LiveMessage
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		stored, _ = l.store.LiveMessages(ctx, id, 0, 100000)
+		if len(stored) >= len(want) {
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // duplicates still arriving must not add rows
+	stored, _ = l.store.LiveMessages(ctx, id, 0, 100000)
+	got := map[string]bool{}
+	for _, m := range stored {
+		if got[string(m.Payload)] {
+			t.Fatalf("message stored twice: %s", m.Payload)
+		}
+		got[string(m.Payload)] = true
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("stored %d distinct messages, the session produced %d", len(got), len(want))
+	}
+	// The job callback arrived 4 times (1 forced failure + success + 2 duplicates): applied once.
+	time.Sleep(300 * time.Millisecond)
+	rec, _ = l.store.GetJob(ctx, created.ID)
+	if rec.Local.Deliveries != 1 || rec.Job.Status != api.StatusDone {
+		t.Errorf("job: %d deliveries applied, status %s", rec.Local.Deliveries, rec.Job.Status)
+	}
+}
+
+func TestE2ERestartBetweenCommitAndProcessing(t *testing.T) {
+	l := newLoop(t, sandbox.Faults{})
+	l.stop()
+	// Deliveries committed by a receiver that died before processing them.
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: l.dbPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"id":"0a1b2c3d-0000-4000-8000-000000000001","event":"transcription.error","error":{"code":422,"message":"audio could not be decoded"},"custom_metadata":{"k":1}}`)
+	res, err := st.Ingest(context.Background(), []store.Delivery{{
+		DedupeKey: "job:0a1b2c3d-0000-4000-8000-000000000001:transcription.error", Route: "job",
+		Kind: api.CallbackJobError, Event: api.EventTranscriptionError, JobID: "0a1b2c3d-0000-4000-8000-000000000001",
+		PartitionKey: "0a1b2c3d-0000-4000-8000-000000000001", Body: body, ReceivedAt: time.Now().UTC(),
+	}})
+	if err != nil || len(res) != 1 {
+		t.Fatalf("ingest: %v", err)
+	}
+	_ = st.Close()
+	l.start()
+	rec := l.waitJob("0a1b2c3d-0000-4000-8000-000000000001")
+	if rec.Job.Status != api.StatusError || rec.Job.ErrorCode == nil || *rec.Job.ErrorCode != 422 || rec.Local.ErrorMessage != "audio could not be decoded" {
+		t.Errorf("after restart: %+v %+v", rec.Job, rec.Local)
+	}
+	if !strings.HasPrefix(rec.Local.Resolution, "not resolved") {
+		t.Errorf("resolution = %q (the sandbox does not know this job)", rec.Local.Resolution)
+	}
+	row, _ := l.store.InboxRow(context.Background(), res[0].ID)
+	if row.Status != store.InboxDone {
+		t.Errorf("inbox row status %s", row.Status)
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// serverOptions is everything `serve` runs on, already resolved from the configuration.
+type serverOptions struct {
+	Store      store.Store
+	Listener   net.Listener
+	Routes     []receiver.Route
+	ReadToken  string
+	Service    *submitter.Client // nil without an API key: thin webhooks stay unresolved
+	BodyLimit  int
+	Partitions int
+	Logger     *logrus.Entry
+}
+
+// server is a running receiver with its processing pipeline.
+type server struct {
+	store    store.Store
+	batcher  *store.Batcher
+	pipeline *handlers.Pipeline
+	recv     *receiver.Receiver
+	log      *logrus.Entry
+	cancel   context.CancelFunc
+	done     chan error
+	served   chan error
+}
+
+// startServer starts the pipeline first (it resumes rows committed before the last stop), then
+// the receiver, so nothing is acknowledged before it can be processed.
+func startServer(ctx context.Context, o serverOptions) (*server, error) {
+	if o.Logger == nil {
+		o.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var resolver handlers.Resolver
+	if o.Service != nil {
+		resolver = serviceResolver{o.Service}
+	}
+	pipeline, err := handlers.New(handlers.Config{
+		Store: o.Store, Resolver: resolver, Partitions: o.Partitions, Metrics: reg, Logger: o.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &server{
+		store: o.Store, pipeline: pipeline, log: o.Logger, cancel: cancel,
+		batcher: store.NewBatcher(o.Store, store.BatcherOptions{}),
+		done:    make(chan error, 1), served: make(chan error, 1),
+	}
+	go func() { s.done <- pipeline.Run(runCtx) }()
+	select {
+	case <-pipeline.Running():
+	case err := <-s.done:
+		cancel()
+		return nil, fmt.Errorf("start pipeline: %w", err)
+	}
+	recv, err := receiver.New(receiver.Config{
+		Store: o.Store, Ingester: s.batcher, Notifier: pipeline, Live: pipeline.Live(),
+		Routes: o.Routes, ReadToken: o.ReadToken, BodyLimit: o.BodyLimit,
+		Ready: pipeline.Ready, Metrics: reg, Logger: o.Logger,
+	})
+	if err != nil {
+		cancel()
+		_ = pipeline.Close()
+		return nil, err
+	}
+	s.recv = recv
+	go func() { s.served <- recv.Serve(o.Listener) }()
+	return s, nil
+}
+
+// Shutdown stops Fiber first (in-flight requests finish and commit), then the group
+// committer, then the router (handlers finish their current rows; the rest stay pending for the
+// next start).
+func (s *server) Shutdown(ctx context.Context) error {
+	var errs []error
+	if err := s.recv.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop receiver: %w", err))
+	}
+	if err := s.batcher.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop group commit: %w", err))
+	}
+	if err := s.pipeline.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop pipeline: %w", err))
+	}
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+	}
+	return errors.Join(errs...)
+}
+
+// serviceResolver reads jobs from the service for the handlers.
+type serviceResolver struct{ c *submitter.Client }
+
+func (r serviceResolver) GetJob(ctx context.Context, id string, kind api.JobKind) (api.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if kind == api.KindLive {
+		return r.c.GetLive(ctx, id)
+	}
+	return r.c.GetPreRecorded(ctx, id)
+}
