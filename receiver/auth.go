@@ -1,0 +1,144 @@
+package receiver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/scribehook/scribehook/store"
+)
+
+// jobRoute is the route name of deliveries authenticated by a per-job token.
+const jobRoute = "job"
+
+// staticRoute is a configured Route ready for matching. Only the token's hash is kept, so that
+// comparisons take the same time whatever the length of the guess.
+type staticRoute struct {
+	name      string
+	tokenHash [sha256.Size]byte
+	secrets   [][]byte
+}
+
+func compileRoutes(routes []Route) ([]staticRoute, error) {
+	out := make([]staticRoute, 0, len(routes))
+	seen := map[string]bool{}
+	for i, rt := range routes {
+		switch {
+		case rt.Name == "":
+			return nil, fmt.Errorf("route %d: name is empty", i)
+		case rt.Name == jobRoute:
+			return nil, fmt.Errorf("route %q: the name is reserved for per-job tokens", rt.Name)
+		case seen[rt.Name]:
+			return nil, fmt.Errorf("route %q: name is used twice", rt.Name)
+		case rt.Token == "":
+			return nil, fmt.Errorf("route %q: token is empty", rt.Name)
+		}
+		seen[rt.Name] = true
+		sr := staticRoute{name: rt.Name, tokenHash: sha256.Sum256([]byte(rt.Token))}
+		for j, s := range rt.SigningSecrets {
+			key, err := parseSecret(s)
+			if err != nil {
+				// The secret itself never goes into the message.
+				return nil, fmt.Errorf("route %q: signing secret %d: %w", rt.Name, j, err)
+			}
+			sr.secrets = append(sr.secrets, key)
+		}
+		out = append(out, sr)
+	}
+	return out, nil
+}
+
+// caller is who sent a delivery, as far as its token tells.
+type caller struct {
+	route   string
+	secrets [][]byte
+	// hash and token are set for per-job tokens.
+	hash  []byte
+	token store.Token
+}
+
+// authError is a 401: its message is safe to show (it never contains the token).
+type authError struct{ msg string }
+
+func (e *authError) Error() string { return e.msg }
+
+func unauthorized(msg string) error { return &authError{msg: msg} }
+
+// authenticate finds the static route or the per-job token named by token. An error is an
+// *authError, or a store failure that deserves a 503.
+func (r *Receiver) authenticate(ctx context.Context, token string) (caller, error) {
+	if token == "" {
+		return caller{}, unauthorized("missing callback token")
+	}
+	// Compare against every route without stopping at a match, so timing does not tell how
+	// many routes precede the right one.
+	sum := sha256.Sum256([]byte(token))
+	match := -1
+	for i := range r.routes {
+		if subtle.ConstantTimeCompare(sum[:], r.routes[i].tokenHash[:]) == 1 {
+			match = i
+		}
+	}
+	if match >= 0 {
+		rt := r.routes[match]
+		return caller{route: rt.name, secrets: rt.secrets}, nil
+	}
+	hash := store.HashToken(token)
+	tok, err := r.cfg.Store.LookupToken(ctx, hash)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return caller{}, unauthorized("unknown callback token")
+	case err != nil:
+		return caller{}, fmt.Errorf("look up token: %w", err)
+	case !tok.RevokedAt.IsZero():
+		return caller{}, unauthorized("callback token is revoked")
+	}
+	return caller{route: jobRoute, hash: hash, token: tok}, nil
+}
+
+// checkJob makes sure a per-job token only serves its own job, binding an unbound token to the
+// job of its first delivery.
+func (r *Receiver) checkJob(ctx context.Context, who caller, jobID string) error {
+	if who.route != jobRoute || jobID == "" {
+		return nil
+	}
+	if who.token.JobID != "" {
+		if who.token.JobID != jobID {
+			return unauthorized("token is for another job")
+		}
+		return nil
+	}
+	err := r.cfg.Store.BindToken(ctx, who.hash, jobID)
+	switch {
+	case errors.Is(err, store.ErrTokenBound):
+		// Another delivery bound it first, to a different job.
+		return unauthorized("token is for another job")
+	case err != nil:
+		return fmt.Errorf("bind token: %w", err)
+	}
+	return nil
+}
+
+// requireReadToken guards the local read API with the bearer token of the configuration.
+func (r *Receiver) requireReadToken(c *fiber.Ctx) error {
+	if !r.readOn {
+		return writeError(c, fiber.StatusServiceUnavailable, "read API disabled: set the read token")
+	}
+	auth := c.Get(fiber.HeaderAuthorization)
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="scribehook"`)
+		return writeError(c, fiber.StatusUnauthorized, "missing bearer token")
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	if subtle.ConstantTimeCompare(sum[:], r.readToken[:]) != 1 {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="scribehook", error="invalid_token"`)
+		return writeError(c, fiber.StatusUnauthorized, "invalid bearer token")
+	}
+	return c.Next()
+}

@@ -1,0 +1,214 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// Bounds of GET /v1/live/:id/messages.
+const (
+	defaultMessagesLimit = 100
+	maxMessagesLimit     = 1000
+)
+
+// listJobs is GET /v1/jobs: the service's list filters and page envelope over the local store.
+func (r *Receiver) listJobs(c *fiber.Ctx) error {
+	vals, err := url.ParseQuery(string(c.Request().URI().QueryString()))
+	if err != nil {
+		return writeError(c, fiber.StatusBadRequest, "query string does not parse: "+err.Error())
+	}
+	q, err := api.ParseListQuery(vals, false)
+	if err == nil {
+		err = q.Validate(false)
+	}
+	if err != nil {
+		return writeValidation(c, err)
+	}
+	offset, limit := q.EffectiveOffset(), q.EffectiveLimit()
+	q.Offset, q.Limit = &offset, &limit
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	jobs, err := r.cfg.Store.ListJobs(ctx, q)
+	if err != nil {
+		return r.storeFailed(c, err)
+	}
+	base, path := c.BaseURL(), c.Path()
+	page := api.Page{
+		First:   pageURL(base, path, q, 0, limit),
+		Current: pageURL(base, path, q, offset, limit),
+		Items:   make([]api.Job, 0, len(jobs.Items)),
+	}
+	if jobs.More {
+		next := pageURL(base, path, q, offset+limit, limit)
+		page.Next = &next
+	}
+	for _, rec := range jobs.Items {
+		page.Items = append(page.Items, rec.Job)
+	}
+	return c.JSON(page)
+}
+
+// pageURL is an absolute list URL carrying the filters, offset and limit, like the service's.
+func pageURL(base, path string, q api.ListQuery, offset, limit int) string {
+	q.Offset, q.Limit = &offset, &limit
+	u := url.URL{Path: path, RawQuery: q.Values().Encode()}
+	return base + u.String()
+}
+
+func writeValidation(c *fiber.Ctx, err error) error {
+	body := apiError{Error: "invalid query: " + err.Error(), Status: fiber.StatusBadRequest}
+	var ve api.ValidationErrors
+	if errors.As(err, &ve) {
+		body.ValidationErrors = ve.Sentences()
+	}
+	return c.Status(fiber.StatusBadRequest).JSON(body)
+}
+
+func (r *Receiver) storeFailed(c *fiber.Ctx, err error) error {
+	r.log.WithError(err).WithField("path", c.Path()).Error("read API: store failed")
+	return writeError(c, fiber.StatusServiceUnavailable, "store unavailable")
+}
+
+// localView is the local object of GET /v1/jobs/:id.
+type localView struct {
+	store.Local
+	Artifacts []artifactView `json:"artifacts"`
+}
+
+type artifactView struct {
+	Name     string `json:"name"`
+	Format   string `json:"format"`
+	Language string `json:"language,omitempty"`
+	Path     string `json:"path"`
+	Size     int64  `json:"size"`
+}
+
+// getJob is GET /v1/jobs/:id: the service's job record shape plus a local object.
+func (r *Receiver) getJob(c *fiber.Ctx) error {
+	id := c.Params("id")
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	rec, err := r.cfg.Store.GetJob(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return writeError(c, fiber.StatusNotFound, fmt.Sprintf("job %q not found", id))
+	}
+	if err != nil {
+		return r.storeFailed(c, err)
+	}
+	arts, err := r.cfg.Store.Artifacts(ctx, id)
+	if err != nil {
+		return r.storeFailed(c, err)
+	}
+	local := localView{Local: rec.Local, Artifacts: make([]artifactView, 0, len(arts))}
+	for _, a := range arts {
+		local.Artifacts = append(local.Artifacts, artifactView{
+			Name: a.Name, Format: a.Format, Language: a.Language, Path: a.Path, Size: a.Size,
+		})
+	}
+	b, err := jobWithLocal(rec.Job, local)
+	if err != nil {
+		return fmt.Errorf("encode job %s: %w", id, err)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(b)
+}
+
+// jobWithLocal writes the job exactly as the service would and appends "local" as its last
+// member, so that the service's members keep their order and unknown members survive.
+func jobWithLocal(j api.Job, local localView) ([]byte, error) {
+	if _, clash := j.Extra["local"]; clash {
+		j.Extra = maps.Clone(j.Extra)
+		delete(j.Extra, "local")
+	}
+	jb, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := json.Marshal(local)
+	if err != nil {
+		return nil, err
+	}
+	jb = bytes.TrimSpace(jb)
+	if len(jb) < 2 || jb[0] != '{' || jb[len(jb)-1] != '}' {
+		return nil, errors.New("job does not encode as an object")
+	}
+	out := make([]byte, 0, len(jb)+len(lb)+16)
+	out = append(out, jb[:len(jb)-1]...)
+	if len(bytes.TrimSpace(jb[1:len(jb)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"local":`...)
+	out = append(out, lb...)
+	return append(out, '}'), nil
+}
+
+// messageView is one stored live message as the read API and the event stream show it.
+type messageView struct {
+	Seq       int64               `json:"seq"`
+	Type      api.MessageType     `json:"type"`
+	Category  api.MessageCategory `json:"category"`
+	CreatedAt api.Time            `json:"created_at"`
+	Payload   json.RawMessage     `json:"payload"`
+}
+
+func viewOf(m store.LiveMessage) messageView {
+	v := messageView{Seq: m.Seq, Type: m.Type, Category: m.Category, CreatedAt: api.NewTime(m.CreatedAt)}
+	if len(bytes.TrimSpace(m.Payload)) > 0 {
+		v.Payload = m.Payload
+	}
+	return v
+}
+
+// liveMessages is GET /v1/live/:id/messages?after=SEQ&limit=N: stored messages in session order.
+func (r *Receiver) liveMessages(c *fiber.Ctx) error {
+	after, err := queryInt(c, "after", 0, 0, -1)
+	if err != nil {
+		return writeError(c, fiber.StatusBadRequest, err.Error())
+	}
+	limit, err := queryInt(c, "limit", defaultMessagesLimit, 1, maxMessagesLimit)
+	if err != nil {
+		return writeError(c, fiber.StatusBadRequest, err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	msgs, err := r.cfg.Store.LiveMessages(ctx, c.Params("id"), int64(after), limit)
+	if err != nil {
+		return r.storeFailed(c, err)
+	}
+	out := make([]messageView, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, viewOf(m))
+	}
+	return c.JSON(out)
+}
+
+// queryInt reads an integer parameter between lo and hi (hi < 0: no upper bound), def when
+// absent.
+func queryInt(c *fiber.Ctx, key string, def, lo, hi int) (int, error) {
+	s := strings.TrimSpace(c.Query(key))
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%s must be an integer (got %q)", key, s)
+	case n < lo:
+		return 0, fmt.Errorf("%s must be at least %d (got %d)", key, lo, n)
+	case hi >= 0 && n > hi:
+		return 0, fmt.Errorf("%s must be at most %d (got %d)", key, hi, n)
+	}
+	return n, nil
+}

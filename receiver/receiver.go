@@ -1,0 +1,275 @@
+package receiver
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/store"
+)
+
+// DefaultBodyLimit bounds a callback body, before and after content decoding. A finished job's
+// result with words, translations and subtitles can reach several MiB; 32 MiB leaves room.
+const DefaultBodyLimit = 32 << 20
+
+// Route is a static callback token: for jobs created elsewhere and for account webhooks.
+type Route struct {
+	// Name identifies the route in stored deliveries and dedupe keys; "job" is reserved for
+	// per-job tokens.
+	Name  string
+	Token string
+	// SigningSecrets, when set, make the route require a Standard Webhooks / Svix signature
+	// made with any of them ("whsec_<base64>" or raw); several allow rotation.
+	SigningSecrets []string
+}
+
+// Ingester commits one delivery durably; *store.Batcher implements it.
+type Ingester interface {
+	Submit(ctx context.Context, d store.Delivery) (store.IngestResult, error)
+}
+
+// Notifier learns about inbox rows committed by the receiver, to process them at once. It must
+// not block: the service waits for our answer.
+type Notifier interface {
+	Committed(inboxID int64, partitionKey string)
+}
+
+// LiveFeed pings subscribers when new messages of a session are stored.
+type LiveFeed interface {
+	Subscribe(sessionID string) (notify <-chan struct{}, cancel func())
+}
+
+// Config configures New. Store and Ingester are required.
+type Config struct {
+	Store    store.Store
+	Ingester Ingester
+	Notifier Notifier // optional
+	Live     LiveFeed // optional: without it the event stream polls the store every second
+
+	Routes []Route
+	// ReadToken is the bearer token of the local read API; empty disables the read API.
+	ReadToken string
+	// BodyLimit bounds a callback body in bytes, received and decoded; DefaultBodyLimit when 0.
+	BodyLimit int
+
+	// Ready reports whether the processing side (the router) runs; nil counts as ready.
+	Ready func() bool
+	// Metrics is where the receiver registers its metrics and what /metrics serves; a fresh
+	// registry when nil.
+	Metrics *prometheus.Registry
+	Logger  *logrus.Entry
+	// Now is the clock for signature timestamps; time.Now when nil.
+	Now func() time.Time
+}
+
+// Timeouts of the HTTP server and of the receiver's own work.
+const (
+	readTimeout  = 60 * time.Second // a 32 MiB body over a slow link
+	writeTimeout = 30 * time.Second // per response, and per event on a stream (see sse.go)
+	idleTimeout  = 120 * time.Second
+	// ingestTimeout bounds the wait for the inbox commit: past it the service gets a 503 and
+	// retries, rather than timing out on its side without knowing.
+	ingestTimeout = 15 * time.Second
+	storeTimeout  = 10 * time.Second
+	// retryAfter is what a 503 asks the service to wait, in seconds.
+	retryAfter = "5"
+)
+
+// Receiver is the Fiber app and its state.
+type Receiver struct {
+	cfg          Config
+	log          *logrus.Entry
+	now          func() time.Time
+	bodyLimit    int
+	app          *fiber.App
+	routes       []staticRoute
+	readToken    [sha256.Size]byte
+	readOn       bool
+	metrics      *metrics
+	backlogCache backlogCache
+
+	// closing is closed by Shutdown: event streams end and readiness turns false.
+	closing   chan struct{}
+	closeOnce sync.Once
+
+	// heartbeat and pollEvery pace event streams; fields so tests can shorten them.
+	heartbeat time.Duration
+	pollEvery time.Duration
+}
+
+// New checks cfg and builds the app with every route.
+func New(cfg Config) (*Receiver, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("receiver: store is required")
+	}
+	if cfg.Ingester == nil {
+		return nil, errors.New("receiver: ingester is required")
+	}
+	r := &Receiver{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		bodyLimit: cfg.BodyLimit,
+		closing:   make(chan struct{}),
+		heartbeat: 15 * time.Second,
+		pollEvery: time.Second,
+	}
+	if r.log == nil {
+		r.log = logrus.NewEntry(logrus.New())
+	}
+	r.log = r.log.WithField("component", "receiver")
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.bodyLimit <= 0 {
+		r.bodyLimit = DefaultBodyLimit
+	}
+	routes, err := compileRoutes(cfg.Routes)
+	if err != nil {
+		return nil, fmt.Errorf("receiver: %w", err)
+	}
+	r.routes = routes
+	if cfg.ReadToken != "" {
+		r.readToken, r.readOn = sha256.Sum256([]byte(cfg.ReadToken)), true
+	}
+	if r.cfg.Metrics == nil {
+		r.cfg.Metrics = prometheus.NewRegistry()
+	}
+	if r.metrics, err = newMetrics(r.cfg.Metrics, r.backlog); err != nil {
+		return nil, fmt.Errorf("receiver: %w", err)
+	}
+	r.app = fiber.New(fiber.Config{
+		BodyLimit:             r.bodyLimit,
+		ReadTimeout:           readTimeout,
+		WriteTimeout:          writeTimeout,
+		IdleTimeout:           idleTimeout,
+		DisableStartupMessage: true,
+		ErrorHandler:          r.errorHandler,
+	})
+	r.app.Use(fiberrecover.New(fiberrecover.Config{
+		EnableStackTrace:  true,
+		StackTraceHandler: r.logPanic,
+	}))
+	r.register()
+	return r, nil
+}
+
+func (r *Receiver) register() {
+	a := r.app
+	a.Post("/v1/callbacks/:token", r.handleCallback)
+	a.Put("/v1/callbacks/:token", r.handleCallback)
+
+	a.Get("/healthz", r.healthz)
+	a.Get("/readyz", r.readyz)
+	a.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(r.cfg.Metrics, promhttp.HandlerOpts{})))
+
+	// The bearer check sits on each read route, not on a /v1 group: a group's middleware would
+	// also run for /v1/callbacks.
+	a.Get("/v1/jobs", r.requireReadToken, r.listJobs)
+	a.Get("/v1/jobs/:id", r.requireReadToken, r.getJob)
+	a.Get("/v1/live/:id/messages", r.requireReadToken, r.liveMessages)
+	a.Get("/v1/live/:id/events", r.requireReadToken, r.liveEvents)
+}
+
+// App is the Fiber app, for mounting or for app.Test.
+func (r *Receiver) App() *fiber.App { return r.app }
+
+// Serve answers requests on ln until Shutdown.
+func (r *Receiver) Serve(ln net.Listener) error {
+	if err := r.app.Listener(ln); err != nil {
+		return fmt.Errorf("receiver: serve: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections, ends event streams and waits for in-flight requests
+// (each of which commits or fails its delivery) until ctx is done.
+func (r *Receiver) Shutdown(ctx context.Context) error {
+	r.closeOnce.Do(func() { close(r.closing) })
+	if err := r.app.ShutdownWithContext(ctx); err != nil {
+		return fmt.Errorf("receiver: shutdown: %w", err)
+	}
+	return nil
+}
+
+func (r *Receiver) shuttingDown() bool {
+	select {
+	case <-r.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// apiError is the body of every error the receiver answers.
+type apiError struct {
+	Error            string   `json:"error"`
+	Status           int      `json:"status"`
+	ValidationErrors []string `json:"validation_errors,omitempty"`
+}
+
+func writeError(c *fiber.Ctx, status int, msg string) error {
+	return c.Status(status).JSON(apiError{Error: msg, Status: status})
+}
+
+// errorHandler answers errors that reach Fiber (no route, body over the limit, panics) in the
+// receiver's JSON shape.
+func (r *Receiver) errorHandler(c *fiber.Ctx, err error) error {
+	status, msg := fiber.StatusInternalServerError, "internal error"
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		status, msg = fe.Code, fe.Message
+	} else {
+		r.log.WithError(err).WithField("path", c.Path()).Error("request failed")
+	}
+	if status == fiber.StatusRequestEntityTooLarge {
+		msg = fmt.Sprintf("request body exceeds %d bytes", r.bodyLimit)
+		// fasthttp rejects the body before routing, so this is where oversized callbacks are
+		// counted.
+		if strings.HasPrefix(c.Path(), "/v1/callbacks/") {
+			r.metrics.delivery(kindUnknown, outcomeTooLarge)
+		}
+	}
+	return writeError(c, status, msg)
+}
+
+func (r *Receiver) logPanic(c *fiber.Ctx, e any) {
+	r.log.WithField("path", c.Path()).WithField("panic", fmt.Sprint(e)).Error("handler panicked")
+}
+
+// healthz says the process answers; it checks nothing else.
+func (r *Receiver) healthz(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"status": "ok"})
+}
+
+// readyz says whether deliveries can be taken now: the store answers and the router runs.
+func (r *Receiver) readyz(c *fiber.Ctx) error {
+	var problems []string
+	if r.shuttingDown() {
+		problems = append(problems, "shutting down")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := r.cfg.Store.Ping(ctx); err != nil {
+		problems = append(problems, "store: "+err.Error())
+	}
+	if r.cfg.Ready != nil && !r.cfg.Ready() {
+		problems = append(problems, "router: not running")
+	}
+	if len(problems) > 0 {
+		return writeError(c, fiber.StatusServiceUnavailable, "not ready: "+strings.Join(problems, "; "))
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}
