@@ -1,0 +1,231 @@
+package configs
+
+import (
+	"net/url"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole configuration, in the shape of the YAML file (DESIGN.md, Configuration).
+type Config struct {
+	// Listen is the address of the receiver and the local read API, host:port.
+	Listen string `yaml:"listen"`
+	// PublicURL is the base of the callback URLs handed to the service: the address at which
+	// the service reaches Listen (through a tunnel or a load balancer in production).
+	PublicURL string `yaml:"public_url"`
+	// ReadTokenEnv names the variable that holds the bearer token of the local read API.
+	ReadTokenEnv string          `yaml:"read_token_env"`
+	Service      ServiceConfig   `yaml:"service"`
+	Store        StoreConfig     `yaml:"store"`
+	Bus          BusConfig       `yaml:"bus"`
+	Routes       []Route         `yaml:"routes"`
+	Subtitles    SubtitlesConfig `yaml:"subtitles"`
+	Sinks        []Sink          `yaml:"sinks"`
+	Receiver     ReceiverConfig  `yaml:"receiver"`
+}
+
+// ServiceConfig says where the transcription service is and how to authenticate.
+type ServiceConfig struct {
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the variable that holds the API key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// KeyHeader is the header that carries the key; the real service names it after itself.
+	KeyHeader string `yaml:"key_header"`
+}
+
+// StoreConfig selects the persistence driver.
+type StoreConfig struct {
+	Driver string `yaml:"driver"` // sqlite or postgres
+	// DSN is the SQLite file path or the PostgreSQL connection string. A password is better
+	// given through SCRIBEHOOK_STORE_DSN than written in the file.
+	DSN string `yaml:"dsn"`
+	// Synchronous is SQLite's PRAGMA synchronous: full (a 2xx survives a power cut) or normal
+	// (survives a crash of the process only).
+	Synchronous string `yaml:"synchronous"`
+}
+
+// BusConfig selects the Watermill bus between the receiver and the handlers.
+type BusConfig struct {
+	Driver string `yaml:"driver"` // gochannel, redisstream or nats
+	URL    string `yaml:"url"`    // required by redisstream and nats
+}
+
+// Route is a static callback token: for jobs created elsewhere and for account webhooks. The
+// callback URL of a route is public_url + /v1/callbacks/ + the token.
+type Route struct {
+	Name string `yaml:"name"`
+	// TokenEnv names the variable that holds the route's token.
+	TokenEnv string `yaml:"token_env"`
+	// SigningSecretEnv names the variable that holds the Standard Webhooks secrets (whsec_…)
+	// deliveries must be signed with; several secrets separated by spaces or commas are all
+	// accepted, so that a secret can be rotated without losing deliveries. Empty: no signature
+	// is checked, the token alone authenticates.
+	SigningSecretEnv string `yaml:"signing_secret_env"`
+}
+
+// SubtitlesConfig sets how finished transcripts become subtitle files.
+type SubtitlesConfig struct {
+	Profile string   `yaml:"profile"` // netflix-adult, netflix-kids or bbc
+	Formats []string `yaml:"formats"` // srt, vtt, ttml, ssa, ass, stl; empty renders none
+}
+
+// Sink is one destination of the events.
+type Sink struct {
+	Name string `yaml:"name"`
+	Kind string `yaml:"kind"` // file, webhook, redisstream, nats, log
+	// Dir is where a file sink writes (default ./out).
+	Dir string `yaml:"dir"`
+	// URL is the webhook endpoint, or the broker address of a redisstream or nats sink.
+	URL string `yaml:"url"`
+	// Topic is the stream (redisstream) or subject (nats) a broker sink publishes to; default
+	// scribehook.events.
+	Topic string `yaml:"topic"`
+	// SecretEnv names the variable that holds the webhook signing secret (Standard Webhooks).
+	SecretEnv string `yaml:"secret_env"`
+	// Events are globs over event types (job.succeeded, live.transcript, "live.*", "*").
+	Events []string `yaml:"events"`
+	// Categories, when set, keep only live events of these of the nine categories; events
+	// that are not live messages pass.
+	Categories []string `yaml:"categories"`
+	// Ordered delivers one event at a time per job or session, in order, at the cost of
+	// throughput.
+	Ordered bool `yaml:"ordered"`
+	// Allow lists hosts, addresses or CIDR ranges a webhook sink may reach although they are
+	// private (rule 5 of DESIGN.md): self-hosted targets.
+	Allow []string `yaml:"allow"`
+	// Timeout bounds one delivery attempt (default 10s).
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// ReceiverConfig tunes the callback endpoint.
+type ReceiverConfig struct {
+	// BodyLimit is the largest callback body accepted, in bytes (default 32 MiB); larger
+	// requests get 413 and store nothing.
+	BodyLimit int64 `yaml:"body_limit"`
+	// Partitions is how many deliveries are processed at once; deliveries of one job or
+	// session always share a partition (default 4).
+	Partitions int `yaml:"partitions"`
+}
+
+// Defaults of the configuration (DESIGN.md).
+const (
+	DefaultListen        = "127.0.0.1:8787"
+	DefaultPublicURL     = "http://127.0.0.1:8787"
+	DefaultReadTokenEnv  = "SCRIBEHOOK_READ_TOKEN"
+	DefaultServiceURL    = "http://127.0.0.1:8788"
+	DefaultAPIKeyEnv     = "SCRIBEHOOK_API_KEY"
+	DefaultKeyHeader     = "x-service-key"
+	DefaultStoreDriver   = "sqlite"
+	DefaultStoreDSN      = "scribehook.db"
+	DefaultSynchronous   = "full"
+	DefaultBusDriver     = "gochannel"
+	DefaultProfile       = "netflix-adult"
+	DefaultBodyLimit     = 32 << 20
+	DefaultPartitions    = 4
+	DefaultSinkDir       = "./out"
+	DefaultSinkTimeout   = 10 * time.Second
+	DefaultSinkTopic     = "scribehook.events"
+	EnvPrefix            = "SCRIBEHOOK_"
+	callbackPathOfRoutes = "/v1/callbacks/"
+)
+
+// Default returns the configuration used when there is no file and no environment.
+func Default() Config {
+	return Config{
+		Listen:       DefaultListen,
+		PublicURL:    DefaultPublicURL,
+		ReadTokenEnv: DefaultReadTokenEnv,
+		Service: ServiceConfig{
+			BaseURL:   DefaultServiceURL,
+			APIKeyEnv: DefaultAPIKeyEnv,
+			KeyHeader: DefaultKeyHeader,
+		},
+		Store:     StoreConfig{Driver: DefaultStoreDriver, DSN: DefaultStoreDSN, Synchronous: DefaultSynchronous},
+		Bus:       BusConfig{Driver: DefaultBusDriver},
+		Subtitles: SubtitlesConfig{Profile: DefaultProfile, Formats: []string{"srt", "vtt"}},
+		Sinks: []Sink{{
+			Name: "files", Kind: "file", Dir: DefaultSinkDir, Events: []string{"*"}, Timeout: DefaultSinkTimeout,
+		}},
+		Receiver: ReceiverConfig{BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions},
+	}
+}
+
+// CallbackURL is the URL the service calls for token: public_url + /v1/callbacks/ + token.
+func (c Config) CallbackURL(token string) string {
+	return strings.TrimRight(c.PublicURL, "/") + callbackPathOfRoutes + token
+}
+
+// fillElementDefaults gives list elements the defaults of their fields: a list given in the
+// file or the environment replaces the default list, and its elements start from zero.
+func (c *Config) fillElementDefaults() {
+	for i := range c.Sinks {
+		s := &c.Sinks[i]
+		if s.Timeout == 0 {
+			s.Timeout = DefaultSinkTimeout
+		}
+		if s.Kind == "file" && s.Dir == "" {
+			s.Dir = DefaultSinkDir
+		}
+		if (s.Kind == "redisstream" || s.Kind == "nats") && s.Topic == "" {
+			s.Topic = DefaultSinkTopic
+		}
+	}
+}
+
+// String renders the configuration as YAML with the passwords of URLs and DSNs hidden. The
+// configuration holds no secret by design, but a DSN or a broker URL may carry one.
+func (c Config) String() string {
+	r := c
+	r.Store.DSN = redactURL(r.Store.DSN)
+	r.Bus.URL = redactURL(r.Bus.URL)
+	r.Service.BaseURL = redactURL(r.Service.BaseURL)
+	r.PublicURL = redactURL(r.PublicURL)
+	r.Routes = append([]Route(nil), c.Routes...)
+	r.Sinks = append([]Sink(nil), c.Sinks...)
+	for i := range r.Sinks {
+		r.Sinks[i].URL = redactURL(r.Sinks[i].URL)
+	}
+	b, err := yaml.Marshal(r)
+	if err != nil {
+		return "config: " + err.Error()
+	}
+	return string(b)
+}
+
+// redactURL hides the password of a URL (postgres://u:pw@h/db) and the password=… of a
+// key/value PostgreSQL DSN; other strings pass unchanged.
+func redactURL(s string) string {
+	if s == "" {
+		return s
+	}
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "REDACTED")
+			s = u.String()
+		}
+	}
+	if u, err := url.Parse(s); err == nil && u.RawQuery != "" {
+		q := u.Query()
+		changed := false
+		for k := range q {
+			if strings.EqualFold(k, "password") {
+				q.Set(k, "REDACTED")
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+			s = u.String()
+		}
+	}
+	fields := strings.Fields(s)
+	for i, f := range fields {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.EqualFold(k, "password") {
+			fields[i] = k + "=REDACTED"
+			s = strings.Join(fields, " ")
+		}
+	}
+	return s
+}

@@ -1,0 +1,414 @@
+package configs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "scribehook.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsWithNoFile(t *testing.T) {
+	// Secrets that share the prefix are not overrides and are no error.
+	env := []string{"SCRIBEHOOK_API_KEY=sk", "SCRIBEHOOK_READ_TOKEN=rt", "SCRIBEHOOK_ACCOUNT_TOKEN=at", "HOME=/root", "SCRIBEHOOK_CONFIG=x.yaml"}
+	cfg, err := Load("", env)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	want := Config{
+		Listen:       "127.0.0.1:8787",
+		PublicURL:    "http://127.0.0.1:8787",
+		ReadTokenEnv: "SCRIBEHOOK_READ_TOKEN",
+		Service:      ServiceConfig{BaseURL: "http://127.0.0.1:8788", APIKeyEnv: "SCRIBEHOOK_API_KEY", KeyHeader: "x-service-key"},
+		Store:        StoreConfig{Driver: "sqlite", DSN: "scribehook.db", Synchronous: "full"},
+		Bus:          BusConfig{Driver: "gochannel"},
+		Subtitles:    SubtitlesConfig{Profile: "netflix-adult", Formats: []string{"srt", "vtt"}},
+		Sinks:        []Sink{{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: 10 * time.Second}},
+		Receiver:     ReceiverConfig{BodyLimit: 32 << 20, Partitions: 4},
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("defaults =\n%#v\nwant\n%#v", cfg, want)
+	}
+	if cfg.CallbackURL("tok") != "http://127.0.0.1:8787/v1/callbacks/tok" {
+		t.Fatalf("callback url = %s", cfg.CallbackURL("tok"))
+	}
+}
+
+func TestEmptyFileKeepsDefaults(t *testing.T) {
+	for _, body := range []string{"", "# only a comment\n", "---\n", "~\n"} {
+		cfg, err := Load(writeFile(t, body), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		if !reflect.DeepEqual(cfg, Default()) {
+			t.Fatalf("%q: config = %#v", body, cfg)
+		}
+	}
+}
+
+const fullYAML = `
+listen: 0.0.0.0:9000
+public_url: https://hooks.example.com/base/
+read_token_env: MY_READ_TOKEN
+service:
+  base_url: https://api.example.com
+  api_key_env: MY_KEY
+  key_header: x-other-key
+store: {driver: postgres, dsn: "postgres://u:pw@db/scribehook"}
+bus: {driver: nats, url: nats://127.0.0.1:4222}
+routes:
+  - {name: account, token_env: ACCOUNT_TOKEN, signing_secret_env: ACCOUNT_SECRET}
+  - name: partner
+    token_env: PARTNER_TOKEN
+subtitles: {profile: bbc, formats: [srt, ttml, stl]}
+sinks:
+  - {name: files, kind: file, dir: /var/out, events: ["*"]}
+  - name: captions
+    kind: webhook
+    url: https://example.com/hook
+    secret_env: CAPTIONS_SECRET
+    events: ["live.transcript", "job.*"]
+    categories: [final_transcripts, partial_transcripts]
+    ordered: true
+    allow: [10.0.0.0/8, hooks.internal]
+    timeout: 3s
+  - {name: stream, kind: redisstream, url: "redis://127.0.0.1:6379", events: ["*"]}
+  - {name: log, kind: log, events: ["job.*"], timeout: 1m30s}
+receiver: {body_limit: 1048576, partitions: 16}
+`
+
+func TestFullYAML(t *testing.T) {
+	cfg, err := Load(writeFile(t, fullYAML), nil)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	want := Config{
+		Listen:       "0.0.0.0:9000",
+		PublicURL:    "https://hooks.example.com/base/",
+		ReadTokenEnv: "MY_READ_TOKEN",
+		Service:      ServiceConfig{BaseURL: "https://api.example.com", APIKeyEnv: "MY_KEY", KeyHeader: "x-other-key"},
+		// synchronous keeps its default: a mapping merges key by key.
+		Store: StoreConfig{Driver: "postgres", DSN: "postgres://u:pw@db/scribehook", Synchronous: "full"},
+		Bus:   BusConfig{Driver: "nats", URL: "nats://127.0.0.1:4222"},
+		Routes: []Route{
+			{Name: "account", TokenEnv: "ACCOUNT_TOKEN", SigningSecretEnv: "ACCOUNT_SECRET"},
+			{Name: "partner", TokenEnv: "PARTNER_TOKEN"},
+		},
+		Subtitles: SubtitlesConfig{Profile: "bbc", Formats: []string{"srt", "ttml", "stl"}},
+		Sinks: []Sink{
+			{Name: "files", Kind: "file", Dir: "/var/out", Events: []string{"*"}, Timeout: 10 * time.Second},
+			{Name: "captions", Kind: "webhook", URL: "https://example.com/hook", SecretEnv: "CAPTIONS_SECRET",
+				Events: []string{"live.transcript", "job.*"}, Categories: []string{"final_transcripts", "partial_transcripts"},
+				Ordered: true, Allow: []string{"10.0.0.0/8", "hooks.internal"}, Timeout: 3 * time.Second},
+			{Name: "stream", Kind: "redisstream", URL: "redis://127.0.0.1:6379", Topic: "scribehook.events", Events: []string{"*"}, Timeout: 10 * time.Second},
+			{Name: "log", Kind: "log", Events: []string{"job.*"}, Timeout: 90 * time.Second},
+		},
+		Receiver: ReceiverConfig{BodyLimit: 1 << 20, Partitions: 16},
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("config =\n%#v\nwant\n%#v", cfg, want)
+	}
+	if cfg.CallbackURL("t1") != "https://hooks.example.com/base/v1/callbacks/t1" {
+		t.Fatalf("callback url = %s", cfg.CallbackURL("t1"))
+	}
+}
+
+func TestExampleFileLoads(t *testing.T) {
+	cfg, err := Load("scribehook.example.yaml", nil)
+	if err != nil {
+		t.Fatalf("example: %v", err)
+	}
+	if len(cfg.Routes) != 1 || cfg.Routes[0].Name != "account" || len(cfg.Sinks) != 2 || cfg.Sinks[1].Categories[0] != "final_transcripts" {
+		t.Fatalf("example = %+v", cfg)
+	}
+	// The example documents the defaults: the keys it shares with Default hold the same values.
+	def := Default()
+	if cfg.Listen != def.Listen || cfg.PublicURL != def.PublicURL || cfg.ReadTokenEnv != def.ReadTokenEnv ||
+		cfg.Service != def.Service || cfg.Store != def.Store || cfg.Bus != def.Bus ||
+		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || cfg.Receiver != def.Receiver ||
+		!reflect.DeepEqual(cfg.Sinks[0], def.Sinks[0]) {
+		t.Fatalf("example drifted from the defaults:\n%s", cfg)
+	}
+}
+
+func TestUnknownKeysNameTheirPathAndLine(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"listen: 127.0.0.1:1\npublic_url: http://x\n\n# c\nservice:\n  base_url: http://s\nstroe: {driver: sqlite}\n",
+			`config: line 7: unknown key "stroe" (did you mean "store"?)`},
+		{"store:\n  drvier: sqlite\n", `config: line 2: unknown key "store.drvier" (did you mean "store.driver"?)`},
+		{"routes:\n  - name: a\n    token_evn: X\n", `config: line 3: unknown key "routes[0].token_evn" (did you mean "routes[0].token_env"?)`},
+		{"service:\n  api_key: sk-123\n", `config: line 2: unknown key "service.api_key" (secrets are not read from the file: set "service.api_key_env" to the name of an environment variable that holds it)`},
+		{"color: blue\n", `config: line 1: unknown key "color"`},
+		{"listen: a:1\nlisten: b:2\n", `config: line 2: key "listen" is given twice (first on line 1)`},
+	}
+	for _, tc := range cases {
+		_, err := Load(writeFile(t, tc.body), nil)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%q:\n got %v\nwant %s", tc.body, err, tc.want)
+		}
+	}
+}
+
+func TestWrongTypesNameTheKey(t *testing.T) {
+	body := "listen: [a, b]\nreceiver:\n  partitions: four\n  body_limit: 1e3x\nsinks:\n  - name: x\n    ordered: maybe\n    timeout: soon\n    events: \"*\"\nstore: sqlite\n"
+	_, err := Load(writeFile(t, body), nil)
+	want := []string{
+		`config: line 1: listen must be a string (got a list)`,
+		`config: line 3: receiver.partitions must be an integer (got "four")`,
+		`config: line 4: receiver.body_limit must be an integer (got "1e3x")`,
+		`config: line 7: sinks[0].ordered must be true or false (got "maybe")`,
+		`config: line 8: sinks[0].timeout must be a duration such as 10s or 1m30s (got "soon")`,
+		`config: line 9: sinks[0].events must be a list (got "*")`,
+		`config: line 10: store must be a mapping of keys (got "sqlite")`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Fatalf("err =\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+func TestSyntaxErrorAndMissingFile(t *testing.T) {
+	if _, err := Load(writeFile(t, "listen: [unclosed\n"), nil); err == nil || !strings.HasPrefix(err.Error(), "config: yaml: ") {
+		t.Fatalf("syntax: %v", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "none.yaml"), nil); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing: %v", err)
+	}
+	if _, err := Load(writeFile(t, "listen: a:1\n---\nlisten: b:2\n"), nil); err == nil || !strings.Contains(err.Error(), "several YAML documents") {
+		t.Fatalf("documents: %v", err)
+	}
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	file := writeFile(t, "routes:\n  - {name: account, token_env: ACCOUNT_TOKEN}\nservice: {base_url: http://from-file}\n")
+	env := []string{
+		"SCRIBEHOOK_LISTEN=0.0.0.0:1",
+		"SCRIBEHOOK_SERVICE_BASE_URL=http://first",
+		"SCRIBEHOOK_SERVICE_BASE_URL=http://svc:8788", // a later entry wins
+		"SCRIBEHOOK_STORE_DSN=/data/s.db",
+		"SCRIBEHOOK_STORE_SYNCHRONOUS=normal",
+		"SCRIBEHOOK_ROUTES_0_TOKEN_ENV=OTHER_TOKEN",
+		"SCRIBEHOOK_ROUTES_1_NAME=partner", // one past the end appends
+		"SCRIBEHOOK_ROUTES_1_TOKEN_ENV=PARTNER_TOKEN",
+		"SCRIBEHOOK_SUBTITLES_FORMATS= srt, ttml ,",
+		"SCRIBEHOOK_SINKS_0_EVENTS=job.*,live.*",
+		"SCRIBEHOOK_SINKS_0_ORDERED=true",
+		"SCRIBEHOOK_SINKS_0_TIMEOUT=2s",
+		"SCRIBEHOOK_RECEIVER_PARTITIONS=8",
+		"SCRIBEHOOK_BUS_URL=", // empty counts as unset
+		"SCRIBEHOOK_API_KEY=sk-not-a-key-path",
+		"SCRIBEHOOK_READ_TOKEN=not-read-token-env",
+	}
+	cfg, err := Load(file, env)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if cfg.Listen != "0.0.0.0:1" || cfg.Service.BaseURL != "http://svc:8788" || cfg.Store.DSN != "/data/s.db" ||
+		cfg.Store.Synchronous != "normal" || cfg.Receiver.Partitions != 8 || cfg.Bus.URL != "" {
+		t.Fatalf("scalars = %+v", cfg)
+	}
+	if cfg.Service.APIKeyEnv != "SCRIBEHOOK_API_KEY" || cfg.ReadTokenEnv != "SCRIBEHOOK_READ_TOKEN" {
+		t.Fatalf("secrets were taken as overrides: %+v", cfg)
+	}
+	wantRoutes := []Route{{Name: "account", TokenEnv: "OTHER_TOKEN"}, {Name: "partner", TokenEnv: "PARTNER_TOKEN"}}
+	if !reflect.DeepEqual(cfg.Routes, wantRoutes) {
+		t.Fatalf("routes = %+v", cfg.Routes)
+	}
+	if !slices.Equal(cfg.Subtitles.Formats, []string{"srt", "ttml"}) || !slices.Equal(cfg.Sinks[0].Events, []string{"job.*", "live.*"}) ||
+		!cfg.Sinks[0].Ordered || cfg.Sinks[0].Timeout != 2*time.Second {
+		t.Fatalf("lists = %v %+v", cfg.Subtitles.Formats, cfg.Sinks[0])
+	}
+}
+
+func TestEnvironmentOverrideErrors(t *testing.T) {
+	_, err := Load("", []string{"SCRIBEHOOK_RECEIVER_PARTITIONS=many", "SCRIBEHOOK_ROUTES_2_NAME=x", "SCRIBEHOOK_SINKS_0_ORDERED=yes please"})
+	want := `config: SCRIBEHOOK_RECEIVER_PARTITIONS: receiver.partitions must be an integer (got "many"); ` +
+		`SCRIBEHOOK_ROUTES_2_NAME: index 2 is past the end of routes (0 elements): number the elements from 0 without gaps; ` +
+		`SCRIBEHOOK_SINKS_0_ORDERED: sinks[0].ordered must be true or false (got "yes please")`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err =\n%v\nwant\n%s", err, want)
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	for path, want := range map[string]string{
+		"listen":              "SCRIBEHOOK_LISTEN",
+		"service.base_url":    "SCRIBEHOOK_SERVICE_BASE_URL",
+		"routes[0].token_env": "SCRIBEHOOK_ROUTES_0_TOKEN_ENV",
+		"sinks[12].events":    "SCRIBEHOOK_SINKS_12_EVENTS",
+	} {
+		if got := EnvName(path); got != want {
+			t.Errorf("EnvName(%s) = %s, want %s", path, got, want)
+		}
+	}
+}
+
+func TestValidationSentences(t *testing.T) {
+	cfg := Default()
+	cfg.Listen = "8787"
+	cfg.PublicURL = "ftp://x"
+	cfg.ReadTokenEnv = ""
+	cfg.Service.BaseURL = "127.0.0.1:8788"
+	cfg.Service.APIKeyEnv = "MY-KEY"
+	cfg.Service.KeyHeader = "x key"
+	cfg.Store = StoreConfig{Driver: "mysql", DSN: ""}
+	cfg.Bus = BusConfig{Driver: "redisstream"}
+	cfg.Routes = []Route{{Name: "", TokenEnv: "A"}, {Name: "a", TokenEnv: ""}, {Name: "a", TokenEnv: "B"}, {Name: "job", TokenEnv: "C"}}
+	cfg.Subtitles = SubtitlesConfig{Profile: "cinema", Formats: []string{"srt", "docx"}}
+	cfg.Sinks = []Sink{
+		{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: time.Second},
+		{Name: "files", Kind: "email", Events: nil, Timeout: 0},
+		{Name: "hook", Kind: "webhook", URL: "not a url", Events: []string{"", "live.[x"}, Categories: []string{"final_transcripts", "finals"}, Allow: []string{"10.0.0.0/8", "http://x"}, Timeout: time.Second},
+		{Name: "", Kind: "nats", Events: []string{"*"}, Timeout: time.Second},
+	}
+	cfg.Receiver = ReceiverConfig{BodyLimit: 0, Partitions: 1000}
+	err := cfg.Validate()
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	want := []string{
+		`listen must be host:port, e.g. 127.0.0.1:8787 (got "8787")`,
+		`public_url must be an absolute http or https URL (got "ftp://x")`,
+		`read_token_env is required: the name of an environment variable`,
+		`service.base_url must be an absolute http or https URL (got "127.0.0.1:8788")`,
+		`service.api_key_env must be the name of an environment variable, letters, digits and _ (got "MY-KEY")`,
+		`service.key_header must be an HTTP header name (got "x key")`,
+		`store.driver must be sqlite or postgres (got "mysql")`,
+		`store.dsn must not be empty`,
+		`bus.url is required when bus.driver is redisstream`,
+		`routes[0].name must not be empty`,
+		`routes[1].token_env is required: the name of an environment variable`,
+		`routes[2].name must be unique ("a" is also routes[1])`,
+		`routes[3].name must not be "job": the name is reserved for per-job tokens`,
+		`subtitles.profile must be netflix-adult, netflix-kids or bbc (got "cinema")`,
+		`subtitles.formats[1] must be srt, vtt, ttml, ssa, ass or stl (got "docx")`,
+		`sinks[1].name must be unique ("files" is also sinks[0])`,
+		`sinks[1].kind must be file, webhook, redisstream, nats or log (got "email")`,
+		`sinks[1].events must list at least one event glob, e.g. "*"`,
+		`sinks[1].timeout must be a positive duration (got 0s)`,
+		`sinks[2].url must be an absolute http or https URL (got "not a url")`,
+		`sinks[2].events[0] must not be empty`,
+		`sinks[2].events[1] must be a valid glob (got "live.[x")`,
+		`sinks[2].categories[1] must be one of partial_transcripts, final_transcripts, speech_events, pre_processing_events, realtime_processing_events, post_processing_events, acknowledgments, errors, lifecycle_events (got "finals")`,
+		`sinks[2].allow[1] must be a host name, an IP address or a CIDR range (got "http://x")`,
+		`sinks[3].name must not be empty`,
+		`sinks[3].url is required for a nats sink`,
+		`receiver.body_limit must be a positive number of bytes (got 0)`,
+		`receiver.partitions must be between 1 and 256 (got 1000)`,
+	}
+	got := ve.Sentences()
+	if !slices.Equal(got, want) {
+		t.Fatalf("sentences:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.HasPrefix(err.Error(), "config: listen must be host:port") || !strings.Contains(err.Error(), "; public_url must") {
+		t.Fatalf("error = %s", err)
+	}
+	if Default().Validate() != nil {
+		t.Fatalf("defaults invalid: %v", Default().Validate())
+	}
+}
+
+func TestLoadValidates(t *testing.T) {
+	_, err := Load(writeFile(t, "bus: {driver: kafka}\n"), []string{"SCRIBEHOOK_STORE_SYNCHRONOUS=off"})
+	want := `config: store.synchronous must be full or normal (got "off"); bus.driver must be gochannel, redisstream or nats (got "kafka")`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	cfg := Default()
+	cfg.Routes = []Route{
+		{Name: "account", TokenEnv: "ACCOUNT_TOKEN", SigningSecretEnv: "ACCOUNT_SECRET"},
+		{Name: "partner", TokenEnv: "PARTNER_TOKEN"},
+	}
+	cfg.Sinks = append(cfg.Sinks, Sink{Name: "hook", Kind: "webhook", URL: "https://x", SecretEnv: "HOOK_SECRET", Events: []string{"*"}, Timeout: time.Second})
+	secretFile := filepath.Join(t.TempDir(), "partner")
+	if err := os.WriteFile(secretFile, []byte("partner-tok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"SCRIBEHOOK_API_KEY=sk-live-123",
+		"ACCOUNT_TOKEN=acc-tok",
+		"ACCOUNT_SECRET=whsec_old, whsec_new  whsec_newer",
+		"PARTNER_TOKEN_FILE=" + secretFile,
+		"HOOK_SECRET=whsec_hook",
+	}
+	s, err := cfg.Secrets(env)
+	if err != nil {
+		t.Fatalf("secrets: %v", err)
+	}
+	if s.APIKey != "sk-live-123" || s.ReadToken != "" || s.Sinks["hook"] != "whsec_hook" {
+		t.Fatalf("secrets = %+v", s)
+	}
+	if r := s.Routes["account"]; r.Token != "acc-tok" || !slices.Equal(r.SigningSecrets, []string{"whsec_old", "whsec_new", "whsec_newer"}) {
+		t.Fatalf("account = %#v", r.SigningSecrets)
+	}
+	if r := s.Routes["partner"]; r.Token != "partner-tok" || r.SigningSecrets != nil {
+		t.Fatalf("partner = %q", r.Token)
+	}
+	// Nothing prints a value.
+	j, _ := json.Marshal(s)
+	for _, out := range []string{s.String(), fmt.Sprintf("%v", s), fmt.Sprintf("%+v", s), fmt.Sprintf("%#v", s), fmt.Sprint(s.Routes), string(j)} {
+		for _, secret := range []string{"sk-live-123", "acc-tok", "whsec_old", "partner-tok", "whsec_hook"} {
+			if strings.Contains(out, secret) {
+				t.Fatalf("%q prints %s", out, secret)
+			}
+		}
+	}
+	if want := "api_key=set read_token=unset route.account=token:set,signing_secrets:3 route.partner=token:set,signing_secrets:0 sink.hook=set"; s.String() != want {
+		t.Fatalf("String = %s", s)
+	}
+}
+
+func TestSecretsErrorsNameTheVariable(t *testing.T) {
+	cfg := Default()
+	cfg.Routes = []Route{{Name: "account", TokenEnv: "ACCOUNT_TOKEN", SigningSecretEnv: "ACCOUNT_SECRET"}, {Name: "b", TokenEnv: "B_TOKEN"}}
+	_, err := cfg.Secrets([]string{"B_TOKEN=x", "B_TOKEN_FILE=/etc/b"})
+	want := "route account: environment variable ACCOUNT_TOKEN is empty: set it to the route's callback token\n" +
+		"route account: environment variable ACCOUNT_SECRET is empty: set it to the signing secret, or remove signing_secret_env\n" +
+		"both B_TOKEN and B_TOKEN_FILE are set: keep one\n" +
+		"route b: environment variable B_TOKEN is empty: set it to the route's callback token"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err =\n%v\nwant\n%s", err, want)
+	}
+	if _, err := cfg.Secrets([]string{"ACCOUNT_TOKEN_FILE=/nonexistent/x", "ACCOUNT_SECRET=s", "B_TOKEN=b"}); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "read ACCOUNT_TOKEN_FILE") {
+		t.Fatalf("file err = %v", err)
+	}
+}
+
+func TestStringHidesPasswords(t *testing.T) {
+	cfg := Default()
+	cfg.Store = StoreConfig{Driver: "postgres", DSN: "postgres://app:hunter2@db:5432/s?sslmode=disable"}
+	cfg.Bus = BusConfig{Driver: "redisstream", URL: "redis://:s3cret@cache:6379/0"}
+	cfg.Sinks = append(cfg.Sinks, Sink{Name: "n", Kind: "nats", URL: "nats://u:natspw@n:4222", Events: []string{"*"}})
+	out := cfg.String()
+	for _, secret := range []string{"hunter2", "s3cret", "natspw"} {
+		if strings.Contains(out, secret) {
+			t.Fatalf("String prints %s:\n%s", secret, out)
+		}
+	}
+	if !strings.Contains(out, "postgres://app:REDACTED@db:5432/s?sslmode=disable") || !strings.Contains(out, "timeout: 10s") {
+		t.Fatalf("String =\n%s", out)
+	}
+	if got := redactURL("host=db user=app password=pw dbname=s"); got != "host=db user=app password=REDACTED dbname=s" {
+		t.Fatalf("kv dsn = %s", got)
+	}
+	if got := redactURL("postgres://db/s?password=pw"); strings.Contains(got, "pw") && !strings.Contains(got, "REDACTED") {
+		t.Fatalf("query dsn = %s", got)
+	}
+}

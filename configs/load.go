@@ -1,0 +1,299 @@
+package configs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load builds the configuration: Default, then the YAML file at path (none when path is ""),
+// then the overrides among environ (KEY=VALUE entries, as os.Environ gives them), then
+// Validate. Its errors name the key at fault, with the line for mistakes in the file.
+func Load(path string, environ []string) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+		if err := decodeYAML(raw, &cfg); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := applyEnv(&cfg, environ); err != nil {
+		return Config{}, err
+	}
+	cfg.fillElementDefaults()
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// decodeYAML applies a YAML document onto cfg, which holds the defaults: a key present in the
+// file replaces the default, a mapping merges key by key, a list replaces the whole list. A
+// null value (a key with nothing after it) keeps the default.
+//
+// yaml.v3's own strict mode (KnownFields) names neither the path of an unknown key nor the key
+// of a type error, so the document is walked here against the struct.
+func decodeYAML(raw []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // an empty file, or only comments
+		}
+		return fmt.Errorf("config: %w", err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("config: the file holds several YAML documents: keep one")
+	}
+	d := &decoder{}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil
+		}
+		root = root.Content[0]
+	}
+	if isNull(root) {
+		return nil
+	}
+	d.value(root, reflect.ValueOf(cfg).Elem(), "")
+	return errors.Join(d.errs...)
+}
+
+type decoder struct{ errs []error }
+
+func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
+	d.errs = append(d.errs, fmt.Errorf("config: line %d: %s", n.Line, fmt.Sprintf(format, args...)))
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// value decodes n into v; path is the dotted path of v ("" for the root).
+func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if isNull(n) {
+		return
+	}
+	switch {
+	case v.Kind() == reflect.Struct:
+		d.mapping(n, v, path)
+	case v.Kind() == reflect.Slice:
+		d.sequence(n, v, path)
+	default:
+		d.scalar(n, v, path)
+	}
+}
+
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		name := path
+		if name == "" {
+			d.fail(n, "the configuration must be a mapping of keys (got %s)", describe(n))
+			return
+		}
+		d.fail(n, "%s must be a mapping of keys (got %s)", name, describe(n))
+		return
+	}
+	fields := structFields(v.Type())
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.fail(k, "keys must be plain names (got %s)", describe(k))
+			continue
+		}
+		if k.Value == "<<" {
+			d.fail(k, "merge keys (<<) are not supported: write the keys out")
+			continue
+		}
+		key := join(path, k.Value)
+		if line, dup := seen[k.Value]; dup {
+			d.fail(k, "key %q is given twice (first on line %d)", key, line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		idx, ok := fields[k.Value]
+		if !ok {
+			d.fail(k, "unknown key %q%s", key, suggest(k.Value, path, fields))
+			continue
+		}
+		d.value(val, v.Field(idx), key)
+	}
+}
+
+func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, "%s must be a list (got %s)", path, describe(n))
+		return
+	}
+	out := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		d.value(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i))
+	}
+	v.Set(out)
+}
+
+func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
+	want := typeName(v.Type())
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, "%s must be %s (got %s)", path, want, describe(n))
+		return
+	}
+	if err := setScalar(v, n.Value, n.Tag); err != nil {
+		d.fail(n, "%s must be %s (got %s)", path, want, describe(n))
+	}
+}
+
+// setScalar parses text into v by v's type. tag is the YAML tag, "" for environment values.
+func setScalar(v reflect.Value, text, tag string) error {
+	switch {
+	case v.Type() == durationType:
+		if tag == "!!int" && text == "0" {
+			v.SetInt(0)
+			return nil
+		}
+		dur, err := time.ParseDuration(text)
+		if err != nil {
+			return err
+		}
+		v.SetInt(int64(dur))
+	case v.Kind() == reflect.String:
+		v.SetString(text) // any scalar reads as its text: port: 8787 is a fine string
+	case v.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return err
+		}
+		v.SetBool(b)
+	case v.Kind() == reflect.Int || v.Kind() == reflect.Int64:
+		i, err := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64)
+		if err != nil {
+			return err
+		}
+		v.SetInt(i)
+	default:
+		return fmt.Errorf("unsupported type %s", v.Type())
+	}
+	return nil
+}
+
+func typeName(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "a duration such as 10s or 1m30s"
+	case t.Kind() == reflect.String:
+		return "a string"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.Int, t.Kind() == reflect.Int64:
+		return "an integer"
+	}
+	return t.String()
+}
+
+// describe names what a node holds, for error messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return strconv.Quote(short(n.Value))
+	}
+	return "an alias"
+}
+
+func short(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// structFields maps yaml names to field indexes.
+func structFields(t reflect.Type) map[string]int {
+	out := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		out[name] = i
+	}
+	return out
+}
+
+// suggest proposes the closest known key, or explains that secrets are not read from the file
+// when key is a secret whose variable name the file should give instead (api_key →
+// api_key_env).
+func suggest(key, path string, fields map[string]int) string {
+	if _, ok := fields[key+"_env"]; ok {
+		return fmt.Sprintf(" (secrets are not read from the file: set %q to the name of an environment variable that holds it)", join(path, key+"_env"))
+	}
+	best, bestDist := "", 3
+	lower := strings.ToLower(key)
+	for name := range fields {
+		dist := levenshtein(lower, name)
+		if dist < bestDist || (dist == bestDist && best != "" && name < best) {
+			best, bestDist = name, dist
+		}
+	}
+	if best == "" || bestDist > max(1, len(key)/3) {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", join(path, best))
+}
+
+// levenshtein counts the single-character edits (insert, delete, substitute, swap of two
+// neighbours) between a and b.
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,248 @@
+package configs
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// Problem is one violated rule: the key at fault and the rule with the bad value.
+type Problem struct {
+	Key  string // dotted path, e.g. sinks[1].url
+	Rule string // e.g. `must be an absolute http or https URL (got "ftp://x")`
+}
+
+// Sentence is the key followed by the rule, as shown to users.
+func (p Problem) Sentence() string { return p.Key + " " + p.Rule }
+
+// ValidationError holds every problem of a configuration, so that all are fixed in one go.
+type ValidationError struct {
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	return "config: " + strings.Join(e.Sentences(), "; ")
+}
+
+// Sentences gives one sentence per problem.
+func (e *ValidationError) Sentences() []string {
+	out := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = p.Sentence()
+	}
+	return out
+}
+
+// Allowed values of the enumerated keys.
+var (
+	StoreDrivers    = []string{"sqlite", "postgres"}
+	SyncModes       = []string{"full", "normal"}
+	BusDrivers      = []string{"gochannel", "redisstream", "nats"}
+	SinkKinds       = []string{"file", "webhook", "redisstream", "nats", "log"}
+	SubtitleFormats = []string{"srt", "vtt", "ttml", "ssa", "ass", "stl"}
+	Profiles        = []string{"netflix-adult", "netflix-kids", "bbc"}
+)
+
+// RouteJob is the route name of per-job tokens in the store; a static route may not take it.
+const RouteJob = "job"
+
+// maxPartitions bounds receiver.partitions: each is a goroutine and a queue.
+const maxPartitions = 256
+
+var (
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// Validate checks every key and returns a *ValidationError listing every problem, or nil.
+func (c Config) Validate() error {
+	var v validator
+	if _, port, err := net.SplitHostPort(c.Listen); err != nil || !validPort(port) {
+		v.add("listen", "must be host:port, e.g. 127.0.0.1:8787 (got %q)", c.Listen)
+	}
+	v.httpURL("public_url", c.PublicURL)
+	v.envName("read_token_env", c.ReadTokenEnv, true)
+
+	v.httpURL("service.base_url", c.Service.BaseURL)
+	v.envName("service.api_key_env", c.Service.APIKeyEnv, true)
+	if !headerNameRE.MatchString(c.Service.KeyHeader) {
+		v.add("service.key_header", "must be an HTTP header name (got %q)", c.Service.KeyHeader)
+	}
+
+	v.oneOf("store.driver", c.Store.Driver, StoreDrivers)
+	if c.Store.DSN == "" {
+		v.add("store.dsn", "must not be empty")
+	}
+	if c.Store.Driver == "sqlite" {
+		v.oneOf("store.synchronous", c.Store.Synchronous, SyncModes)
+	}
+
+	if v.oneOf("bus.driver", c.Bus.Driver, BusDrivers) && c.Bus.Driver != "gochannel" && c.Bus.URL == "" {
+		v.add("bus.url", "is required when bus.driver is %s", c.Bus.Driver)
+	}
+
+	routes := map[string]int{}
+	for i, r := range c.Routes {
+		p := fmt.Sprintf("routes[%d]", i)
+		switch first, dup := routes[r.Name]; {
+		case r.Name == "":
+			v.add(p+".name", "must not be empty")
+		case r.Name == RouteJob:
+			v.add(p+".name", "must not be %q: the name is reserved for per-job tokens", RouteJob)
+		case dup:
+			v.add(p+".name", "must be unique (%q is also routes[%d])", r.Name, first)
+		default:
+			routes[r.Name] = i
+		}
+		v.envName(p+".token_env", r.TokenEnv, true)
+		v.envName(p+".signing_secret_env", r.SigningSecretEnv, false)
+	}
+
+	v.oneOf("subtitles.profile", c.Subtitles.Profile, Profiles)
+	for i, f := range c.Subtitles.Formats {
+		v.oneOf(fmt.Sprintf("subtitles.formats[%d]", i), f, SubtitleFormats)
+	}
+
+	sinks := map[string]int{}
+	for i, s := range c.Sinks {
+		v.sink(i, s, sinks)
+	}
+
+	if c.Receiver.BodyLimit <= 0 {
+		v.add("receiver.body_limit", "must be a positive number of bytes (got %d)", c.Receiver.BodyLimit)
+	}
+	if c.Receiver.Partitions < 1 || c.Receiver.Partitions > maxPartitions {
+		v.add("receiver.partitions", "must be between 1 and %d (got %d)", maxPartitions, c.Receiver.Partitions)
+	}
+	return v.err()
+}
+
+func (v *validator) sink(i int, s Sink, names map[string]int) {
+	p := fmt.Sprintf("sinks[%d]", i)
+	switch first, dup := names[s.Name]; {
+	case s.Name == "":
+		v.add(p+".name", "must not be empty")
+	case dup:
+		v.add(p+".name", "must be unique (%q is also sinks[%d])", s.Name, first)
+	default:
+		names[s.Name] = i
+	}
+	if v.oneOf(p+".kind", s.Kind, SinkKinds) {
+		switch s.Kind {
+		case "file":
+			if s.Dir == "" {
+				v.add(p+".dir", "must not be empty for a file sink")
+			}
+		case "webhook":
+			v.httpURL(p+".url", s.URL)
+		case "redisstream", "nats":
+			if s.URL == "" {
+				v.add(p+".url", "is required for a %s sink", s.Kind)
+			}
+		}
+	}
+	v.envName(p+".secret_env", s.SecretEnv, false)
+	if len(s.Events) == 0 {
+		v.add(p+".events", `must list at least one event glob, e.g. "*"`)
+	}
+	for j, g := range s.Events {
+		key := fmt.Sprintf("%s.events[%d]", p, j)
+		if strings.TrimSpace(g) == "" {
+			v.add(key, "must not be empty")
+		} else if _, err := path.Match(g, ""); err != nil {
+			v.add(key, "must be a valid glob (got %q)", g)
+		}
+	}
+	for j, c := range s.Categories {
+		if !api.MessageCategory(c).Valid() {
+			v.add(fmt.Sprintf("%s.categories[%d]", p, j), "must be one of %s (got %q)", categoryList(), c)
+		}
+	}
+	for j, a := range s.Allow {
+		if !validAllow(a) {
+			v.add(fmt.Sprintf("%s.allow[%d]", p, j), "must be a host name, an IP address or a CIDR range (got %q)", a)
+		}
+	}
+	if s.Timeout <= 0 {
+		v.add(p+".timeout", "must be a positive duration (got %s)", s.Timeout)
+	}
+}
+
+func categoryList() string {
+	names := make([]string, len(api.Categories))
+	for i, c := range api.Categories {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}
+
+type validator struct{ problems []Problem }
+
+func (v *validator) add(key, format string, args ...any) {
+	v.problems = append(v.problems, Problem{Key: key, Rule: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) err() error {
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+// oneOf reports whether value is allowed, adding a problem when not.
+func (v *validator) oneOf(key, value string, allowed []string) bool {
+	if slices.Contains(allowed, value) {
+		return true
+	}
+	v.add(key, "must be %s (got %q)", orList(allowed), value)
+	return false
+}
+
+func (v *validator) httpURL(key, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add(key, "must be an absolute http or https URL (got %q)", raw)
+	}
+}
+
+func (v *validator) envName(key, name string, required bool) {
+	switch {
+	case name == "" && required:
+		v.add(key, "is required: the name of an environment variable")
+	case name != "" && !envNameRE.MatchString(name):
+		v.add(key, "must be the name of an environment variable, letters, digits and _ (got %q)", name)
+	}
+}
+
+// orList writes "a, b or c".
+func orList(items []string) string {
+	if len(items) == 1 {
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 0 && n <= 65535
+}
+
+var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
+
+func validAllow(a string) bool {
+	if _, err := netip.ParsePrefix(a); err == nil {
+		return true
+	}
+	if _, err := netip.ParseAddr(a); err == nil {
+		return true
+	}
+	return len(a) <= 253 && hostRE.MatchString(a)
+}
