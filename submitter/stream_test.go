@@ -309,3 +309,266 @@ func TestStreamLiveRefusesOversizedFrames(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// resumeServer is a live session that survives its connections, like the service: a
+// reconnection to the same URL continues the session. It drops the connection (no close
+// frame) when it reads the frames numbered in dropAt, counting across connections, and
+// discards those frames: what it never acknowledged, it never received.
+type resumeServer struct {
+	*httptest.Server
+	dropAt  map[int]bool
+	noAcks  bool
+	refuse  func(conn int) int // status refusing connection n (1-based); 0 accepts
+	mu      sync.Mutex
+	conns   int
+	frames  int
+	audio   []byte
+	events  []string // "audio" or "stop", in the order the session applied them
+	lastWas string
+}
+
+func newResumeServer(t *testing.T, dropAt ...int) *resumeServer {
+	t.Helper()
+	rs := &resumeServer{dropAt: map[int]bool{}}
+	for _, n := range dropAt {
+		rs.dropAt[n] = true
+	}
+	rs.Server = httptest.NewServer(http.HandlerFunc(rs.serve))
+	t.Cleanup(rs.Close)
+	return rs
+}
+
+func (rs *resumeServer) url() string {
+	return "ws" + strings.TrimPrefix(rs.URL, "http") + "/v2/live?token=tok-secret-42"
+}
+
+func (rs *resumeServer) serve(w http.ResponseWriter, r *http.Request) {
+	rs.mu.Lock()
+	rs.conns++
+	n := rs.conns
+	rs.mu.Unlock()
+	if rs.refuse != nil {
+		if status := rs.refuse(n); status != 0 {
+			http.Error(w, "refused", status)
+			return
+		}
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.CloseNow()
+	ctx := r.Context()
+	send := func(typ, data string) {
+		msg := fmt.Sprintf(`{"session_id":"s1","created_at":"2026-11-20T10:00:00.000Z","type":%q,"data":%s}`, typ, data)
+		_ = conn.Write(ctx, websocket.MessageText, []byte(msg))
+	}
+	if n == 1 {
+		send("start_session", "null")
+	}
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		rs.mu.Lock()
+		rs.frames++
+		if rs.dropAt[rs.frames] {
+			rs.mu.Unlock()
+			conn.CloseNow() // the network drops: no close frame, the frame is lost
+			return
+		}
+		if typ == websocket.MessageText && bytes.Contains(data, []byte(`"stop_recording"`)) {
+			rs.events = append(rs.events, "stop")
+			rs.mu.Unlock()
+			send("stop_recording", `{"recording_duration":1,"recording_left_to_process":0}`)
+			send("end_session", "null")
+			_ = conn.Close(websocket.StatusNormalClosure, "")
+			return
+		}
+		if typ == websocket.MessageText {
+			var m api.AudioChunkMessage
+			_ = json.Unmarshal(data, &m)
+			data = m.Data.Chunk
+		}
+		start := len(rs.audio)
+		rs.audio = append(rs.audio, data...)
+		rs.events = append(rs.events, "audio")
+		end := len(rs.audio)
+		rs.mu.Unlock()
+		if !rs.noAcks {
+			send("audio_chunk", fmt.Sprintf(`{"byte_range":[%d,%d]}`, start, end))
+		}
+	}
+}
+
+func (rs *resumeServer) got() ([]byte, []string, int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.audio), slices.Clone(rs.events), rs.conns
+}
+
+// pipeAudio feeds audio through a pipe in uneven pieces: a source that cannot rewind, like
+// stdin.
+func pipeAudio(t *testing.T, audio []byte) io.Reader {
+	t.Helper()
+	pr, pw := io.Pipe()
+	go func() {
+		for off, i := 0, 0; off < len(audio); i++ {
+			n := min(len(audio)-off, 700+i*331%2900)
+			if _, err := pw.Write(audio[off : off+n]); err != nil {
+				return
+			}
+			off += n
+		}
+		pw.Close()
+	}()
+	t.Cleanup(func() { pr.Close() })
+	return pr
+}
+
+func TestStreamLiveResumesAfterDrops(t *testing.T) {
+	for _, jsonChunks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", jsonChunks), func(t *testing.T) {
+			audio := audioBytes(12*3200 + 123)
+			// Drops at the 3rd and 8th frames, and at the first stop_recording (frame 15: 13
+			// audio frames plus the two lost ones).
+			rs := newResumeServer(t, 3, 8, 16)
+			c, sleeps := newTestClient(t, rs.URL)
+			var types []string
+			var mu sync.Mutex
+			err := c.StreamLive(context.Background(), rs.url(), pipeAudio(t, audio), StreamOptions{JSONChunks: jsonChunks},
+				func(m api.LiveMessage) {
+					mu.Lock()
+					types = append(types, string(m.Type))
+					mu.Unlock()
+				})
+			if err != nil {
+				t.Fatalf("stream: %v", err)
+			}
+			got, events, conns := rs.got()
+			if !bytes.Equal(got, audio) {
+				t.Fatalf("server received %d bytes, want the %d sent exactly once in order", len(got), len(audio))
+			}
+			if conns != 4 {
+				t.Fatalf("connections = %d, want 4", conns)
+			}
+			if stops := slices.Index(events, "stop"); stops != len(events)-1 {
+				t.Fatalf("events = %v: stop_recording must come once, last", events)
+			}
+			// Each reconnection followed progress, so each waits the first step of the back-off.
+			if want := []time.Duration{250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond}; !slices.Equal(sleeps.got(), want) {
+				t.Fatalf("back-off = %v, want %v", sleeps.got(), want)
+			}
+			if types[0] != "start_session" || types[len(types)-1] != "end_session" {
+				t.Fatalf("messages = %v", types)
+			}
+		})
+	}
+}
+
+func TestStreamLiveResumeWithRealtimePacing(t *testing.T) {
+	audio := audioBytes(6 * 3200)
+	rs := newResumeServer(t, 4)
+	c, _ := newTestClient(t, rs.URL, WithSleeper(sleepContext))
+	start := time.Now()
+	if err := c.StreamLive(context.Background(), rs.url(), bytes.NewReader(audio), StreamOptions{Realtime: true}, nil); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	got, _, _ := rs.got()
+	if !bytes.Equal(got, audio) {
+		t.Fatalf("received %d bytes, want %d", len(got), len(audio))
+	}
+	// 500 ms of pacing plus one back-off step; resent audio is not paced a second time.
+	if d := time.Since(start); d < 500*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
+
+func TestStreamLiveResumeGivesUp(t *testing.T) {
+	rs := newResumeServer(t, 2)
+	rs.refuse = func(n int) int {
+		if n > 1 {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	}
+	c, sleeps := newTestClient(t, rs.URL)
+	err := c.StreamLive(context.Background(), rs.url(), bytes.NewReader(audioBytes(5*3200)), StreamOptions{Reconnects: 4}, nil)
+	if err == nil || !strings.Contains(err.Error(), "4 reconnection attempts failed") || strings.Contains(err.Error(), "tok-secret-42") {
+		t.Fatalf("err = %v", err)
+	}
+	want := []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
+	if !slices.Equal(sleeps.got(), want) {
+		t.Fatalf("back-off = %v, want %v", sleeps.got(), want)
+	}
+}
+
+func TestStreamLiveResumeRefusedForGood(t *testing.T) {
+	rs := newResumeServer(t, 2)
+	rs.refuse = func(n int) int {
+		if n > 1 {
+			return http.StatusUnauthorized // the token is spent: the session ended
+		}
+		return 0
+	}
+	c, sleeps := newTestClient(t, rs.URL)
+	err := c.StreamLive(context.Background(), rs.url(), bytes.NewReader(audioBytes(5*3200)), StreamOptions{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "refused the reconnection with status 401") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(sleeps.got()) != 1 {
+		t.Fatalf("attempts = %v", sleeps.got())
+	}
+}
+
+func TestStreamLiveResumeDisabled(t *testing.T) {
+	rs := newResumeServer(t, 2)
+	c, _ := newTestClient(t, rs.URL)
+	err := c.StreamLive(context.Background(), rs.url(), bytes.NewReader(audioBytes(5*3200)), StreamOptions{Reconnects: -1}, nil)
+	if err == nil || !(strings.HasPrefix(err.Error(), "read live message: ") || strings.HasPrefix(err.Error(), "send audio: ")) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, _, conns := rs.got(); conns != 1 {
+		t.Fatalf("connections = %d", conns)
+	}
+}
+
+func TestStreamLiveCannotResumeWithoutAcknowledgments(t *testing.T) {
+	rs := newResumeServer(t, 12) // after more than a second of audio
+	rs.noAcks = true
+	c, _ := newTestClient(t, rs.URL)
+	err := c.StreamLive(context.Background(), rs.url(), bytes.NewReader(audioBytes(20*3200)), StreamOptions{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "acknowledged no audio") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStreamLiveCannotResumePastItsBuffer(t *testing.T) {
+	rs := newResumeServer(t, 4)
+	rs.noAcks = true
+	c, _ := newTestClient(t, rs.URL)
+	err := c.StreamLive(context.Background(), rs.url(), bytes.NewReader(audioBytes(6*3200)), StreamOptions{ResumeBuffer: 4000}, nil)
+	if err == nil || !strings.Contains(err.Error(), "audio from byte 0 was never acknowledged and is no longer buffered") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestResumeBufferLetsGoOfAcknowledgedBytes(t *testing.T) {
+	s := &liveStream{opts: StreamOptions{ResumeBuffer: 100}}
+	s.keep(make([]byte, 60))
+	s.onAck(40)
+	if s.pendingStart != 40 || len(s.pending) != 20 {
+		t.Fatalf("after ack: start %d len %d", s.pendingStart, len(s.pending))
+	}
+	// An ack may overtake keep (the write returned after the server answered).
+	s.onAck(90)
+	s.keep(make([]byte, 50))
+	if s.pendingStart != 90 || len(s.pending) != 20 || s.read != 110 {
+		t.Fatalf("after early ack: start %d len %d read %d", s.pendingStart, len(s.pending), s.read)
+	}
+	s.keep(make([]byte, 150))
+	if s.pendingStart != 160 || len(s.pending) != 100 || s.resumable() == nil {
+		t.Fatalf("after overflow: start %d len %d", s.pendingStart, len(s.pending))
+	}
+}
