@@ -1,0 +1,325 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// Ingest stores the deliveries in one transaction: classified ones in the inbox, quarantined
+// ones in the quarantine table. A dedupe key seen before, in an earlier batch or earlier in
+// this one, reports Duplicate with the first row's id.
+func (s *Store) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	for i := range ds {
+		if ds[i].Quarantine == "" && ds[i].DedupeKey == "" {
+			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
+		}
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	in := ingester{ctx: ctx, tx: tx}
+	defer in.close()
+	out := make([]store.IngestResult, len(ds))
+	for i := range ds {
+		if ds[i].Quarantine != "" {
+			out[i], err = in.quarantine(&ds[i])
+		} else {
+			out[i], err = in.inbox(&ds[i])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ingest: delivery %d: %w", i, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("ingest: commit: %w", err)
+	}
+	return out, nil
+}
+
+// ingester prepares each statement once per transaction, the first time a batch needs it.
+type ingester struct {
+	ctx                           context.Context
+	tx                            *sql.Tx
+	insInbox, findInbox           *sql.Stmt
+	insQuarantine, findQuarantine *sql.Stmt
+}
+
+func (in *ingester) prepare(st **sql.Stmt, query string) error {
+	if *st != nil {
+		return nil
+	}
+	p, err := in.tx.PrepareContext(in.ctx, query)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	*st = p
+	return nil
+}
+
+func (in *ingester) close() {
+	for _, st := range []*sql.Stmt{in.insInbox, in.findInbox, in.insQuarantine, in.findQuarantine} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+}
+
+func (in *ingester) inbox(d *store.Delivery) (store.IngestResult, error) {
+	if err := in.prepare(&in.insInbox, `INSERT INTO inbox (dedupe_key, route, kind, event, job_id,
+		message_type, category, partition_key, headers, body, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`); err != nil {
+		return store.IngestResult{}, err
+	}
+	headers, err := encodeHeaders(d.Headers)
+	if err != nil {
+		return store.IngestResult{}, err
+	}
+	var id int64
+	err = in.insInbox.QueryRowContext(in.ctx, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
+		string(d.MessageType), string(d.Category), d.PartitionKey, headers, blob(d.Body),
+		nullTime(d.ReceivedAt)).Scan(&id)
+	switch {
+	case err == nil:
+		return store.IngestResult{ID: id}, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return store.IngestResult{}, fmt.Errorf("insert inbox row: %w", err)
+	}
+	// No row returned: the key exists, committed earlier or inserted earlier in this batch.
+	if err := in.prepare(&in.findInbox, `SELECT id FROM inbox WHERE dedupe_key = ?`); err != nil {
+		return store.IngestResult{}, err
+	}
+	if err := in.findInbox.QueryRowContext(in.ctx, d.DedupeKey).Scan(&id); err != nil {
+		return store.IngestResult{}, fmt.Errorf("find duplicate inbox row: %w", err)
+	}
+	return store.IngestResult{ID: id, Duplicate: true}, nil
+}
+
+func (in *ingester) quarantine(d *store.Delivery) (store.IngestResult, error) {
+	if err := in.prepare(&in.insQuarantine, `INSERT INTO quarantine (dedupe_key, route, reason, headers,
+		body, received_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`); err != nil {
+		return store.IngestResult{}, err
+	}
+	headers, err := encodeHeaders(d.Headers)
+	if err != nil {
+		return store.IngestResult{}, err
+	}
+	key := QuarantineKey(d.Route, d.Body)
+	var id int64
+	err = in.insQuarantine.QueryRowContext(in.ctx, key, d.Route, d.Quarantine, headers, blob(d.Body),
+		nullTime(d.ReceivedAt)).Scan(&id)
+	switch {
+	case err == nil:
+		return store.IngestResult{ID: id, Quarantined: true}, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return store.IngestResult{}, fmt.Errorf("insert quarantine row: %w", err)
+	}
+	if err := in.prepare(&in.findQuarantine, `SELECT id FROM quarantine WHERE dedupe_key = ?`); err != nil {
+		return store.IngestResult{}, err
+	}
+	if err := in.findQuarantine.QueryRowContext(in.ctx, key).Scan(&id); err != nil {
+		return store.IngestResult{}, fmt.Errorf("find duplicate quarantine row: %w", err)
+	}
+	return store.IngestResult{ID: id, Quarantined: true, Duplicate: true}, nil
+}
+
+// QuarantineKey is the dedupe key of a quarantined delivery: the delivery's own key cannot be
+// trusted, since its body could not be read, so a resent body on the same route is the
+// duplicate. The NUL separator keeps ("a", "bc") and ("ab", "c") apart.
+func QuarantineKey(route string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(route))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+const inboxColumns = `id, dedupe_key, route, kind, event, job_id, message_type, category,
+	partition_key, headers, body, received_at, status, attempts, last_error, processed_at`
+
+func scanInbox(sc interface{ Scan(...any) error }) (store.InboxRow, error) {
+	var (
+		r                 store.InboxRow
+		kind, mtype, cat  string
+		status            string
+		headers           sql.NullString
+		received, process sql.NullString
+	)
+	if err := sc.Scan(&r.ID, &r.DedupeKey, &r.Route, &kind, &r.Event, &r.JobID, &mtype, &cat,
+		&r.PartitionKey, &headers, &r.Body, &received, &status, &r.Attempts, &r.LastError, &process); err != nil {
+		return store.InboxRow{}, err
+	}
+	r.Kind, r.MessageType, r.Category = api.CallbackKind(kind), api.MessageType(mtype), api.MessageCategory(cat)
+	r.Status = store.InboxStatus(status)
+	var err error
+	if r.Headers, err = decodeHeaders(headers); err != nil {
+		return store.InboxRow{}, err
+	}
+	if r.ReceivedAt, err = parseTime(received); err != nil {
+		return store.InboxRow{}, err
+	}
+	if r.ProcessedAt, err = parseTime(process); err != nil {
+		return store.InboxRow{}, err
+	}
+	return r, nil
+}
+
+// limitArg maps the contract's "zero or less means no limit" to SQLite's LIMIT -1.
+func limitArg(limit int) int {
+	if limit <= 0 {
+		return -1
+	}
+	return limit
+}
+
+// PendingInbox lists pending rows with id > afterID in id order, at most limit (no limit
+// when limit <= 0).
+func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]store.InboxRow, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inbox
+		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`, afterID, limitArg(limit))
+	if err != nil {
+		return nil, fmt.Errorf("pending inbox: %w", err)
+	}
+	defer rows.Close()
+	var out []store.InboxRow
+	for rows.Next() {
+		r, err := scanInbox(rows)
+		if err != nil {
+			return nil, fmt.Errorf("pending inbox: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending inbox: %w", err)
+	}
+	return out, nil
+}
+
+// InboxRow returns one inbox row, store.ErrNotFound when there is none.
+func (s *Store) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
+	r, err := scanInbox(s.r.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inbox WHERE id = ?`, id))
+	if err != nil {
+		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, notFound(err))
+	}
+	return r, nil
+}
+
+// notFound maps sql.ErrNoRows to store.ErrNotFound so callers never see driver errors.
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// Apply runs fn and marks the inbox row done in one IMMEDIATE transaction. fn must write
+// through tx only (see the package documentation) and should be quick: the writer is held,
+// and ingestion waits, while it runs. A failed row may be applied (a replay).
+func (s *Store) Apply(ctx context.Context, inboxID int64, fn func(ctx context.Context, tx store.Tx) error) error {
+	sqlTx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("apply inbox row %d: begin: %w", inboxID, err)
+	}
+	defer func() { _ = sqlTx.Rollback() }()
+	var status string
+	if err := sqlTx.QueryRowContext(ctx, `SELECT status FROM inbox WHERE id = ?`, inboxID).Scan(&status); err != nil {
+		return fmt.Errorf("apply inbox row %d: %w", inboxID, notFound(err))
+	}
+	if store.InboxStatus(status) == store.InboxDone {
+		return fmt.Errorf("apply inbox row %d: %w", inboxID, store.ErrAlreadyApplied)
+	}
+	if err := fn(ctx, &tx{q: sqlTx}); err != nil {
+		return err
+	}
+	if _, err := sqlTx.ExecContext(ctx, `UPDATE inbox SET status = 'done', processed_at = ?,
+		attempts = attempts + 1 WHERE id = ?`, formatTime(time.Now()), inboxID); err != nil {
+		return fmt.Errorf("apply inbox row %d: mark done: %w", inboxID, err)
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("apply inbox row %d: commit: %w", inboxID, err)
+	}
+	return nil
+}
+
+// MarkInboxFailed counts a failed attempt and keeps its error; final marks the row failed. A
+// row already done is left alone and reported with store.ErrAlreadyApplied.
+func (s *Store) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("mark inbox row %d failed: begin: %w", inboxID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var status string
+	if err := tx.QueryRowContext(ctx, `SELECT status FROM inbox WHERE id = ?`, inboxID).Scan(&status); err != nil {
+		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, notFound(err))
+	}
+	if store.InboxStatus(status) == store.InboxDone {
+		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, store.ErrAlreadyApplied)
+	}
+	if final {
+		status = string(store.InboxFailed)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE inbox SET attempts = attempts + 1, last_error = ?,
+		status = ? WHERE id = ?`, errMsg, status, inboxID); err != nil {
+		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("mark inbox row %d failed: commit: %w", inboxID, err)
+	}
+	return nil
+}
+
+// InboxBacklog counts pending rows.
+func (s *Store) InboxBacklog(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE status = 'pending'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("inbox backlog: %w", err)
+	}
+	return n, nil
+}
+
+// Quarantined lists quarantined deliveries newest first, at most limit (no limit when
+// limit <= 0).
+func (s *Store) Quarantined(ctx context.Context, limit int) ([]store.QuarantineRow, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, route, reason, headers, body, received_at
+		FROM quarantine ORDER BY id DESC LIMIT ?`, limitArg(limit))
+	if err != nil {
+		return nil, fmt.Errorf("quarantined: %w", err)
+	}
+	defer rows.Close()
+	var out []store.QuarantineRow
+	for rows.Next() {
+		var (
+			q                 store.QuarantineRow
+			headers, received sql.NullString
+		)
+		if err := rows.Scan(&q.ID, &q.Route, &q.Reason, &headers, &q.Body, &received); err != nil {
+			return nil, fmt.Errorf("quarantined: %w", err)
+		}
+		if q.Headers, err = decodeHeaders(headers); err != nil {
+			return nil, fmt.Errorf("quarantined: %w", err)
+		}
+		if q.ReceivedAt, err = parseTime(received); err != nil {
+			return nil, fmt.Errorf("quarantined: %w", err)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("quarantined: %w", err)
+	}
+	return out, nil
+}

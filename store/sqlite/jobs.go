@@ -1,0 +1,360 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// tx is the store.Tx given to Apply's function: the same statements as the Store's, bound to
+// Apply's transaction.
+type tx struct{ q querier }
+
+func (t *tx) Job(ctx context.Context, id string) (store.JobRecord, error) {
+	return getJob(ctx, t.q, id)
+}
+
+func (t *tx) PutJob(ctx context.Context, rec store.JobRecord) error {
+	return putJob(ctx, t.q, rec)
+}
+
+func (t *tx) AppendLiveMessage(ctx context.Context, m store.LiveMessage) (int64, error) {
+	return appendLiveMessage(ctx, t.q, m)
+}
+
+func (t *tx) PutArtifact(ctx context.Context, a store.Artifact) error {
+	return putArtifact(ctx, t.q, a)
+}
+
+// PutJob stores a job record outside a delivery, replacing the one with the same id.
+func (s *Store) PutJob(ctx context.Context, rec store.JobRecord) error {
+	return putJob(ctx, s.w, rec)
+}
+
+// GetJob returns a job record, store.ErrNotFound when unknown.
+func (s *Store) GetJob(ctx context.Context, id string) (store.JobRecord, error) {
+	return getJob(ctx, s.r, id)
+}
+
+// jobColumns are the indexed copies of a record's fields, derived from the record exactly as
+// its JSON encodes them, so the SQL filters of ListJobs agree with api.ListQuery.Matches run
+// on the decoded record.
+type jobColumns struct {
+	createdAt   string
+	completedAt sql.NullString
+	metadata    sql.NullString
+}
+
+func deriveColumns(j *api.Job) (jobColumns, error) {
+	// api.Time encodes milliseconds: the column holds what a decoded record holds.
+	created := j.CreatedAt.UTC().Truncate(time.Millisecond)
+	if y := created.Year(); y > 9999 || (y < 1 && !created.IsZero()) {
+		return jobColumns{}, fmt.Errorf("created_at %s is outside years 0001 to 9999", created)
+	}
+	c := jobColumns{createdAt: formatTime(created)}
+	if j.CompletedAt != nil && !j.CompletedAt.IsZero() {
+		c.completedAt = nullTime(j.CompletedAt.UTC().Truncate(time.Millisecond))
+	}
+	if m := bytes.TrimSpace(j.CustomMetadata); len(m) > 0 {
+		c.metadata = sql.NullString{String: string(m), Valid: true}
+	}
+	return c, nil
+}
+
+func putJob(ctx context.Context, q querier, rec store.JobRecord) error {
+	if rec.Job.ID == "" {
+		return errors.New("put job: empty id")
+	}
+	cols, err := deriveColumns(&rec.Job)
+	if err != nil {
+		return fmt.Errorf("put job %s: %w", rec.Job.ID, err)
+	}
+	record, err := json.Marshal(rec.Job)
+	if err != nil {
+		return fmt.Errorf("put job %s: encode record: %w", rec.Job.ID, err)
+	}
+	local, err := json.Marshal(rec.Local)
+	if err != nil {
+		return fmt.Errorf("put job %s: encode local: %w", rec.Job.ID, err)
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO jobs (id, kind, status, created_at, completed_at,
+		custom_metadata, record, local) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, status = excluded.status,
+		created_at = excluded.created_at, completed_at = excluded.completed_at,
+		custom_metadata = excluded.custom_metadata, record = excluded.record, local = excluded.local`,
+		rec.Job.ID, string(rec.Job.Kind), string(rec.Job.Status), cols.createdAt, cols.completedAt,
+		cols.metadata, string(record), string(local)); err != nil {
+		return fmt.Errorf("put job %s: %w", rec.Job.ID, err)
+	}
+	return nil
+}
+
+func getJob(ctx context.Context, q querier, id string) (store.JobRecord, error) {
+	var record, local []byte
+	if err := q.QueryRowContext(ctx, `SELECT record, local FROM jobs WHERE id = ?`, id).Scan(&record, &local); err != nil {
+		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, notFound(err))
+	}
+	rec, err := decodeJob(record, local)
+	if err != nil {
+		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+func decodeJob(record, local []byte) (store.JobRecord, error) {
+	var rec store.JobRecord
+	if err := json.Unmarshal(record, &rec.Job); err != nil {
+		return store.JobRecord{}, fmt.Errorf("decode record: %w", err)
+	}
+	if err := json.Unmarshal(local, &rec.Local); err != nil {
+		return store.JobRecord{}, fmt.Errorf("decode local: %w", err)
+	}
+	return rec, nil
+}
+
+// ListJobs pages the jobs that pass q's filters, newest first (created_at, then id, both
+// descending). Status, kind and the dates are filtered in SQL on indexed columns; the
+// custom_metadata subset, whose rules (nested objects, exact numbers) SQL cannot express, is
+// then checked by api.ListQuery.Matches on the light columns, and only the page's records are
+// read and decoded. Both steps run in one read transaction, so the page is one snapshot.
+func (s *Store) ListJobs(ctx context.Context, q api.ListQuery) (store.JobPage, error) {
+	limit := q.EffectiveLimit()
+	if limit < 1 {
+		limit = api.DefaultListLimit
+	}
+	offset := max(q.EffectiveOffset(), 0)
+	where, args := listFilter(q)
+	query := `SELECT id, status, kind, created_at, custom_metadata FROM jobs` + where +
+		` ORDER BY created_at DESC, id DESC`
+	if !hasMetadataFilter(q.CustomMetadata) {
+		// SQL filters everything: only the page and one more row are needed.
+		query += ` LIMIT ?`
+		args = append(args, offset+limit+1)
+	}
+
+	rtx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return store.JobPage{}, fmt.Errorf("list jobs: %w", err)
+	}
+	defer func() { _ = rtx.Rollback() }()
+	ids, more, err := pageIDs(ctx, rtx, query, args, q, offset, limit)
+	if err != nil {
+		return store.JobPage{}, fmt.Errorf("list jobs: %w", err)
+	}
+	page := store.JobPage{Items: make([]store.JobRecord, 0, len(ids)), More: more}
+	for _, id := range ids {
+		rec, err := getJob(ctx, rtx, id)
+		if err != nil {
+			return store.JobPage{}, fmt.Errorf("list jobs: %w", err)
+		}
+		page.Items = append(page.Items, rec)
+	}
+	return page, nil
+}
+
+func pageIDs(ctx context.Context, q querier, query string, args []any, lq api.ListQuery, offset, limit int) ([]string, bool, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	var ids []string
+	skip := offset
+	for rows.Next() {
+		var (
+			id, status, kind, created string
+			metadata                  sql.NullString
+		)
+		if err := rows.Scan(&id, &status, &kind, &created, &metadata); err != nil {
+			return nil, false, err
+		}
+		t, err := time.Parse(time.RFC3339Nano, created)
+		if err != nil {
+			return nil, false, fmt.Errorf("job %s: stored created_at %q: %w", id, created, err)
+		}
+		light := api.Job{Status: api.JobStatus(status), Kind: api.JobKind(kind), CreatedAt: api.Time{Time: t}}
+		if metadata.Valid {
+			light.CustomMetadata = json.RawMessage(metadata.String)
+		}
+		if !lq.Matches(&light) {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if len(ids) == limit {
+			return ids, true, nil
+		}
+		ids = append(ids, id)
+	}
+	return ids, false, rows.Err()
+}
+
+// hasMetadataFilter mirrors Matches: an absent, null or empty object filter matches all.
+func hasMetadataFilter(m json.RawMessage) bool {
+	b := bytes.TrimSpace(m)
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	// Decoded like Matches decodes it: one value, trailing bytes ignored; a filter that does
+	// not decode filters nothing there either.
+	var obj map[string]json.RawMessage
+	if json.NewDecoder(bytes.NewReader(b)).Decode(&obj) != nil {
+		return false
+	}
+	return len(obj) > 0
+}
+
+// listFilter builds the WHERE clause of the filters SQL checks exactly like Matches.
+func listFilter(q api.ListQuery) (string, []any) {
+	var conds []string
+	var args []any
+	in := func(col string, vals []string) {
+		conds = append(conds, col+" IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(vals)), ", ")+")")
+		for _, v := range vals {
+			args = append(args, v)
+		}
+	}
+	if len(q.Status) > 0 {
+		vals := make([]string, len(q.Status))
+		for i, s := range q.Status {
+			vals[i] = string(s)
+		}
+		in("status", vals)
+	}
+	if len(q.Kind) > 0 {
+		vals := make([]string, len(q.Kind))
+		for i, k := range q.Kind {
+			vals[i] = string(k)
+		}
+		in("kind", vals)
+	}
+	if q.Date != "" {
+		day, err := time.Parse(api.DateLayout, q.Date)
+		if err != nil || day.Format(api.DateLayout) != q.Date {
+			// Matches compares the formatted day with the string: nothing can match.
+			conds = append(conds, "0")
+		} else {
+			conds = append(conds, "created_at >= ? AND created_at < ?")
+			args = append(args, formatTime(day), formatTime(day.AddDate(0, 0, 1)))
+		}
+	}
+	if t, err := api.ParseTime(q.BeforeDate); q.BeforeDate != "" && err == nil {
+		conds = append(conds, "created_at < ?")
+		args = append(args, formatTime(t))
+	}
+	if t, err := api.ParseTime(q.AfterDate); q.AfterDate != "" && err == nil {
+		conds = append(conds, "created_at > ?")
+		args = append(args, formatTime(t))
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// LiveMessages lists a session's messages with Seq > afterSeq in order, at most limit (no
+// limit when limit <= 0).
+func (s *Store) LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.LiveMessage, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT session_id, seq, type, category, created_at, received_at,
+		inbox_id, payload FROM live_messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		sessionID, afterSeq, limitArg(limit))
+	if err != nil {
+		return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []store.LiveMessage
+	for rows.Next() {
+		var (
+			m                 store.LiveMessage
+			mtype, cat        string
+			created, received sql.NullString
+			payload           []byte
+		)
+		if err := rows.Scan(&m.SessionID, &m.Seq, &mtype, &cat, &created, &received, &m.InboxID, &payload); err != nil {
+			return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
+		}
+		m.Type, m.Category, m.Payload = api.MessageType(mtype), api.MessageCategory(cat), payload
+		if m.CreatedAt, err = parseTime(created); err != nil {
+			return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
+		}
+		if m.ReceivedAt, err = parseTime(received); err != nil {
+			return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// appendLiveMessage numbers the message inside the statement that inserts it; the writer's
+// transactions are serial, so two messages of a session never read the same max(seq).
+func appendLiveMessage(ctx context.Context, q querier, m store.LiveMessage) (int64, error) {
+	if m.SessionID == "" {
+		return 0, errors.New("append live message: empty session id")
+	}
+	var seq int64
+	if err := q.QueryRowContext(ctx, `INSERT INTO live_messages (session_id, seq, type, category,
+		created_at, received_at, inbox_id, payload)
+		VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM live_messages WHERE session_id = ?),
+		?, ?, ?, ?, ?, ?) RETURNING seq`,
+		m.SessionID, m.SessionID, string(m.Type), string(m.Category), nullTime(m.CreatedAt),
+		nullTime(m.ReceivedAt), m.InboxID, string(m.Payload)).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("append live message to %s: %w", m.SessionID, err)
+	}
+	return seq, nil
+}
+
+// putArtifact stores an artifact, replacing the job's artifact of the same name.
+func putArtifact(ctx context.Context, q querier, a store.Artifact) error {
+	if a.JobID == "" || a.Name == "" {
+		return errors.New("put artifact: job id and name are required")
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO artifacts (job_id, name, format, language, path, size,
+		created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (job_id, name) DO UPDATE SET format = excluded.format, language = excluded.language,
+		path = excluded.path, size = excluded.size, created_at = excluded.created_at`,
+		a.JobID, a.Name, a.Format, a.Language, a.Path, a.Size, nullTime(a.CreatedAt)); err != nil {
+		return fmt.Errorf("put artifact %s of %s: %w", a.Name, a.JobID, err)
+	}
+	return nil
+}
+
+// Artifacts lists a job's artifacts by name.
+func (s *Store) Artifacts(ctx context.Context, jobID string) ([]store.Artifact, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT job_id, name, format, language, path, size, created_at
+		FROM artifacts WHERE job_id = ? ORDER BY name`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
+	}
+	defer rows.Close()
+	var out []store.Artifact
+	for rows.Next() {
+		var (
+			a       store.Artifact
+			created sql.NullString
+		)
+		if err := rows.Scan(&a.JobID, &a.Name, &a.Format, &a.Language, &a.Path, &a.Size, &created); err != nil {
+			return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
+		}
+		if a.CreatedAt, err = parseTime(created); err != nil {
+			return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
+	}
+	return out, nil
+}

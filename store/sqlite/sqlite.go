@@ -1,0 +1,378 @@
+// Package sqlite implements store.Store on SQLite through mattn/go-sqlite3: the embedded
+// default of scribehook, one process, one database file.
+//
+// # Connections
+//
+// SQLite allows one writer at a time. The store therefore keeps two pools on the same file:
+// a writer pool of exactly one connection, whose transactions begin IMMEDIATE (they take the
+// write lock at BEGIN, so a read-then-write transaction never fails half-way with "database is
+// locked", which a deferred BEGIN does without waiting for the busy timeout), and a pool of
+// read connections with query_only set. In WAL mode readers never block the writer nor the
+// writer them. Every write of the process queues for the writer connection inside
+// database/sql; the busy timeout only matters when another process holds the lock.
+//
+// Because the writer is a single connection, the function given to Apply must do its writes
+// through its Tx: calling the Store's own write methods from inside it waits for the
+// connection Apply holds, until the context ends.
+//
+// # Durability
+//
+// Options.Synchronous chooses SQLite's synchronous setting, in WAL mode:
+//
+//   - "full" (the default): every COMMIT is fsynced to the WAL before it returns, so a
+//     committed delivery survives a power loss or an OS crash.
+//   - "normal": the WAL is fsynced only at checkpoints. A COMMIT survives the process being
+//     killed (kill -9, a panic), but the last commits can be lost on an OS crash or a power
+//     loss; the database itself stays consistent.
+//
+// scribehook answers a delivery with 2xx only after its COMMIT, and the service does not
+// resend a delivery it saw acknowledged, so only "full" keeps the promise that a 2xx means the
+// delivery is stored. "normal" trades that for throughput on machines where the last second
+// of deliveries may be lost. Group commit (store.Batcher) makes "full" cheap enough: one fsync
+// covers every delivery that arrived while the previous batch was being written.
+//
+// # Storage format
+//
+// Times are stored as UTC text of one fixed width (2006-01-02T15:04:05.000000000Z), so text
+// order is time order; zero times are NULL where a column may be empty. Job records are
+// stored as the JSON json.Marshal gives for api.Job and returned decoded from exactly those
+// bytes. Methods that take a limit treat a limit of zero or less as "no limit".
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/store"
+)
+
+// Synchronous settings Options.Synchronous accepts.
+const (
+	SynchronousFull   = "full"
+	SynchronousNormal = "normal"
+)
+
+// Defaults of Options.
+const (
+	DefaultBusyTimeout = 5 * time.Second
+	DefaultReadConns   = 4
+)
+
+// ErrSchemaTooNew is returned by Open for a database written by a newer scribehook: its schema
+// has migrations this binary does not know, and writing to it could corrupt them.
+var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+
+// Options configures Open.
+type Options struct {
+	// Path is the database file, created when missing. In-memory databases (":memory:",
+	// mode=memory) are not supported: the writer and reader pools must share one database.
+	Path string
+	// Synchronous is "full" (default) or "normal"; see the package documentation.
+	Synchronous string
+	// BusyTimeout is how long a statement waits for a lock held by another process before it
+	// fails with "database is locked" (default 5 s).
+	BusyTimeout time.Duration
+	// ReadConns is the size of the read pool (default 4).
+	ReadConns int
+	// Logger receives migration and setup messages; nil discards them.
+	Logger *logrus.Entry
+}
+
+// Store is the SQLite store.Store. Every method is safe for concurrent use.
+type Store struct {
+	w   *sql.DB // one connection, IMMEDIATE transactions
+	r   *sql.DB // query_only connections
+	log *logrus.Entry
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Open opens (creating if needed) the database at opts.Path, applies pending migrations and
+// returns the store.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w, err := sql.Open("sqlite3", writerDSN(opts))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite writer: %w", err)
+	}
+	// One connection that never expires: it is the single writer, and database/sql queues
+	// every write for it instead of letting SQLite reject concurrent writers.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &Store{w: w, log: opts.Logger}
+	if err := s.setup(ctx, opts); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) setup(ctx context.Context, opts Options) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return fmt.Errorf("open sqlite %s: %w", opts.Path, err)
+	}
+	var mode string
+	if err := s.w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		// Some file systems (network mounts) cannot hold a WAL; the store still works, with
+		// readers and the writer blocking each other.
+		s.log.WithField("journal_mode", mode).Warn("sqlite: WAL mode unavailable")
+	}
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	r, err := sql.Open("sqlite3", readerDSN(opts))
+	if err != nil {
+		return fmt.Errorf("open sqlite readers: %w", err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	s.r = r
+	if err := r.PingContext(ctx); err != nil {
+		return fmt.Errorf("open sqlite readers: %w", err)
+	}
+	s.log.WithFields(logrus.Fields{
+		"path": opts.Path, "synchronous": opts.Synchronous, "read_conns": opts.ReadConns,
+	}).Debug("sqlite: store open")
+	return nil
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Path == "" {
+		return o, errors.New("sqlite: path is required")
+	}
+	if isMemory(o.Path) {
+		return o, fmt.Errorf("sqlite: in-memory database %q is not supported, use a file", o.Path)
+	}
+	switch s := strings.ToLower(o.Synchronous); s {
+	case "":
+		o.Synchronous = SynchronousFull
+	case SynchronousFull, SynchronousNormal:
+		o.Synchronous = s
+	default:
+		return o, fmt.Errorf("sqlite: synchronous must be full or normal (got %q)", o.Synchronous)
+	}
+	if o.BusyTimeout < 0 {
+		return o, fmt.Errorf("sqlite: busy timeout must not be negative (got %s)", o.BusyTimeout)
+	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = DefaultReadConns
+	}
+	if o.Logger == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		o.Logger = logrus.NewEntry(l)
+	}
+	return o, nil
+}
+
+func isMemory(p string) bool {
+	return p == ":memory:" || strings.HasPrefix(p, "file::memory:") || strings.Contains(p, "mode=memory")
+}
+
+// fileURI turns a path into an SQLite URI filename: the driver passes "file:" names to SQLite
+// whole, so characters such as '?', '#' and '%' in the path must be escaped.
+func fileURI(p string) string {
+	return "file:" + (&url.URL{Path: p}).EscapedPath()
+}
+
+func writerDSN(o Options) string {
+	v := url.Values{}
+	v.Set("_journal_mode", "WAL")
+	v.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
+	v.Set("_synchronous", strings.ToUpper(o.Synchronous))
+	v.Set("_txlock", "immediate")
+	v.Set("_foreign_keys", "1")
+	return fileURI(o.Path) + "?" + v.Encode()
+}
+
+func readerDSN(o Options) string {
+	v := url.Values{}
+	v.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
+	v.Set("_query_only", "1")
+	v.Set("_foreign_keys", "1")
+	return fileURI(o.Path) + "?" + v.Encode()
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations reads the embedded files, named NNNN_description.sql, in version order.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var ms []migration
+	for _, e := range entries {
+		prefix, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(prefix)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a positive version and '_'", e.Name())
+		}
+		b, err := fs.ReadFile(migrationFiles, path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].name, ms[i].name, ms[i].version)
+		}
+	}
+	return ms, nil
+}
+
+// migrate applies the pending migrations, each in its own transaction together with its
+// schema_migrations row. It writes nothing when the schema is current, so a read-only
+// database file still opens (for listing) and fails only on writes.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	latest := ms[len(ms)-1].version
+	current, err := s.schemaVersion(ctx, s.w)
+	if err != nil {
+		return err
+	}
+	if current > latest {
+		return fmt.Errorf("schema version %d, binary knows up to %d: %w", current, latest, ErrSchemaTooNew)
+	}
+	if current == latest {
+		return nil
+	}
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at TEXT NOT NULL
+	) STRICT`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		if err := s.applyMigration(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) applyMigration(ctx context.Context, m migration) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	// Another process may have migrated between our read and our BEGIN IMMEDIATE.
+	var done int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if done > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		m.version, formatTime(time.Now())); err != nil {
+		return fmt.Errorf("migration %s: record version: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migration %s: commit: %w", m.name, err)
+	}
+	s.log.WithField("migration", m.name).Info("sqlite: migration applied")
+	return nil
+}
+
+// schemaVersion is the highest applied migration, 0 for a new database.
+func (s *Store) schemaVersion(ctx context.Context, db *sql.DB) (int, error) {
+	var n int
+	if err := db.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	var v int
+	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// Ping checks that both pools answer a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.r.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("ping sqlite readers: %w", err)
+	}
+	if err := s.w.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite writer: %w", err)
+	}
+	return nil
+}
+
+// Close closes both pools; the last connection to close checkpoints the WAL into the file.
+// Later calls return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.r != nil {
+			errs = append(errs, s.r.Close())
+		}
+		// Keeps the query planner's statistics current, as SQLite advises before closing.
+		if _, err := s.w.Exec(`PRAGMA optimize`); err != nil && !isReadOnly(err) {
+			s.log.WithError(err).Debug("sqlite: optimize on close")
+		}
+		errs = append(errs, s.w.Close())
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("close sqlite: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+func isReadOnly(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrReadonly
+}
