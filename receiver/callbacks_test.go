@@ -375,7 +375,7 @@ func TestContentEncoding(t *testing.T) {
 
 func TestBodyLimits(t *testing.T) {
 	const limit = 4096
-	h := newHarness(t, func(c *Config) { c.BodyLimit = limit })
+	h := newHarness(t, withConfig(func(c *Config) { c.BodyLimit = limit }))
 	big := append([]byte(`{"id":"x","event":"transcription.error","error":{"message":"`), bytes.Repeat([]byte("a"), limit)...)
 	big = append(big, `"}}`...)
 	for _, tc := range []struct {
@@ -444,10 +444,9 @@ func TestQuarantine(t *testing.T) {
 
 func TestIngestFailure(t *testing.T) {
 	// A real Batcher over a closed SQLite store: our own failure to commit.
-	h := newHarness(t, func(c *Config) {
-		st := newClosedStore(t)
-		c.Ingester = store.NewBatcher(st, store.BatcherOptions{})
-	})
+	h := newHarness(t, withConfig(func(c *Config) {
+		c.Ingester = store.NewBatcher(newClosedStore(t), store.BatcherOptions{})
+	}))
 	r := h.post(testRouteToken, successBody(t, jobID), nil)
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
 		t.Fatalf("status %d retry-after %q: %s", r.status, r.header.Get("Retry-After"), r.body)

@@ -54,7 +54,14 @@ type harness struct {
 	logs     *syncBuffer
 }
 
-type harnessOption func(*Config)
+// harnessOption adjusts the configuration or, before the app is built, the receiver.
+type harnessOption struct {
+	cfg func(*Config)
+	rcv func(*Receiver)
+}
+
+func withConfig(f func(*Config)) harnessOption     { return harnessOption{cfg: f} }
+func withReceiver(f func(*Receiver)) harnessOption { return harnessOption{rcv: f} }
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
@@ -93,9 +100,17 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		Now:       func() time.Time { return testNow },
 	}
 	for _, o := range opts {
-		o(&cfg)
+		if o.cfg != nil {
+			o.cfg(&cfg)
+		}
 	}
-	h.rcv, err = New(cfg)
+	h.rcv, err = newReceiver(cfg, func(r *Receiver) {
+		for _, o := range opts {
+			if o.rcv != nil {
+				o.rcv(r)
+			}
+		}
+	})
 	if err != nil {
 		t.Fatalf("new receiver: %v", err)
 	}

@@ -104,13 +104,19 @@ type Receiver struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 
-	// heartbeat and pollEvery pace event streams; fields so tests can shorten them.
-	heartbeat time.Duration
-	pollEvery time.Duration
+	// heartbeat and pollEvery pace event streams, writeTimeout bounds each write; fields so
+	// that tests can shorten them.
+	heartbeat    time.Duration
+	pollEvery    time.Duration
+	writeTimeout time.Duration
 }
 
 // New checks cfg and builds the app with every route.
-func New(cfg Config) (*Receiver, error) {
+func New(cfg Config) (*Receiver, error) { return newReceiver(cfg, nil) }
+
+// newReceiver is New with a hook that adjusts the receiver's pacing before the app is built
+// (tests shorten timeouts with it).
+func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("receiver: store is required")
 	}
@@ -118,13 +124,14 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, errors.New("receiver: ingester is required")
 	}
 	r := &Receiver{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		now:       cfg.Now,
-		bodyLimit: cfg.BodyLimit,
-		closing:   make(chan struct{}),
-		heartbeat: 15 * time.Second,
-		pollEvery: time.Second,
+		cfg:          cfg,
+		log:          cfg.Logger,
+		now:          cfg.Now,
+		bodyLimit:    cfg.BodyLimit,
+		closing:      make(chan struct{}),
+		heartbeat:    15 * time.Second,
+		pollEvery:    time.Second,
+		writeTimeout: writeTimeout,
 	}
 	if r.log == nil {
 		r.log = logrus.NewEntry(logrus.New())
@@ -150,10 +157,13 @@ func New(cfg Config) (*Receiver, error) {
 	if r.metrics, err = newMetrics(r.cfg.Metrics, r.backlog); err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}
+	if tune != nil {
+		tune(r)
+	}
 	r.app = fiber.New(fiber.Config{
 		BodyLimit:             r.bodyLimit,
 		ReadTimeout:           readTimeout,
-		WriteTimeout:          writeTimeout,
+		WriteTimeout:          r.writeTimeout,
 		IdleTimeout:           idleTimeout,
 		DisableStartupMessage: true,
 		ErrorHandler:          r.errorHandler,

@@ -138,7 +138,7 @@ func (r *Receiver) sendStored(w *bufio.Writer, st *stream) error {
 // flush moves the deadline forward instead, so only a client that stops reading times out.
 func (r *Receiver) flush(w *bufio.Writer, st *stream) error {
 	if st.conn != nil {
-		if err := st.conn.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+		if err := st.conn.SetWriteDeadline(time.Now().Add(r.writeTimeout)); err != nil {
 			return fmt.Errorf("extend write deadline: %w", err)
 		}
 	}
