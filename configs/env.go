@@ -32,18 +32,10 @@ func EnvName(path string) string {
 // applyEnv applies every variable of environ whose name is a configuration path. Other
 // variables, secrets included, are not looked at beyond their name.
 func applyEnv(cfg *Config, environ []string) error {
-	vars := map[string]string{}
-	for _, kv := range environ {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(k, EnvPrefix) {
-			continue
-		}
-		vars[k] = v // a later entry wins, as with os/exec
-	}
 	root := reflect.TypeFor[Config]()
 	var ovs []override
-	for k, v := range vars {
-		if v == "" {
+	for k, v := range envMap(environ) {
+		if v == "" || !strings.HasPrefix(k, EnvPrefix) {
 			continue // empty counts as unset, as compose files and shells often leave them
 		}
 		if steps, ok := matchPath(root, strings.TrimPrefix(k, EnvPrefix)); ok {

@@ -34,12 +34,7 @@ type RouteSecrets struct {
 // giving both is an error. A route whose token variable is unset, or a sink whose secret_env
 // is unset, is an error that names the variable.
 func (c Config) Secrets(environ []string) (Secrets, error) {
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
+	env := envMap(environ)
 	var errs []error
 	get := func(name string) string {
 		v, err := lookupSecret(env, name)
@@ -83,6 +78,23 @@ func (c Config) Secrets(environ []string) (Secrets, error) {
 		return Secrets{}, errors.Join(dedupe(errs)...)
 	}
 	return s, nil
+}
+
+// LookupSecret reads one secret from environ: the variable name, or the file named by
+// name_FILE; "" when neither is set. Commands that need one secret (the API key of submit and
+// live) use it instead of Secrets, which insists on every secret serve needs.
+func LookupSecret(environ []string, name string) (string, error) {
+	return lookupSecret(envMap(environ), name)
+}
+
+func envMap(environ []string) map[string]string {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v // a later entry wins, as with os/exec
+		}
+	}
+	return env
 }
 
 // lookupSecret reads NAME, or the file named by NAME_FILE.

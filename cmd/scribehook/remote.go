@@ -238,10 +238,20 @@ func newRemoteCreateCmd(o *remoteOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&jf.audioURL, "audio-url", "", "URL of the audio or video file")
-	f.StringVar(&jf.paramsFile, "params", "", "JSON file with the request body (- for stdin)")
+	jf.register(cmd)
 	f.StringVar(&jf.callbackURL, "callback-url", "", "send the result to this URL (sets callback and callback_config)")
 	f.StringVar(&jf.callbackMethod, "callback-method", "", "HTTP method of the callback: POST or PUT")
+	f.BoolVar(&jf.deprecatedEndpoint, "deprecated-endpoint", false, "create through the deprecated POST /v2/transcription")
+	f.StringVarP(&output, "output", "o", "table", "output: table or json")
+	return cmd
+}
+
+// register adds the job flags that every command creating a pre-recorded job takes (remote
+// create, submit); the callback flags stay with the commands that let the user choose.
+func (jf *jobFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&jf.audioURL, "audio-url", "", "URL of the audio or video file")
+	f.StringVar(&jf.paramsFile, "params", "", "JSON file with the request body (- for stdin)")
 	f.StringSliceVar(&jf.languages, "language", nil, "spoken language codes (language_config.languages); none means detect")
 	f.BoolVar(&jf.subtitles, "subtitles", false, "generate subtitles")
 	f.StringSliceVar(&jf.subtitleFormats, "subtitles-format", nil, "subtitle formats: srt, vtt (implies --subtitles)")
@@ -253,9 +263,6 @@ func newRemoteCreateCmd(o *remoteOptions) *cobra.Command {
 	f.BoolVar(&jf.ner, "named-entity-recognition", false, "recognise named entities")
 	f.BoolVar(&jf.chapters, "chapterization", false, "split into chapters")
 	f.StringArrayVar(&jf.metadata, "metadata", nil, "custom_metadata as key=value (repeatable)")
-	f.BoolVar(&jf.deprecatedEndpoint, "deprecated-endpoint", false, "create through the deprecated POST /v2/transcription")
-	f.StringVarP(&output, "output", "o", "table", "output: table or json")
-	return cmd
 }
 
 // request builds the body: --params first, then every flag that was given.

@@ -12,5 +12,9 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRemoteCmd())
 	root.AddCommand(newSandboxCmd())
 	root.AddCommand(newDemoCmd())
+	addConfigFlag(root)
+	root.AddCommand(newSubmitCmd())
+	root.AddCommand(newLiveCmd())
+	root.AddCommand(newJobsCmd())
 	return root
 }

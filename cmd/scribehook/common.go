@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// envConfig names the configuration file when --config is not given. It is not a
+// configuration key (there is no "config" key), so configs never takes it as an override.
+const envConfig = "SCRIBEHOOK_CONFIG"
+
+// addConfigFlag gives every command the --config flag.
+func addConfigFlag(root *cobra.Command) {
+	root.PersistentFlags().String("config", "",
+		"YAML configuration file (default: $"+envConfig+"; without either, the built-in defaults)")
+}
+
+// configPath is --config, else $SCRIBEHOOK_CONFIG, else "" (defaults only).
+func configPath(cmd *cobra.Command) string {
+	if f := cmd.Flag("config"); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	return os.Getenv(envConfig)
+}
+
+// loadConfig loads the configuration of the command: --config, then SCRIBEHOOK_* overrides.
+func loadConfig(cmd *cobra.Command) (configs.Config, error) {
+	return configs.Load(configPath(cmd), os.Environ())
+}
+
+// apiKeySecrets resolves only the API key: submit and live need nothing else, and must not
+// fail because a route token that only serve needs is missing from this shell.
+func apiKeySecrets(cfg configs.Config) (configs.Secrets, error) {
+	key, err := configs.LookupSecret(os.Environ(), cfg.Service.APIKeyEnv)
+	if err != nil {
+		return configs.Secrets{}, err
+	}
+	return configs.Secrets{APIKey: key}, nil
+}
+
+// openStore opens the store the configuration names.
+func openStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
+	switch cfg.Store.Driver {
+	case "sqlite":
+		st, err := sqlite.Open(ctx, sqlite.Options{Path: cfg.Store.DSN, Synchronous: cfg.Store.Synchronous})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return st, nil
+	case "postgres":
+		return nil, errors.New("store driver postgres is not built yet: use store.driver sqlite")
+	}
+	return nil, fmt.Errorf("unknown store driver %q: use sqlite", cfg.Store.Driver)
+}
+
+// serviceClient is a client of the configured service, authenticated with the API key.
+func serviceClient(cfg configs.Config, secrets configs.Secrets, opts ...submitter.Option) (*submitter.Client, error) {
+	if secrets.APIKey == "" {
+		return nil, fmt.Errorf("environment variable %s is empty: set it to the service API key (or name another variable in service.api_key_env)", cfg.Service.APIKeyEnv)
+	}
+	all := append([]submitter.Option{submitter.WithKeyHeader(cfg.Service.KeyHeader)}, opts...)
+	return submitter.New(cfg.Service.BaseURL, secrets.APIKey, all...)
+}
+
+// callbackURL is where the service sends the callbacks of the job that token serves.
+func callbackURL(cfg configs.Config, token string) string { return cfg.CallbackURL(token) }
+
+// stderrLogger logs warnings (reconnections, retries) to the command's stderr; verbose adds
+// every call.
+func stderrLogger(cmd *cobra.Command, verbose bool) *logrus.Entry {
+	l := logrus.New()
+	l.Out = cmd.ErrOrStderr()
+	l.Level = logrus.WarnLevel
+	if verbose {
+		l.Level = logrus.DebugLevel
+	}
+	return logrus.NewEntry(l)
+}
+
+// isTerminal reports whether w is a character device: progress then redraws one line
+// instead of printing one line per update.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// localView is the "local" member of a job as the CLI prints it: the shape of the read API's
+// GET /v1/jobs/{id}, plus the number of stored live messages.
+type localView struct {
+	store.Local
+	Artifacts    []artifactView `json:"artifacts"`
+	LiveMessages *int64         `json:"live_messages,omitempty"`
+}
+
+type artifactView struct {
+	Name     string `json:"name"`
+	Format   string `json:"format"`
+	Language string `json:"language,omitempty"`
+	Path     string `json:"path"`
+	Size     int64  `json:"size"`
+}
+
+func newLocalView(rec store.JobRecord, arts []store.Artifact) localView {
+	v := localView{Local: rec.Local, Artifacts: make([]artifactView, 0, len(arts))}
+	for _, a := range arts {
+		v.Artifacts = append(v.Artifacts, artifactView{Name: a.Name, Format: a.Format, Language: a.Language, Path: a.Path, Size: a.Size})
+	}
+	return v
+}
+
+// recordJSON writes the job exactly as the service would, with "local" appended as its last
+// member, so that the service's members keep their order and unknown members survive.
+func recordJSON(j api.Job, local localView) (json.RawMessage, error) {
+	if _, clash := j.Extra["local"]; clash {
+		j.Extra = maps.Clone(j.Extra)
+		delete(j.Extra, "local")
+	}
+	jb, err := json.Marshal(j)
+	if err != nil {
+		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	lb, err := json.Marshal(local)
+	if err != nil {
+		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	jb = bytes.TrimSpace(jb)
+	if len(jb) < 2 || jb[0] != '{' || jb[len(jb)-1] != '}' {
+		return nil, fmt.Errorf("encode job %s: not an object", j.ID)
+	}
+	out := make([]byte, 0, len(jb)+len(lb)+16)
+	out = append(out, jb[:len(jb)-1]...)
+	if len(bytes.TrimSpace(jb[1:len(jb)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"local":`...)
+	out = append(out, lb...)
+	return append(out, '}'), nil
+}
+
+// seconds renders a duration in seconds with one decimal, as the job summaries do.
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }

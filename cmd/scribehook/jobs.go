@@ -1,0 +1,338 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+func newJobsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "Jobs and deliveries in the local store: list, show, quarantine",
+		Long: `Reads the local store that "scribehook serve" writes (store.dsn of the configuration): the
+jobs it received callbacks for or that submit and live created, and the deliveries it could
+authenticate but not read (quarantine). Nothing is asked of the service; see "scribehook
+remote" for its own lists.`,
+	}
+	cmd.AddCommand(newJobsListCmd(), newJobsShowCmd(), newJobsQuarantineCmd())
+	return cmd
+}
+
+func newJobsListCmd() *cobra.Command {
+	var (
+		all                         bool
+		kinds, statuses, metadata   []string
+		date, beforeDate, afterDate string
+		limit, offset               int
+		output                      string
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List stored jobs, newest first, with the service's filters",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			q := api.ListQuery{Date: date, BeforeDate: beforeDate, AfterDate: afterDate}
+			if cmd.Flags().Changed("limit") {
+				q.Limit = api.Int(limit)
+			}
+			if cmd.Flags().Changed("offset") {
+				q.Offset = api.Int(offset)
+			}
+			for _, s := range statuses {
+				q.Status = append(q.Status, api.JobStatus(s))
+			}
+			for _, k := range kinds {
+				q.Kind = append(q.Kind, api.JobKind(k))
+			}
+			md, err := metadataObject(metadata)
+			if err != nil {
+				return err
+			}
+			q.CustomMetadata = md
+			if err := q.Validate(false); err != nil {
+				return fmt.Errorf("filters: %w", err)
+			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+
+			var recs []store.JobRecord
+			for {
+				page, err := st.ListJobs(ctx, q)
+				if err != nil {
+					return fmt.Errorf("list jobs: %w", err)
+				}
+				recs = append(recs, page.Items...)
+				if !page.More {
+					break
+				}
+				if !all {
+					if output == "table" {
+						fmt.Fprintln(cmd.ErrOrStderr(), "more jobs follow: use --all, or --offset to page")
+					}
+					break
+				}
+				next := len(page.Items)
+				if q.Offset != nil {
+					next += *q.Offset
+				}
+				q.Offset = api.Int(next)
+			}
+			if output == "json" {
+				items := make([]json.RawMessage, 0, len(recs))
+				for _, r := range recs {
+					b, err := recordJSON(r.Job, localView{Local: r.Local})
+					if err != nil {
+						return err
+					}
+					items = append(items, b)
+				}
+				return writeJSON(cmd.OutOrStdout(), items)
+			}
+			jobs := make([]api.Job, len(recs))
+			for i, r := range recs {
+				jobs[i] = r.Job
+			}
+			return writeJobsTable(cmd.OutOrStdout(), jobs)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&kinds, "kind", nil, "kinds to keep: pre-recorded, live (repeat or comma-separate)")
+	f.StringSliceVar(&statuses, "status", nil, "statuses to keep: queued, processing, done, error (repeat or comma-separate)")
+	f.StringVar(&date, "date", "", "jobs of one day, YYYY-MM-DD")
+	f.StringVar(&beforeDate, "before-date", "", "jobs created before this ISO 8601 date-time")
+	f.StringVar(&afterDate, "after-date", "", "jobs created after this ISO 8601 date-time")
+	f.StringArrayVar(&metadata, "metadata", nil, "custom_metadata filter as key=value (repeatable)")
+	f.IntVar(&limit, "limit", api.DefaultListLimit, "jobs per page")
+	f.IntVar(&offset, "offset", 0, "index of the first job")
+	f.BoolVar(&all, "all", false, "follow the pages to the end")
+	f.StringVarP(&output, "output", "o", "table", "output: table or json")
+	return cmd
+}
+
+func newJobsShowCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one stored job: the service's record, what scribehook knows of it, its live messages",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			id := args[0]
+			rec, err := st.GetJob(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("job %s is not in the local store %s (see scribehook remote get for the service's record)", id, cfg.Store.DSN)
+			}
+			if err != nil {
+				return fmt.Errorf("read job %s: %w", id, err)
+			}
+			arts, err := st.Artifacts(ctx, id)
+			if err != nil {
+				return fmt.Errorf("read artifacts of %s: %w", id, err)
+			}
+			local := newLocalView(rec, arts)
+			if rec.Job.Kind == api.KindLive {
+				n, err := countLiveMessages(cmd, st, id)
+				if err != nil {
+					return err
+				}
+				local.LiveMessages = &n
+			}
+			if output == "json" {
+				b, err := recordJSON(rec.Job, local)
+				if err != nil {
+					return err
+				}
+				return writeJSON(cmd.OutOrStdout(), b)
+			}
+			return writeJobDetails(cmd.OutOrStdout(), rec, local)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output: table or json")
+	return cmd
+}
+
+// countLiveMessages counts a session's stored messages a page at a time, so a long session
+// is never held in memory at once.
+func countLiveMessages(cmd *cobra.Command, st store.Store, id string) (int64, error) {
+	const page = 1000
+	var n, after int64
+	for {
+		msgs, err := st.LiveMessages(cmd.Context(), id, after, page)
+		if err != nil {
+			return 0, fmt.Errorf("read live messages of %s: %w", id, err)
+		}
+		n += int64(len(msgs))
+		if len(msgs) < page {
+			return n, nil
+		}
+		after = msgs[len(msgs)-1].Seq
+	}
+}
+
+// writeJobDetails prints one job as aligned "name value" lines.
+func writeJobDetails(w io.Writer, rec store.JobRecord, local localView) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(name, value string) { fmt.Fprintf(tw, "%s\t%s\n", name, cell(value)) }
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04:05")
+	}
+	j := rec.Job
+	line("id", j.ID)
+	line("kind", string(j.Kind))
+	line("status", string(j.Status))
+	line("created", when(j.CreatedAt.Time))
+	if j.CompletedAt != nil {
+		line("completed", when(j.CompletedAt.Time))
+	}
+	if j.ErrorCode != nil {
+		line("error code", strconv.Itoa(*j.ErrorCode))
+	}
+	if len(j.CustomMetadata) > 0 {
+		line("metadata", string(j.CustomMetadata))
+	}
+	if r := j.Result; r != nil {
+		if r.Metadata != nil {
+			line("audio", fmt.Sprintf("%.1fs", r.Metadata.AudioDuration))
+		}
+		if t := r.Transcription; t != nil {
+			line("utterances", strconv.Itoa(len(t.Utterances)))
+			line("transcript", firstWords(t.FullTranscript, 16))
+		}
+	}
+	line("source", local.Source)
+	line("received", when(local.ReceivedAt))
+	line("updated", when(local.UpdatedAt))
+	line("deliveries", strconv.Itoa(local.Deliveries))
+	if local.ErrorMessage != "" {
+		line("error", local.ErrorMessage)
+	}
+	if local.Resolution != "" {
+		line("resolution", local.Resolution)
+	}
+	if local.LiveMessages != nil {
+		line("live messages", strconv.FormatInt(*local.LiveMessages, 10))
+	}
+	for _, a := range local.Artifacts {
+		desc := a.Format
+		if a.Language != "" {
+			desc += ", " + a.Language
+		}
+		line("artifact", fmt.Sprintf("%s (%s) %s", a.Name, desc, a.Path))
+	}
+	return tw.Flush()
+}
+
+func newJobsQuarantineCmd() *cobra.Command {
+	var (
+		n      int
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "quarantine",
+		Short: "List authenticated deliveries that could not be read, newest first",
+		Long: `Lists the deliveries serve authenticated and stored raw, but could not classify (rule 2 of
+the design: schema drift on the service side must not lose data). Each shows its route, the
+reason, when it arrived, its size and its first bytes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if n < 1 {
+				return fmt.Errorf("-n %d: give at least 1", n)
+			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rows, err := st.Quarantined(ctx, n)
+			if err != nil {
+				return fmt.Errorf("list quarantine: %w", err)
+			}
+			if output == "json" {
+				type item struct {
+					ID         int64     `json:"id"`
+					Route      string    `json:"route"`
+					Reason     string    `json:"reason"`
+					ReceivedAt time.Time `json:"received_at"`
+					Size       int       `json:"size"`
+					FirstBytes string    `json:"first_bytes"`
+				}
+				items := make([]item, 0, len(rows))
+				for _, r := range rows {
+					items = append(items, item{r.ID, r.Route, r.Reason, r.ReceivedAt.UTC(), len(r.Body), firstBytes(r.Body, 200)})
+				}
+				return writeJSON(cmd.OutOrStdout(), items)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tROUTE\tRECEIVED\tSIZE\tREASON\tFIRST BYTES")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", r.ID, cell(r.Route), r.ReceivedAt.UTC().Format("2006-01-02 15:04:05"),
+					len(r.Body), cell(r.Reason), firstBytes(r.Body, 40))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVarP(&n, "number", "n", 20, "how many deliveries to show")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output: table or json")
+	return cmd
+}
+
+// firstBytes shows the start of a body on one line: printable text as is, anything else
+// escaped, cut at limit bytes with "…".
+func firstBytes(body []byte, limit int) string {
+	cut := len(body) > limit
+	if cut {
+		body = body[:limit]
+	}
+	q := strconv.QuoteToGraphic(string(body))
+	q = q[1 : len(q)-1] // the quotes add nothing in a column
+	q = strings.ReplaceAll(q, `\"`, `"`)
+	if cut {
+		q += "…"
+	}
+	return q
+}

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// pollInterval is how often --wait reads the local store. Reading SQLite is cheap and the
+// service is never asked.
+const pollInterval = 200 * time.Millisecond
+
+// sourceSubmit marks records that scribehook created itself (store.Local.Source).
+const sourceSubmit = "submit"
+
+func newSubmitCmd() *cobra.Command {
+	var (
+		jf      jobFlags
+		method  string
+		wait    bool
+		timeout time.Duration
+		output  string
+		verbose bool
+	)
+	cmd := &cobra.Command{
+		Use:   "submit --audio-url URL [job flags | --params file.json] [--wait]",
+		Short: "Create a pre-recorded job whose callback comes back to scribehook",
+		Long: `Creates a pre-recorded job at the service with a callback pointing back at this scribehook:
+a fresh token is minted and stored, and callback_config.url is public_url/v1/callbacks/<token>.
+The job is recorded in the local store and its id printed.
+
+The callback is received by "scribehook serve", which must be running with the same
+configuration (the same store) and be reachable by the service at public_url. --wait then
+watches the local store until the callback has been processed; it never polls the service.
+It exits 0 when the job succeeded, non-zero when it failed or when --timeout passes first.
+
+--params reads a JSON body (the fields of a pre-recorded request, - for stdin); job flags
+given on the command line override its values. The callback settings of --params are
+replaced.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			method = strings.ToUpper(method)
+			if method != http.MethodPost && method != http.MethodPut {
+				return fmt.Errorf("--method %q: use POST or PUT", method)
+			}
+			req, err := jf.request(cmd)
+			if err != nil {
+				return err
+			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			secrets, err := apiKeySecrets(cfg)
+			if err != nil {
+				return err
+			}
+			client, err := serviceClient(cfg, secrets, submitter.WithLogger(stderrLogger(cmd, verbose)))
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+
+			warn := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: "+format+"\n", args...) }
+			id, err := submitJob(ctx, cfg, st, client, &req, method, warn)
+			if err != nil {
+				return err
+			}
+			if !wait {
+				if output == "json" {
+					return writeJSON(cmd.OutOrStdout(), map[string]string{"id": id})
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), id)
+				return nil
+			}
+			if output == "table" {
+				fmt.Fprintln(cmd.OutOrStdout(), id)
+			}
+			rec, waited, err := waitForJob(ctx, st, id, timeout, cfg, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				arts, err := st.Artifacts(ctx, id)
+				if err != nil {
+					return fmt.Errorf("read artifacts of %s: %w", id, err)
+				}
+				b, err := recordJSON(rec.Job, newLocalView(rec, arts))
+				if err != nil {
+					return err
+				}
+				if rec.Job.Status != api.StatusDone {
+					_ = writeJSON(cmd.OutOrStdout(), b)
+					return jobFailed(rec)
+				}
+				return writeJSON(cmd.OutOrStdout(), b)
+			}
+			if rec.Job.Status != api.StatusDone {
+				return jobFailed(rec)
+			}
+			writeSummary(cmd.OutOrStdout(), rec, waited)
+			return nil
+		},
+	}
+	jf.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&method, "method", http.MethodPost, "HTTP method of the callback: POST or PUT")
+	f.BoolVar(&wait, "wait", false, "wait until serve has stored the callback, then print a summary")
+	f.DurationVar(&timeout, "timeout", 30*time.Minute, "with --wait, give up after this long (0: no limit)")
+	f.StringVarP(&output, "output", "o", "table", "output: table or json")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log every call to the service to stderr")
+	return cmd
+}
+
+// submitJob mints and stores a callback token, creates the job with its callback pointing
+// back, binds the token to the job and records the job locally. It returns the job id.
+func submitJob(ctx context.Context, cfg configs.Config, st store.Store, client *submitter.Client,
+	req *api.PreRecordedRequest, method string, warn func(string, ...any)) (string, error) {
+	if req.CallbackURL != "" {
+		warn("callback_url of --params is dropped: the callback goes to scribehook")
+		req.CallbackURL = ""
+	}
+	if req.CallbackConfig != nil && req.CallbackConfig.URL != "" {
+		warn("callback_config.url of --params is replaced: the callback goes to scribehook")
+	}
+	token, hash, err := mintToken(ctx, st, api.KindPreRecorded)
+	if err != nil {
+		return "", err
+	}
+	req.Callback = api.Bool(true)
+	req.CallbackConfig = &api.CallbackConfig{URL: callbackURL(cfg, token), Method: method}
+	created, err := client.CreatePreRecorded(ctx, *req)
+	if err != nil {
+		// The token serves no job: revoke it so that it never authenticates anything.
+		_ = st.RevokeToken(context.WithoutCancel(ctx), hash)
+		return "", err
+	}
+	if err := bindToken(ctx, st, hash, created.ID); err != nil {
+		return created.ID, err
+	}
+	params := *req
+	params.CustomMetadata = nil // the service keeps it at the top of the record
+	if err := recordSubmitted(ctx, st, created.ID, api.KindPreRecorded, api.NewTime(time.Now()), params, req.CustomMetadata); err != nil {
+		return created.ID, err
+	}
+	return created.ID, nil
+}
+
+// mintToken makes a per-job callback token and stores its hash; the job id is bound once the
+// service has assigned it.
+func mintToken(ctx context.Context, st store.Store, kind api.JobKind) (string, []byte, error) {
+	token, err := store.NewToken()
+	if err != nil {
+		return "", nil, err
+	}
+	hash := store.HashToken(token)
+	if err := st.CreateToken(ctx, store.Token{Hash: hash, Kind: kind, CreatedAt: time.Now()}); err != nil {
+		return "", nil, fmt.Errorf("store callback token: %w", err)
+	}
+	return token, hash, nil
+}
+
+// bindToken ties the token to the job. A callback that arrived first has bound it already to
+// the same job, which BindToken accepts; another job would mean a token minted twice.
+func bindToken(ctx context.Context, st store.Store, hash []byte, jobID string) error {
+	err := st.BindToken(ctx, hash, jobID)
+	if errors.Is(err, store.ErrTokenBound) {
+		if t, lerr := st.LookupToken(ctx, hash); lerr == nil && t.JobID == jobID {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bind callback token to job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// recordSubmitted stores the job as scribehook knows it right after creating it, unless a
+// callback was processed first: its record is newer and must not be overwritten.
+//
+// The check and the write are two calls (the store has no insert-if-absent), so a callback
+// processed in between would be overwritten; the service needs at least the time of one
+// download and one transcription to call back, far longer than the two local calls.
+func recordSubmitted(ctx context.Context, st store.Store, id string, kind api.JobKind, created api.Time, params any, metadata json.RawMessage) error {
+	_, err := st.GetJob(ctx, id)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("read job %s: %w", id, err)
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("encode request of job %s: %w", id, err)
+	}
+	rec := store.JobRecord{
+		Job: api.Job{
+			ID: id, Version: api.RecordVersion, Status: api.StatusQueued, CreatedAt: created, Kind: kind,
+			CustomMetadata: metadata, RequestParams: raw,
+		},
+		Local: store.Local{Source: sourceSubmit, UpdatedAt: time.Now()},
+	}
+	if err := st.PutJob(ctx, rec); err != nil {
+		return fmt.Errorf("record job %s: %w", id, err)
+	}
+	return nil
+}
+
+// waitForJob reads the local store every pollInterval until the job is done or failed, with
+// progress on w: a redrawn line on a terminal, a line every progressEvery otherwise.
+func waitForJob(ctx context.Context, st store.Store, id string, timeout time.Duration, cfg configs.Config, w io.Writer) (store.JobRecord, time.Duration, error) {
+	start := time.Now()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	p := newProgress(w, id, cfg.PublicURL)
+	defer p.done()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		rec, err := st.GetJob(ctx, id)
+		switch {
+		case err == nil && rec.Job.Status.Final():
+			return rec, time.Since(start), nil
+		case err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil:
+			return store.JobRecord{}, 0, fmt.Errorf("read job %s: %w", id, err)
+		}
+		p.update(time.Since(start), rec.Job.Status)
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return store.JobRecord{}, 0, fmt.Errorf("no callback for job %s within %s: is `scribehook serve` running with this configuration "+
+					"(the same store) and reachable by the service at %s? The job may still finish: see `scribehook jobs show %s`",
+					id, timeout, cfg.PublicURL, id)
+			}
+			return store.JobRecord{}, 0, fmt.Errorf("stopped waiting for job %s (it goes on at the service): %w", id, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// progressEvery spaces the plain progress lines written when stderr is not a terminal.
+const progressEvery = 15 * time.Second
+
+type progress struct {
+	w        io.Writer
+	tty      bool
+	id       string
+	frame    int
+	lastLine time.Duration
+	status   api.JobStatus
+	drawn    bool
+}
+
+func newProgress(w io.Writer, id, publicURL string) *progress {
+	p := &progress{w: w, tty: isTerminal(w), id: id}
+	if !p.tty {
+		fmt.Fprintf(w, "waiting for the callback of job %s (scribehook serve must be running and reachable at %s)\n", id, publicURL)
+	}
+	return p
+}
+
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func (p *progress) update(elapsed time.Duration, status api.JobStatus) {
+	if status == "" {
+		status = "not stored yet"
+	}
+	if p.tty {
+		p.frame++
+		fmt.Fprintf(p.w, "\r\033[K%s waiting for the callback of job %s  %s  (%s)", spinner[p.frame%len(spinner)], p.id, elapsed.Round(time.Second), status)
+		p.drawn = true
+		return
+	}
+	if status != p.status && p.status != "" {
+		fmt.Fprintf(p.w, "job %s: %s\n", p.id, status)
+	}
+	p.status = status
+	if elapsed-p.lastLine >= progressEvery {
+		p.lastLine = elapsed
+		fmt.Fprintf(p.w, "still waiting for job %s: %s\n", p.id, elapsed.Round(time.Second))
+	}
+}
+
+func (p *progress) done() {
+	if p.tty && p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// jobFailed is the error of a job that ended in error, with the service's code and message.
+func jobFailed(rec store.JobRecord) error {
+	var parts []string
+	if rec.Job.ErrorCode != nil {
+		parts = append(parts, fmt.Sprintf("error code %d", *rec.Job.ErrorCode))
+	}
+	if rec.Local.ErrorMessage != "" {
+		parts = append(parts, rec.Local.ErrorMessage)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no error message")
+	}
+	return fmt.Errorf("job %s failed: %s", rec.Job.ID, strings.Join(parts, ": "))
+}
+
+// writeSummary prints what a finished job holds: how long it took, how much audio, how many
+// utterances, and its first words.
+func writeSummary(w io.Writer, rec store.JobRecord, waited time.Duration) {
+	var audio float64
+	var utterances int
+	var text string
+	if r := rec.Job.Result; r != nil {
+		if r.Metadata != nil {
+			audio = r.Metadata.AudioDuration
+		}
+		if r.Transcription != nil {
+			utterances = len(r.Transcription.Utterances)
+			text = r.Transcription.FullTranscript
+		}
+	}
+	fmt.Fprintf(w, "job %s done after %s: %.1fs of audio, %d utterances\n", rec.Job.ID, seconds(waited), audio, utterances)
+	if words := firstWords(text, 12); words != "" {
+		fmt.Fprintf(w, "  %s\n", words)
+	}
+}
+
+// firstWords keeps the first n words of text, marking a cut with "…".
+func firstWords(text string, n int) string {
+	words := strings.Fields(text)
+	if len(words) > n {
+		return strings.Join(words[:n], " ") + " …"
+	}
+	return strings.Join(words, " ")
+}
