@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
@@ -327,4 +331,22 @@ func jsonSame(t *testing.T, a, b []byte) bool {
 		return false
 	}
 	return string(mustJSON(t, x)) == string(mustJSON(t, y))
+}
+
+func TestPanicsAnswerJSON(t *testing.T) {
+	st := newClosedStore(t)
+	r, err := New(Config{Store: st, Ingester: &switchIngester{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.App().Get("/boom", func(*fiber.Ctx) error { panic("kaboom") })
+	resp, err := r.App().Test(httptest.NewRequest(http.MethodGet, "/boom", nil), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 500 || string(b) != `{"error":"internal error","status":500}` {
+		t.Errorf("panic answered %d %s", resp.StatusCode, b)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -256,7 +257,9 @@ func (r *Receiver) errorHandler(c *fiber.Ctx, err error) error {
 }
 
 func (r *Receiver) logPanic(c *fiber.Ctx, e any) {
-	r.log.WithField("path", c.Path()).WithField("panic", fmt.Sprint(e)).Error("handler panicked")
+	r.log.WithFields(logrus.Fields{
+		"path": c.Path(), "panic": fmt.Sprint(e), "stack": string(debug.Stack()),
+	}).Error("handler panicked")
 }
 
 // healthz says the process answers; it checks nothing else.
