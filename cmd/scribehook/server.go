@@ -1,5 +1,3 @@
-//go:build wip
-
 package main
 
 import (
@@ -38,6 +36,7 @@ type server struct {
 	batcher  *store.Batcher
 	pipeline *handlers.Pipeline
 	recv     *receiver.Receiver
+	ln       net.Listener
 	log      *logrus.Entry
 	cancel   context.CancelFunc
 	done     chan error
@@ -85,7 +84,7 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		_ = pipeline.Close()
 		return nil, err
 	}
-	s.recv = recv
+	s.recv, s.ln = recv, o.Listener
 	go func() { s.served <- recv.Serve(o.Listener) }()
 	return s, nil
 }
@@ -97,6 +96,13 @@ func (s *server) Shutdown(ctx context.Context) error {
 	var errs []error
 	if err := s.recv.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop receiver: %w", err))
+	}
+	// fasthttp only knows a listener once Serve has run; a stop right after the start must
+	// still free the port.
+	_ = s.ln.Close()
+	select {
+	case <-s.served:
+	case <-ctx.Done():
 	}
 	if err := s.batcher.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("stop group commit: %w", err))
