@@ -60,6 +60,9 @@ const (
 	defaultResumeBuffer = 16 << 20
 	reconnectBaseDelay  = 250 * time.Millisecond
 	reconnectMaxDelay   = 5 * time.Second
+	// noAckWindow is how long audio may flow without any acknowledgment before a drop is
+	// judged unresumable.
+	noAckWindow = 5 * time.Second
 )
 
 func (o StreamOptions) withDefaults() StreamOptions {
@@ -114,8 +117,8 @@ func (o StreamOptions) ChunkSize() int {
 // audio_chunk acknowledgment (data.byte_range), so that a source that cannot rewind (stdin, a
 // microphone) loses nothing. Bytes the server received but whose acknowledgment was lost with
 // the connection are sent twice: the protocol gives no other position to resume from. A
-// session whose messages_config switches acknowledgments off cannot resume past its first
-// second of audio. A close frame (any code) is never resumed: the server meant it.
+// session whose messages_config switches acknowledgments off cannot resume once it has sent
+// for a few seconds. A close frame (any code) is never resumed: the server meant it.
 //
 // audio is read in the calling goroutine; a reader that blocks (a pipe, a microphone) delays
 // the return after ctx ends until its Read returns.
@@ -248,7 +251,10 @@ func (s *liveStream) resumable() error {
 		return fmt.Errorf("cannot resume the live session: audio from byte %d was never acknowledged and is no longer buffered (ResumeBuffer is %d bytes)",
 			s.acked, s.opts.ResumeBuffer)
 	}
-	if !s.sawAck && s.read > int64(s.opts.bytesPerSecond()) {
+	// Acknowledgments come back within milliseconds; none after seconds of sending means the
+	// session switched them off, and the server's position is unknown. A drop before the
+	// first acknowledgment could arrive resends from the start.
+	if !s.sawAck && s.read > int64(s.opts.bytesPerSecond()) && s.c.now().Sub(s.start) > noAckWindow {
 		return errors.New("cannot resume the live session: the server acknowledged no audio, so the position to resume from is unknown (are acknowledgments switched off in messages_config?)")
 	}
 	return nil

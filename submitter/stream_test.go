@@ -537,7 +537,12 @@ func TestStreamLiveResumeDisabled(t *testing.T) {
 func TestStreamLiveCannotResumeWithoutAcknowledgments(t *testing.T) {
 	rs := newResumeServer(t, 12) // after more than a second of audio
 	rs.noAcks = true
-	c, _ := newTestClient(t, rs.URL)
+	// Each reading of the clock is ten seconds later: seconds of sending without an
+	// acknowledgment.
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(10 * time.Second); return now }
+	c, _ := newTestClient(t, rs.URL, WithClock(clock))
 	err := c.StreamLive(context.Background(), rs.url(), bytes.NewReader(audioBytes(20*3200)), StreamOptions{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "acknowledged no audio") {
 		t.Fatalf("err = %v", err)

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sandbox/engine"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+const cliTestKey = "sk-cli-test-0123456789"
+
+// cliEnv is the loop the commands run in: the sandbox with the scripted engine, a file
+// server with the demo recording, a stand-in of serve that stores what the callbacks carry in
+// the same SQLite store as the commands, and a configuration file pointing at all of them.
+type cliEnv struct {
+	t       *testing.T
+	sandbox *httptest.Server
+	client  *submitter.Client
+	files   *httptest.Server
+	serve   *fakeServe
+	dbPath  string
+	cfgPath string
+}
+
+func newCLIEnv(t *testing.T, mutate func(*sandbox.Config)) *cliEnv {
+	t.Helper()
+	eng, err := engine.NewRegistry().New("scripted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	scfg := sandbox.Config{
+		APIKey: cliTestKey, Engine: eng, Logger: logrus.NewEntry(quiet),
+		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}, Timeout: 5 * time.Second},
+	}
+	if mutate != nil {
+		mutate(&scfg)
+	}
+	sb, err := sandbox.New(scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(sb.Handler())
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		sb.Close()
+	})
+	client, err := submitter.New(hs.URL, cliTestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	wav, _ := demodata.ReadFile("demodata/sample.wav")
+	sidecar, _ := demodata.ReadFile("demodata/sample.wav.json")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) })
+	mux.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
+	files := httptest.NewServer(mux)
+	t.Cleanup(files.Close)
+
+	dir := t.TempDir()
+	e := &cliEnv{t: t, sandbox: hs, client: client, files: files, dbPath: filepath.Join(dir, "scribehook.db")}
+	e.serve = newFakeServe(t, e.dbPath)
+	e.cfgPath = filepath.Join(dir, "scribehook.yaml")
+	e.writeConfig(e.serve.URL)
+	t.Setenv("SCRIBEHOOK_API_KEY", cliTestKey)
+	t.Setenv(envConfig, "")
+	return e
+}
+
+func (e *cliEnv) writeConfig(publicURL string) {
+	e.t.Helper()
+	cfg := fmt.Sprintf("public_url: %s\nservice: {base_url: %s}\nstore: {dsn: %s, synchronous: normal}\n", publicURL, e.sandbox.URL, e.dbPath)
+	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// run executes the root command with args after --config.
+func (e *cliEnv) run(stdin io.Reader, args ...string) (string, string, error) {
+	e.t.Helper()
+	cmd := newRootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	if stdin != nil {
+		cmd.SetIn(stdin)
+	}
+	cmd.SetArgs(append([]string{"--config", e.cfgPath}, args...))
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func (e *cliEnv) openStore() *sqlite.Store {
+	e.t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// callback is one request the stand-in of serve received.
+type callback struct {
+	Method string
+	Token  string
+	JobID  string // the job the token is bound to when the callback arrived
+	Body   []byte
+}
+
+// fakeServe stands in for `scribehook serve` until the real assembly lands: it authenticates
+// each callback by its token in the store and applies job results to the job record, as the
+// persist handler does. Live callbacks are only recorded.
+type fakeServe struct {
+	*httptest.Server
+	t     *testing.T
+	st    *sqlite.Store
+	store bool // apply job callbacks to the store; off, callbacks are only recorded
+
+	mu  sync.Mutex
+	got []callback
+}
+
+func newFakeServe(t *testing.T, dbPath string) *fakeServe {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: dbPath, Synchronous: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeServe{t: t, st: st, store: true}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.handle))
+	t.Cleanup(func() {
+		f.Close()
+		st.Close()
+	})
+	return f
+}
+
+func (f *fakeServe) handle(w http.ResponseWriter, r *http.Request) {
+	token, ok := strings.CutPrefix(r.URL.Path, "/v1/callbacks/")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	ctx := r.Context()
+	tok, err := f.st.LookupToken(ctx, store.HashToken(token))
+	if err != nil {
+		http.Error(w, "unknown token", http.StatusUnauthorized)
+		return
+	}
+	f.mu.Lock()
+	f.got = append(f.got, callback{Method: r.Method, Token: token, JobID: tok.JobID, Body: body})
+	apply := f.store
+	f.mu.Unlock()
+	c, err := api.ClassifyCallback(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !apply || (c.Kind != api.CallbackJobSuccess && c.Kind != api.CallbackJobError) {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var cb api.JobCallback
+	if err := json.Unmarshal(body, &cb); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rec, err := f.st.GetJob(ctx, cb.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		rec = store.JobRecord{Job: api.Job{ID: cb.ID, Kind: api.KindPreRecorded, Version: api.RecordVersion}, Local: store.Local{Source: "callback"}}
+	} else if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	now := time.Now()
+	rec.Job.CompletedAt = api.PtrTime(now)
+	rec.Local.ReceivedAt, rec.Local.UpdatedAt = now, now
+	rec.Local.Deliveries++
+	if c.Kind == api.CallbackJobSuccess {
+		rec.Job.Status, rec.Job.Result = api.StatusDone, cb.Payload
+	} else {
+		rec.Job.Status = api.StatusError
+		if cb.Error != nil {
+			rec.Job.ErrorCode = api.Int(cb.Error.Code)
+			rec.Local.ErrorMessage = cb.Error.Message
+		}
+	}
+	if err := f.st.PutJob(ctx, rec); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f *fakeServe) callbacks() []callback {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]callback(nil), f.got...)
+}
+
+func TestSubmitWaitsForTheCallbackInTheLocalStore(t *testing.T) {
+	e := newCLIEnv(t, nil)
+	out, errOut, err := e.run(nil, "submit", "--audio-url", e.files.URL+"/sample.wav", "--subtitles-format", "srt,vtt",
+		"--metadata", "team=captions", "--method", "put", "--wait", "--timeout", "1m")
+	if err != nil {
+		t.Fatalf("submit: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	id := lines[0]
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "job "+id+" done after ") ||
+		!strings.Contains(lines[1], "s of audio, 4 utterances") || !strings.HasPrefix(lines[2], "  Welcome to scribehook") {
+		t.Fatalf("stdout =\n%s", out)
+	}
+	// stderr is not a terminal here: plain progress lines, no spinner.
+	if !strings.HasPrefix(errOut, "waiting for the callback of job "+id+" (scribehook serve must be running and reachable at "+e.serve.URL+")\n") || strings.Contains(errOut, "\r") {
+		t.Fatalf("stderr = %q", errOut)
+	}
+
+	cbs := e.serve.callbacks()
+	if len(cbs) != 1 || cbs[0].Method != http.MethodPut || cbs[0].JobID != id {
+		t.Fatalf("callbacks = %+v", cbs)
+	}
+	// The service was told to call back with the token, and nothing else points elsewhere.
+	job, err := e.client.GetPreRecorded(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, err := job.PreRecordedParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !api.IsTrue(params.Callback) || params.CallbackConfig.URL != e.serve.URL+"/v1/callbacks/"+cbs[0].Token || params.CallbackConfig.Method != "PUT" {
+		t.Fatalf("callback params = %+v %+v", params.Callback, params.CallbackConfig)
+	}
+	st := e.openStore()
+	tok, err := st.LookupToken(context.Background(), store.HashToken(cbs[0].Token))
+	if err != nil || tok.JobID != id || tok.Kind != api.KindPreRecorded {
+		t.Fatalf("token = %+v, %v", tok, err)
+	}
+	rec, err := st.GetJob(context.Background(), id)
+	if err != nil || rec.Job.Status != api.StatusDone || rec.Local.Source != sourceSubmit || string(rec.Job.CustomMetadata) != `{"team":"captions"}` {
+		t.Fatalf("record = %+v %+v, %v", rec.Job.Status, rec.Local, err)
+	}
+}
+
+func TestSubmitJSONOutputWithoutWait(t *testing.T) {
+	e := newCLIEnv(t, nil)
+	e.serve.store = false
+	params := filepath.Join(t.TempDir(), "params.json")
+	if err := os.WriteFile(params, []byte(`{"audio_url":"`+e.files.URL+`/sample.wav","callback_url":"http://elsewhere/","callback_config":{"url":"http://elsewhere/"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := e.run(nil, "submit", "--params", params, "-o", "json")
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	var got struct{ ID string }
+	if json.Unmarshal([]byte(out), &got) != nil || got.ID == "" {
+		t.Fatalf("stdout = %s", out)
+	}
+	if !strings.Contains(errOut, "callback_url of --params is dropped") || !strings.Contains(errOut, "callback_config.url of --params is replaced") {
+		t.Fatalf("stderr = %s", errOut)
+	}
+	rec, err := e.openStore().GetJob(context.Background(), got.ID)
+	if err != nil || rec.Job.Status != api.StatusQueued || rec.Job.Kind != api.KindPreRecorded || rec.Local.Source != sourceSubmit {
+		t.Fatalf("record = %+v, %v", rec, err)
+	}
+	var sent api.PreRecordedRequest
+	if err := json.Unmarshal(rec.Job.RequestParams, &sent); err != nil || sent.CallbackURL != "" || !strings.HasPrefix(sent.CallbackConfig.URL, e.serve.URL+"/v1/callbacks/") {
+		t.Fatalf("request params = %s", rec.Job.RequestParams)
+	}
+}
+
+func TestSubmitWaitReportsAFailedJob(t *testing.T) {
+	e := newCLIEnv(t, nil)
+	out, _, err := e.run(nil, "submit", "--audio-url", e.files.URL+"/missing.wav", "--wait", "--timeout", "1m")
+	id := strings.TrimSpace(out)
+	if err == nil || !strings.HasPrefix(err.Error(), "job "+id+" failed: error code ") {
+		t.Fatalf("err = %v, stdout %q", err, out)
+	}
+}
+
+func TestSubmitWaitTimesOutWithoutServe(t *testing.T) {
+	e := newCLIEnv(t, nil)
+	e.serve.store = false // callbacks arrive but nothing processes them
+	_, _, err := e.run(nil, "submit", "--audio-url", e.files.URL+"/sample.wav", "--wait", "--timeout", "700ms")
+	if err == nil || !strings.Contains(err.Error(), "within 700ms: is `scribehook serve` running") || !strings.Contains(err.Error(), e.serve.URL) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSubmitNeedsTheAPIKey(t *testing.T) {
+	e := newCLIEnv(t, nil)
+	t.Setenv("SCRIBEHOOK_API_KEY", "")
+	_, _, err := e.run(nil, "submit", "--audio-url", e.files.URL+"/sample.wav")
+	if err == nil || !strings.Contains(err.Error(), "environment variable SCRIBEHOOK_API_KEY is empty") {
+		t.Fatalf("err = %v", err)
+	}
+	_, _, err = e.run(nil, "submit", "--audio-url", e.files.URL+"/sample.wav", "--method", "PATCH")
+	if err == nil || !strings.Contains(err.Error(), `--method "PATCH": use POST or PUT`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestSubmitRecordsNothingWhenCreationFails(t *testing.T) {
+	e := newCLIEnv(t, nil)
+	t.Setenv("SCRIBEHOOK_API_KEY", "wrong-key")
+	_, _, err := e.run(nil, "submit", "--audio-url", e.files.URL+"/sample.wav")
+	var apiErr *submitter.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("err = %v", err)
+	}
+	jobs, err := e.openStore().ListJobs(context.Background(), api.ListQuery{})
+	if err != nil || len(jobs.Items) != 0 {
+		t.Fatalf("jobs = %+v, %v", jobs, err)
+	}
+}
+
+func TestConfigErrorsReachTheCommand(t *testing.T) {
+	e := newCLIEnv(t, nil)
+	if err := os.WriteFile(e.cfgPath, []byte("stroe: {dsn: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := e.run(nil, "jobs", "list")
+	if err == nil || err.Error() != `config: line 1: unknown key "stroe" (did you mean "store"?)` {
+		t.Fatalf("err = %v", err)
+	}
+	if err := os.WriteFile(e.cfgPath, []byte("store: {driver: postgres, dsn: postgres://db/s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = e.run(nil, "jobs", "list")
+	if err == nil || !strings.Contains(err.Error(), "postgres is not built yet") {
+		t.Fatalf("err = %v", err)
+	}
+}
