@@ -13,6 +13,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newSandboxCmd())
 	root.AddCommand(newDemoCmd())
 	addConfigFlag(root)
+	root.AddCommand(newServeCmd())
 	root.AddCommand(newSubmitCmd())
 	root.AddCommand(newLiveCmd())
 	root.AddCommand(newJobsCmd())

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+func newServeCmd() *cobra.Command {
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Receive callbacks durably, process them, and serve the local read API",
+		Long: `Runs the callback endpoint (POST|PUT /v1/callbacks/{token}), the processing pipeline, and the
+local read API (/v1/jobs, /v1/live/{id}/messages, /v1/live/{id}/events) with /healthz, /readyz and
+/metrics. A delivery is answered 2xx only once it is committed to the store; deliveries
+committed before a stop are processed at the next start.
+
+Without a configuration file it runs on the defaults: SQLite in scribehook.db, listening on
+127.0.0.1:8787. Secrets come from the environment variables the configuration names.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			secrets, err := cfg.Secrets(os.Environ())
+			if err != nil {
+				return err
+			}
+			log := stderrLogger(cmd, verbose)
+			if !verbose {
+				// A daemon says what it does; the one-shot commands stay quiet.
+				log.Logger.SetLevel(logrus.InfoLevel)
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+
+			var service *submitter.Client
+			if secrets.APIKey != "" {
+				if service, err = serviceClient(cfg, secrets); err != nil {
+					return err
+				}
+			} else {
+				log.Warnf("%s is not set: callbacks are stored as they come, account webhooks stay unresolved", cfg.Service.APIKeyEnv)
+			}
+			if secrets.ReadToken == "" {
+				log.Warnf("%s is not set: the local read API is disabled", cfg.ReadTokenEnv)
+			}
+			names := make([]string, 0, len(secrets.Routes))
+			for name := range secrets.Routes {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			routes := make([]receiver.Route, 0, len(names))
+			for _, name := range names {
+				r := secrets.Routes[name]
+				routes = append(routes, receiver.Route{Name: name, Token: r.Token, SigningSecrets: r.SigningSecrets})
+			}
+			ln, err := net.Listen("tcp", cfg.Listen)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+			}
+			srv, err := startServer(ctx, serverOptions{
+				Store: st, Listener: ln, Routes: routes, ReadToken: secrets.ReadToken, Service: service,
+				BodyLimit: int(cfg.Receiver.BodyLimit), Partitions: cfg.Receiver.Partitions, Logger: log,
+			})
+			if err != nil {
+				_ = ln.Close()
+				return err
+			}
+			log.WithFields(logrus.Fields{
+				"listen": ln.Addr().String(), "public_url": cfg.PublicURL, "store": cfg.Store.DSN, "routes": len(routes),
+			}).Info("scribehook serving")
+			<-ctx.Done()
+			log.Info("shutting down: finishing in-flight requests, then the pipeline")
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logs")
+	return cmd
+}
