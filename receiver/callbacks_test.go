@@ -385,6 +385,8 @@ func TestBodyLimits(t *testing.T) {
 		msg    string
 	}{
 		{"raw body over the limit", big, nil, "request body exceeds 4096 bytes"},
+		// Far over the limit: the client is still writing when the 413 comes (see linger.go).
+		{"body of 8 MiB", bytes.Repeat([]byte("a"), 8<<20), nil, "request body exceeds 4096 bytes"},
 		{"gzip that inflates over the limit", gzipped(t, big), map[string]string{"Content-Encoding": "gzip"}, "decoded request body exceeds 4096 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

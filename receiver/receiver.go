@@ -199,7 +199,7 @@ func (r *Receiver) App() *fiber.App { return r.app }
 
 // Serve answers requests on ln until Shutdown.
 func (r *Receiver) Serve(ln net.Listener) error {
-	if err := r.app.Listener(ln); err != nil {
+	if err := r.app.Listener(lingerListener{ln}); err != nil {
 		return fmt.Errorf("receiver: serve: %w", err)
 	}
 	return nil
