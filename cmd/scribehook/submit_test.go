@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -355,5 +356,78 @@ func TestConfigErrorsReachTheCommand(t *testing.T) {
 	_, _, err = e.run(nil, "jobs", "list")
 	if err == nil || !strings.Contains(err.Error(), "postgres is not built yet") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// useRealServe starts the real serve assembly on the environment's store and points
+// public_url at it.
+func (e *cliEnv) useRealServe() {
+	e.t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	srv, err := startServer(context.Background(), serverOptions{
+		Store: st, Listener: ln, Service: e.client, Partitions: 2, BodyLimit: 32 << 20, Logger: logrus.NewEntry(quiet),
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			e.t.Errorf("shutdown: %v", err)
+		}
+		_ = st.Close()
+	})
+	e.writeConfig("http://" + ln.Addr().String())
+}
+
+func TestSubmitAndLiveWithTheRealServe(t *testing.T) {
+	e := newCLIEnv(t, nil)
+	e.useRealServe()
+	out, errOut, err := e.run(nil, "submit", "--audio-url", e.files.URL+"/sample.wav", "--subtitles", "--wait", "--timeout", "1m")
+	if err != nil {
+		t.Fatalf("submit: %v\n%s%s", err, out, errOut)
+	}
+	id, _, _ := strings.Cut(out, "\n")
+	if !strings.Contains(out, "job "+id+" done after ") || !strings.Contains(out, "4 utterances") {
+		t.Fatalf("stdout =\n%s", out)
+	}
+	show, _, err := e.run(nil, "jobs", "show", id)
+	if err != nil || !strings.Contains(show, "status      done\n") || !strings.Contains(show, "utterances  4\n") {
+		t.Fatalf("show: %v\n%s", err, show)
+	}
+
+	path, _ := sampleWAV(t)
+	out, errOut, err = e.run(nil, "live", "--audio", path, "--lifecycle-events")
+	if err != nil {
+		t.Fatalf("live: %v\n%s%s", err, out, errOut)
+	}
+	live, _, _ := liveOutput(t, out)
+	st := e.openStore()
+	var n int
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		msgs, err := st.LiveMessages(context.Background(), live, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n = len(msgs); n > 0 && msgs[n-1].Type == api.MessageEndSession {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s: %d messages stored, no end_session", live, n)
+		}
+	}
+	show, _, err = e.run(nil, "jobs", "show", live)
+	if err != nil || !strings.Contains(show, fmt.Sprintf("live messages  %d\n", n)) {
+		t.Fatalf("show: %v\n%s", err, show)
 	}
 }
