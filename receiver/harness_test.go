@@ -52,6 +52,8 @@ type harness struct {
 	notified *recordingNotifier
 	feed     *testFeed
 	logs     *syncBuffer
+	// secrets are the credentials the logs must never contain.
+	secrets []string
 }
 
 // harnessOption adjusts the configuration or, before the app is built, the receiver.
@@ -133,7 +135,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		_ = h.batcher.Close()
 		_ = st.Close()
 		// Secrets and tokens never reach the logs.
-		for _, secret := range []string{testRouteToken, testSignedToken, testReadToken, string(testKey1), string(testKey2)} {
+		for _, secret := range append(h.secrets, testRouteToken, testSignedToken, testReadToken, string(testKey1), string(testKey2)) {
 			if bytes.Contains(h.logs.Bytes(), []byte(secret)) {
 				t.Errorf("logs contain a secret: %s", h.logs.String())
 			}
@@ -268,6 +270,7 @@ func (h *harness) jobToken(jobID string, kind api.JobKind) string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.secrets = append(h.secrets, tok)
 	if err := h.store.CreateToken(context.Background(), store.Token{
 		Hash: store.HashToken(tok), JobID: jobID, Kind: kind, CreatedAt: testNow,
 	}); err != nil {
