@@ -1,8 +1,10 @@
 package receiver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -168,6 +170,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 		IdleTimeout:           idleTimeout,
 		DisableStartupMessage: true,
 		ErrorHandler:          r.errorHandler,
+		JSONEncoder:           marshalPlain,
 	})
 	r.app.Use(fiberrecover.New(fiberrecover.Config{
 		EnableStackTrace:  true,
@@ -285,4 +288,16 @@ func (r *Receiver) readyz(c *fiber.Ctx) error {
 		return writeError(c, fiber.StatusServiceUnavailable, "not ready: "+strings.Join(problems, "; "))
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+// marshalPlain encodes JSON without HTML escaping: page links keep a readable "&" instead of
+// "\u0026", and nothing here is embedded in HTML.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
