@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +14,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -384,5 +388,119 @@ func TestE2ERestartBetweenCommitAndProcessing(t *testing.T) {
 	row, _ := l.store.InboxRow(context.Background(), res[0].ID)
 	if row.Status != store.InboxDone {
 		t.Errorf("inbox row status %s", row.Status)
+	}
+}
+
+// signed returns Standard Webhooks headers for body, signed with the account route's secret.
+func signed(t *testing.T, id string, ts time.Time, body []byte) http.Header {
+	t.Helper()
+	key, _ := base64.StdEncoding.DecodeString("c2VjcmV0LXNpZ25pbmcta2V5LTAxMjM0NTY3ODk=")
+	mac := hmac.New(sha256.New, key)
+	stamp := strconv.FormatInt(ts.Unix(), 10)
+	mac.Write([]byte(id + "." + stamp + "." + string(body)))
+	h := http.Header{}
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", stamp)
+	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	h.Set("Content-Type", "application/json")
+	return h
+}
+
+func (l *loop) post(path string, h http.Header, body []byte) (int, string) {
+	l.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+l.addr+path, bytes.NewReader(body))
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestE2ERejectionsStoreNothingAndGarbageIsQuarantined(t *testing.T) {
+	l := newLoop(t, sandbox.Faults{})
+	ctx := context.Background()
+	jobURL := l.callbackURL(api.KindPreRecorded)
+	jobPath := strings.TrimPrefix(jobURL, "http://"+l.addr)
+	// Bind the job token to a job with a first, legitimate delivery.
+	okBody := []byte(`{"id":"11111111-1111-4111-8111-111111111111","event":"transcription.error","error":{"code":500,"message":"boom"}}`)
+	if code, body := l.post(jobPath, http.Header{"Content-Type": {"application/json"}}, okBody); code != 200 {
+		t.Fatalf("first delivery = %d %s", code, body)
+	}
+	webhook := []byte(`{"event":"transcription.success","payload":{"id":"22222222-2222-4222-8222-222222222222"}}`)
+	now := time.Now()
+	cases := []struct {
+		name string
+		path string
+		h    http.Header
+		body []byte
+		want int
+	}{
+		{"unknown token", "/v1/callbacks/not-a-token", nil, okBody, 401},
+		{"job token for another job", jobPath, nil, []byte(`{"id":"33333333-3333-4333-8333-333333333333","event":"transcription.error","error":{"code":500,"message":"x"}}`), 401},
+		{"route without signature", "/v1/callbacks/account-route-token", http.Header{"Content-Type": {"application/json"}}, webhook, 401},
+		{"bad signature", "/v1/callbacks/account-route-token", func() http.Header {
+			h := signed(t, "msg_1", now, webhook)
+			h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(make([]byte, 32)))
+			return h
+		}(), webhook, 401},
+		{"stale timestamp", "/v1/callbacks/account-route-token", signed(t, "msg_2", now.Add(-6*time.Minute), webhook), webhook, 401},
+		{"oversized body", jobPath, nil, bytes.Repeat([]byte("x"), 33<<20), 413},
+	}
+	for _, tc := range cases {
+		if code, body := l.post(tc.path, tc.h, tc.body); code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, code, truncate([]byte(body)), tc.want)
+		}
+	}
+	// Nothing of the rejects reached the store: one inbox row (the first delivery) in all.
+	rows, _ := l.store.PendingInbox(ctx, 0, 100)
+	rec := l.waitJob("11111111-1111-4111-8111-111111111111")
+	if len(rows) > 1 || rec.Local.Deliveries != 1 {
+		t.Errorf("pending %d, deliveries %d", len(rows), rec.Local.Deliveries)
+	}
+	if _, err := l.store.GetJob(ctx, "33333333-3333-4333-8333-333333333333"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("rejected job stored: %v", err)
+	}
+	// Authenticated garbage is kept in quarantine and answered 2xx.
+	for _, garbage := range [][]byte{[]byte(`{"totally":"new shape"}`), []byte(`not json at all`)} {
+		if code, body := l.post(jobPath, nil, garbage); code != 200 || !strings.Contains(body, "quarantined") {
+			t.Errorf("garbage %q = %d %s", garbage, code, body)
+		}
+	}
+	q, err := l.store.Quarantined(ctx, 10)
+	if err != nil || len(q) != 2 || string(q[0].Body) != "not json at all" {
+		t.Errorf("quarantine = %d rows %v", len(q), err)
+	}
+}
+
+func TestE2ESignedAccountWebhookIsResolvedThroughTheService(t *testing.T) {
+	l := newLoop(t, sandbox.Faults{})
+	ctx := context.Background()
+	created, err := l.service.CreatePreRecorded(ctx, api.PreRecordedRequest{AudioURL: l.files.URL + "/sample.wav"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if j, _ := l.service.GetPreRecorded(ctx, created.ID); j.Status.Final() {
+			break
+		}
+	}
+	body := []byte(`{"event":"transcription.success","payload":{"id":"` + created.ID + `"}}`)
+	h := signed(t, "msg_resolve", time.Now(), body)
+	if code, resp := l.post("/v1/callbacks/account-route-token", h, body); code != 200 {
+		t.Fatalf("webhook = %d %s", code, resp)
+	}
+	// The same webhook again (the service retries): stored once.
+	if code, resp := l.post("/v1/callbacks/account-route-token", h, body); code != 200 || !strings.Contains(resp, "duplicate") {
+		t.Fatalf("retry = %d %s", code, resp)
+	}
+	rec := l.waitJob(created.ID)
+	want, _ := l.service.GetPreRecorded(ctx, created.ID)
+	if !reflect.DeepEqual(normalise(t, rec.Job), normalise(t, want)) || rec.Local.Source != "webhook" || rec.Local.Deliveries != 1 {
+		t.Errorf("resolved record differs or local = %+v", rec.Local)
 	}
 }
