@@ -56,8 +56,9 @@ type jobColumns struct {
 func deriveColumns(j *api.Job) (jobColumns, error) {
 	// api.Time encodes milliseconds: the column holds what a decoded record holds.
 	created := j.CreatedAt.UTC().Truncate(time.Millisecond)
-	if y := created.Year(); y > 9999 || (y < 1 && !created.IsZero()) {
-		return jobColumns{}, fmt.Errorf("created_at %s is outside years 0001 to 9999", created)
+	// The years api.ParseTime reads back; the fixed-width text order also needs them.
+	if y := created.Year(); y < 0 || y > 9999 {
+		return jobColumns{}, fmt.Errorf("created_at %s is outside years 0000 to 9999", created)
 	}
 	c := jobColumns{createdAt: formatTime(created)}
 	if j.CompletedAt != nil && !j.CompletedAt.IsZero() {

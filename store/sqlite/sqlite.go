@@ -360,10 +360,13 @@ func (s *Store) Close() error {
 		if s.r != nil {
 			errs = append(errs, s.r.Close())
 		}
-		// Keeps the query planner's statistics current, as SQLite advises before closing.
-		if _, err := s.w.Exec(`PRAGMA optimize`); err != nil && !isReadOnly(err) {
+		// Keeps the query planner's statistics current, as SQLite advises before closing;
+		// bounded, so a lock held by another process cannot stall shutdown.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if _, err := s.w.ExecContext(ctx, `PRAGMA optimize`); err != nil && !isReadOnly(err) {
 			s.log.WithError(err).Debug("sqlite: optimize on close")
 		}
+		cancel()
 		errs = append(errs, s.w.Close())
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("close sqlite: %w", err)
