@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,4 +285,61 @@ func TestOptionsRejected(t *testing.T) {
 			t.Errorf("Open(%+v) succeeded", opts)
 		}
 	}
+}
+
+// TestCommitSurvivesKill: a child process ingests, reports the ids Ingest returned and is
+// killed with SIGKILL before it can close anything; the rows must be in the file, in both
+// synchronous modes (NORMAL loses commits only on an OS crash or power loss).
+func TestCommitSurvivesKill(t *testing.T) {
+	if path := os.Getenv("SCRIBEHOOK_TEST_KILL_DB"); path != "" {
+		killedChild(path, os.Getenv("SCRIBEHOOK_TEST_KILL_SYNC"))
+		return
+	}
+	for _, mode := range []string{"full", "normal"} {
+		t.Run(mode, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "killed.db")
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestCommitSurvivesKill$")
+			cmd.Env = append(os.Environ(), "SCRIBEHOOK_TEST_KILL_DB="+path, "SCRIBEHOOK_TEST_KILL_SYNC="+mode)
+			out, err := cmd.Output()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("child did not die by SIGKILL: %v\n%s", err, out)
+			}
+			var ids []int64
+			for _, f := range strings.Fields(string(out)) {
+				id, err := strconv.ParseInt(f, 10, 64)
+				if err != nil {
+					t.Fatalf("child output %q", out)
+				}
+				ids = append(ids, id)
+			}
+			if len(ids) != 100 {
+				t.Fatalf("child reported %d ids, want 100", len(ids))
+			}
+			s := openTemp(t, Options{Path: path})
+			for i, id := range ids {
+				row, err := s.InboxRow(t.Context(), id)
+				if err != nil || row.DedupeKey != "kill-"+strconv.Itoa(i) {
+					t.Errorf("row %d after SIGKILL = %q, %v", id, row.DedupeKey, err)
+				}
+			}
+		})
+	}
+}
+
+func killedChild(path, mode string) {
+	s, err := Open(context.Background(), Options{Path: path, Synchronous: mode})
+	if err != nil {
+		os.Exit(3)
+	}
+	for i := range 100 {
+		res, err := s.Ingest(context.Background(), []store.Delivery{delivery("kill-" + strconv.Itoa(i))})
+		if err != nil {
+			os.Exit(4)
+		}
+		// Reported only after COMMIT returned, like the receiver's 2xx.
+		os.Stdout.WriteString(strconv.FormatInt(res[0].ID, 10) + "\n")
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
 }
