@@ -187,8 +187,12 @@ type Store interface {
 	// Quarantined lists quarantined deliveries, newest first.
 	Quarantined(ctx context.Context, limit int) ([]QuarantineRow, error)
 
-	// PutJob stores a job record outside a delivery (the submitter records its jobs).
+	// PutJob stores a job record outside a delivery, replacing any record of the same id.
 	PutJob(ctx context.Context, rec JobRecord) error
+	// CreateJob stores rec only if no record has its id, atomically, and reports whether it
+	// did: the submitter records a job it created without overwriting a record that a callback,
+	// possibly faster than the submitter, already stored.
+	CreateJob(ctx context.Context, rec JobRecord) (bool, error)
 	GetJob(ctx context.Context, id string) (JobRecord, error)
 	// ListJobs filters like the service's lists (status, kind, dates, custom_metadata subset)
 	// and pages with q's offset and limit, newest first.

@@ -196,19 +196,9 @@ func bindToken(ctx context.Context, st store.Store, hash []byte, jobID string) e
 }
 
 // recordSubmitted stores the job as scribehook knows it right after creating it, unless a
-// callback was processed first: its record is newer and must not be overwritten.
-//
-// The check and the write are two calls (the store has no insert-if-absent), so a callback
-// processed in between would be overwritten; the service needs at least the time of one
-// download and one transcription to call back, far longer than the two local calls.
+// callback was processed first: its record is newer and must not be overwritten, which
+// CreateJob guarantees atomically.
 func recordSubmitted(ctx context.Context, st store.Store, id string, kind api.JobKind, created api.Time, params any, metadata json.RawMessage) error {
-	_, err := st.GetJob(ctx, id)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("read job %s: %w", id, err)
-	}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("encode request of job %s: %w", id, err)
@@ -220,7 +210,7 @@ func recordSubmitted(ctx context.Context, st store.Store, id string, kind api.Jo
 		},
 		Local: store.Local{Source: sourceSubmit, UpdatedAt: time.Now()},
 	}
-	if err := st.PutJob(ctx, rec); err != nil {
+	if _, err := st.CreateJob(ctx, rec); err != nil {
 		return fmt.Errorf("record job %s: %w", id, err)
 	}
 	return nil

@@ -36,7 +36,13 @@ func (t *tx) PutArtifact(ctx context.Context, a store.Artifact) error {
 
 // PutJob stores a job record outside a delivery, replacing the one with the same id.
 func (s *Store) PutJob(ctx context.Context, rec store.JobRecord) error {
-	return putJob(ctx, s.w, rec)
+	_, err := writeJob(ctx, s.w, rec, true)
+	return err
+}
+
+// CreateJob stores rec unless a record with its id exists.
+func (s *Store) CreateJob(ctx context.Context, rec store.JobRecord) (bool, error) {
+	return writeJob(ctx, s.w, rec, false)
 }
 
 // GetJob returns a job record, store.ErrNotFound when unknown.
@@ -71,31 +77,46 @@ func deriveColumns(j *api.Job) (jobColumns, error) {
 }
 
 func putJob(ctx context.Context, q querier, rec store.JobRecord) error {
+	_, err := writeJob(ctx, q, rec, true)
+	return err
+}
+
+// writeJob inserts rec, replacing an existing record when replace is set; it reports whether
+// a row was written.
+func writeJob(ctx context.Context, q querier, rec store.JobRecord, replace bool) (bool, error) {
 	if rec.Job.ID == "" {
-		return errors.New("put job: empty id")
+		return false, errors.New("put job: empty id")
 	}
 	cols, err := deriveColumns(&rec.Job)
 	if err != nil {
-		return fmt.Errorf("put job %s: %w", rec.Job.ID, err)
+		return false, fmt.Errorf("put job %s: %w", rec.Job.ID, err)
 	}
 	record, err := json.Marshal(rec.Job)
 	if err != nil {
-		return fmt.Errorf("put job %s: encode record: %w", rec.Job.ID, err)
+		return false, fmt.Errorf("put job %s: encode record: %w", rec.Job.ID, err)
 	}
 	local, err := json.Marshal(rec.Local)
 	if err != nil {
-		return fmt.Errorf("put job %s: encode local: %w", rec.Job.ID, err)
+		return false, fmt.Errorf("put job %s: encode local: %w", rec.Job.ID, err)
 	}
-	if _, err := q.ExecContext(ctx, `INSERT INTO jobs (id, kind, status, created_at, completed_at,
-		custom_metadata, record, local) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, status = excluded.status,
+	conflict := `ON CONFLICT (id) DO NOTHING`
+	if replace {
+		conflict = `ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, status = excluded.status,
 		created_at = excluded.created_at, completed_at = excluded.completed_at,
-		custom_metadata = excluded.custom_metadata, record = excluded.record, local = excluded.local`,
-		rec.Job.ID, string(rec.Job.Kind), string(rec.Job.Status), cols.createdAt, cols.completedAt,
-		cols.metadata, string(record), string(local)); err != nil {
-		return fmt.Errorf("put job %s: %w", rec.Job.ID, err)
+		custom_metadata = excluded.custom_metadata, record = excluded.record, local = excluded.local`
 	}
-	return nil
+	res, err := q.ExecContext(ctx, `INSERT INTO jobs (id, kind, status, created_at, completed_at,
+		custom_metadata, record, local) VALUES (?, ?, ?, ?, ?, ?, ?, ?) `+conflict,
+		rec.Job.ID, string(rec.Job.Kind), string(rec.Job.Status), cols.createdAt, cols.completedAt,
+		cols.metadata, string(record), string(local))
+	if err != nil {
+		return false, fmt.Errorf("put job %s: %w", rec.Job.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("put job %s: %w", rec.Job.ID, err)
+	}
+	return n > 0, nil
 }
 
 func getJob(ctx context.Context, q querier, id string) (store.JobRecord, error) {

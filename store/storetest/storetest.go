@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LiveMessageSequenceConcurrent", testLiveSequenceConcurrent},
 		{"JobRoundTrip", testJobRoundTrip},
 		{"JobUpdate", testJobUpdate},
+		{"CreateJobKeepsExisting", testCreateJob},
 		{"ListJobsFilters", testListJobsFilters},
 		{"ListJobsPaging", testListJobsPaging},
 		{"Artifacts", testArtifacts},
@@ -792,6 +793,26 @@ func testJobRoundTrip(t *testing.T, s store.Store) {
 	if err := s.PutJob(t.Context(), store.JobRecord{}); err == nil {
 		t.Error("PutJob without an id succeeded")
 	}
+}
+
+func testCreateJob(t *testing.T, s store.Store) {
+	first := jobRecord("job-create", api.StatusQueued, api.KindPreRecorded, base, `{"by":"submit"}`)
+	created, err := s.CreateJob(t.Context(), first)
+	if err != nil || !created {
+		t.Fatalf("CreateJob = %v, %v; want created", created, err)
+	}
+	// A second create (the submitter after a faster callback) changes nothing.
+	second := jobRecord("job-create", api.StatusDone, api.KindPreRecorded, base, `{"by":"callback"}`)
+	created, err = s.CreateJob(t.Context(), second)
+	if err != nil || created {
+		t.Fatalf("CreateJob again = %v, %v; want not created", created, err)
+	}
+	checkJob(t, getJob(t, s, "job-create"), first)
+	// PutJob still replaces.
+	if err := s.PutJob(t.Context(), second); err != nil {
+		t.Fatal(err)
+	}
+	checkJob(t, getJob(t, s, "job-create"), second)
 }
 
 func testJobUpdate(t *testing.T, s store.Store) {
