@@ -8,6 +8,8 @@ package scribehook
 
 import (
 	_ "github.com/ThreeDotsLabs/watermill"
+	_ "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/jetstream"
+	_ "github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
 	_ "github.com/asticode/go-astisub"
 	_ "github.com/coder/websocket"
 	_ "github.com/gofiber/fiber/v2"
@@ -16,6 +18,7 @@ import (
 	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/sirupsen/logrus"
 	_ "github.com/spf13/cobra"
+	_ "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	_ "go.yaml.in/yaml/v3"
 	_ "golang.org/x/crypto/bcrypt"
 	_ "golang.org/x/net/http2"
