@@ -1,2 +1,0 @@
-// Package sinks is part of scribehook; see docs/design.md.
-package sinks

@@ -1,0 +1,250 @@
+// Package sinks forwards scribehook's events to other systems: files, signed webhooks, brokers
+// and logs. Each configured sink has a filter, and its deliveries go through a durable queue of
+// their own (Queue, implemented by the store) worked by the sink's own workers, with a retry
+// schedule, a breaker and a dead-letter list, so one dead sink never delays another. The
+// package knows nothing of Fiber or of the store.
+package sinks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// Sink delivers events to one destination.
+type Sink interface {
+	// Name is the sink's configured name.
+	Name() string
+	// Deliver sends one event. An error that is a *Failure says how to go on; any other error
+	// is retried on the schedule.
+	Deliver(ctx context.Context, ev api.Event) error
+	// Close releases connections and files.
+	Close() error
+}
+
+// Failure is a delivery error that tells the queue what to do next.
+type Failure struct {
+	Err error
+	// RetryAfter is the wait the destination asked for (Retry-After); the queue honours it
+	// within its bounds instead of the next scheduled delay.
+	RetryAfter time.Duration
+	// Permanent failures go to the dead-letter list at once (a body the destination can never
+	// accept); retrying them would only repeat the failure.
+	Permanent bool
+	// Disable stops the sink: the destination said it is gone for good (HTTP 410).
+	Disable bool
+}
+
+func (f *Failure) Error() string {
+	switch {
+	case f.Disable:
+		return "sink disabled: " + f.Err.Error()
+	case f.Permanent:
+		return "permanent failure: " + f.Err.Error()
+	}
+	return f.Err.Error()
+}
+
+func (f *Failure) Unwrap() error { return f.Err }
+
+// AsFailure returns err's *Failure, or a plain retryable one.
+func AsFailure(err error) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return &Failure{Err: err}
+}
+
+// Spec is one sink's configuration, as the configuration file gives it (cmd maps the
+// configuration's sink entries to Specs, so this package does not depend on configs).
+type Spec struct {
+	Name string
+	Kind string // file | webhook | redisstream | nats | log
+	// Filter selects the events the sink receives.
+	Filter Filter
+	// Ordered keeps the events of one job or live session in order: the next waits until the
+	// previous is delivered or dead-lettered.
+	Ordered bool
+
+	// file
+	Dir string
+	// webhook
+	URL            string
+	SigningSecrets []string      // "whsec_<base64>" or raw; several during a rotation
+	Timeout        time.Duration // one attempt (default 10 s)
+	Allow          []string      // CIDRs allowed despite the private-address guard
+	// redisstream, nats
+	BrokerURL string
+	Topic     string // default "scribehook.events"; "{type}" is replaced by the event type
+
+	// Retry is the schedule of waits between attempts (default DefaultSchedule); after the
+	// last one a delivery is dead-lettered.
+	Retry []time.Duration
+	// Jitter spreads each wait by ±Jitter (default 0.2).
+	Jitter float64
+	// Concurrency is how many deliveries of the sink are in flight at once (default 4; 1 when
+	// Ordered).
+	Concurrency int
+	// BreakerThreshold consecutive failures open the breaker for BreakerCooldown (defaults
+	// 5 and 30 s); while open, nothing is attempted, and one probe closes it again.
+	BreakerThreshold int
+	BreakerCooldown  time.Duration
+}
+
+// DefaultSchedule is immediate, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: the common webhook
+// schedule, about 28 hours in all.
+var DefaultSchedule = []time.Duration{
+	0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// Filter selects events. Empty fields match everything.
+type Filter struct {
+	// Events are event types with * globs: "*", "live.*", "job.succeeded", "subtitles.ready".
+	Events []string
+	// Categories of live events; non-live events pass when Events selects them.
+	Categories []api.MessageCategory
+	// Kinds of job.
+	Kinds []api.JobKind
+	// CustomMetadata is a JSON object that must be a subset of the event's custom_metadata.
+	CustomMetadata json.RawMessage
+}
+
+// Validate reports a filter that can never work.
+func (f Filter) Validate() error {
+	for _, c := range f.Categories {
+		if !c.Valid() {
+			return fmt.Errorf("categories: %q is not one of the nine", c)
+		}
+	}
+	for _, k := range f.Kinds {
+		if !k.Valid() {
+			return fmt.Errorf("kinds: %q is not pre-recorded or live", k)
+		}
+	}
+	for _, e := range f.Events {
+		if e == "" {
+			return errors.New("events: an empty pattern matches nothing")
+		}
+	}
+	return nil
+}
+
+// Match reports whether ev passes the filter.
+func (f Filter) Match(ev *api.Event) bool {
+	if len(f.Events) > 0 {
+		ok := false
+		for _, pattern := range f.Events {
+			if globMatch(pattern, ev.Type) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(f.Categories) > 0 && ev.Category != "" {
+		ok := false
+		for _, c := range f.Categories {
+			if c == ev.Category {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(f.Kinds) > 0 {
+		ok := false
+		for _, k := range f.Kinds {
+			if k == ev.Kind {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(f.CustomMetadata) > 0 {
+		q := api.ListQuery{CustomMetadata: f.CustomMetadata}
+		if !q.Matches(&api.Job{CustomMetadata: ev.CustomMetadata}) {
+			return false
+		}
+	}
+	return true
+}
+
+// globMatch matches a pattern where * stands for any run of characters (dots included).
+func globMatch(pattern, s string) bool {
+	// Iterative matching with one backtrack point: linear for the patterns we see.
+	p, i, star, mark := 0, 0, -1, 0
+	for i < len(s) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, i
+			p++
+		case p < len(pattern) && pattern[p] == s[i]:
+			p++
+			i++
+		case star >= 0:
+			p = star + 1
+			mark++
+			i = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// Delivery is one event queued for one sink.
+type Delivery struct {
+	ID       int64
+	Sink     string
+	EventID  string
+	Event    api.Event
+	OrderKey string // the job or session id, for ordered sinks
+	Attempts int
+	// NextAttempt is when the delivery is due.
+	NextAttempt time.Time
+	LastError   string
+	CreatedAt   time.Time
+}
+
+// DeadLetter is a delivery that failed its last attempt.
+type DeadLetter struct {
+	Delivery
+	FailedAt time.Time
+}
+
+// Queue is the durable store of sink deliveries; the store implements it. Enqueueing happens
+// inside the transaction that applies an inbox row (the store's Tx), so an event and its
+// deliveries commit together.
+type Queue interface {
+	// Claim leases up to limit due deliveries of the sink (NextAttempt ≤ now), oldest first,
+	// for lease; a claimed delivery is not claimed again until its lease expires. For an
+	// ordered sink only the oldest undelivered delivery of each order key is eligible.
+	Claim(ctx context.Context, sink string, ordered bool, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
+	// Complete removes a delivered delivery.
+	Complete(ctx context.Context, id int64) error
+	// Retry records a failed attempt and when to try again.
+	Retry(ctx context.Context, id int64, next time.Time, errMsg string) error
+	// Kill moves a delivery to the dead-letter list with its last error.
+	Kill(ctx context.Context, id int64, errMsg string, at time.Time) error
+	// DeadLetters lists dead letters, newest first; sink "" is every sink, zero since is all.
+	DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]DeadLetter, error)
+	// Replay puts a dead letter back in its sink's queue, due now, with its attempts reset.
+	Replay(ctx context.Context, id int64, now time.Time) error
+	// Depth counts the sink's queued (not dead) deliveries.
+	Depth(ctx context.Context, sink string) (int64, error)
+}
