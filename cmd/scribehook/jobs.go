@@ -31,38 +31,20 @@ remote" for its own lists.`,
 
 func newJobsListCmd() *cobra.Command {
 	var (
-		all                         bool
-		kinds, statuses, metadata   []string
-		date, beforeDate, afterDate string
-		limit, offset               int
-		output                      string
+		lf listFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List stored jobs, newest first, with the service's filters",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := checkOutput(lf.output); err != nil {
 				return err
 			}
-			q := api.ListQuery{Date: date, BeforeDate: beforeDate, AfterDate: afterDate}
-			if cmd.Flags().Changed("limit") {
-				q.Limit = api.Int(limit)
-			}
-			if cmd.Flags().Changed("offset") {
-				q.Offset = api.Int(offset)
-			}
-			for _, s := range statuses {
-				q.Status = append(q.Status, api.JobStatus(s))
-			}
-			for _, k := range kinds {
-				q.Kind = append(q.Kind, api.JobKind(k))
-			}
-			md, err := metadataObject(metadata)
+			q, err := lf.query(cmd)
 			if err != nil {
 				return err
 			}
-			q.CustomMetadata = md
 			if err := q.Validate(false); err != nil {
 				return fmt.Errorf("filters: %w", err)
 			}
@@ -87,8 +69,8 @@ func newJobsListCmd() *cobra.Command {
 				if !page.More {
 					break
 				}
-				if !all {
-					if output == "table" {
+				if !lf.all {
+					if lf.output == "table" {
 						fmt.Fprintln(cmd.ErrOrStderr(), "more jobs follow: use --all, or --offset to page")
 					}
 					break
@@ -99,7 +81,7 @@ func newJobsListCmd() *cobra.Command {
 				}
 				q.Offset = api.Int(next)
 			}
-			if output == "json" {
+			if lf.output == "json" {
 				items := make([]json.RawMessage, 0, len(recs))
 				for _, r := range recs {
 					b, err := recordJSON(r.Job, localView{Local: r.Local})
@@ -117,17 +99,7 @@ func newJobsListCmd() *cobra.Command {
 			return writeJobsTable(cmd.OutOrStdout(), jobs)
 		},
 	}
-	f := cmd.Flags()
-	f.StringSliceVar(&kinds, "kind", nil, "kinds to keep: pre-recorded, live (repeat or comma-separate)")
-	f.StringSliceVar(&statuses, "status", nil, "statuses to keep: queued, processing, done, error (repeat or comma-separate)")
-	f.StringVar(&date, "date", "", "jobs of one day, YYYY-MM-DD")
-	f.StringVar(&beforeDate, "before-date", "", "jobs created before this ISO 8601 date-time")
-	f.StringVar(&afterDate, "after-date", "", "jobs created after this ISO 8601 date-time")
-	f.StringArrayVar(&metadata, "metadata", nil, "custom_metadata filter as key=value (repeatable)")
-	f.IntVar(&limit, "limit", api.DefaultListLimit, "jobs per page")
-	f.IntVar(&offset, "offset", 0, "index of the first job")
-	f.BoolVar(&all, "all", false, "follow the pages to the end")
-	f.StringVarP(&output, "output", "o", "table", "output: table or json")
+	lf.register(cmd)
 	return cmd
 }
 

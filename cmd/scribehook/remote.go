@@ -69,11 +69,8 @@ func (o *remoteOptions) client(cmd *cobra.Command) (*submitter.Client, error) {
 
 func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 	var (
-		live, all                   bool
-		kinds, statuses, metadata   []string
-		date, beforeDate, afterDate string
-		limit, offset               int
-		output                      string
+		lf   listFlags
+		live bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -82,35 +79,21 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 			"--kind uses the deprecated /v2/transcription list, the only one that filters on kind.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := checkOutput(lf.output); err != nil {
 				return err
 			}
-			if live && len(kinds) > 0 {
+			if live && len(lf.kinds) > 0 {
 				return errors.New("--live and --kind exclude each other: the live list has no kind filter")
 			}
-			q := api.ListQuery{Date: date, BeforeDate: beforeDate, AfterDate: afterDate}
-			if cmd.Flags().Changed("limit") {
-				q.Limit = api.Int(limit)
-			}
-			if cmd.Flags().Changed("offset") {
-				q.Offset = api.Int(offset)
-			}
-			for _, s := range statuses {
-				q.Status = append(q.Status, api.JobStatus(s))
-			}
-			for _, k := range kinds {
-				q.Kind = append(q.Kind, api.JobKind(k))
-			}
-			md, err := metadataObject(metadata)
+			q, err := lf.query(cmd)
 			if err != nil {
 				return err
 			}
-			q.CustomMetadata = md
 			endpoint := submitter.EndpointPreRecorded
 			switch {
 			case live:
 				endpoint = submitter.EndpointLive
-			case len(kinds) > 0:
+			case len(lf.kinds) > 0:
 				endpoint = submitter.EndpointTranscription
 			}
 
@@ -119,7 +102,7 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 				return err
 			}
 			jobs := []api.Job{}
-			if all {
+			if lf.all {
 				for job, err := range c.All(cmd.Context(), endpoint, q) {
 					if err != nil {
 						return err
@@ -132,11 +115,11 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 					return err
 				}
 				jobs = append(jobs, page.Items...)
-				if page.Next != nil && output == "table" {
+				if page.Next != nil && lf.output == "table" {
 					fmt.Fprintln(cmd.ErrOrStderr(), "more jobs follow: use --all, or --offset to page")
 				}
 			}
-			if output == "json" {
+			if lf.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), jobs)
 			}
 			return writeJobsTable(cmd.OutOrStdout(), jobs)
@@ -144,16 +127,7 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&live, "live", false, "list live sessions (GET /v2/live)")
-	f.StringSliceVar(&kinds, "kind", nil, "kinds to keep: pre-recorded, live (repeat or comma-separate)")
-	f.StringSliceVar(&statuses, "status", nil, "statuses to keep: queued, processing, done, error (repeat or comma-separate)")
-	f.StringVar(&date, "date", "", "jobs of one day, YYYY-MM-DD")
-	f.StringVar(&beforeDate, "before-date", "", "jobs created before this ISO 8601 date-time")
-	f.StringVar(&afterDate, "after-date", "", "jobs created after this ISO 8601 date-time")
-	f.StringArrayVar(&metadata, "metadata", nil, "custom_metadata filter as key=value (repeatable)")
-	f.IntVar(&limit, "limit", api.DefaultListLimit, "jobs per page")
-	f.IntVar(&offset, "offset", 0, "index of the first job")
-	f.BoolVar(&all, "all", false, "follow the pages to the end")
-	f.StringVarP(&output, "output", "o", "table", "output: table or json")
+	lf.register(cmd)
 	return cmd
 }
 
