@@ -2,7 +2,7 @@ SHELL := /bin/bash
 GO ?= go
 
 # Debian packages the tests need; scripts/deps.sh installs the missing ones.
-TEST_PACKAGES := gcc libc6-dev pkgconf
+TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server
 
 .PHONY: test deps build demo fuzz
 
