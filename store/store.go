@@ -151,6 +151,22 @@ type Token struct {
 	RevokedAt time.Time
 }
 
+// SinkDelivery is one event queued for one sink (the sinks package's queue, kept here in the
+// store's own terms).
+type SinkDelivery struct {
+	ID          int64
+	Sink        string
+	EventID     string
+	Event       api.Event
+	OrderKey    string // the job or session id: ordered sinks deliver one key in order
+	Attempts    int
+	NextAttempt time.Time
+	LastError   string
+	CreatedAt   time.Time
+	// FailedAt is set on dead letters.
+	FailedAt time.Time
+}
+
 // Tx is what Apply's function may do, inside the transaction that also marks the inbox row
 // done. Reads see the transaction's own writes.
 type Tx interface {
@@ -159,6 +175,10 @@ type Tx interface {
 	// AppendLiveMessage stores m with the session's next sequence number and returns it.
 	AppendLiveMessage(ctx context.Context, m LiveMessage) (int64, error)
 	PutArtifact(ctx context.Context, a Artifact) error
+	// EnqueueSinkDeliveries queues events for sinks, in the same transaction as the delivery
+	// that caused them (an outbox): a (sink, event id) pair already queued, delivered or dead is
+	// ignored, so a replayed row never delivers twice.
+	EnqueueSinkDeliveries(ctx context.Context, ds []SinkDelivery) error
 }
 
 // JobPage is a page of local job records, newest first.
@@ -200,6 +220,26 @@ type Store interface {
 	// LiveMessages lists a session's messages with Seq > afterSeq in order, at most limit.
 	LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]LiveMessage, error)
 	Artifacts(ctx context.Context, jobID string) ([]Artifact, error)
+
+	// EnqueueSinkDeliveries queues events outside an inbox row (subtitles rendered later).
+	EnqueueSinkDeliveries(ctx context.Context, ds []SinkDelivery) error
+	// ClaimSinkDeliveries leases up to limit due deliveries of a sink (NextAttempt ≤ now),
+	// oldest first; a leased delivery is not claimed again before the lease ends. For an
+	// ordered sink only the oldest undelivered delivery of each order key is eligible.
+	ClaimSinkDeliveries(ctx context.Context, sink string, ordered bool, now time.Time, lease time.Duration, limit int) ([]SinkDelivery, error)
+	// CompleteSinkDelivery records a delivered event (kept as delivered so that the same event
+	// is never queued again for the sink).
+	CompleteSinkDelivery(ctx context.Context, id int64) error
+	// RetrySinkDelivery records a failed attempt, its error, and when to try again.
+	RetrySinkDelivery(ctx context.Context, id int64, next time.Time, errMsg string) error
+	// KillSinkDelivery moves a delivery to the dead letters with its last error.
+	KillSinkDelivery(ctx context.Context, id int64, errMsg string, at time.Time) error
+	// DeadLetters lists dead letters newest first; sink "" is every sink, zero since all.
+	DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]SinkDelivery, error)
+	// ReplayDeadLetter queues a dead letter again, due at now, attempts reset.
+	ReplayDeadLetter(ctx context.Context, id int64, now time.Time) error
+	// SinkDepth counts a sink's queued deliveries (not delivered, not dead).
+	SinkDepth(ctx context.Context, sink string) (int64, error)
 
 	CreateToken(ctx context.Context, t Token) error
 	// LookupToken finds a token by its hash; revoked tokens are returned with RevokedAt set.

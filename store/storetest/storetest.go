@@ -53,6 +53,17 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Tokens", testTokens},
 		{"TokenBindConcurrent", testTokenBindConcurrent},
 		{"ConcurrentReadsAndWrites", testConcurrentMixed},
+		{"SinkEnqueueFields", testSinkEnqueueFields},
+		{"SinkEnqueueOnce", testSinkEnqueueOnce},
+		{"SinkClaimDue", testSinkClaimDue},
+		{"SinkLeaseExpiry", testSinkLeaseExpiry},
+		{"SinkClaimOrdered", testSinkClaimOrdered},
+		{"SinkClaimUnordered", testSinkClaimUnordered},
+		{"SinkRetry", testSinkRetry},
+		{"SinkComplete", testSinkComplete},
+		{"SinkDeadLetters", testSinkDeadLetters},
+		{"SinkReplay", testSinkReplay},
+		{"SinkClaimConcurrent", testSinkClaimConcurrent},
 		{"Ping", testPing},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,304 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/scribehook/scribehook/store"
+)
+
+// Statuses of sink_deliveries rows (the third is "delivered").
+const (
+	sinkQueued = "queued"
+	sinkDead   = "dead"
+)
+
+// EnqueueSinkDeliveries queues events for sinks inside Apply's transaction.
+func (t *tx) EnqueueSinkDeliveries(ctx context.Context, ds []store.SinkDelivery) error {
+	return enqueueSinkDeliveries(ctx, t.q, ds, time.Now())
+}
+
+// EnqueueSinkDeliveries queues events outside an inbox row, all of them or none.
+func (s *Store) EnqueueSinkDeliveries(ctx context.Context, ds []store.SinkDelivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("enqueue sink deliveries: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := enqueueSinkDeliveries(ctx, tx, ds, time.Now()); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("enqueue sink deliveries: commit: %w", err)
+	}
+	return nil
+}
+
+// enqueueSinkDeliveries inserts the rows, ignoring a (sink, event id) pair already stored
+// whatever its status: a replayed inbox row must not deliver an event twice. Only Sink,
+// EventID (default Event.ID), Event, OrderKey, NextAttempt (default CreatedAt) and CreatedAt
+// (default now) are read: a new row starts queued with no attempts.
+func enqueueSinkDeliveries(ctx context.Context, q querier, ds []store.SinkDelivery, now time.Time) error {
+	for i := range ds {
+		d := &ds[i]
+		eventID := cmp.Or(d.EventID, d.Event.ID)
+		if d.Sink == "" {
+			return fmt.Errorf("enqueue sink delivery %d: empty sink", i)
+		}
+		if eventID == "" {
+			return fmt.Errorf("enqueue sink delivery %d for %s: empty event id", i, d.Sink)
+		}
+		ev, err := json.Marshal(d.Event)
+		if err != nil {
+			return fmt.Errorf("enqueue sink delivery %d for %s: encode event: %w", i, d.Sink, err)
+		}
+		created := d.CreatedAt
+		if created.IsZero() {
+			created = now
+		}
+		next := d.NextAttempt
+		if next.IsZero() {
+			next = created
+		}
+		if _, err := q.ExecContext(ctx, `INSERT INTO sink_deliveries (sink, event_id, event, order_key,
+			next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (sink, event_id) DO NOTHING`,
+			d.Sink, eventID, string(ev), d.OrderKey, formatTime(next), formatTime(created)); err != nil {
+			return fmt.Errorf("enqueue sink delivery %d for %s: %w", i, d.Sink, err)
+		}
+	}
+	return nil
+}
+
+const sinkColumns = `id, sink, event_id, event, order_key, attempts, next_attempt_at, last_error,
+	created_at, failed_at`
+
+func scanSinkDelivery(sc interface{ Scan(...any) error }) (store.SinkDelivery, error) {
+	var (
+		d                     store.SinkDelivery
+		ev                    string
+		next, created, failed sql.NullString
+	)
+	if err := sc.Scan(&d.ID, &d.Sink, &d.EventID, &ev, &d.OrderKey, &d.Attempts, &next, &d.LastError,
+		&created, &failed); err != nil {
+		return store.SinkDelivery{}, err
+	}
+	if err := json.Unmarshal([]byte(ev), &d.Event); err != nil {
+		return store.SinkDelivery{}, fmt.Errorf("decode event of sink delivery %d: %w", d.ID, err)
+	}
+	var err error
+	if d.NextAttempt, err = parseTime(next); err != nil {
+		return store.SinkDelivery{}, err
+	}
+	if d.CreatedAt, err = parseTime(created); err != nil {
+		return store.SinkDelivery{}, err
+	}
+	if d.FailedAt, err = parseTime(failed); err != nil {
+		return store.SinkDelivery{}, err
+	}
+	return d, nil
+}
+
+// ClaimSinkDeliveries leases up to limit due deliveries of the sink (no limit when
+// limit <= 0) in one IMMEDIATE transaction, so two claimers never get the same row. Due means
+// queued, next_attempt_at <= now and no lease, or a lease that ended before now (its holder
+// died or overran). "Oldest first" is (next_attempt_at, id): the delivery due the longest goes
+// first, and deliveries due at the same instant go in queue order.
+//
+// For an ordered sink a delivery is eligible only when no earlier (smaller id) delivery with
+// the same order key is still queued, whether due, leased or waiting for a retry: a key's
+// deliveries go one at a time, in order, and a dead letter no longer holds its successors back.
+// An empty order key means "no key": such deliveries are never held back.
+func (s *Store) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bool, now time.Time,
+	lease time.Duration, limit int) ([]store.SinkDelivery, error) {
+	if lease <= 0 {
+		return nil, fmt.Errorf("claim sink deliveries of %s: lease must be positive (got %s)", sink, lease)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: begin: %w", sink, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	nowText := formatTime(now)
+	rows, err := tx.QueryContext(ctx, `UPDATE sink_deliveries SET lease_until = ?
+		WHERE id IN (
+			SELECT d.id FROM sink_deliveries d
+			WHERE d.sink = ? AND d.status = 'queued' AND d.next_attempt_at <= ?
+				AND (d.lease_until IS NULL OR d.lease_until < ?)
+				AND (NOT ? OR d.order_key = '' OR NOT EXISTS (
+					SELECT 1 FROM sink_deliveries e
+					WHERE e.sink = d.sink AND e.order_key = d.order_key AND e.status = 'queued'
+						AND e.id < d.id))
+			ORDER BY d.next_attempt_at, d.id
+			LIMIT ?)
+		RETURNING `+sinkColumns,
+		formatTime(now.Add(lease)), sink, nowText, nowText, ordered, limitArg(limit))
+	if err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
+	}
+	defer rows.Close()
+	var out []store.SinkDelivery
+	for rows.Next() {
+		d, err := scanSinkDelivery(rows)
+		if err != nil {
+			return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: commit: %w", sink, err)
+	}
+	// RETURNING gives rows in no promised order.
+	slices.SortFunc(out, func(a, b store.SinkDelivery) int {
+		return cmp.Or(a.NextAttempt.Compare(b.NextAttempt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// CompleteSinkDelivery marks the delivery delivered, whatever its status: the event did reach
+// the sink, even when the attempt overran its lease and another attempt meanwhile dead-lettered
+// it. Completing it again is a no-op; an unknown id is store.ErrNotFound.
+func (s *Store) CompleteSinkDelivery(ctx context.Context, id int64) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET status = 'delivered',
+		delivered_at = coalesce(delivered_at, ?), lease_until = NULL, failed_at = NULL WHERE id = ?`,
+		formatTime(time.Now()), id)
+	if err != nil {
+		return fmt.Errorf("complete sink delivery %d: %w", id, err)
+	}
+	if err := oneRow(res); err != nil {
+		return fmt.Errorf("complete sink delivery %d: %w", id, err)
+	}
+	return nil
+}
+
+// RetrySinkDelivery counts a failed attempt of a queued delivery and releases its lease. A
+// delivery that is not queued (delivered or dead meanwhile) is left alone and reported with
+// store.ErrNotFound, as is an unknown id.
+func (s *Store) RetrySinkDelivery(ctx context.Context, id int64, next time.Time, errMsg string) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET attempts = attempts + 1,
+		next_attempt_at = ?, last_error = ?, lease_until = NULL WHERE id = ? AND status = 'queued'`,
+		formatTime(next), errMsg, id)
+	if err != nil {
+		return fmt.Errorf("retry sink delivery %d: %w", id, err)
+	}
+	if err := oneRow(res); err != nil {
+		return fmt.Errorf("retry sink delivery %d: %w", id, s.whyNot(ctx, id, sinkQueued, err))
+	}
+	return nil
+}
+
+// KillSinkDelivery counts the last failed attempt of a queued delivery and makes it a dead
+// letter. A delivery that is not queued, or unknown, is store.ErrNotFound.
+func (s *Store) KillSinkDelivery(ctx context.Context, id int64, errMsg string, at time.Time) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET status = 'dead', attempts = attempts + 1,
+		failed_at = ?, last_error = ?, lease_until = NULL WHERE id = ? AND status = 'queued'`,
+		formatTime(at), errMsg, id)
+	if err != nil {
+		return fmt.Errorf("kill sink delivery %d: %w", id, err)
+	}
+	if err := oneRow(res); err != nil {
+		return fmt.Errorf("kill sink delivery %d: %w", id, s.whyNot(ctx, id, sinkQueued, err))
+	}
+	return nil
+}
+
+// DeadLetters lists dead letters by failed_at, newest first (ties: newest id first), of one
+// sink or of all (sink ""), failed at or after since unless it is zero, at most limit (no limit
+// when limit <= 0).
+func (s *Store) DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]store.SinkDelivery, error) {
+	query := `SELECT ` + sinkColumns + ` FROM sink_deliveries WHERE status = 'dead'`
+	var args []any
+	if sink != "" {
+		query += ` AND sink = ?`
+		args = append(args, sink)
+	}
+	if !since.IsZero() {
+		query += ` AND failed_at >= ?`
+		args = append(args, formatTime(since))
+	}
+	query += ` ORDER BY failed_at DESC, id DESC LIMIT ?`
+	args = append(args, limitArg(limit))
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	defer rows.Close()
+	var out []store.SinkDelivery
+	for rows.Next() {
+		d, err := scanSinkDelivery(rows)
+		if err != nil {
+			return nil, fmt.Errorf("dead letters: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// ReplayDeadLetter queues a dead letter again, due at now, with no attempts and no lease; its
+// last error stays for the record. Only dead letters replay: a queued or delivered delivery,
+// like an unknown id, is store.ErrNotFound.
+func (s *Store) ReplayDeadLetter(ctx context.Context, id int64, now time.Time) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET status = 'queued', attempts = 0,
+		next_attempt_at = ?, lease_until = NULL, failed_at = NULL WHERE id = ? AND status = 'dead'`,
+		formatTime(now), id)
+	if err != nil {
+		return fmt.Errorf("replay dead letter %d: %w", id, err)
+	}
+	if err := oneRow(res); err != nil {
+		return fmt.Errorf("replay dead letter %d: %w", id, s.whyNot(ctx, id, sinkDead, err))
+	}
+	return nil
+}
+
+// SinkDepth counts the sink's queued deliveries, leased or not, due or not.
+func (s *Store) SinkDepth(ctx context.Context, sink string) (int64, error) {
+	var n int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sink_deliveries
+		WHERE sink = ? AND status = 'queued'`, sink).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sink depth of %s: %w", sink, err)
+	}
+	return n, nil
+}
+
+// oneRow reports store.ErrNotFound when an UPDATE by id changed nothing.
+func oneRow(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// whyNot explains an UPDATE that matched no row although it may exist: the row's actual status
+// makes "not found" readable ("it is delivered, not queued"). err is kept for errors.Is.
+func (s *Store) whyNot(ctx context.Context, id int64, want string, err error) error {
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var status string
+	if qerr := s.r.QueryRowContext(ctx, `SELECT status FROM sink_deliveries WHERE id = ?`, id).Scan(&status); qerr != nil {
+		return err
+	}
+	return fmt.Errorf("it is %s, not %s: %w", status, want, err)
+}
