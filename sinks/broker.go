@@ -1,0 +1,346 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wmjetstream "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/jetstream"
+	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// DefaultTopic is the stream (Redis) or subject (NATS) of broker sinks without a topic.
+const DefaultTopic = "scribehook.events"
+
+// Metadata keys of broker messages, beside the message UUID, which is the event id.
+const (
+	MetadataType  = "type"
+	MetadataJobID = "job_id"
+)
+
+// natsDuplicateWindow is how long JetStream remembers message ids of streams this package
+// creates. A publish whose acknowledgment was lost is retried after 0 s, 5 s, 5 min and 30 min
+// on the default schedule; an hour covers those retries without keeping every id of a busy
+// live session for a day. Consumers that must be exact across longer gaps (a dead letter
+// replayed next week) deduplicate on the message UUID, which is the event id.
+const natsDuplicateWindow = time.Hour
+
+// natsPublishTimeout bounds one JetStream publish when the caller's context has no deadline
+// (Watermill's publisher takes no context).
+const natsPublishTimeout = 10 * time.Second
+
+// BrokerSink publishes events through a Watermill publisher: Redis Streams or NATS JetStream.
+type BrokerSink struct {
+	name  string
+	topic string // with "{type}"
+	kind  string
+	pub   message.Publisher
+	// prepare readies a topic before publishing (JetStream: the stream exists) and returns
+	// the name to publish to.
+	prepare func(ctx context.Context, topic string) (string, error)
+	// extra metadata per message (JetStream: the deduplication id).
+	extra func(ev api.Event, m message.Metadata)
+	// async publishes in a goroutine so that the context bounds the wait: Watermill's
+	// JetStream publisher does not take one.
+	async bool
+	log   logrus.FieldLogger
+}
+
+// NewRedisStream builds a sink that XADDs each event to the Redis stream named by its topic.
+// Redis keeps every entry: a retried delivery may be added twice, with the same message UUID
+// (the event id) for consumers to deduplicate on.
+func NewRedisStream(spec Spec, deps Deps) (*BrokerSink, error) {
+	deps = deps.withDefaults()
+	topic, err := brokerTopic(spec)
+	if err != nil {
+		return nil, err
+	}
+	if spec.BrokerURL == "" {
+		return nil, specErr(spec, "BrokerURL", errors.New(`is required for a redisstream sink, e.g. "redis://127.0.0.1:6379/0"`))
+	}
+	opts, err := redis.ParseURL(spec.BrokerURL)
+	if err != nil {
+		return nil, specErr(spec, "BrokerURL", fmt.Errorf("not a Redis URL: %w", err))
+	}
+	log := deps.Logger.WithField("sink", spec.Name)
+	client := redis.NewClient(opts)
+	pub, err := redisstream.NewPublisher(redisstream.PublisherConfig{Client: client}, wmLogger{log})
+	if err != nil {
+		_ = client.Close()
+		return nil, specErr(spec, "BrokerURL", fmt.Errorf("redis publisher: %w", err))
+	}
+	return &BrokerSink{
+		name: spec.Name, topic: topic, kind: KindRedisStream, pub: pub, log: log,
+		prepare: func(_ context.Context, t string) (string, error) { return t, nil },
+	}, nil
+}
+
+// NewNATS builds a sink that publishes each event to JetStream on the subject named by its
+// topic. Streams are provisioned on first use; the event id travels as Nats-Msg-Id, so a
+// publish repeated within the stream's duplicate window (also by a restarted sink) is stored
+// once.
+func NewNATS(spec Spec, deps Deps) (*BrokerSink, error) {
+	deps = deps.withDefaults()
+	topic, err := brokerTopic(spec)
+	if err != nil {
+		return nil, err
+	}
+	if spec.BrokerURL == "" {
+		return nil, specErr(spec, "BrokerURL", errors.New(`is required for a nats sink, e.g. "nats://127.0.0.1:4222"`))
+	}
+	log := deps.Logger.WithField("sink", spec.Name)
+	nc, err := nats.Connect(spec.BrokerURL,
+		nats.Name("scribehook sink "+spec.Name),
+		// A broker that is down at start is a delivery failure to retry, not a failed start.
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+			if err != nil {
+				log.WithError(err).Warn("nats disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.WithField("server", c.ConnectedUrlRedacted()).Info("nats reconnected")
+		}),
+	)
+	if err != nil {
+		return nil, specErr(spec, "BrokerURL", fmt.Errorf("nats: %w", err))
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, specErr(spec, "BrokerURL", fmt.Errorf("jetstream: %w", err))
+	}
+	pub, err := wmjetstream.NewPublisher(wmjetstream.PublisherConfig{
+		Conn:   nc,
+		Logger: wmLogger{log},
+		// Watermill's JetStream publisher sends to the Name of the stream configuration it
+		// computes for a topic; the subject is the topic itself. Streams are provisioned
+		// separately (natsStreams), with a name that streams accept.
+		ConfigureStream: func(subject string) jetstream.StreamConfig {
+			return jetstream.StreamConfig{Name: subject, Subjects: []string{subject}}
+		},
+	})
+	if err != nil {
+		nc.Close()
+		return nil, specErr(spec, "BrokerURL", fmt.Errorf("jetstream publisher: %w", err))
+	}
+	streams := &natsStreams{js: js, stream: natsStreamName(topic), known: map[string]bool{}}
+	return &BrokerSink{
+		name: spec.Name, topic: topic, kind: KindNATS, pub: pub, log: log, async: true,
+		prepare: func(ctx context.Context, t string) (string, error) {
+			subject, err := natsSubject(t)
+			if err != nil {
+				return "", err
+			}
+			return subject, streams.ensure(ctx, subject)
+		},
+		extra: func(ev api.Event, m message.Metadata) { m.Set(jetstream.MsgIDHeader, ev.ID) },
+	}, nil
+}
+
+func brokerTopic(spec Spec) (string, error) {
+	topic := strings.TrimSpace(spec.Topic)
+	if topic == "" {
+		return DefaultTopic, nil
+	}
+	if strings.ContainsAny(topic, " \t\r\n") {
+		return "", specErr(spec, "Topic", fmt.Errorf("%q contains white space", topic))
+	}
+	if spec.Kind == KindNATS {
+		if _, err := natsSubject(strings.ReplaceAll(topic, "{type}", "x")); err != nil {
+			return "", specErr(spec, "Topic", err)
+		}
+	}
+	return topic, nil
+}
+
+// Name implements Sink.
+func (s *BrokerSink) Name() string { return s.name }
+
+// Close implements Sink: the publisher and its connection are closed.
+func (s *BrokerSink) Close() error {
+	if err := s.pub.Close(); err != nil {
+		return fmt.Errorf("close %s publisher: %w", s.kind, err)
+	}
+	return nil
+}
+
+// Deliver publishes ev: message UUID the event id, payload the event JSON, metadata its type
+// and job id.
+func (s *BrokerSink) Deliver(ctx context.Context, ev api.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ev.ID == "" {
+		return &Failure{Err: errors.New("event has no id to use as message UUID"), Permanent: true}
+	}
+	payload, err := eventJSON(ev)
+	if err != nil {
+		return &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
+	}
+	topic, err := s.prepare(ctx, strings.ReplaceAll(s.topic, "{type}", ev.Type))
+	if err != nil {
+		var f *Failure
+		if errors.As(err, &f) {
+			return err
+		}
+		return fmt.Errorf("%s: %w", s.kind, err)
+	}
+	msg := message.NewMessageWithContext(ctx, ev.ID, payload)
+	msg.Metadata.Set(MetadataType, ev.Type)
+	msg.Metadata.Set(MetadataJobID, ev.JobID)
+	if s.extra != nil {
+		s.extra(ev, msg.Metadata)
+	}
+	if err := s.publish(ctx, topic, msg); err != nil {
+		return fmt.Errorf("%s publish to %s: %w", s.kind, topic, err)
+	}
+	s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "topic": topic}).Debug("event published")
+	return nil
+}
+
+func (s *BrokerSink) publish(ctx context.Context, topic string, msg *message.Message) error {
+	if !s.async {
+		return s.pub.Publish(topic, msg)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.pub.Publish(topic, msg) }()
+	timer := time.NewTimer(natsPublishTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		// The publish may still land; its Nats-Msg-Id makes the retry harmless.
+		return ctx.Err()
+	case <-timer.C:
+		return fmt.Errorf("no acknowledgment within %s", natsPublishTimeout)
+	}
+}
+
+// natsSubject checks a subject for publishing: dot-separated tokens, none empty, no white
+// space and no wildcard. Event types are mapped, not refused, when they carry a wildcard
+// character, since the service names its message types.
+func natsSubject(s string) (string, error) {
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case '*', '>':
+			return '_'
+		}
+		return r
+	}, s)
+	if strings.ContainsAny(s, " \t\r\n") {
+		return "", &Failure{Err: fmt.Errorf("nats subject %q contains white space", s), Permanent: true}
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" {
+			return "", &Failure{Err: fmt.Errorf("nats subject %q has an empty token", s), Permanent: true}
+		}
+	}
+	return s, nil
+}
+
+// natsStreamName derives the name of the stream a sink provisions from its topic: stream names
+// may not contain '.', '*', '>', white space or path separators, so "scribehook.events.{type}"
+// becomes "scribehook_events".
+func natsStreamName(topic string) string {
+	t := strings.ReplaceAll(topic, "{type}", "")
+	t = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, t)
+	t = strings.Trim(t, "_")
+	for strings.Contains(t, "__") {
+		t = strings.ReplaceAll(t, "__", "_")
+	}
+	if t == "" {
+		t = "scribehook"
+	}
+	return t
+}
+
+// natsStreams makes sure every subject a sink publishes to is stored by some stream. A subject
+// an existing stream already captures is used as it is (an operator's own stream wins); other
+// subjects are added to the sink's own stream, created on first need.
+type natsStreams struct {
+	js     jetstream.JetStream
+	stream string
+	mu     sync.Mutex
+	known  map[string]bool
+}
+
+func (n *natsStreams) ensure(ctx context.Context, subject string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.known[subject] {
+		return nil
+	}
+	if _, err := n.js.StreamNameBySubject(ctx, subject); err == nil {
+		n.known[subject] = true
+		return nil
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("look up the stream of %s: %w", subject, err)
+	}
+	// Two sinks (or replicas) may race to create the stream; the loser updates it.
+	for attempt := 0; ; attempt++ {
+		st, err := n.js.Stream(ctx, n.stream)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			_, err = n.js.CreateStream(ctx, jetstream.StreamConfig{
+				Name:        n.stream,
+				Description: "scribehook events",
+				Subjects:    []string{subject},
+				Duplicates:  natsDuplicateWindow,
+			})
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && attempt == 0 {
+				continue
+			}
+		case err == nil:
+			cfg := st.CachedInfo().Config
+			cfg.Subjects = append(cfg.Subjects, subject)
+			_, err = n.js.UpdateStream(ctx, cfg)
+		}
+		if err != nil {
+			return fmt.Errorf("provision stream %s for %s: %w", n.stream, subject, err)
+		}
+		n.known[subject] = true
+		return nil
+	}
+}
+
+// wmLogger sends Watermill's logs to logrus. Watermill's info messages are per-connection
+// chatter, so they go to debug; trace is dropped.
+type wmLogger struct{ l logrus.FieldLogger }
+
+func (w wmLogger) Error(msg string, err error, fields watermill.LogFields) {
+	w.l.WithFields(logrus.Fields(fields)).WithError(err).Error(msg)
+}
+
+func (w wmLogger) Info(msg string, fields watermill.LogFields) {
+	w.l.WithFields(logrus.Fields(fields)).Debug(msg)
+}
+
+func (w wmLogger) Debug(msg string, fields watermill.LogFields) {
+	w.l.WithFields(logrus.Fields(fields)).Debug(msg)
+}
+
+func (w wmLogger) Trace(string, watermill.LogFields) {}
+
+func (w wmLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
+	return wmLogger{w.l.WithFields(logrus.Fields(fields))}
+}

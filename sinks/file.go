@@ -1,0 +1,338 @@
+package sinks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// The file sink's layout, per job or live session:
+//
+//	<dir>/<job_id>/events/<created>-<type>-<event id>.json   every event, indented
+//	<dir>/<job_id>/transcript.txt                             job.succeeded with a transcript
+//	<dir>/<job_id>/<name>                                     each file of subtitles.ready
+//
+// <created> is the event's created_at as 20060102T150405.000Z, so that a listing sorts in
+// time order. Every file is written whole (temporary file, fsync, rename, fsync of the
+// directory), so a reader sees the old content or the new, never a part; the names and
+// contents depend only on the event, so a delivery written twice gives the same files.
+// Artifacts are written before the event file, so an event file announces files that exist.
+
+const (
+	eventsDir      = "events"
+	transcriptName = "transcript.txt"
+	createdLayout  = "20060102T150405.000Z"
+)
+
+// SubtitlesReadyData is the data of a subtitles.ready event: the rendered files of a job.
+type SubtitlesReadyData struct {
+	JobID string         `json:"job_id"`
+	Files []SubtitleFile `json:"files"`
+}
+
+// SubtitleFile is one rendered subtitle file.
+type SubtitleFile struct {
+	Format   string `json:"format"`   // srt, vtt…
+	Language string `json:"language"` // the transcript's language or a translation's
+	Name     string `json:"name"`     // a plain file name, e.g. "subtitles.en.srt"
+	Content  string `json:"content"`
+}
+
+// FileSink writes events and their artifacts under a directory.
+type FileSink struct {
+	name string
+	dir  string
+	log  logrus.FieldLogger
+}
+
+// NewFile builds a file sink from spec (kind file). The directory is created when missing.
+func NewFile(spec Spec, deps Deps) (*FileSink, error) {
+	deps = deps.withDefaults()
+	if spec.Dir == "" {
+		return nil, specErr(spec, "Dir", errors.New("is required for a file sink"))
+	}
+	dir, err := filepath.Abs(spec.Dir)
+	if err != nil {
+		return nil, specErr(spec, "Dir", err)
+	}
+	if err := mkdirSync(dir); err != nil {
+		return nil, specErr(spec, "Dir", err)
+	}
+	return &FileSink{name: spec.Name, dir: dir, log: deps.Logger.WithField("sink", spec.Name)}, nil
+}
+
+// Name implements Sink.
+func (s *FileSink) Name() string { return s.name }
+
+// Close implements Sink; no file stays open between deliveries.
+func (s *FileSink) Close() error { return nil }
+
+// Deliver writes ev's files. Events that can never be written (a job id that is no file name,
+// data that does not decode) fail permanently; disk errors are retried.
+func (s *FileSink) Deliver(ctx context.Context, ev api.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkFileName("job_id", ev.JobID); err != nil {
+		return &Failure{Err: err, Permanent: true}
+	}
+	if ev.ID == "" {
+		return &Failure{Err: errors.New("event has no id to name its file"), Permanent: true}
+	}
+	jobDir := filepath.Join(s.dir, ev.JobID)
+
+	var artifacts []artifact
+	switch ev.Type {
+	case api.EventJobSucceeded:
+		text, err := TranscriptText(ev.Data)
+		if err != nil {
+			return &Failure{Err: fmt.Errorf("job.succeeded data: %w", err), Permanent: true}
+		}
+		if text != "" {
+			artifacts = append(artifacts, artifact{transcriptName, []byte(text)})
+		}
+	case api.EventSubtitlesReady:
+		files, err := subtitleArtifacts(ev)
+		if err != nil {
+			return &Failure{Err: err, Permanent: true}
+		}
+		artifacts = append(artifacts, files...)
+	}
+
+	body, err := indentedEvent(ev)
+	if err != nil {
+		return &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
+	}
+	if err := mkdirSync(filepath.Join(jobDir, eventsDir)); err != nil {
+		return err
+	}
+	for _, a := range artifacts {
+		if err := writeFileAtomic(filepath.Join(jobDir, a.name), a.content); err != nil {
+			return err
+		}
+	}
+	path := filepath.Join(jobDir, eventsDir, EventFileName(ev))
+	if err := writeFileAtomic(path, body); err != nil {
+		return err
+	}
+	s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "files": len(artifacts) + 1}).Debug("event written")
+	return nil
+}
+
+type artifact struct {
+	name    string
+	content []byte
+}
+
+// EventFileName is the name of ev's file under <dir>/<job_id>/events.
+func EventFileName(ev api.Event) string {
+	return ev.CreatedAt.UTC().Format(createdLayout) + "-" + safeNamePart(ev.Type) + "-" + safeNamePart(ev.ID) + ".json"
+}
+
+func subtitleArtifacts(ev api.Event) ([]artifact, error) {
+	var data SubtitlesReadyData
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		return nil, fmt.Errorf("subtitles.ready data: %w", err)
+	}
+	if data.JobID != "" && data.JobID != ev.JobID {
+		return nil, fmt.Errorf("subtitles.ready data: job_id %q differs from the event's %q", data.JobID, ev.JobID)
+	}
+	seen := map[string]bool{}
+	var out []artifact
+	for i, f := range data.Files {
+		if err := checkFileName(fmt.Sprintf("files[%d].name", i), f.Name); err != nil {
+			return nil, fmt.Errorf("subtitles.ready data: %w", err)
+		}
+		if f.Name == eventsDir || f.Name == transcriptName {
+			return nil, fmt.Errorf("subtitles.ready data: files[%d].name %q is reserved by the file sink", i, f.Name)
+		}
+		if seen[f.Name] {
+			return nil, fmt.Errorf("subtitles.ready data: files[%d].name %q appears twice", i, f.Name)
+		}
+		seen[f.Name] = true
+		out = append(out, artifact{f.Name, []byte(f.Content)})
+	}
+	return out, nil
+}
+
+// checkFileName refuses names that would leave their directory or hide: the job id and the
+// subtitle names come from outside.
+func checkFileName(field, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s is empty", field)
+	case name == "." || name == "..":
+		return fmt.Errorf("%s %q is not a file name", field, name)
+	case strings.HasPrefix(name, "."):
+		return fmt.Errorf("%s %q starts with a dot", field, name)
+	case strings.ContainsAny(name, "/\\\x00"):
+		return fmt.Errorf("%s %q contains a path separator or NUL", field, name)
+	case len(name) > 200:
+		return fmt.Errorf("%s is longer than 200 bytes", field)
+	}
+	return nil
+}
+
+// safeNamePart keeps letters, digits, '.', '_' and '-', and writes '_' for anything else.
+func safeNamePart(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 100 {
+		b = b[:100]
+	}
+	return string(b)
+}
+
+func indentedEvent(ev api.Event) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(ev); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// TranscriptText renders the data of a job.succeeded event (the job record; a bare result is
+// accepted too) as readable lines, one per utterance in time order:
+//
+//	[00:00:01.2 → 00:00:03.4] Speaker 0: text
+//
+// The speaker number is the utterance's speaker field as the service gives it (0-based, as in
+// its display mode), or its channel when there is none. Empty when there is no transcript.
+func TranscriptText(data json.RawMessage) (string, error) {
+	var job api.Job
+	if err := json.Unmarshal(data, &job); err != nil {
+		return "", err
+	}
+	res := job.Result
+	if res == nil {
+		var r api.Result
+		if err := json.Unmarshal(data, &r); err == nil && r.Transcription != nil {
+			res = &r
+		}
+	}
+	if res == nil || res.Transcription == nil {
+		return "", nil
+	}
+	utts := append([]api.Utterance(nil), res.Transcription.Utterances...)
+	sort.SliceStable(utts, func(i, j int) bool {
+		if utts[i].Start != utts[j].Start {
+			return utts[i].Start < utts[j].Start
+		}
+		return utts[i].Channel < utts[j].Channel
+	})
+	var b strings.Builder
+	for _, u := range utts {
+		text := strings.Join(strings.Fields(u.Text), " ")
+		if text == "" {
+			continue
+		}
+		speaker := u.Channel
+		if u.Speaker != nil {
+			speaker = *u.Speaker
+		}
+		fmt.Fprintf(&b, "[%s → %s] Speaker %d: %s\n", transcriptClock(u.Start), transcriptClock(u.End), speaker, text)
+	}
+	return b.String(), nil
+}
+
+// transcriptClock writes seconds as HH:MM:SS.d, rounded to the tenth.
+func transcriptClock(sec float64) string {
+	if math.IsNaN(sec) || sec < 0 {
+		sec = 0
+	}
+	tenths := int64(math.Round(sec * 10))
+	h := tenths / 36000
+	m := tenths / 600 % 60
+	s := tenths / 10 % 60
+	return fmt.Sprintf("%02d:%02d:%02d.%d", h, m, s, tenths%10)
+}
+
+// writeFileAtomic replaces path with content: written and synced under a temporary name in the
+// same directory, renamed over path, and the directory synced, so that after a crash path
+// holds the old content or the new, and nobody ever reads half a file.
+func writeFileAtomic(path string, content []byte) (err error) {
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(content); err != nil {
+		return fmt.Errorf("write %s: %w", base, err)
+	}
+	// CreateTemp makes 0600; these are outputs meant to be read by other tools.
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("chmod %s: %w", base, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", base, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", base, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename into %s: %w", base, err)
+	}
+	if err = syncDir(dir); err != nil {
+		return err
+	}
+	return nil
+}
+
+// mkdirSync creates dir and its missing parents, syncing each parent after a creation so the
+// new entry survives a crash.
+func mkdirSync(dir string) error {
+	dir = filepath.Clean(dir)
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirSync(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create directory: %w", err)
+	}
+	return syncDir(parent)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory for sync: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	return nil
+}

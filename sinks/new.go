@@ -1,0 +1,125 @@
+package sinks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// Kinds of sink.
+const (
+	KindFile        = "file"
+	KindWebhook     = "webhook"
+	KindRedisStream = "redisstream"
+	KindNATS        = "nats"
+	KindLog         = "log"
+)
+
+// Deps are what sinks take from their surroundings; the zero value is the real world.
+type Deps struct {
+	// Logger gets the sinks' own logs, with the sink's name as field "sink" (default: logrus's
+	// standard logger).
+	Logger logrus.FieldLogger
+	// Stdout is where log sinks write (default os.Stdout).
+	Stdout io.Writer
+	// Transport is the base of webhook sinks' HTTP transports, for tests that trust a test
+	// certificate. It is cloned, and its proxy and dial hooks are replaced: every connection
+	// goes through the address guard.
+	Transport *http.Transport
+	// Resolver resolves webhook host names (default net.DefaultResolver); tests point it at a
+	// DNS server of their own.
+	Resolver *net.Resolver
+	// Now is the clock of webhook-timestamp and Retry-After dates (default time.Now).
+	Now func() time.Time
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.Logger == nil {
+		d.Logger = logrus.StandardLogger()
+	}
+	if d.Stdout == nil {
+		d.Stdout = os.Stdout
+	}
+	if d.Resolver == nil {
+		d.Resolver = net.DefaultResolver
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return d
+}
+
+// SpecError is a configuration problem of one sink, naming the Spec field at fault, so that the
+// caller can point at its own configuration key.
+type SpecError struct {
+	Sink  string
+	Field string // a field of Spec: "URL", "Allow", "Filter.Categories"…
+	Err   error
+}
+
+func (e *SpecError) Error() string {
+	return fmt.Sprintf("sink %q: %s: %v", e.Sink, e.Field, e.Err)
+}
+
+func (e *SpecError) Unwrap() error { return e.Err }
+
+func specErr(spec Spec, field string, err error) error {
+	return &SpecError{Sink: spec.Name, Field: field, Err: err}
+}
+
+// New builds the sink spec describes. It checks the configuration and connects nothing that
+// could fail for a passing reason: a broker that is down at start makes deliveries fail and
+// retry, not the start itself.
+func New(spec Spec, deps Deps) (Sink, error) {
+	if spec.Name == "" {
+		return nil, specErr(spec, "Name", errors.New("is required"))
+	}
+	if err := spec.Filter.Validate(); err != nil {
+		return nil, specErr(spec, "Filter", err)
+	}
+	if m := bytes.TrimSpace(spec.Filter.CustomMetadata); len(m) > 0 {
+		// The filter treats anything but an object as no filter at all; a typo must not
+		// widen a sink to every event.
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(m, &obj); err != nil || obj == nil {
+			return nil, specErr(spec, "Filter.CustomMetadata", errors.New("must be a JSON object"))
+		}
+	}
+	switch spec.Kind {
+	case KindFile:
+		return NewFile(spec, deps)
+	case KindWebhook:
+		return NewWebhook(spec, deps)
+	case KindRedisStream:
+		return NewRedisStream(spec, deps)
+	case KindNATS:
+		return NewNATS(spec, deps)
+	case KindLog:
+		return NewLog(spec, deps), nil
+	case "":
+		return nil, specErr(spec, "Kind", errors.New("is required: file, webhook, redisstream, nats or log"))
+	}
+	return nil, specErr(spec, "Kind", fmt.Errorf("%q is not file, webhook, redisstream, nats or log", spec.Kind))
+}
+
+// eventJSON is the envelope as every sink sends it: compact, without HTML escaping (a
+// transcript's "<" stays "<").
+func eventJSON(ev api.Event) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

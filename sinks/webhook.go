@@ -1,0 +1,310 @@
+package sinks
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// DefaultWebhookTimeout bounds one webhook attempt when the spec gives none.
+const DefaultWebhookTimeout = 10 * time.Second
+
+// UserAgent is what webhook requests say they come from.
+const UserAgent = "scribehook"
+
+const (
+	// maxErrorBody is how much of a refusal's body an error quotes.
+	maxErrorBody = 256
+	// maxDrain is how much of a response is read so that its connection can be reused; a
+	// longer body costs a new connection, not memory.
+	maxDrain = 64 << 10
+)
+
+// WebhookSink POSTs each event, signed the Standard Webhooks way.
+type WebhookSink struct {
+	name    string
+	url     *url.URL
+	guard   *Guard
+	dialer  *dialer
+	client  *http.Client
+	signers []*standardwebhooks.Webhook
+	timeout time.Duration
+	now     func() time.Time
+	log     logrus.FieldLogger
+}
+
+// NewWebhook builds a webhook sink from spec (kind webhook).
+func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
+	deps = deps.withDefaults()
+	if spec.URL == "" {
+		return nil, specErr(spec, "URL", errors.New("is required for a webhook sink"))
+	}
+	u, err := url.Parse(spec.URL)
+	if err != nil {
+		// url.Parse quotes the URL, which may carry a token; say what is wrong without it.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, specErr(spec, "URL", fmt.Errorf("not a URL: %w", err))
+	}
+	if u.Host == "" || !u.IsAbs() {
+		return nil, specErr(spec, "URL", errors.New("must be an absolute http or https URL"))
+	}
+	guard, err := NewGuard(spec.Allow)
+	if err != nil {
+		return nil, specErr(spec, "Allow", err)
+	}
+	if err := guard.CheckURL(u); err != nil {
+		return nil, specErr(spec, "URL", err)
+	}
+	signers, err := parseSecrets(spec.SigningSecrets)
+	if err != nil {
+		return nil, specErr(spec, "SigningSecrets", err)
+	}
+	timeout := spec.Timeout
+	if timeout < 0 {
+		return nil, specErr(spec, "Timeout", fmt.Errorf("must not be negative (got %s)", timeout))
+	}
+	if timeout == 0 {
+		timeout = DefaultWebhookTimeout
+	}
+
+	d := newDialer(guard, deps.Resolver)
+	var tr *http.Transport
+	if deps.Transport != nil {
+		tr = deps.Transport.Clone()
+	} else {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	// A proxy would be the address dialled, and the guard would check it instead of the
+	// target; webhooks go direct.
+	tr.Proxy = nil
+	tr.DialContext = d.DialContext
+	// Any of these would take over TLS dials from DialContext and skip the guard.
+	tr.DialTLSContext = nil
+	tr.DialTLS = nil
+	client := &http.Client{
+		Transport: tr,
+		// A redirect would lead to a place the URL check never saw; 3xx is reported as a
+		// failure instead.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	log := deps.Logger.WithField("sink", spec.Name)
+	if len(signers) == 0 {
+		log.Warn("webhook sink has no signing secret: receivers cannot verify its deliveries")
+	}
+	return &WebhookSink{
+		name: spec.Name, url: u, guard: guard, dialer: d, client: client, signers: signers,
+		timeout: timeout, now: deps.Now, log: log,
+	}, nil
+}
+
+// parseSecrets turns configured secrets into signers: "whsec_<base64>" is decoded (with or
+// without padding), any other string is the key itself. Messages never quote a secret.
+func parseSecrets(secrets []string) ([]*standardwebhooks.Webhook, error) {
+	var out []*standardwebhooks.Webhook
+	for i, s := range secrets {
+		key, err := secretKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		// NewWebhookRaw cannot fail; v0.0.1 would also accept an empty key, which secretKey
+		// has already refused.
+		wh, err := standardwebhooks.NewWebhookRaw(key)
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		out = append(out, wh)
+	}
+	return out, nil
+}
+
+func secretKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, errors.New("secret is empty")
+	}
+	rest, ok := strings.CutPrefix(s, "whsec_")
+	if !ok {
+		return []byte(s), nil
+	}
+	key, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil {
+		if key, err = base64.RawStdEncoding.DecodeString(rest); err != nil {
+			return nil, errors.New("whsec_ secret is not base64")
+		}
+	}
+	if len(key) == 0 {
+		return nil, errors.New("whsec_ secret is empty")
+	}
+	return key, nil
+}
+
+// Name implements Sink.
+func (s *WebhookSink) Name() string { return s.name }
+
+// Close implements Sink: idle connections are closed.
+func (s *WebhookSink) Close() error {
+	s.client.CloseIdleConnections()
+	return nil
+}
+
+// Deliver POSTs ev. A 2xx is success; 410 disables the sink; a refused address is permanent;
+// everything else (3xx, other statuses, network errors, timeouts) is retried, after the
+// Retry-After the destination asked for when it did.
+func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
+	if err := s.guard.CheckURL(s.url); err != nil {
+		return &Failure{Err: err, Permanent: true}
+	}
+	body, err := eventJSON(ev)
+	if err != nil {
+		return &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
+	}
+	if ev.ID == "" {
+		return &Failure{Err: errors.New("event has no id to send as webhook-id"), Permanent: true}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url.String(), bytes.NewReader(body))
+	if err != nil {
+		return &Failure{Err: fmt.Errorf("build request: %w", err), Permanent: true}
+	}
+	ts := s.now()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", UserAgent)
+	req.Header.Set(standardwebhooks.HeaderWebhookID, ev.ID)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	if len(s.signers) > 0 {
+		sigs := make([]string, 0, len(s.signers))
+		for _, wh := range s.signers {
+			sig, err := wh.Sign(ev.ID, ts, body)
+			if err != nil {
+				return &Failure{Err: fmt.Errorf("sign: %w", err), Permanent: true}
+			}
+			sigs = append(sigs, sig)
+		}
+		req.Header.Set(standardwebhooks.HeaderWebhookSignature, strings.Join(sigs, " "))
+	}
+
+	start := time.Now()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return s.transportFailure(ctx, err)
+	}
+	defer resp.Body.Close()
+	snippet := readSnippet(resp.Body)
+	log := s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "status": resp.StatusCode})
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		log.WithField("duration", time.Since(start)).Debug("webhook delivered")
+		return nil
+	}
+	return s.statusFailure(resp, snippet)
+}
+
+// transportFailure classifies an error of the request itself. url.Error quotes the whole URL,
+// query tokens included; errors name the host only.
+func (s *WebhookSink) transportFailure(ctx context.Context, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var blocked *BlockedAddressError
+	if errors.As(err, &blocked) {
+		// The configuration points at a refused place: retrying changes nothing until someone
+		// changes allow or the DNS, and then the dead letter can be replayed.
+		return &Failure{Err: fmt.Errorf("post to %s: %w", s.url.Host, err), Permanent: true}
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &Failure{Err: fmt.Errorf("post to %s: no answer within %s", s.url.Host, s.timeout)}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &Failure{Err: fmt.Errorf("post to %s: timed out: %w", s.url.Host, err)}
+	}
+	return &Failure{Err: fmt.Errorf("post to %s: %w", s.url.Host, err)}
+}
+
+func (s *WebhookSink) statusFailure(resp *http.Response, snippet string) error {
+	status := resp.Status
+	if status == "" {
+		status = strconv.Itoa(resp.StatusCode)
+	}
+	msg := fmt.Sprintf("%s answered %s", s.url.Host, status)
+	if snippet != "" {
+		msg += ": " + snippet
+	}
+	switch {
+	case resp.StatusCode == http.StatusGone:
+		return &Failure{Err: errors.New(msg), Disable: true}
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		if loc := resp.Header.Get("Location"); loc != "" {
+			msg = fmt.Sprintf("%s answered %s, redirect to %s not followed", s.url.Host, status, redactLocation(loc))
+		}
+		return &Failure{Err: errors.New(msg)}
+	}
+	return &Failure{Err: errors.New(msg), RetryAfter: retryAfter(resp.Header.Get("Retry-After"), s.now())}
+}
+
+// retryAfter reads Retry-After as delay-seconds or an HTTP-date; 0 when absent or invalid.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		if n > int64((1<<63-1)/int64(time.Second)) {
+			n = int64((1<<63 - 1) / int64(time.Second))
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// readSnippet drains the body for connection reuse and keeps its start, on one line, for the
+// error message.
+func readSnippet(r io.Reader) string {
+	buf := make([]byte, maxErrorBody)
+	n, _ := io.ReadFull(r, buf)
+	_, _ = io.Copy(io.Discard, io.LimitReader(r, maxDrain))
+	s := strings.ToValidUTF8(string(buf[:n]), "?")
+	s = strings.Join(strings.Fields(s), " ")
+	if n == maxErrorBody {
+		s += "…"
+	}
+	return s
+}
+
+// redactLocation keeps a redirect target's scheme, host and path: its query may carry a token.
+func redactLocation(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "(unparsable location)"
+	}
+	u.User = nil
+	u.RawQuery = ""
+	u.Fragment = ""
+	return u.String()
+}
