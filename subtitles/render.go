@@ -1,0 +1,515 @@
+package subtitles
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/asticode/go-astisub"
+)
+
+// Format is a subtitle file format Render writes.
+type Format string
+
+// Formats go-astisub can write.
+const (
+	SRT  Format = "srt"
+	VTT  Format = "vtt"
+	TTML Format = "ttml"
+	SSA  Format = "ssa"
+	ASS  Format = "ass"
+	STL  Format = "stl" // EBU STL, binary
+)
+
+// Formats lists every format Render writes, SRT and WebVTT first.
+func Formats() []Format { return []Format{SRT, VTT, TTML, SSA, ASS, STL} }
+
+// ParseFormat accepts a format name or file extension, case-insensitive ("webvtt" and
+// "dfxp" are aliases of vtt and ttml).
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), ".")); f {
+	case SRT, VTT, TTML, SSA, ASS, STL:
+		return f, nil
+	case "webvtt":
+		return VTT, nil
+	case "dfxp", "xml":
+		return TTML, nil
+	}
+	return "", fmt.Errorf("subtitles: unknown format %q", s)
+}
+
+// Extension is the file extension, with its dot.
+func (f Format) Extension() string { return "." + string(f) }
+
+// ContentType is the media type to serve the format with.
+func (f Format) ContentType() string {
+	switch f {
+	case SRT:
+		return "application/x-subrip; charset=utf-8"
+	case VTT:
+		return "text/vtt; charset=utf-8"
+	case TTML:
+		return "application/ttml+xml; charset=utf-8"
+	case SSA:
+		return "text/x-ssa; charset=utf-8"
+	case ASS:
+		return "text/x-ass; charset=utf-8"
+	}
+	return "application/octet-stream"
+}
+
+// Options control Render.
+type Options struct {
+	CRLF bool // CRLF line endings (SRT, WebVTT, SSA/ASS, TTML); LF by default
+	BOM  bool // start text formats with a UTF-8 byte-order mark; none by default
+	// Title goes into the TTML metadata, the SSA script info and the STL header.
+	Title string
+	// Created is the STL creation and revision date. Zero writes 1970-01-01, so that the same
+	// cues always give the same bytes.
+	Created time.Time
+}
+
+// ErrInvalidCues is wrapped by Render's error when cues cannot make a valid file.
+var ErrInvalidCues = errors.New("subtitles: invalid cues")
+
+// Render writes cues in format f. Text is sanitised again (cues may come from elsewhere than
+// Segment) and escaped per format: WebVTT escapes &, < and >; SRT writes text literally
+// except where a player would read a tag or an entity. Cues must be sorted, start at or
+// after 0 and end after they start. No cues give an empty SRT file, a bare "WEBVTT" header,
+// and an error wrapping astisub.ErrNoSubtitlesToWrite for the other formats.
+func Render(w io.Writer, cues []Cue, f Format, o Options) error {
+	lines, err := renderLines(cues)
+	if err != nil {
+		return fmt.Errorf("subtitles: render %s: %w", f, err)
+	}
+	var out []byte
+	switch f {
+	case SRT:
+		out, err = renderSRT(cues, lines)
+	case VTT:
+		out, err = renderVTT(cues, lines)
+	case TTML:
+		out, err = renderTTML(cues, lines, o)
+	case SSA, ASS:
+		out, err = renderSSA(cues, lines, o, f == ASS)
+	case STL:
+		out, err = renderSTL(cues, lines, o)
+	default:
+		err = fmt.Errorf("unknown format %q", f)
+	}
+	if err != nil {
+		return fmt.Errorf("subtitles: render %s: %w", f, err)
+	}
+	if f != STL {
+		if o.CRLF {
+			out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
+		}
+		if o.BOM {
+			out = append(append([]byte{}, astisub.BytesBOM...), out...)
+		}
+	}
+	if _, err := w.Write(out); err != nil {
+		return fmt.Errorf("subtitles: render %s: %w", f, err)
+	}
+	return nil
+}
+
+// renderLines validates the cues' times and returns their sanitised lines.
+func renderLines(cues []Cue) ([][]string, error) {
+	out := make([][]string, len(cues))
+	for c, cue := range cues {
+		switch {
+		case cue.Start < 0 || roundMS(cue.End) <= roundMS(cue.Start):
+			return nil, fmt.Errorf("%w: cue %d runs from %v to %v", ErrInvalidCues, c+1, cue.Start, cue.End)
+		case c > 0 && cue.Start < cues[c-1].Start:
+			return nil, fmt.Errorf("%w: cue %d starts before cue %d", ErrInvalidCues, c+1, c)
+		}
+		for _, l := range cue.Lines {
+			if l = cleanText(l); l != "" {
+				out[c] = append(out[c], l)
+			}
+		}
+		if len(out[c]) == 0 {
+			return nil, fmt.Errorf("%w: cue %d has no text", ErrInvalidCues, c+1)
+		}
+	}
+	return out, nil
+}
+
+// build converts cues to astisub items, times rounded to the millisecond (astisub floors).
+func build(cues []Cue, lines [][]string, text func(string) string, voice func(c Cue, l int) string) *astisub.Subtitles {
+	s := astisub.NewSubtitles()
+	s.Items = make([]*astisub.Item, len(cues))
+	for c, cue := range cues {
+		it := &astisub.Item{StartAt: roundMS(cue.Start), EndAt: roundMS(cue.End)}
+		for l, t := range lines[c] {
+			line := astisub.Line{Items: []astisub.LineItem{{Text: text(t)}}}
+			if voice != nil {
+				line.VoiceName = voice(cue, l)
+			}
+			it.Lines = append(it.Lines, line)
+		}
+		s.Items[c] = it
+	}
+	return s
+}
+
+func identity(s string) string { return s }
+
+// renderSRT writes through astisub, then checks its output block by block and fixes what
+// the issue demands: no byte-order mark, text escaped only where needed (astisub turns every
+// & into &amp;, which most SRT players show literally).
+func renderSRT(cues []Cue, lines [][]string) ([]byte, error) {
+	if len(cues) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := build(cues, lines, identity, nil).WriteToSRT(&buf); err != nil {
+		return nil, fmt.Errorf("astisub: %w", err)
+	}
+	in, ok := bytes.CutPrefix(buf.Bytes(), astisub.BytesBOM)
+	if !ok {
+		return nil, errors.New("astisub output: expected a byte-order mark")
+	}
+	r := newLineReader(in)
+	out := make([]byte, 0, len(in))
+	for c, cue := range cues {
+		if c > 0 {
+			if err := r.expect(""); err != nil {
+				return nil, err
+			}
+			out = append(out, '\n')
+		}
+		head := strconv.Itoa(c+1) + "\n" + timestamp(cue.Start, ',') + " --> " + timestamp(cue.End, ',') + "\n"
+		if err := r.expect(strings.Split(head[:len(head)-1], "\n")...); err != nil {
+			return nil, err
+		}
+		out = append(out, head...)
+		for _, t := range lines[c] {
+			if err := r.expect(astisubEscape(t)); err != nil {
+				return nil, err
+			}
+			out = append(append(out, srtEscape(t)...), '\n')
+		}
+	}
+	if err := r.expectEnd(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// renderVTT writes through astisub, then checks its output and completes it: > escaped as
+// &gt;, voice spans closed in dual-speaker cues (astisub writes <v Name> without </v>, which
+// WebVTT allows only when the span is the whole cue).
+func renderVTT(cues []Cue, lines [][]string) ([]byte, error) {
+	if len(cues) == 0 {
+		return []byte("WEBVTT\n"), nil
+	}
+	voice := func(c Cue, l int) string {
+		if l > 0 && !c.Dual {
+			return "" // one voice span covers the whole cue
+		}
+		if l < len(c.Speakers) {
+			return vttAnnotation(c.Speakers[l])
+		}
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := build(cues, lines, identity, voice).WriteToWebVTT(&buf); err != nil {
+		return nil, fmt.Errorf("astisub: %w", err)
+	}
+	r := newLineReader(buf.Bytes())
+	if err := r.expect("WEBVTT", ""); err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, buf.Len()+buf.Len()/8)
+	out = append(out, "WEBVTT\n\n"...)
+	for c, cue := range cues {
+		if c > 0 {
+			if err := r.expect(""); err != nil {
+				return nil, err
+			}
+			out = append(out, '\n')
+		}
+		head := strconv.Itoa(c+1) + "\n" + timestamp(cue.Start, '.') + " --> " + timestamp(cue.End, '.') + "\n"
+		if err := r.expect(strings.Split(head[:len(head)-1], "\n")...); err != nil {
+			return nil, err
+		}
+		out = append(out, head...)
+		for l, t := range lines[c] {
+			v := voice(cue, l)
+			tag := ""
+			if v != "" {
+				tag = "<v " + v + ">"
+			}
+			if err := r.expect(tag + astisubEscape(t)); err != nil {
+				return nil, err
+			}
+			out = append(append(out, tag...), vttEscape(t)...)
+			if v != "" && cue.Dual {
+				out = append(out, "</v>"...)
+			}
+			out = append(out, '\n')
+		}
+	}
+	if err := r.expectEnd(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func renderTTML(cues []Cue, lines [][]string, o Options) ([]byte, error) {
+	s := build(cues, lines, identity, nil)
+	s.Metadata = &astisub.Metadata{Language: astisubLanguage(cues), Title: o.Title}
+	var buf bytes.Buffer
+	if err := s.WriteToTTML(&buf); err != nil {
+		return nil, fmt.Errorf("astisub: %w", err)
+	}
+	return append(buf.Bytes(), '\n'), nil
+}
+
+// renderSSA writes SSA (v4) or ASS (v4+) with one default style, the speaker in the Name
+// field and hard line breaks (\N: astisub joins lines with \n, a soft break in ASS).
+func renderSSA(cues []Cue, lines [][]string, o Options, ass bool) ([]byte, error) {
+	voice := func(c Cue, l int) string {
+		if l > 0 || len(c.Speakers) == 0 {
+			return ""
+		}
+		names := c.Speakers[0]
+		if c.Dual && len(c.Speakers) > 1 {
+			names += " / " + c.Speakers[1]
+		}
+		return strings.NewReplacer(",", " ", "\\", " ").Replace(names) // the Name field ends at a comma
+	}
+	s := build(cues, lines, ssaText, voice)
+	style := &astisub.Style{ID: "Default", InlineStyle: &astisub.StyleAttributes{
+		SSAFontName:       "Arial",
+		SSAFontSize:       ptr(20.0),
+		SSAPrimaryColour:  &astisub.Color{Red: 255, Green: 255, Blue: 255},
+		SSABackColour:     &astisub.Color{},
+		SSAOutlineColour:  &astisub.Color{},
+		SSABorderStyle:    ptr(1),
+		SSAOutline:        ptr(2.0),
+		SSAShadow:         ptr(0.0),
+		SSAAlignment:      ptr(2), // bottom centre
+		SSAMarginLeft:     ptr(10),
+		SSAMarginRight:    ptr(10),
+		SSAMarginVertical: ptr(10),
+	}}
+	s.Styles[style.ID] = style
+	for _, it := range s.Items {
+		it.Style = style
+	}
+	s.Metadata = &astisub.Metadata{Title: o.Title, SSAScriptType: "v4.00", SSAPlayResX: ptr(384), SSAPlayResY: ptr(288)}
+	if ass {
+		s.Metadata.SSAScriptType = "v4.00+"
+	}
+	var buf bytes.Buffer
+	if err := s.WriteToSSA(&buf); err != nil {
+		return nil, fmt.Errorf("astisub: %w", err)
+	}
+	out := buf.Bytes()
+	var fixed []byte
+	for len(out) > 0 {
+		line, rest, _ := bytes.Cut(out, []byte("\n"))
+		if bytes.HasPrefix(line, []byte("Dialogue: ")) {
+			line = bytes.ReplaceAll(line, []byte(`\n`), []byte(`\N`))
+		}
+		fixed = append(append(fixed, line...), '\n')
+		out = rest
+	}
+	return fixed, nil
+}
+
+// ssaText keeps override blocks and escapes out of SSA text: braces start override tags
+// and a backslash starts \N, \n or \h.
+func ssaText(s string) string {
+	return strings.NewReplacer("{", "(", "}", ")", "\\", "⧵").Replace(s)
+}
+
+// renderSTL writes EBU STL with open subtitles (no Teletext 40-column limit) at 25 fps, or
+// 30 fps when the cues were timed for 30 fps or more.
+func renderSTL(cues []Cue, lines [][]string, o Options) ([]byte, error) {
+	created := o.Created
+	if created.IsZero() {
+		created = time.Unix(0, 0).UTC()
+	}
+	longest := 0
+	for c := range lines {
+		for l, t := range lines[c] {
+			lines[c][l] = stlText(t)
+			longest = max(longest, utf8.RuneCountInString(lines[c][l]))
+		}
+		if n := len(strings.Join(lines[c], "\n")); n > 112 {
+			return nil, fmt.Errorf("%w: cue %d has %d bytes of text, more than an STL block holds (112)", ErrInvalidCues, c+1, n)
+		}
+	}
+	s := build(cues, lines, identity, nil)
+	s.Metadata = &astisub.Metadata{
+		Framerate:              25,
+		Language:               astisubLanguage(cues),
+		Title:                  o.Title,
+		STLCreationDate:        &created,
+		STLRevisionDate:        &created,
+		STLDisplayStandardCode: "0",
+		STLMaximumNumberOfDisplayableCharactersInAnyTextRow: ptr(min(max(longest, 40), 99)),
+		STLMaximumNumberOfDisplayableRows:                   ptr(23),
+	}
+	var buf bytes.Buffer
+	if err := s.WriteToSTL(&buf); err != nil {
+		return nil, fmt.Errorf("astisub: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// stlText keeps what astisub can encode in STL's Latin alphabet (ISO 6937): ASCII, Latin-1
+// and Latin Extended-A letters (astisub decomposes their accents) and the symbols it maps.
+// Anything else (emoji, CJK) would be truncated to a wrong byte, and a lone combining accent
+// at the start of a line makes astisub panic, so both become "?" or are dropped.
+func stlText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 0x20 && r < 0x7f, r >= 0xa0 && r <= 0x17f:
+			b.WriteRune(r)
+		case r >= 0x300 && r <= 0x36f: // combining accent: dropped
+		case strings.ContainsRune("‘’“”←↑→↓―♪™Ω⅛⅜⅝⅞", r):
+			b.WriteRune(r)
+		default:
+			b.WriteByte('?')
+		}
+	}
+	return b.String()
+}
+
+// astisubLanguage maps the cues' language to the few astisub knows (TTML xml:lang, STL).
+func astisubLanguage(cues []Cue) string {
+	if len(cues) == 0 {
+		return ""
+	}
+	base, _, _ := strings.Cut(strings.ToLower(cues[0].Language), "-")
+	switch base {
+	case "en":
+		return astisub.LanguageEnglish
+	case "fr":
+		return astisub.LanguageFrench
+	case "zh":
+		return astisub.LanguageChinese
+	case "ja":
+		return astisub.LanguageJapanese
+	case "no", "nb", "nn":
+		return astisub.LanguageNorwegian
+	}
+	return ""
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// timestamp formats d as HH:MM:SS<sep>mmm (hours grow past two digits if needed).
+func timestamp(d time.Duration, sep byte) string {
+	ms := int64(roundMS(d) / time.Millisecond)
+	h, ms := ms/3600000, ms%3600000
+	m, ms := ms/60000, ms%60000
+	s, ms := ms/1000, ms%1000
+	return fmt.Sprintf("%02d:%02d:%02d%c%03d", h, m, s, sep, ms)
+}
+
+// astisubEscape is what astisub writes for text in SRT and WebVTT.
+func astisubEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", "\u00a0", "&nbsp;").Replace(s)
+}
+
+// vttEscape escapes cue text for WebVTT: &, < and > always.
+func vttEscape(s string) string {
+	if !strings.ContainsAny(s, "&<>") {
+		return s
+	}
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// vttAnnotation makes a speaker name safe inside <v …>: no line breaks, no raw &, < or >.
+func vttAnnotation(name string) string {
+	return vttEscape(cleanText(name))
+}
+
+// srtEscape writes SRT text literally, escaping only what an HTML-ish SRT reader (astisub,
+// most players) would take for markup: "<" before a letter, "/" or "!" (a tag), and "&"
+// before something that reads as an entity. "AT&T" and "<3" stay as they are.
+func srtEscape(s string) string {
+	if !strings.ContainsAny(s, "&<") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '<' && i+1 < len(s) && isTagStart(s[i+1]):
+			b.WriteString("&lt;")
+		case c == '&' && looksLikeEntity(s[i+1:]):
+			b.WriteString("&amp;")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isTagStart(c byte) bool {
+	return c == '/' || c == '!' || c == '?' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+}
+
+// looksLikeEntity reports text after "&" that an HTML reader could decode: "#…", a name
+// followed by ";", or one of the legacy names browsers decode without ";".
+func looksLikeEntity(s string) bool {
+	if strings.HasPrefix(s, "#") {
+		return true
+	}
+	n := 0
+	for n < len(s) && (('a' <= s[n] && s[n] <= 'z') || ('A' <= s[n] && s[n] <= 'Z') || ('0' <= s[n] && s[n] <= '9')) {
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	if n < len(s) && s[n] == ';' {
+		return true
+	}
+	for _, legacy := range []string{"amp", "lt", "gt", "quot", "nbsp", "copy", "reg", "AMP", "LT", "GT", "QUOT"} {
+		if strings.HasPrefix(s, legacy) {
+			return true
+		}
+	}
+	return false
+}
+
+// lineReader checks astisub's output line by line, so that a change in astisub's writer
+// fails loudly instead of producing a file our post-processing misreads.
+type lineReader struct {
+	rest []byte
+	n    int
+}
+
+func newLineReader(b []byte) *lineReader { return &lineReader{rest: b} }
+
+func (r *lineReader) expect(want ...string) error {
+	for _, w := range want {
+		line, rest, found := bytes.Cut(r.rest, []byte("\n"))
+		r.n++
+		if !found || string(line) != w {
+			return fmt.Errorf("astisub output line %d: got %q, want %q", r.n, line, w)
+		}
+		r.rest = rest
+	}
+	return nil
+}
+
+func (r *lineReader) expectEnd() error {
+	if len(r.rest) != 0 {
+		return fmt.Errorf("astisub output line %d: unexpected %q", r.n+1, r.rest)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package subtitles
+
+import (
+	"math"
+	"time"
+)
+
+// never stands for "no next cue".
+const never = time.Duration(math.MaxInt64)
+
+// need is how long a cue of chars visible runes and words words should stay on screen:
+// MinDuration, the reading speed and BBC's time per word, whichever is longest.
+func (s *segmenter) need(chars, words int) time.Duration {
+	d := s.minDur
+	if s.p.MaxCPS > 0 {
+		d = max(d, ceilMS(time.Duration(float64(chars)/s.p.MaxCPS*float64(time.Second))))
+	}
+	if s.p.MinPerWord > 0 {
+		d = max(d, ceilMS(time.Duration(words)*s.p.MinPerWord))
+	}
+	return min(d, s.maxDur)
+}
+
+// endFor times the end of a cue starting at start whose speech ends at speechEnd, when the
+// next cue's first word starts at next (never for the last cue):
+//
+//   - the end is the speech end, extended by at most MaxExtend to meet need;
+//   - it never comes closer than the minimum gap to the next word, and a smaller gap than
+//     CloseGap is closed to exactly the minimum gap (Netflix chaining);
+//   - the cue never lasts longer than MaxDuration.
+//
+// The result can be ≤ start when the next word leaves no room; the caller handles that.
+func (s *segmenter) endFor(start, speechEnd, next, need time.Duration) time.Duration {
+	end := max(speechEnd, min(start+need, speechEnd+s.maxExt))
+	limit := start + s.maxDur
+	if next != never {
+		stop := next - s.gap
+		if end < stop && stop-end < s.closeGap {
+			end = stop
+		}
+		limit = min(limit, stop)
+	}
+	return min(end, limit)
+}
+
+// time sets Start and End of the cues built from spans, in order: a cue starts at its first
+// word unless the previous cue forces it later (only with words packed closer than the
+// minimum gap), and ends as endFor says. This makes cues sorted, end > start, and gaps
+// ≥ MinGap whatever the input.
+func (s *segmenter) time(cues []Cue, spans []span) {
+	prevEnd := time.Duration(-1)
+	for c := range cues {
+		sp := spans[c]
+		start := s.w[sp.i].start
+		if prevEnd >= 0 {
+			start = max(start, prevEnd+s.gap)
+		}
+		next := never
+		if c+1 < len(spans) {
+			next = s.w[spans[c+1].i].start
+		}
+		need := s.need(cues[c].chars(), sp.j-sp.i)
+		end := s.endFor(start, s.w[sp.j-1].end, next, need)
+		if end <= start {
+			// The next word is too close: keep this cue readable and let the next one start
+			// later (the only case where a cue starts after its first word).
+			end = start + min(max(need, s.frame), s.maxDur)
+		}
+		cues[c].Start, cues[c].End = start, end
+		prevEnd = end
+	}
+}
