@@ -308,8 +308,7 @@ func lineWords(c Cue, l int, line string) []string {
 }
 
 func dualLine(l string) bool {
-	r, _ := utf8.DecodeRuneInString(strings.TrimPrefix(l, "-"))
-	return strings.HasPrefix(l, "-") && r != ' ' && r != utf8.RuneError
+	return len(l) > 1 && l[0] == '-' && l[1] != ' '
 }
 
 // lineProblem describes what would break a subtitle file or Netflix's whitespace rule.

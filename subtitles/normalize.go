@@ -21,7 +21,7 @@ type word struct {
 	start, end  time.Duration
 	spk         int // index into the speaker names; -1 when unknown
 	lang        string
-	utt         int // source utterance, to prefer cue breaks at utterance boundaries
+	utt         int // index of the source utterance, to prefer cue breaks at utterance boundaries
 	punct       punct
 	class       wordClass
 	tightBefore bool // joined to the previous word without a space (CJK)
@@ -72,7 +72,7 @@ func normalize(utts []api.Utterance, p Profile, lang string) (words []word, name
 	}
 	words = make([]word, 0, total)
 	var prevEnd time.Duration
-	for rank, ui := range order {
+	for _, ui := range order {
 		u := &utts[ui]
 		first := len(words)
 		words = appendUtterance(words, u, prevEnd)
@@ -84,7 +84,7 @@ func normalize(utts []api.Utterance, p Profile, lang string) (words []word, name
 		list := wordListFor(l)
 		for k := first; k < len(words); k++ {
 			w := &words[k]
-			w.spk, w.lang, w.utt = spk, l, rank
+			w.spk, w.lang, w.utt = spk, l, ui
 			w.punct = endPunct(w.text)
 			w.class = classify(list, w.text)
 		}
@@ -223,7 +223,7 @@ const guessPerRune = 65 * time.Millisecond
 
 // guessLength is the length given to a word that has none.
 func guessLength(runes int) time.Duration {
-	return min(time.Duration(runes+1)*guessPerRune/2, time.Second)
+	return ceilMS(min(time.Duration(runes+1)*guessPerRune/2, time.Second))
 }
 
 func validTime(s float64) bool {
@@ -300,9 +300,13 @@ func cleanText(s string) string {
 		}
 		b.WriteRune(r)
 	}
-	s = strings.ReplaceAll(b.String(), "-->", "→")
+	return noArrow(strings.ReplaceAll(b.String(), "-->", "→"))
+}
+
+// noArrow replaces a leading "->": a dual-speaker dash before it would make "-->".
+func noArrow(s string) string {
 	if strings.HasPrefix(s, "->") {
-		s = "→" + s[2:]
+		return "→" + s[2:]
 	}
 	return s
 }
@@ -329,6 +333,7 @@ func isPlain(s string) bool {
 func splitText(text string) []string {
 	var out []string
 	for _, f := range strings.Fields(cleanText(text)) {
+		f = noArrow(f)
 		if !strings.ContainsFunc(f, isCJK) {
 			out = append(out, f)
 			continue
