@@ -79,6 +79,10 @@ const (
 	dualBase         = 6.0  // a dual-speaker cue is harder to read than two cues…
 	dualEarly        = 4.0  // …and shows the second speaker early: per second
 	utteranceBonus   = 3.0  // the ASR's own utterance boundary is a good cue break
+	// durationSquare × (seconds on screen)² makes equal cues cheaper than a long cue and a
+	// short tail (two 4 s cues cost 8, a 7 s and a 1 s cue 12.5): balance across cues, as
+	// line balance inside one.
+	durationSquare = 0.25
 )
 
 // Break costs of the position between two words (see breakCost).
@@ -289,6 +293,7 @@ func (s *segmenter) cueCost(i, j, dual int, layoutCost float64, chars int) float
 	}
 	need := s.need(chars, k)
 	d := max(s.endFor(start, s.w[j-1].end, next, need)-start, time.Millisecond)
+	c += durationSquare * d.Seconds() * d.Seconds()
 	if cps := s.p.MaxCPS; cps > 0 {
 		if r := float64(chars) / d.Seconds(); r > cps {
 			c += cpsWeight * (r/cps - 1)
