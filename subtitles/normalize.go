@@ -180,14 +180,17 @@ func appendUtterance(words []word, u *api.Utterance, prevEnd time.Duration) []wo
 		if i > 0 {
 			from = ws[i-1].end
 		}
-		var to time.Duration
-		weight := 0
+		// Weights: each word's runes, plus one per space between words, plus one before the
+		// next timed word; the run fills the time up to that word or to the utterance end.
+		weight := j - i - 1
 		for k := i; k < j; k++ {
-			weight += ws[k].runes + 1
+			weight += ws[k].runes
 		}
+		var to time.Duration
 		switch {
 		case j < len(ws):
 			to = ws[j].start
+			weight++
 		case uEnd > from:
 			to = uEnd
 		default:
@@ -196,12 +199,12 @@ func appendUtterance(words []word, u *api.Utterance, prevEnd time.Duration) []wo
 		if to < from {
 			to = from
 		}
-		span := to - from
-		acc := 0
+		span, acc := to-from, 0
 		for k := i; k < j; k++ {
 			ws[k].start = from + roundMS(span*time.Duration(acc)/time.Duration(weight))
-			acc += ws[k].runes + 1
-			ws[k].end = from + roundMS(span*time.Duration(acc-1)/time.Duration(weight))
+			acc += ws[k].runes
+			ws[k].end = from + roundMS(span*time.Duration(acc)/time.Duration(weight))
+			acc++
 		}
 		i = j
 	}
