@@ -17,5 +17,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newSubmitCmd())
 	root.AddCommand(newLiveCmd())
 	root.AddCommand(newJobsCmd())
+	root.AddCommand(newExportCmd())
 	return root
 }

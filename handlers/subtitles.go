@@ -1,0 +1,169 @@
+package handlers
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/subtitles"
+)
+
+// SubtitleConfig says how the pipeline renders subtitles when a job succeeds.
+type SubtitleConfig struct {
+	// Dir is where artifacts are written, as <Dir>/<job_id>/<name>. Empty: no subtitles.
+	Dir string
+	// Profile is the style profile; a job's own subtitles_config overrides its numbers.
+	Profile subtitles.Profile
+	// Formats are rendered for every job, plus those the job's subtitles_config asks for.
+	Formats []subtitles.Format
+	Options subtitles.Options
+}
+
+// renderedSubtitles is what rendering a job produced: the files on disk, their artifact rows,
+// and the data of the subtitles.ready event.
+type renderedSubtitles struct {
+	artifacts []store.Artifact
+	event     sinks.SubtitlesReadyData
+}
+
+// renderSubtitles renders every track of a finished job (the transcript, and one per
+// translation) in the configured formats plus the job's own, and keeps the service's own
+// subtitles too. Files are written atomically and their content is a function of the result
+// alone, so rendering the same job again (a retry after a crash) rewrites identical files.
+// It runs before the store transaction: rendering never holds the writer.
+func renderSubtitles(cfg SubtitleConfig, job *api.Job) (*renderedSubtitles, error) {
+	if cfg.Dir == "" || job.Result == nil || job.Result.Transcription == nil {
+		return nil, nil
+	}
+	profile := cfg.Profile
+	formats := append([]subtitles.Format(nil), cfg.Formats...)
+	if params, err := job.PreRecordedParams(); err == nil && params != nil && params.SubtitlesConfig != nil {
+		profile = profile.WithConfig(params.SubtitlesConfig)
+		for _, name := range params.SubtitlesConfig.EffectiveFormats() {
+			if f, err := subtitles.ParseFormat(name); err == nil {
+				formats = appendFormat(formats, f)
+			}
+		}
+	}
+	tracks, err := subtitles.FromResult(job.Result, profile)
+	if err != nil {
+		return nil, fmt.Errorf("subtitles of job %s: %w", job.ID, err)
+	}
+	out := &renderedSubtitles{event: sinks.SubtitlesReadyData{JobID: job.ID}}
+	now := time.Now().UTC()
+	add := func(name, format, lang string, content []byte) error {
+		path := filepath.Join(cfg.Dir, safeName(job.ID), name)
+		if err := writeAtomic(path, content); err != nil {
+			return err
+		}
+		out.artifacts = append(out.artifacts, store.Artifact{
+			JobID: job.ID, Name: name, Format: format, Language: lang, Path: path,
+			Size: int64(len(content)), CreatedAt: now,
+		})
+		out.event.Files = append(out.event.Files, sinks.SubtitleFile{Format: format, Language: lang, Name: name, Content: string(content)})
+		return nil
+	}
+	for _, tr := range tracks {
+		if len(tr.Cues) == 0 {
+			continue
+		}
+		for _, f := range formats {
+			var buf bytes.Buffer
+			if err := subtitles.Render(&buf, tr.Cues, f, cfg.Options); err != nil {
+				return nil, fmt.Errorf("render %s of job %s: %w", f, job.ID, err)
+			}
+			if err := add(artifactName("subtitles", tr.Language, f.Extension()), string(f), tr.Language, buf.Bytes()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// The service's own rendering is kept beside ours: users compare, and some want exactly it.
+	lang := ""
+	if langs := job.Result.Transcription.Languages; len(langs) > 0 {
+		lang = langs[0]
+	}
+	for _, s := range job.Result.Transcription.Subtitles {
+		format := strings.ToLower(s.Format)
+		if format == "" || strings.ContainsAny(format, `/\.`) {
+			continue
+		}
+		if err := add(artifactName("service", lang, "."+format), format, lang, []byte(s.Subtitles)); err != nil {
+			return nil, err
+		}
+	}
+	if len(out.artifacts) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func appendFormat(list []subtitles.Format, f subtitles.Format) []subtitles.Format {
+	for _, g := range list {
+		if g == f {
+			return list
+		}
+	}
+	return append(list, f)
+}
+
+// artifactName is base[.lang]ext, e.g. subtitles.en.srt.
+func artifactName(base, lang, ext string) string {
+	if lang != "" {
+		return base + "." + safeName(lang) + ext
+	}
+	return base + ext
+}
+
+// safeName keeps ids and language codes from escaping the artifact directory.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// writeAtomic writes content to path through a temporary file and a rename, with the file and
+// the directory synced: a reader never sees half a file, and a crash leaves the old one or the
+// new one.
+func writeAtomic(path string, content []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create artifact directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write artifact: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write artifact: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync artifact: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write artifact: %w", err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write artifact: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write artifact: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
