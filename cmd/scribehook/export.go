@@ -17,9 +17,9 @@ import (
 func newExportCmd() *cobra.Command {
 	var (
 		jobID, format, profileName, lang, out string
-		check, crlf, bom                     bool
-		maxChars, maxLines                   int
-		maxCPS                               float64
+		check, crlf, bom                      bool
+		maxChars, maxLines                    int
+		maxCPS                                float64
 	)
 	cmd := &cobra.Command{
 		Use:   "export --job ID --format srt|vtt|ttml|ssa|ass|stl",
