@@ -1,0 +1,147 @@
+package sinks
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults of a Spec's delivery settings (see Spec).
+const (
+	DefaultJitter           = 0.2
+	DefaultConcurrency      = 4
+	DefaultBreakerThreshold = 5
+	DefaultBreakerCooldown  = 30 * time.Second
+	// DefaultAttemptTimeout bounds one attempt when the spec gives no Timeout.
+	DefaultAttemptTimeout = 10 * time.Second
+	// MaxRetryAfter is the longest wait a destination's Retry-After can impose; see Policy.Wait.
+	MaxRetryAfter = time.Hour
+)
+
+// Policy is a sink's delivery settings with the defaults applied: how often, how fast and how
+// patiently its deliveries are attempted.
+//
+// # Attempts and the schedule
+//
+// Attempts are numbered from 1, and a delivery gets at most len(Schedule) of them:
+//
+//   - Schedule[0] is the wait before attempt 1, counted from when the event was queued. It is
+//     normally 0, and it is the enqueuer's to apply (FirstAttempt gives the due time to queue
+//     with): a claimed delivery is attempted at once.
+//   - Schedule[n], n ≥ 1, is the wait after attempt n failed before attempt n+1, counted from
+//     the failure. Delivery.Attempts holds the failed attempts so far, so a delivery that fails
+//     its attempt Attempts+1 = n waits Schedule[n].
+//   - When attempt len(Schedule) fails, the delivery is dead-lettered.
+//
+// With DefaultSchedule that is 8 attempts: at once, then after 5 s, 5 min, 30 min, 2 h, 5 h,
+// 10 h and 10 h, about 28 hours from the first to the last.
+type Policy struct {
+	Schedule []time.Duration
+	// Jitter spreads each retry wait uniformly over [wait·(1−Jitter), wait·(1+Jitter)], so that
+	// deliveries failed together do not come back together; 0 ≤ Jitter ≤ 1, so a wait is never
+	// negative.
+	Jitter      float64
+	Concurrency int
+	Ordered     bool
+	// Timeout bounds one attempt.
+	Timeout time.Duration
+	// BreakerThreshold consecutive failures open the breaker for BreakerCooldown; 0 means no
+	// breaker.
+	BreakerThreshold int
+	BreakerCooldown  time.Duration
+}
+
+// PolicyOf applies the defaults to spec's delivery settings and rejects settings that cannot
+// work. Zero values take the defaults; a negative Jitter means no jitter and a negative
+// BreakerThreshold no breaker. An Ordered sink defaults to Concurrency 1; a larger one is
+// allowed, since an ordered claim never hands out two deliveries of one key at once.
+func PolicyOf(spec Spec) (Policy, error) {
+	p := Policy{
+		Schedule:         spec.Retry,
+		Jitter:           spec.Jitter,
+		Concurrency:      spec.Concurrency,
+		Ordered:          spec.Ordered,
+		Timeout:          spec.Timeout,
+		BreakerThreshold: spec.BreakerThreshold,
+		BreakerCooldown:  spec.BreakerCooldown,
+	}
+	if len(p.Schedule) == 0 {
+		p.Schedule = DefaultSchedule
+	}
+	p.Schedule = append([]time.Duration(nil), p.Schedule...) // the caller's slice stays theirs
+	for i, w := range p.Schedule {
+		if w < 0 {
+			return Policy{}, fmt.Errorf("sink %q: retry: wait %d is negative (%s)", spec.Name, i, w)
+		}
+	}
+	switch {
+	case p.Jitter == 0:
+		p.Jitter = DefaultJitter
+	case p.Jitter < 0:
+		p.Jitter = 0
+	case p.Jitter > 1:
+		return Policy{}, fmt.Errorf("sink %q: jitter: %g is above 1, waits would go negative", spec.Name, p.Jitter)
+	}
+	switch {
+	case p.Concurrency < 0:
+		return Policy{}, fmt.Errorf("sink %q: concurrency: %d is negative", spec.Name, p.Concurrency)
+	case p.Concurrency == 0 && p.Ordered:
+		p.Concurrency = 1
+	case p.Concurrency == 0:
+		p.Concurrency = DefaultConcurrency
+	}
+	switch {
+	case p.Timeout < 0:
+		return Policy{}, fmt.Errorf("sink %q: timeout: %s is negative", spec.Name, p.Timeout)
+	case p.Timeout == 0:
+		p.Timeout = DefaultAttemptTimeout
+	}
+	switch {
+	case p.BreakerThreshold < 0:
+		p.BreakerThreshold = 0
+	case p.BreakerThreshold == 0:
+		p.BreakerThreshold = DefaultBreakerThreshold
+	}
+	switch {
+	case p.BreakerCooldown < 0:
+		return Policy{}, fmt.Errorf("sink %q: breaker cooldown: %s is negative", spec.Name, p.BreakerCooldown)
+	case p.BreakerCooldown == 0:
+		p.BreakerCooldown = DefaultBreakerCooldown
+	}
+	return p, nil
+}
+
+// FirstAttempt is when an event queued at queued is due for attempt 1 (Schedule[0] later).
+func (p Policy) FirstAttempt(queued time.Time) time.Time {
+	return queued.Add(p.Schedule[0])
+}
+
+// Wait is how long to wait after attempt number attempt (from 1) failed, and false when that
+// was the last attempt. r, in [0, 1), places the wait within the jitter range: 0 gives
+// wait·(1−Jitter), 0.5 the wait itself. A destination's retryAfter (Retry-After) is honoured
+// within [the jittered scheduled wait, MaxRetryAfter]: it can make a wait longer, up to an
+// hour, but never shorter — a destination asking for a quick retry gets no more attempts than
+// the schedule gives, and one asking for days does not park the delivery for days; the schedule
+// goes on from there.
+func (p Policy) Wait(attempt int, retryAfter time.Duration, r float64) (time.Duration, bool) {
+	if attempt < 1 {
+		attempt = 1
+	}
+	if attempt >= len(p.Schedule) {
+		return 0, false
+	}
+	w := spreadWait(p.Schedule[attempt], p.Jitter, r)
+	if retryAfter > 0 {
+		w = max(w, min(retryAfter, MaxRetryAfter))
+	}
+	return w, true
+}
+
+// spreadWait moves wait by up to ±jitter of itself, r in [0, 1) choosing where (values outside are
+// clamped, so a faulty random source cannot produce a negative wait).
+func spreadWait(wait time.Duration, jitter, r float64) time.Duration {
+	if wait <= 0 || jitter <= 0 {
+		return wait
+	}
+	r = min(max(r, 0), 1)
+	return wait + time.Duration(float64(wait)*jitter*(2*r-1))
+}
