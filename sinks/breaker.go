@@ -55,7 +55,8 @@ func (b *sinkBreaker) admit(now time.Time, free int) (n int, probe bool, wait ti
 	return free, false, 0, false
 }
 
-// release gives back a probe reservation that found nothing to claim.
+// release gives back a probe reservation: nothing was claimed, or the attempt says nothing
+// about the destination's health.
 func (b *sinkBreaker) release() { b.probing = false }
 
 // success records an attempt the destination answered; it reports whether that closed the

@@ -446,7 +446,7 @@ func (w *sinkWorker) attempt(ctx context.Context, dl Delivery, probe bool) {
 		w.failed++
 		w.dead++
 		if probe {
-			w.br.probing = false
+			w.br.release()
 		}
 	}
 	failures, until := w.br.failures, w.br.openUntil
