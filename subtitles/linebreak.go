@@ -17,7 +17,7 @@ const (
 
 // textLen is the length in runes of words [a,b) joined for display.
 func (s *segmenter) textLen(a, b int) int {
-	return s.cum[b] - s.cum[a] - s.sep(a)
+	return s.cum[b] - s.off[a]
 }
 
 // sep is the separator before word a inside a line: a space, or nothing between CJK words.
@@ -32,9 +32,9 @@ func (s *segmenter) sep(a int) int {
 // (a label). It keeps one line when the text fits (N-ONELINE), otherwise picks the break
 // with the best balance, preferring punctuation and "before a conjunction or preposition"
 // and avoiding orphans, with as few lines as possible. It reports false when no layout fits
-// MaxCharsPerLine × MaxLines. With out != nil the word indices that start lines 2… are
-// appended to *out.
-func (s *segmenter) layout(i, j, prefix int, out *[]int) (float64, bool) {
+// MaxCharsPerLine × MaxLines. lo is a lower bound on the first word of a last line that fits
+// (0 when unknown). With out != nil the word indices that start lines 2… are appended to *out.
+func (s *segmenter) layout(i, j, prefix, lo int, out *[]int) (float64, bool) {
 	cpl := s.p.MaxCharsPerLine
 	if prefix+s.textLen(i, j) <= cpl {
 		return 0, true
@@ -44,7 +44,7 @@ func (s *segmenter) layout(i, j, prefix int, out *[]int) (float64, bool) {
 	}
 	k := j - i
 	best, bestB := math.Inf(1), -1
-	for b := i + 1; b < j; b++ {
+	for b := max(i+1, lo); b < j; b++ {
 		l1 := prefix + s.textLen(i, b)
 		if l1 > cpl {
 			break

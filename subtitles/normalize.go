@@ -95,7 +95,10 @@ func normalize(utts []api.Utterance, p Profile, lang string) (words []word, name
 
 	// Merge utterances by time. Starts are non-decreasing inside each utterance, so a stable
 	// sort keeps every utterance's text order.
-	slices.SortStableFunc(words, func(a, b word) int { return cmp.Compare(a.start, b.start) })
+	byStart := func(a, b word) int { return cmp.Compare(a.start, b.start) }
+	if !slices.IsSortedFunc(words, byStart) {
+		slices.SortStableFunc(words, byStart)
+	}
 	for i := range words {
 		w := &words[i]
 		if i > 0 {

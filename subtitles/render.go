@@ -185,11 +185,20 @@ func renderSRT(cues []Cue, lines [][]string) ([]byte, error) {
 			}
 			out = append(out, '\n')
 		}
-		head := strconv.Itoa(c+1) + "\n" + timestamp(cue.Start, ',') + " --> " + timestamp(cue.End, ',') + "\n"
-		if err := r.expect(strings.Split(head[:len(head)-1], "\n")...); err != nil {
+		mark := len(out)
+		out = strconv.AppendInt(out, int64(c+1), 10)
+		index := len(out)
+		out = appendTimestamp(out, cue.Start, ',')
+		out = append(out, " --> "...)
+		out = appendTimestamp(out, cue.End, ',')
+		if err := r.expectBytes(out[mark:index], out[index:]); err != nil {
 			return nil, err
 		}
-		out = append(out, head...)
+		out = append(out[:index], '\n')
+		out = appendTimestamp(out, cue.Start, ',')
+		out = append(out, " --> "...)
+		out = appendTimestamp(out, cue.End, ',')
+		out = append(out, '\n')
 		for _, t := range lines[c] {
 			if err := r.expect(astisubEscape(t)); err != nil {
 				return nil, err
@@ -236,11 +245,20 @@ func renderVTT(cues []Cue, lines [][]string) ([]byte, error) {
 			}
 			out = append(out, '\n')
 		}
-		head := strconv.Itoa(c+1) + "\n" + timestamp(cue.Start, '.') + " --> " + timestamp(cue.End, '.') + "\n"
-		if err := r.expect(strings.Split(head[:len(head)-1], "\n")...); err != nil {
+		mark := len(out)
+		out = strconv.AppendInt(out, int64(c+1), 10)
+		index := len(out)
+		out = appendTimestamp(out, cue.Start, '.')
+		out = append(out, " --> "...)
+		out = appendTimestamp(out, cue.End, '.')
+		if err := r.expectBytes(out[mark:index], out[index:]); err != nil {
 			return nil, err
 		}
-		out = append(out, head...)
+		out = append(out[:index], '\n')
+		out = appendTimestamp(out, cue.Start, '.')
+		out = append(out, " --> "...)
+		out = appendTimestamp(out, cue.End, '.')
+		out = append(out, '\n')
 		for l, t := range lines[c] {
 			v := voice(cue, l)
 			tag := ""
@@ -412,24 +430,72 @@ func ptr[T any](v T) *T { return &v }
 
 // timestamp formats d as HH:MM:SS<sep>mmm (hours grow past two digits if needed).
 func timestamp(d time.Duration, sep byte) string {
+	return string(appendTimestamp(make([]byte, 0, 12), d, sep))
+}
+
+func appendTimestamp(b []byte, d time.Duration, sep byte) []byte {
 	ms := int64(roundMS(d) / time.Millisecond)
-	h, ms := ms/3600000, ms%3600000
-	m, ms := ms/60000, ms%60000
-	s, ms := ms/1000, ms%1000
-	return fmt.Sprintf("%02d:%02d:%02d%c%03d", h, m, s, sep, ms)
+	h := ms / 3600000
+	if h < 10 {
+		b = append(b, '0')
+	}
+	b = strconv.AppendInt(b, h, 10)
+	m, s, f := ms/60000%60, ms/1000%60, ms%1000
+	return append(b, ':', byte('0'+m/10), byte('0'+m%10), ':', byte('0'+s/10), byte('0'+s%10), sep,
+		byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
 }
 
 // astisubEscape is what astisub writes for text in SRT and WebVTT.
 func astisubEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", "\u00a0", "&nbsp;").Replace(s)
+	if !needsEscape(s, 0xc2) { // 0xc2: first byte of U+00A0
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '\u00a0':
+			b.WriteString("&nbsp;")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// needsEscape reports whether s has '&', '<' or the extra byte (a byte loop: ContainsAny
+// with a non-ASCII set is slow, and this runs for every line).
+func needsEscape(s string, extra byte) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '&' || c == '<' || c == extra {
+			return true
+		}
+	}
+	return false
 }
 
 // vttEscape escapes cue text for WebVTT: &, < and > always.
 func vttEscape(s string) string {
-	if !strings.ContainsAny(s, "&<>") {
+	if !needsEscape(s, '>') {
 		return s
 	}
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // vttAnnotation makes a speaker name safe inside <v …>: no line breaks, no raw &, < or >.
@@ -500,6 +566,19 @@ func (r *lineReader) expect(want ...string) error {
 		line, rest, found := bytes.Cut(r.rest, []byte("\n"))
 		r.n++
 		if !found || string(line) != w {
+			return fmt.Errorf("astisub output line %d: got %q, want %q", r.n, line, w)
+		}
+		r.rest = rest
+	}
+	return nil
+}
+
+// expectBytes is expect for lines held in byte slices.
+func (r *lineReader) expectBytes(want ...[]byte) error {
+	for _, w := range want {
+		line, rest, found := bytes.Cut(r.rest, []byte("\n"))
+		r.n++
+		if !found || !bytes.Equal(line, w) {
 			return fmt.Errorf("astisub output line %d: got %q, want %q", r.n, line, w)
 		}
 		r.rest = rest

@@ -102,12 +102,16 @@ type segmenter struct {
 
 	gap, minDur, maxDur, maxExt, closeGap, frame time.Duration
 
-	cum   []int     // cum[t]: display length of words [0,t)
-	brk   []float64 // brk[t]: cost of a break before word t (line or cue)
-	hard  []bool    // hard[t]: a cue must end before word t (long pause, language change)
-	turn  []bool    // turn[t]: the speaker changes at word t (t == 0 included)
-	pcum  []float64 // pcum[t]: cost of the pauses before words 1…t if kept inside a cue
-	sents []int     // sents[t]: sentence-ending words among [0,t)
+	cum   []int // cum[t]: display length of words [0,t)
+	off   []int // off[t]: cum[t] plus the separator before word t, so textLen(a,b) = cum[b]-off[a]
+	st    []time.Duration
+	en    []time.Duration // word starts and ends, contiguous for the inner loop
+	cbrk  []float64       // cbrk[t]: cueBreakCost(t)
+	brk   []float64       // brk[t]: cost of a break before word t (line or cue)
+	hard  []bool          // hard[t]: a cue must end before word t (long pause, language change)
+	turn  []bool          // turn[t]: the speaker changes at word t (t == 0 included)
+	pcum  []float64       // pcum[t]: cost of the pauses before words 1…t if kept inside a cue
+	sents []int           // sents[t]: sentence-ending words among [0,t)
 	dual  bool
 }
 
@@ -122,6 +126,10 @@ func newSegmenter(words []word, names []string, p Profile) *segmenter {
 		closeGap: p.CloseGap,
 		frame:    p.frame(),
 		cum:      make([]int, n+1),
+		off:      make([]int, n+1),
+		st:       make([]time.Duration, n),
+		en:       make([]time.Duration, n),
+		cbrk:     make([]float64, n+1),
 		brk:      make([]float64, n+1),
 		hard:     make([]bool, n+1),
 		turn:     make([]bool, n+1),
@@ -141,7 +149,9 @@ func newSegmenter(words []word, names []string, p Profile) *segmenter {
 	}
 	for t := range words {
 		w := &words[t]
-		s.cum[t+1] = s.cum[t] + s.sep(t) + w.runes
+		s.st[t], s.en[t] = w.start, w.end
+		s.off[t] = s.cum[t] + s.sep(t)
+		s.cum[t+1] = s.off[t] + w.runes
 		s.sents[t+1] = s.sents[t]
 		if w.punct == punctSentence {
 			s.sents[t+1]++
@@ -155,6 +165,7 @@ func newSegmenter(words []word, names []string, p Profile) *segmenter {
 		s.turn[t] = w.spk != prev.spk
 		s.hard[t] = w.lang != prev.lang || (p.PauseBreak > 0 && pause >= p.PauseBreak)
 		s.brk[t] = breakCost(prev, w)
+		s.cbrk[t] = s.cueBreakCost(t)
 		s.pcum[t] = s.pcum[t-1]
 		if p.PausePrefer > 0 && pause >= p.PausePrefer && !s.hard[t] {
 			frac := 1.0
@@ -212,9 +223,9 @@ func (s *segmenter) labelAt(i int) string {
 // cueLayout is the line layout of a single-speaker cue [i,j): its label (dropped for a
 // single word that cannot fit with it), cost, and whether it fits. A single word longer than
 // a line "fits" alone: that case cannot be helped and is reported.
-func (s *segmenter) cueLayout(i, j int, out *[]int) (label string, cost float64, ok bool) {
+func (s *segmenter) cueLayout(i, j, lo int, out *[]int) (label string, cost float64, ok bool) {
 	label = s.labelAt(i)
-	cost, ok = s.layout(i, j, utf8.RuneCountInString(label), out)
+	cost, ok = s.layout(i, j, utf8.RuneCountInString(label), lo, out)
 	if !ok && j-i == 1 {
 		label, ok = "", true
 		cost = 0
@@ -234,8 +245,12 @@ func (s *segmenter) run() []span {
 	best := make([]float64, n+1)
 	from := make([]int, n+1)
 	dualAt := make([]int, n+1)
+	lo := 0 // the first word that can start the last line of a cue ending at j
 	for j := 1; j <= n; j++ {
 		best[j], from[j], dualAt[j] = math.Inf(1), j-1, -1
+		for lo < j-1 && s.textLen(lo, j) > cpl {
+			lo++
+		}
 		dual := -1
 		for i := j - 1; i >= 0; i-- {
 			if t := i + 1; t < j {
@@ -250,7 +265,7 @@ func (s *segmenter) run() []span {
 				}
 			}
 			k := j - i
-			if k > 1 && s.w[j-1].end-s.w[i].start > s.maxDur {
+			if k > 1 && s.en[j-1]-s.st[i] > s.maxDur {
 				break
 			}
 			var lc float64
@@ -262,7 +277,7 @@ func (s *segmenter) run() []span {
 				}
 				chars = l1 + 1 + s.textLen(dual, j)
 			} else {
-				label, c, ok := s.cueLayout(i, j, nil)
+				label, c, ok := s.cueLayout(i, j, lo, nil)
 				if !ok {
 					break
 				}
@@ -287,12 +302,12 @@ func (s *segmenter) run() []span {
 func (s *segmenter) cueCost(i, j, dual int, layoutCost float64, chars int) float64 {
 	n, k := len(s.w), j-i
 	c := cueBase + layoutCost
-	start, next := s.w[i].start, never
+	start, next := s.st[i], never
 	if j < n {
-		next = s.w[j].start
+		next = s.st[j]
 	}
 	need := s.need(chars, k)
-	d := max(s.endFor(start, s.w[j-1].end, next, need)-start, time.Millisecond)
+	d := max(s.endFor(start, s.en[j-1], next, need)-start, time.Millisecond)
 	c += durationSquare * d.Seconds() * d.Seconds()
 	if cps := s.p.MaxCPS; cps > 0 {
 		if r := float64(chars) / d.Seconds(); r > cps {
@@ -308,7 +323,7 @@ func (s *segmenter) cueCost(i, j, dual int, layoutCost float64, chars int) float
 		}
 	}
 	if j < n && !s.hard[j] && !s.turn[j] {
-		c += s.cueBreakCost(j)
+		c += s.cbrk[j]
 	}
 	c += s.pcum[j-1] - s.pcum[i]
 	c += sentenceInside * float64(s.sents[j-1]-s.sents[i])
@@ -316,7 +331,7 @@ func (s *segmenter) cueCost(i, j, dual int, layoutCost float64, chars int) float
 		c += orphanCueCost
 	}
 	if dual >= 0 {
-		c += dualBase + dualEarly*(s.w[dual].start-start).Seconds()
+		c += dualBase + dualEarly*(s.st[dual]-start).Seconds()
 	}
 	return c
 }
@@ -343,7 +358,7 @@ func (s *segmenter) build(spans []span) ([]Cue, []span) {
 			continue
 		}
 		breaks = breaks[:0]
-		label, _, _ := s.cueLayout(sp.i, sp.j, &breaks)
+		label, _, _ := s.cueLayout(sp.i, sp.j, 0, &breaks)
 		cue.Label = label
 		cue.Lines = make([]string, 0, len(breaks)+1)
 		a := sp.i

@@ -51,16 +51,16 @@ func (s *segmenter) time(cues []Cue, spans []span) {
 	prevEnd := time.Duration(-1)
 	for c := range cues {
 		sp := spans[c]
-		start := s.w[sp.i].start
+		start := s.st[sp.i]
 		if prevEnd >= 0 {
 			start = max(start, prevEnd+s.gap)
 		}
 		next := never
 		if c+1 < len(spans) {
-			next = s.w[spans[c+1].i].start
+			next = s.st[spans[c+1].i]
 		}
 		need := s.need(cues[c].chars(), sp.j-sp.i)
-		end := s.endFor(start, s.w[sp.j-1].end, next, need)
+		end := s.endFor(start, s.en[sp.j-1], next, need)
 		if end <= start {
 			// The next word is too close: keep this cue readable and let the next one start
 			// later (the only case where a cue starts after its first word).
