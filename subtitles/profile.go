@@ -31,7 +31,7 @@ type Profile struct {
 
 	// Timing.
 	MaxExtend time.Duration // how far a cue may stay on screen after its last word to reach MinDuration/MaxCPS
-	CloseGap  time.Duration // gaps shorter than this are closed to MinGapFrames by extending the earlier cue
+	CloseGap  time.Duration // gaps up to this long are closed to MinGapFrames by extending the earlier cue
 
 	// Pauses between words.
 	PausePrefer time.Duration // a pause this long inside a cue costs: cues should break there

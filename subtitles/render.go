@@ -302,7 +302,12 @@ func renderSSA(cues []Cue, lines [][]string, o Options, ass bool) ([]byte, error
 		if c.Dual && len(c.Speakers) > 1 {
 			names += " / " + c.Speakers[1]
 		}
-		return strings.NewReplacer(",", " ", "\\", " ").Replace(names) // the Name field ends at a comma
+		return strings.Map(func(r rune) rune { // the Name field ends at a comma
+			if r == ',' || r == '\\' {
+				return ' '
+			}
+			return r
+		}, names)
 	}
 	s := build(cues, lines, ssaText, voice)
 	style := &astisub.Style{ID: "Default", InlineStyle: &astisub.StyleAttributes{
@@ -347,7 +352,17 @@ func renderSSA(cues []Cue, lines [][]string, o Options, ass bool) ([]byte, error
 // ssaText keeps override blocks and escapes out of SSA text: braces start override tags
 // and a backslash starts \N, \n or \h.
 func ssaText(s string) string {
-	return strings.NewReplacer("{", "(", "}", ")", "\\", "⧵").Replace(s)
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '{':
+			return '('
+		case '}':
+			return ')'
+		case '\\':
+			return '⧵'
+		}
+		return r
+	}, s)
 }
 
 // renderSTL writes EBU STL with open subtitles (no Teletext 40-column limit) at 25 fps, or

@@ -46,7 +46,9 @@ func (c Cue) chars() int {
 // that cannot be helped (a single word longer than a line). Times in the utterances are
 // seconds; cue times are whole milliseconds.
 func Segment(utts []api.Utterance, p Profile) ([]Cue, []Violation, error) {
-	return segmentLang(utts, p, "")
+	// Utterances without a language take the first one given, so that a missing field does
+	// not look like a language change (which ends a cue).
+	return segmentLang(utts, p, firstLanguage(nil, utts))
 }
 
 // segmentLang is Segment with the language of utterances that carry none.

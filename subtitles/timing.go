@@ -25,7 +25,7 @@ func (s *segmenter) need(chars, words int) time.Duration {
 // next cue's first word starts at next (never for the last cue):
 //
 //   - the end is the speech end, extended by at most MaxExtend to meet need;
-//   - it never comes closer than the minimum gap to the next word, and a smaller gap than
+//   - it never comes closer than the minimum gap to the next word, and a gap of at most
 //     CloseGap is closed to exactly the minimum gap (Netflix chaining);
 //   - the cue never lasts longer than MaxDuration.
 //
@@ -35,7 +35,7 @@ func (s *segmenter) endFor(start, speechEnd, next, need time.Duration) time.Dura
 	limit := start + s.maxDur
 	if next != never {
 		stop := next - s.gap
-		if end < stop && stop-end < s.closeGap {
+		if end < stop && stop-end <= s.closeGap { // Netflix: gaps of up to 12 frames are closed
 			end = stop
 		}
 		limit = min(limit, stop)

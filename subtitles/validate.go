@@ -16,12 +16,21 @@ import (
 
 const maxProblems = 20
 
-var (
-	srtTiming = regexp.MustCompile(`^(\d{2,}):([0-5]\d):([0-5]\d),(\d{3}) --> (\d{2,}):([0-5]\d):([0-5]\d),(\d{3})$`)
-	vttTiming = regexp.MustCompile(`^(?:(\d{2,}):)?([0-5]\d):([0-5]\d)\.(\d{3})[ \t]+-->[ \t]+(?:(\d{2,}):)?([0-5]\d):([0-5]\d)\.(\d{3})((?:[ \t]+\S+)*)$`)
-	vttTag    = regexp.MustCompile(`^<(?:/(?:c|i|b|u|v|ruby|rt|lang)|(?:c|i|b|u|ruby|rt)(?:\.[^\s.&<>]+)*|(?:v|lang)(?:\.[^\s.&<>]+)*[ \t][^&<>\n]*(?:&(?:amp|lt|gt);[^&<>\n]*)*|(?:\d{2,}:)?[0-5]\d:[0-5]\d\.\d{3})>`)
-	vttRef    = regexp.MustCompile(`^&(?:amp|lt|gt|nbsp|lrm|rlm|#\d+|#[xX][0-9a-fA-F]+);`)
-)
+// Grammar of timing lines, tags and character references. Built per call: validators run
+// in tests and tools, and the package keeps no state.
+func srtTimingRE() *regexp.Regexp {
+	return regexp.MustCompile(`^(\d{2,}):([0-5]\d):([0-5]\d),(\d{3}) --> (\d{2,}):([0-5]\d):([0-5]\d),(\d{3})$`)
+}
+
+type vttGrammar struct{ timing, tag, ref *regexp.Regexp }
+
+func newVTTGrammar() vttGrammar {
+	return vttGrammar{
+		timing: regexp.MustCompile(`^(?:(\d{2,}):)?([0-5]\d):([0-5]\d)\.(\d{3})[ \t]+-->[ \t]+(?:(\d{2,}):)?([0-5]\d):([0-5]\d)\.(\d{3})((?:[ \t]+\S+)*)$`),
+		tag:    regexp.MustCompile(`^<(?:/(?:c|i|b|u|v|ruby|rt|lang)|(?:c|i|b|u|ruby|rt)(?:\.[^\s.&<>]+)*|(?:v|lang)(?:\.[^\s.&<>]+)*[ \t][^&<>\n]*(?:&(?:amp|lt|gt);[^&<>\n]*)*|(?:\d{2,}:)?[0-5]\d:[0-5]\d\.\d{3})>`),
+		ref:    regexp.MustCompile(`^&(?:amp|lt|gt|nbsp|lrm|rlm|#\d+|#[xX][0-9a-fA-F]+);`),
+	}
+}
 
 type problems struct {
 	errs []error
@@ -89,6 +98,7 @@ func clock(h, m, s, ms string) time.Duration {
 func ValidateSRT(b []byte) error {
 	var p problems
 	lines := splitLines(b, &p)
+	srtTiming := srtTimingRE()
 	var prevStart time.Duration
 	want := 1
 	for i := 0; i < len(lines); {
@@ -171,6 +181,7 @@ func ValidateVTT(b []byte) error {
 	if i < len(lines) && lines[i] != "" {
 		p.add(i+1, "the header must be followed by a blank line")
 	}
+	g := newVTTGrammar()
 	ids := map[string]int{}
 	var prevStart time.Duration
 	cues := 0
@@ -210,7 +221,7 @@ func ValidateVTT(b []byte) error {
 			continue
 		}
 		cues++
-		m := vttTiming.FindStringSubmatch(block[t])
+		m := g.timing.FindStringSubmatch(block[t])
 		if m == nil {
 			p.add(first+t+1, "bad timing line %q", block[t])
 		} else {
@@ -228,7 +239,7 @@ func ValidateVTT(b []byte) error {
 			p.add(first+t+2, "cue without text")
 			continue
 		}
-		checkCueText(block[t+1:], first+t+2, &p)
+		g.checkCueText(block[t+1:], first+t+2, &p)
 	}
 	return p.err("WebVTT")
 }
@@ -251,7 +262,7 @@ func checkSettings(s string, n int, p *problems) {
 
 // checkCueText checks the escaping and markup of one cue's text lines (first is the line
 // number of the first).
-func checkCueText(text []string, first int, p *problems) {
+func (g vttGrammar) checkCueText(text []string, first int, p *problems) {
 	var stack []string
 	voices, unclosedVoiceAt := 0, -1
 	for k, l := range text {
@@ -260,7 +271,7 @@ func checkCueText(text []string, first int, p *problems) {
 		for j := 0; j < len(l); {
 			switch l[j] {
 			case '&':
-				ref := vttRef.FindString(l[j:])
+				ref := g.ref.FindString(l[j:])
 				if ref == "" {
 					p.add(n, "unescaped & at column %d", j+1)
 					j++
@@ -271,7 +282,7 @@ func checkCueText(text []string, first int, p *problems) {
 				p.add(n, "unescaped > at column %d", j+1)
 				j++
 			case '<':
-				tag := vttTag.FindString(l[j:])
+				tag := g.tag.FindString(l[j:])
 				if tag == "" {
 					p.add(n, "unescaped < at column %d", j+1)
 					j++
