@@ -193,6 +193,7 @@ func (r *Receiver) register() {
 	// also run for /v1/callbacks.
 	a.Get("/v1/jobs", r.requireReadToken, r.listJobs)
 	a.Get("/v1/jobs/:id", r.requireReadToken, r.getJob)
+	a.Get("/v1/jobs/:id/subtitles.:format", r.requireReadToken, r.subtitles)
 	a.Get("/v1/live/:id/messages", r.requireReadToken, r.liveMessages)
 	a.Get("/v1/live/:id/events", r.requireReadToken, r.liveEvents)
 }
