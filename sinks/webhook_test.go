@@ -404,19 +404,19 @@ func TestWebhookCancelled(t *testing.T) {
 func TestRetryAfter(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	tests := map[string]time.Duration{
-		"":                                  0,
-		"0":                                 0,
-		"-5":                                0,
-		" 30 ":                              30 * time.Second,
-		"3600":                              time.Hour,
-		"99999999999999999999":              0, // not an int64: not a date either
-		"999999999999":                      time.Duration(1<<63-1) / time.Second * time.Second,
+		"":                     0,
+		"0":                    0,
+		"-5":                   0,
+		" 30 ":                 30 * time.Second,
+		"3600":                 time.Hour,
+		"99999999999999999999": 0, // not an int64: not a date either
+		"999999999999":         time.Duration(1<<63-1) / time.Second * time.Second,
 		now.Add(time.Minute).Format(http.TimeFormat): time.Minute,
-		"Fri, 02 Jan 2026 03:05:05 GMT":     time.Minute,
-		"Friday, 02-Jan-26 03:05:05 GMT":    time.Minute, // RFC 850
-		"Fri Jan  2 03:05:05 2026":          time.Minute, // asctime
-		"Thu, 01 Jan 2026 00:00:00 GMT":     0,
-		"tomorrow":                          0,
+		"Fri, 02 Jan 2026 03:05:05 GMT":              time.Minute,
+		"Friday, 02-Jan-26 03:05:05 GMT":             time.Minute, // RFC 850
+		"Fri Jan  2 03:05:05 2026":                   time.Minute, // asctime
+		"Thu, 01 Jan 2026 00:00:00 GMT":              0,
+		"tomorrow":                                   0,
 	}
 	for in, want := range tests {
 		if got := retryAfter(in, now); got != want {
