@@ -196,6 +196,8 @@ func (r *Receiver) register() {
 	a.Get("/v1/jobs/:id/subtitles.:format", r.requireReadToken, r.subtitles)
 	a.Get("/v1/live/:id/messages", r.requireReadToken, r.liveMessages)
 	a.Get("/v1/live/:id/events", r.requireReadToken, r.liveEvents)
+	a.Get("/v1/deadletters", r.requireReadToken, r.deadLetters)
+	a.Post("/v1/deadletters/:id/replay", r.requireReadToken, r.replayDeadLetter)
 }
 
 // App is the Fiber app, for mounting or for app.Test.

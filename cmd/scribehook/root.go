@@ -18,5 +18,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newLiveCmd())
 	root.AddCommand(newJobsCmd())
 	root.AddCommand(newExportCmd())
+	root.AddCommand(newDeadLettersCmd())
 	return root
 }

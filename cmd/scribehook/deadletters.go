@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+func newDeadLettersCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "deadletters",
+		Short: "Sink deliveries that failed their last attempt, and their replay",
+	}
+	cmd.AddCommand(newDeadLettersListCmd(), newDeadLettersReplayCmd())
+	return cmd
+}
+
+// deadLetterFilter is --sink and --since, shared by list and replay.
+type deadLetterFilter struct {
+	sink, since string
+}
+
+func (f *deadLetterFilter) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.sink, "sink", "", "only this sink's dead letters")
+	cmd.Flags().StringVar(&f.since, "since", "", "only those that failed at or after this ISO 8601 date-time, or this long ago (e.g. 2h)")
+}
+
+func (f *deadLetterFilter) sinceTime(now time.Time) (time.Time, error) {
+	if f.since == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(f.since); err == nil {
+		return now.Add(-d), nil
+	}
+	t, err := api.ParseTime(f.since)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--since: %w (or a duration such as 2h)", err)
+	}
+	return t, nil
+}
+
+func newDeadLettersListCmd() *cobra.Command {
+	var (
+		f      deadLetterFilter
+		limit  int
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List dead letters, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			since, err := f.sinceTime(time.Now())
+			if err != nil {
+				return err
+			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			st, err := openStore(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rows, err := st.DeadLetters(cmd.Context(), f.sink, since, limit)
+			if err != nil {
+				return fmt.Errorf("list dead letters: %w", err)
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), rows)
+			}
+			return writeDeadLetters(cmd.OutOrStdout(), rows)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVarP(&limit, "number", "n", 100, "how many to show")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output: table or json")
+	return cmd
+}
+
+func writeDeadLetters(w io.Writer, rows []store.SinkDelivery) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSINK\tEVENT\tJOB\tATTEMPTS\tFAILED\tLAST ERROR")
+	for _, d := range rows {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Sink, d.Event.Type, d.Event.JobID, d.Attempts,
+			d.FailedAt.UTC().Format("2006-01-02 15:04:05"), d.LastError)
+	}
+	return tw.Flush()
+}
+
+func newDeadLettersReplayCmd() *cobra.Command {
+	var f deadLetterFilter
+	cmd := &cobra.Command{
+		Use:   "replay [ID…]",
+		Short: "Queue dead letters again: the given ids, or every one matching --sink/--since",
+		Long: `Puts dead letters back in their sink's queue, due now, with their attempts reset; a running
+serve delivers them within a second. Without ids, every dead letter matching --sink and --since
+is replayed (at least one of them is required then, so that a bare replay does nothing by
+accident).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && f.sink == "" && f.since == "" {
+				return fmt.Errorf("give dead letter ids, or --sink and/or --since to replay every match")
+			}
+			now := time.Now()
+			since, err := f.sinceTime(now)
+			if err != nil {
+				return err
+			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var ids []int64
+			for _, a := range args {
+				id, err := strconv.ParseInt(a, 10, 64)
+				if err != nil || id < 1 {
+					return fmt.Errorf("dead letter id %q is not a positive integer", a)
+				}
+				ids = append(ids, id)
+			}
+			if len(args) == 0 {
+				rows, err := st.DeadLetters(ctx, f.sink, since, 0)
+				if err != nil {
+					return fmt.Errorf("list dead letters: %w", err)
+				}
+				for _, d := range rows {
+					ids = append(ids, d.ID)
+				}
+			}
+			for _, id := range ids {
+				if err := st.ReplayDeadLetter(ctx, id, now); err != nil {
+					return fmt.Errorf("replay dead letter %d: %w", id, err)
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d dead letters queued again\n", len(ids))
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
