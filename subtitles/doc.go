@@ -1,18 +1,27 @@
-// Package subtitles turns timed ASR words into subtitle cues and renders them.
+// Package subtitles turns timed ASR words into subtitle cues, checks them against style-guide
+// rules, and renders them.
 //
-// The pipeline is Segment (normalise the words, choose cue and line breaks by minimum cost,
-// then time the cues), Check (measure every rule a style guide states, reporting violations
-// and rates) and Render (SRT, WebVTT and every other format go-astisub writes).
+//	p, _ := subtitles.ProfileByName("netflix-adult")   // or bbc, netflix-kids
+//	p = p.WithConfig(req.SubtitlesConfig)              // a job's own limits, if any
+//	tracks, _ := subtitles.FromResult(result, p)       // transcription + one track per translation
+//	report := subtitles.Check(tracks[0].Cues, p)       // violations and rates
+//	_ = subtitles.Render(w, tracks[0].Cues, subtitles.VTT, subtitles.Options{})
 //
-// Rules and their sources are in notes/subtitle-rules.md; astisub's writer quirks that
-// Render works around are in notes/go-libs.md §3. In short:
+// Segment normalises the words (order, missing and overlapping times, text that would break
+// a file), chooses cue and line breaks by minimum cost over break positions, then times the
+// cues. Rules and sources are in notes/subtitle-rules.md; the go-astisub quirks Render works
+// around are in notes/go-libs.md §3. The guarantees:
 //
-//   - Hard limits (characters per line counted in runes, lines per cue, maximum duration)
-//     are never exceeded, except by a single word longer than a line, which Segment reports.
-//   - Reading speed, minimum duration, bad line/cue break points, orphans, ignored
-//     punctuation and ignored pauses are costs the segmentation minimises.
-//   - Cues are sorted, end after they start, and are separated by at least
-//     Profile.MinGapFrames frames; all times are whole milliseconds.
+//   - Hard limits (characters per line counted in runes, lines per cue, maximum duration) are
+//     never exceeded, except by a single word longer than a line, which Segment reports.
+//   - Reading speed, minimum duration, bad line and cue breaks (after articles, prepositions,
+//     conjunctions, subject pronouns), orphans, ignored punctuation and ignored pauses are
+//     costs the segmentation minimises; a speaker change or a long pause ends a cue (or two
+//     short turns share a cue with dashes).
+//   - Cues are sorted, end after they start, are separated by at least Profile.MinGapFrames
+//     frames, and all times are whole milliseconds.
+//   - The same input always gives the same bytes.
 //
-// Cue text is kept raw (unescaped); escaping is the renderer's job, per format.
+// Cue text is kept raw (unescaped); escaping is the renderer's job, per format. ValidateSRT
+// and ValidateVTT are strict checks of the files Render writes.
 package subtitles

@@ -37,7 +37,8 @@ type Profile struct {
 	PausePrefer time.Duration // a pause this long inside a cue costs: cues should break there
 	PauseBreak  time.Duration // a pause this long always ends a cue
 
-	// Speakers.
+	// Speakers: api.Utterance.Speaker, or the channel when no utterance has a speaker and the
+	// audio has several channels ("Channel N+1").
 	DualSpeaker   bool                     // allow a two-speaker cue, one line each, with the "-" convention
 	SpeakerLabels bool                     // prefix "Name: " to the first cue of each speaker turn
 	SpeakerName   func(speaker int) string // display name of api.Utterance.Speaker; nil: "Speaker N+1"

@@ -81,6 +81,7 @@ const (
 	dualBase         = 6.0  // a dual-speaker cue is harder to read than two cues…
 	dualEarly        = 4.0  // …and shows the second speaker early: per second
 	utteranceBonus   = 3.0  // the ASR's own utterance boundary is a good cue break
+	delayWeight      = 20.0 // per second the next cue must start after its first word
 	// durationSquare × (seconds on screen)² makes equal cues cheaper than a long cue and a
 	// short tail (two 4 s cues cost 8, a 7 s and a 1 s cue 12.5): balance across cues, as
 	// line balance inside one.
@@ -309,7 +310,16 @@ func (s *segmenter) cueCost(i, j, dual int, layoutCost float64, chars int) float
 		next = s.st[j]
 	}
 	need := s.need(chars, k)
-	d := max(s.endFor(start, s.en[j-1], next, need)-start, time.Millisecond)
+	end := s.endFor(start, s.en[j-1], next, need)
+	if end <= start {
+		// As in the timing pass: the cue pushes the next one later, which costs (words packed
+		// at one instant would otherwise favour one-word cues).
+		end = s.packedEnd(start, 0, need)
+	}
+	if late := end + s.gap - next; next != never && late > 0 {
+		c += delayWeight * late.Seconds()
+	}
+	d := end - start
 	c += durationSquare * d.Seconds() * d.Seconds()
 	if cps := s.p.MaxCPS; cps > 0 {
 		if r := float64(chars) / d.Seconds(); r > cps {

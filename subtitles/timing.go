@@ -43,6 +43,15 @@ func (s *segmenter) endFor(start, speechEnd, next, need time.Duration) time.Dura
 	return min(end, limit)
 }
 
+// packedEnd ends a cue whose next word leaves no room (words packed closer than the minimum
+// gap, or a cue already running late): the cue stays up as long as it needs but for no more
+// than MaxExtend of accumulated lateness, then for one frame, and the next cue starts after
+// it. This is the only case where a cue starts after its first word; it keeps the invariants
+// (sorted, end > start, gaps) and bounds the drift instead of letting it grow cue after cue.
+func (s *segmenter) packedEnd(start, late, need time.Duration) time.Duration {
+	return start + min(max(s.frame, min(need, s.maxExt-late)), s.maxDur)
+}
+
 // time sets Start and End of the cues built from spans, in order: a cue starts at its first
 // word unless the previous cue forces it later (only with words packed closer than the
 // minimum gap), and ends as endFor says. This makes cues sorted, end > start, and gaps
@@ -62,9 +71,7 @@ func (s *segmenter) time(cues []Cue, spans []span) {
 		need := s.need(cues[c].chars(), sp.j-sp.i)
 		end := s.endFor(start, s.en[sp.j-1], next, need)
 		if end <= start {
-			// The next word is too close: keep this cue readable and let the next one start
-			// later (the only case where a cue starts after its first word).
-			end = start + min(max(need, s.frame), s.maxDur)
+			end = s.packedEnd(start, start-s.st[sp.i], need)
 		}
 		cues[c].Start, cues[c].End = start, end
 		prevEnd = end
