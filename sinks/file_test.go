@@ -1,0 +1,398 @@
+package sinks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+const succeededData = `{"id":"job-1","status":"done","kind":"pre-recorded","created_at":"2026-11-20T10:00:00.000Z",
+ "request_params":null,"file":null,
+ "result":{"transcription":{"full_transcript":"Hello there. Second line. An hour later.","languages":["en"],"utterances":[
+  {"start":3.46,"end":5.0,"confidence":0.9,"channel":0,"speaker":1,"text":"Second line.","words":[]},
+  {"start":1.24,"end":3.36,"confidence":0.9,"channel":0,"speaker":0,"text":" Hello   there.\n","words":[]},
+  {"start":3661.06,"end":3662.96,"confidence":0.9,"channel":1,"text":"An hour later.","words":[]},
+  {"start":6,"end":7,"confidence":0.9,"channel":0,"speaker":0,"text":"   ","words":[]}
+ ]}}}`
+
+// The transcript golden: time order, tenths, the speaker as given (else the channel), blank
+// utterances left out, white space collapsed.
+const transcriptGolden = `[00:00:01.2 → 00:00:03.4] Speaker 0: Hello there.
+[00:00:03.5 → 00:00:05.0] Speaker 1: Second line.
+[01:01:01.1 → 01:01:03.0] Speaker 1: An hour later.
+`
+
+var fileCreated = time.Date(2026, 11, 20, 10, 11, 12, 345e6, time.UTC)
+
+func fileEvent(typ, id string, data string) api.Event {
+	return api.Event{ID: id, Type: typ, CreatedAt: api.NewTime(fileCreated), JobID: "job-1", Kind: api.KindPreRecorded,
+		Data: json.RawMessage(data)}
+}
+
+func subtitlesData(files ...SubtitleFile) string {
+	b, _ := json.Marshal(SubtitlesReadyData{JobID: "job-1", Files: files})
+	return string(b)
+}
+
+func newFileSink(t *testing.T) (*FileSink, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "out", "nested")
+	s, err := NewFile(Spec{Name: "files", Kind: KindFile, Dir: dir}, Deps{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, dir
+}
+
+// tree lists the files under dir with their contents.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		out[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func names(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestFileSinkLayout(t *testing.T) {
+	s, dir := newFileSink(t)
+	srt := "1\n00:00:01,240 --> 00:00:03,360\nHello there.\n"
+	vtt := "WEBVTT\n\n00:00:01.240 --> 00:00:03.360\nHello there.\n"
+	events := []api.Event{
+		fileEvent(api.EventJobCreated, "ev-created", `{"id":"job-1","status":"queued"}`),
+		fileEvent(api.EventJobSucceeded, "ev-done", succeededData),
+		fileEvent(api.EventSubtitlesReady, "ev-subs", subtitlesData(
+			SubtitleFile{Format: "srt", Language: "en", Name: "subtitles.en.srt", Content: srt},
+			SubtitleFile{Format: "vtt", Language: "en", Name: "subtitles.en.vtt", Content: vtt},
+		)),
+	}
+	live := fileEvent("live.transcript", "ev/live 1", `{"type":"transcript","data":{"utterance":{"text":"a <b> & c"}}}`)
+	live.Kind, live.Category = api.KindLive, api.CategoryFinalTranscripts
+	events = append(events, live)
+	for _, ev := range events {
+		if err := s.Deliver(context.Background(), ev); err != nil {
+			t.Fatalf("Deliver(%s): %v", ev.Type, err)
+		}
+	}
+
+	got := tree(t, dir)
+	wantNames := []string{
+		"job-1/events/20261120T101112.345Z-job.created-ev-created.json",
+		"job-1/events/20261120T101112.345Z-job.succeeded-ev-done.json",
+		"job-1/events/20261120T101112.345Z-live.transcript-ev_live_1.json",
+		"job-1/events/20261120T101112.345Z-subtitles.ready-ev-subs.json",
+		"job-1/subtitles.en.srt",
+		"job-1/subtitles.en.vtt",
+		"job-1/transcript.txt",
+	}
+	if g := names(got); strings.Join(g, "\n") != strings.Join(wantNames, "\n") {
+		t.Fatalf("files\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(wantNames, "\n"))
+	}
+	if got["job-1/transcript.txt"] != transcriptGolden {
+		t.Errorf("transcript.txt\n%s\nwant\n%s", got["job-1/transcript.txt"], transcriptGolden)
+	}
+	if got["job-1/subtitles.en.srt"] != srt || got["job-1/subtitles.en.vtt"] != vtt {
+		t.Errorf("subtitle files differ: %q %q", got["job-1/subtitles.en.srt"], got["job-1/subtitles.en.vtt"])
+	}
+	wantLive := `{
+  "id": "ev/live 1",
+  "type": "live.transcript",
+  "created_at": "2026-11-20T10:11:12.345Z",
+  "job_id": "job-1",
+  "kind": "live",
+  "category": "final_transcripts",
+  "data": {
+    "type": "transcript",
+    "data": {
+      "utterance": {
+        "text": "a <b> & c"
+      }
+    }
+  }
+}
+`
+	if g := got["job-1/events/20261120T101112.345Z-live.transcript-ev_live_1.json"]; g != wantLive {
+		t.Errorf("live event file\n%s\nwant\n%s", g, wantLive)
+	}
+	for _, ev := range events {
+		var back api.Event
+		if err := json.Unmarshal([]byte(got["job-1/events/"+EventFileName(ev)]), &back); err != nil || back.ID != ev.ID || back.Type != ev.Type {
+			t.Errorf("event file of %s does not decode to the event: %v", ev.ID, err)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(dir, "job-1", "transcript.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("transcript mode %v, want 0644", fi.Mode().Perm())
+	}
+}
+
+// Writing the same events again changes nothing and leaves no temporary file behind.
+func TestFileSinkIdempotent(t *testing.T) {
+	s, dir := newFileSink(t)
+	events := []api.Event{
+		fileEvent(api.EventJobSucceeded, "ev-done", succeededData),
+		fileEvent(api.EventSubtitlesReady, "ev-subs", subtitlesData(SubtitleFile{Format: "srt", Language: "fr", Name: "subtitles.fr.srt", Content: "x"})),
+	}
+	deliverAll := func() {
+		for _, ev := range events {
+			if err := s.Deliver(context.Background(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deliverAll()
+	first := tree(t, dir)
+	deliverAll()
+	deliverAll()
+	second := tree(t, dir)
+	if len(first) != 4 || len(second) != len(first) {
+		t.Fatalf("files %v then %v", names(first), names(second))
+	}
+	for name, content := range first {
+		if second[name] != content {
+			t.Errorf("%s changed on a repeated delivery", name)
+		}
+	}
+}
+
+func TestTranscriptText(t *testing.T) {
+	got, err := TranscriptText(json.RawMessage(succeededData))
+	if err != nil || got != transcriptGolden {
+		t.Errorf("from a job: %q, %v", got, err)
+	}
+	// A bare result is read too.
+	var job api.Job
+	if err := json.Unmarshal([]byte(succeededData), &job); err != nil {
+		t.Fatal(err)
+	}
+	bare, _ := json.Marshal(job.Result)
+	if got, err := TranscriptText(bare); err != nil || got != transcriptGolden {
+		t.Errorf("from a bare result: %q, %v", got, err)
+	}
+	for _, data := range []string{`{"id":"j","status":"done"}`, `{"id":"j","result":{"metadata":{"audio_duration":1}}}`} {
+		if got, err := TranscriptText(json.RawMessage(data)); err != nil || got != "" {
+			t.Errorf("TranscriptText(%s) = %q, %v; want empty", data, got, err)
+		}
+	}
+	if _, err := TranscriptText(json.RawMessage(`[`)); err == nil {
+		t.Error("malformed data passed")
+	}
+	for sec, want := range map[float64]string{0: "00:00:00.0", 0.04: "00:00:00.0", 0.06: "00:00:00.1", 59.96: "00:01:00.0",
+		3599.94: "00:59:59.9", 360000: "100:00:00.0", -1: "00:00:00.0"} {
+		if got := transcriptClock(sec); got != want {
+			t.Errorf("transcriptClock(%v) = %q, want %q", sec, got, want)
+		}
+	}
+}
+
+// A job.succeeded without a transcript (an error'd add-on, an empty result) writes its event only.
+func TestFileSinkNoTranscript(t *testing.T) {
+	s, dir := newFileSink(t)
+	if err := s.Deliver(context.Background(), fileEvent(api.EventJobSucceeded, "ev", `{"id":"job-1","status":"done"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(tree(t, dir)); len(got) != 1 || !strings.HasPrefix(got[0], "job-1/events/") {
+		t.Errorf("files %v", got)
+	}
+}
+
+func TestFileSinkPermanentFailures(t *testing.T) {
+	s, dir := newFileSink(t)
+	bad := func(mut func(*api.Event)) api.Event {
+		ev := fileEvent(api.EventSubtitlesReady, "ev", subtitlesData(SubtitleFile{Name: "ok.srt", Content: "x"}))
+		mut(&ev)
+		return ev
+	}
+	tests := map[string]api.Event{
+		"empty job id":          bad(func(e *api.Event) { e.JobID = "" }),
+		"job id climbing out":   bad(func(e *api.Event) { e.JobID = ".." }),
+		"job id with a slash":   bad(func(e *api.Event) { e.JobID = "a/../../b" }),
+		"job id hidden":         bad(func(e *api.Event) { e.JobID = ".job" }),
+		"job id with NUL":       bad(func(e *api.Event) { e.JobID = "a\x00b" }),
+		"no event id":           bad(func(e *api.Event) { e.ID = "" }),
+		"subtitle name escapes": bad(func(e *api.Event) { e.Data = json.RawMessage(subtitlesData(SubtitleFile{Name: "../../etc/x"})) }),
+		"subtitle name empty":   bad(func(e *api.Event) { e.Data = json.RawMessage(subtitlesData(SubtitleFile{Name: ""})) }),
+		"subtitle name reserved": bad(func(e *api.Event) {
+			e.Data = json.RawMessage(subtitlesData(SubtitleFile{Name: "transcript.txt"}))
+		}),
+		"subtitle name twice": bad(func(e *api.Event) {
+			e.Data = json.RawMessage(subtitlesData(SubtitleFile{Name: "a.srt"}, SubtitleFile{Name: "a.srt"}))
+		}),
+		"subtitle job differs": bad(func(e *api.Event) {
+			e.Data = json.RawMessage(`{"job_id":"job-2","files":[]}`)
+		}),
+		"subtitles malformed": bad(func(e *api.Event) { e.Data = json.RawMessage(`{"files":{}}`) }),
+		"succeeded malformed": bad(func(e *api.Event) {
+			e.Type = api.EventJobSucceeded
+			e.Data = json.RawMessage(`"a string"`)
+		}),
+	}
+	for name, ev := range tests {
+		err := s.Deliver(context.Background(), ev)
+		if f := AsFailure(err); err == nil || !f.Permanent {
+			t.Errorf("%s: Deliver = %v, want a permanent failure", name, err)
+		}
+	}
+	if got := tree(t, dir); len(got) != 0 {
+		t.Errorf("refused events left files: %v", names(got))
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(dir)), "etc")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a path escaped the sink's directory: %v", err)
+	}
+}
+
+// A reader never sees part of a file: while subtitles are rewritten over and over with two
+// large contents, every read finds one or the other whole.
+func TestFileSinkAtomic(t *testing.T) {
+	s, dir := newFileSink(t)
+	a := strings.Repeat("A", 1<<20)
+	b := strings.Repeat("B", 3<<18)
+	path := filepath.Join(dir, "job-1", "subtitles.en.srt")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads, partial int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			got, err := os.ReadFile(path)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			reads++
+			if string(got) != a && string(got) != b {
+				partial++
+			}
+		}
+	}()
+	for i := 0; i < 10; i++ {
+		content := a
+		if i%2 == 1 {
+			content = b
+		}
+		ev := fileEvent(api.EventSubtitlesReady, "ev-"+string(rune('a'+i)), subtitlesData(SubtitleFile{Name: "subtitles.en.srt", Content: content}))
+		if err := s.Deliver(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if partial > 0 {
+		t.Errorf("%d of %d reads saw a partial file", partial, reads)
+	}
+	if reads == 0 {
+		t.Error("the reader never saw the file")
+	}
+	for name := range tree(t, dir) {
+		if strings.Contains(name, ".tmp-") {
+			t.Errorf("temporary file left: %s", name)
+		}
+	}
+}
+
+// A write that fails midway removes its temporary file and leaves the target as it was.
+func TestWriteFileAtomicFailure(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "busy")
+	if err := os.Mkdir(target, 0o755); err != nil { // renaming a file over a directory fails
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(target, []byte("content")); err == nil {
+		t.Fatal("write over a directory succeeded")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "busy" || !entries[0].IsDir() {
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		t.Errorf("directory holds %v, want only busy/", got)
+	}
+
+	// A disk error is a retryable failure of the sink.
+	s, sinkDir := newFileSink(t)
+	if err := os.WriteFile(filepath.Join(sinkDir, "job-1"), []byte("a file where the job directory goes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Deliver(context.Background(), fileEvent(api.EventJobCreated, "ev", `{}`))
+	if err == nil || AsFailure(err).Permanent {
+		t.Errorf("Deliver = %v, want a retryable failure", err)
+	}
+}
+
+func TestNewFileDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewFile(Spec{Name: "files", Kind: KindFile, Dir: file}, Deps{})
+	var se *SpecError
+	if !errors.As(err, &se) || se.Field != "Dir" {
+		t.Errorf("NewFile on a file = %v, want a SpecError on Dir", err)
+	}
+	rel := Spec{Name: "files", Kind: KindFile, Dir: "relative/out"}
+	t.Chdir(t.TempDir())
+	s, err := NewFile(rel, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(s.dir) {
+		t.Errorf("dir %q is not absolute: a later chdir would move the output", s.dir)
+	}
+	if fi, err := os.Stat("relative/out"); err != nil || !fi.IsDir() {
+		t.Errorf("directory not created: %v", err)
+	}
+}
+
+func TestEventFileName(t *testing.T) {
+	ev := api.Event{ID: "a:b/c\\d", Type: "live.*weird type*", CreatedAt: api.NewTime(fileCreated)}
+	if got, want := EventFileName(ev), "20261120T101112.345Z-live._weird_type_-a_b_c_d.json"; got != want {
+		t.Errorf("EventFileName = %q, want %q", got, want)
+	}
+	if got := EventFileName(api.Event{ID: strings.Repeat("x", 300), Type: "t"}); len(got) > 255 {
+		t.Errorf("name of %d bytes", len(got))
+	}
+}
