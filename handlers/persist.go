@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,9 +30,20 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inbox message without a row id: %w", err)
 	}
+	// The retry middleware calls persist again with the same message: the attempt counter
+	// tells the last attempt, which marks the row failed itself.
+	attempt, _ := strconv.Atoi(msg.Metadata.Get(metaAttempt))
+	attempt++
+	msg.Metadata.Set(metaAttempt, strconv.Itoa(attempt))
+	final := attempt > p.cfg.MaxRetries
 	row, err := p.cfg.Store.InboxRow(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		// Nothing to process, now or on a retry.
+		p.log.WithField("inbox_id", id).Warn("notified inbox row does not exist")
+		return nil, nil
+	}
 	if err != nil {
-		return nil, p.failed(ctx, id, "", fmt.Errorf("read inbox row %d: %w", id, err))
+		return nil, p.failed(ctx, id, "", final, fmt.Errorf("read inbox row %d: %w", id, err))
 	}
 	if row.Status == store.InboxDone {
 		return nil, nil
@@ -43,14 +55,14 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, p.failed(ctx, id, string(row.Kind), err)
+		return nil, p.failed(ctx, id, string(row.Kind), final, err)
 	}
 	p.m.handled.WithLabelValues(string(row.Kind)).Inc()
 	p.m.latency.Observe(time.Since(start).Seconds())
 	log.Debug("delivery applied")
 	out := make([]*message.Message, 0, len(events))
 	for _, ev := range events {
-		b, err := json.Marshal(ev)
+		b, err := marshalJSON(ev)
 		if err != nil {
 			return nil, fmt.Errorf("encode event: %w", err)
 		}
@@ -64,27 +76,39 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 }
 
 // failed records an attempt's error on the row (so it is visible while retries go on) and
-// counts it.
-func (p *Pipeline) failed(ctx context.Context, id int64, kind string, err error) error {
+// counts it; the last attempt marks the row failed. An attempt interrupted by a stop is not
+// recorded: the row stays pending, untouched, for the next start.
+func (p *Pipeline) failed(ctx context.Context, id int64, kind string, final bool, err error) error {
+	if p.stopping() {
+		return err
+	}
 	p.m.errors.WithLabelValues(kind).Inc()
-	if merr := p.cfg.Store.MarkInboxFailed(context.WithoutCancel(ctx), id, err.Error(), false); merr != nil {
+	if merr := p.cfg.Store.MarkInboxFailed(context.WithoutCancel(ctx), id, err.Error(), final); merr != nil {
 		p.log.WithError(merr).WithField("inbox_id", id).Warn("record handler error")
 	}
 	return err
 }
 
-// poisoned marks a row that exhausted its retries as failed: it stays in the store, visible,
-// instead of being lost or retried forever.
+// poisoned handles a row that exhausted its retries. Its last attempt marked it failed (it
+// stays in the store, visible, instead of being lost or retried forever); a row still pending
+// here is one whose failure could not be recorded, tried once more. It never fails: a Nack
+// would redeliver at once, in a tight loop. A row left pending is retried by the sweep.
 func (p *Pipeline) poisoned(msg *message.Message) error {
 	id, err := strconv.ParseInt(msg.Metadata.Get(metaInboxID), 10, 64)
 	if err != nil {
 		return nil
 	}
 	reason := msg.Metadata.Get(middleware.ReasonForPoisonedKey)
-	p.log.WithFields(logrus.Fields{"inbox_id": id, "reason": reason}).Error("delivery failed after every retry")
+	log := p.log.WithFields(logrus.Fields{"inbox_id": id, "reason": reason})
+	log.Error("delivery failed after every retry")
 	p.m.poisoned.Inc()
-	if err := p.cfg.Store.MarkInboxFailed(context.Background(), id, reason, true); err != nil {
-		return fmt.Errorf("mark inbox row %d failed: %w", id, err)
+	ctx := context.WithoutCancel(msg.Context())
+	if row, err := p.cfg.Store.InboxRow(ctx, id); err == nil && row.Status != store.InboxPending {
+		return nil
+	}
+	if err := p.cfg.Store.MarkInboxFailed(ctx, id, reason, true); err != nil &&
+		!errors.Is(err, store.ErrAlreadyApplied) && !errors.Is(err, store.ErrNotFound) {
+		log.WithError(err).Warn("could not mark the row failed; it stays pending")
 	}
 	return nil
 }
@@ -360,7 +384,7 @@ func jobEvent(row store.InboxRow, j api.Job) api.Event {
 }
 
 func newEvent(row store.InboxRow, typ string, j api.Job) api.Event {
-	data, _ := json.Marshal(j)
+	data, _ := marshalJSON(j)
 	return api.Event{
 		ID:             eventID(row.DedupeKey, typ),
 		Type:           typ,
@@ -386,4 +410,16 @@ func rawPayload(body []byte) (json.RawMessage, error) {
 		return nil, fmt.Errorf("decode live callback: %w", err)
 	}
 	return env.Payload, nil
+}
+
+// marshalJSON encodes v without HTML escaping: an event carries the delivery's text as the
+// service sent it ("&", "<" and ">" stay themselves, not \u0026…), as the receiver's own JSON.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

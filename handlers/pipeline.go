@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -34,6 +35,10 @@ const (
 	topicPoison = "scribehook.poison"
 
 	metaInboxID = "inbox_id"
+	metaAttempt = "attempt"
+
+	// scanPage is how many pending rows one read of the inbox returns.
+	scanPage = 500
 )
 
 // Resolver fetches a job's full record from the service: thin webhooks carry only an id, and
@@ -76,10 +81,15 @@ type Pipeline struct {
 	feed   *LiveFeed
 	m      *metrics
 
-	mu      sync.Mutex
-	queued  map[int64]bool
+	mu     sync.Mutex
+	queued map[int64]bool
+	// cursor is the highest row id queued by a scan of the inbox: rows are queued in id order
+	// by reading the inbox, whatever the order of the commit notifications.
+	cursor  int64
 	started bool
 	done    chan struct{}
+	wake    chan struct{} // capacity 1: rows past the cursor were committed
+	runCtx  atomic.Pointer[context.Context]
 	wg      sync.WaitGroup
 }
 
@@ -117,35 +127,41 @@ func New(cfg Config) (*Pipeline, error) {
 		m:      newMetrics(cfg.Metrics),
 		queued: map[int64]bool{},
 		done:   make(chan struct{}),
+		wake:   make(chan struct{}, 1),
 	}
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, wlog)
 	if err != nil {
 		return nil, fmt.Errorf("handlers: router: %w", err)
 	}
-	poison, err := middleware.PoisonQueue(p.poison, topicPoison)
+	// A row interrupted by a stop is not poisoned: it stays pending for the next start.
+	poison, err := middleware.PoisonQueueWithFilter(p.poison, topicPoison, func(err error) bool {
+		return !p.stopping() && !errors.Is(err, context.Canceled)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("handlers: poison queue: %w", err)
 	}
-	// The first middleware is the outermost: a row that still fails after the retries goes to
-	// the poison queue; each attempt has its own timeout and a panic is an error like others.
-	router.AddMiddleware(
-		middleware.CorrelationID,
-		poison,
-		middleware.Retry{
-			MaxRetries:          cfg.MaxRetries,
-			InitialInterval:     cfg.RetryInterval,
-			MaxInterval:         10 * time.Second,
-			Multiplier:          2,
-			RandomizationFactor: 0.2,
-			ResetContextOnRetry: true,
-			Logger:              wlog,
-		}.Middleware,
-		middleware.Timeout(cfg.HandlerTimeout),
-		middleware.Recoverer,
-	)
+	router.AddMiddleware(middleware.CorrelationID)
 	for i := 0; i < cfg.Partitions; i++ {
 		topic := topicInbox + strconv.Itoa(i)
-		router.AddHandler("persist-"+strconv.Itoa(i), topic, p.inbox, TopicEvents, p.events, p.persist)
+		h := router.AddHandler("persist-"+strconv.Itoa(i), topic, p.inbox, TopicEvents, p.events, p.persist)
+		// The first middleware is the outermost: a row that still fails after the retries goes
+		// to the poison queue; each attempt has its own timeout and a panic is an error like
+		// others. They wrap the persist handlers only: around the poison handler, a poison
+		// queue would feed the handler its own failures forever.
+		h.AddMiddleware(
+			poison,
+			middleware.Retry{
+				MaxRetries:          cfg.MaxRetries,
+				InitialInterval:     cfg.RetryInterval,
+				MaxInterval:         10 * time.Second,
+				Multiplier:          2,
+				RandomizationFactor: 0.2,
+				ResetContextOnRetry: true,
+				Logger:              wlog,
+			}.Middleware,
+			middleware.Timeout(cfg.HandlerTimeout),
+			middleware.Recoverer,
+		)
 		p.parts = append(p.parts, newPartition(topic))
 	}
 	// Poisoned rows are marked failed, visible and retryable, instead of vanishing.
@@ -164,6 +180,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.started = true
 	p.mu.Unlock()
+	p.runCtx.Store(&ctx)
 
 	routerErr := make(chan error, 1)
 	go func() { routerErr <- p.router.Run(ctx) }()
@@ -172,15 +189,28 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	case err := <-routerErr:
 		return fmt.Errorf("handlers: router: %w", err)
 	}
-	if err := p.recover(ctx); err != nil {
+	n, err := p.scan(ctx, false)
+	if err != nil {
+		if p.stopping() {
+			return nil // stopped during the startup scan: the rows wait for the next start
+		}
 		return err
 	}
+	if n > 0 {
+		p.log.WithField("rows", n).Info("resuming deliveries committed before the last stop")
+	}
+	// Close may have come during the scan: it waits for the goroutines started before it.
+	p.mu.Lock()
+	if p.stopping() {
+		p.mu.Unlock()
+		return nil
+	}
+	p.wg.Add(len(p.parts) + 1)
+	p.mu.Unlock()
 	for _, part := range p.parts {
-		p.wg.Add(1)
 		go p.publishLoop(part)
 	}
-	p.wg.Add(1)
-	go p.sweep(ctx)
+	go p.follow(ctx)
 	select {
 	case <-ctx.Done():
 	case <-p.done:
@@ -227,13 +257,34 @@ func (p *Pipeline) Events(ctx context.Context) (<-chan *message.Message, error) 
 	return p.events.Subscribe(ctx, TopicEvents)
 }
 
-// Committed queues a newly committed row; it never blocks the receiver.
+// Committed tells the pipeline that a row was committed; it never blocks the receiver.
+//
+// Rows are queued by reading the inbox in id order, not in the order of these calls: the
+// requests that shared a group commit notify from their own goroutines, in any order, and a
+// session's later row must not overtake an earlier one. A row past the inbox cursor wakes the
+// reader (which finds every row committed before it too); a row the reader has passed (a
+// repeated notification, or a row committed late by another writer) is queued directly.
 func (p *Pipeline) Committed(inboxID int64, partitionKey string) {
-	p.enqueue(inboxID, partitionKey)
+	p.mu.Lock()
+	passed := inboxID <= p.cursor
+	p.mu.Unlock()
+	if passed {
+		p.enqueue(inboxID, partitionKey)
+		return
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
+// enqueue queues a row on its partition unless it is queued already, and moves the cursor
+// past it.
 func (p *Pipeline) enqueue(id int64, partitionKey string) {
 	p.mu.Lock()
+	if id > p.cursor {
+		p.cursor = id
+	}
 	if p.queued[id] {
 		p.mu.Unlock()
 		return
@@ -255,49 +306,81 @@ func (p *Pipeline) partitionOf(key string) int {
 	return int(h.Sum32() % uint32(len(p.parts)))
 }
 
-// recover queues every pending row in inbox order: rows committed before a crash or a stop are
-// processed now, in the order they were received.
-func (p *Pipeline) recover(ctx context.Context) error {
+// scan queues pending rows in inbox order: those past the cursor, or, with all, every pending
+// row not queued yet (the sweep). At startup the cursor is 0: rows committed before a crash or
+// a stop are queued first, in the order they were received. It returns how many rows it read.
+// Only Run, then follow, call it: one scan at a time.
+func (p *Pipeline) scan(ctx context.Context, all bool) (int, error) {
 	var after int64
+	if !all {
+		p.mu.Lock()
+		after = p.cursor
+		p.mu.Unlock()
+	}
 	n := 0
 	for {
-		rows, err := p.cfg.Store.PendingInbox(ctx, after, 500)
+		rows, err := p.cfg.Store.PendingInbox(ctx, after, scanPage)
 		if err != nil {
-			return fmt.Errorf("handlers: scan pending inbox: %w", err)
+			return n, fmt.Errorf("handlers: scan pending inbox: %w", err)
 		}
 		for _, r := range rows {
 			p.enqueue(r.ID, r.PartitionKey)
 			after = r.ID
 			n++
 		}
-		if len(rows) < 500 {
-			break
+		if len(rows) < scanPage {
+			return n, nil
 		}
 	}
-	if n > 0 {
-		p.log.WithField("rows", n).Info("resuming deliveries committed before the last stop")
-	}
-	return nil
 }
 
-// sweep picks up rows that are pending but were never queued (a notification lost to a bug
-// must not leave a delivery unprocessed until the next restart).
-func (p *Pipeline) sweep(ctx context.Context) {
+// follow reads the inbox past the cursor whenever rows are committed, and sweeps every pending
+// row at SweepInterval: a notification lost to a bug, or a row left pending by an error that
+// could not be recorded, must not wait for the next restart.
+func (p *Pipeline) follow(ctx context.Context) {
 	defer p.wg.Done()
 	t := time.NewTicker(p.cfg.SweepInterval)
 	defer t.Stop()
 	for {
+		all := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.done:
 			return
+		case <-p.wake:
 		case <-t.C:
-			if err := p.recover(ctx); err != nil && ctx.Err() == nil {
-				p.log.WithError(err).Warn("sweep of pending inbox rows failed")
+			all = true
+		}
+		if _, err := p.scan(ctx, all); err != nil && !p.stopping() {
+			p.log.WithError(err).Warn("reading committed inbox rows failed; trying again")
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.done:
+				return
+			case <-time.After(time.Second):
 			}
 		}
 	}
+}
+
+// stopping reports whether Close was called or Run's context ended: an attempt failing then was
+// interrupted, which is no fault of its row.
+func (p *Pipeline) stopping() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+	}
+	if ctx := p.runCtx.Load(); ctx != nil && (*ctx).Err() != nil {
+		return true
+	}
+	return false
 }
 
 // publishLoop feeds one partition's rows to its handler one at a time: the publish blocks until

@@ -1,0 +1,54 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/store"
+)
+
+// BenchmarkPipelineLiveMessages measures rows applied per second with four partitions: live
+// messages of 16 sessions, ingested in batches of 64 and notified as the receiver does, with
+// the store's default (durable) synchronous setting.
+func BenchmarkPipelineLiveMessages(b *testing.B) {
+	s := openStore(b)
+	cs := &applyCounter{Store: s}
+	r := start(b, handlers.Config{Store: cs, Partitions: 4})
+	const sessions, batch = 16, 64
+	ds := make([]store.Delivery, b.N)
+	for i := range ds {
+		ds[i] = variedLive(fmt.Sprintf("bench-%d", i%sessions), i/sessions).Delivery
+	}
+	b.ResetTimer()
+	begin := time.Now()
+	for i := 0; i < len(ds); i += batch {
+		ingest(b, cs, r.p, ds[i:min(i+batch, len(ds))]...)
+	}
+	for cs.n.Load() < int64(b.N) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	elapsed := time.Since(begin)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rows/s")
+	if n, err := s.InboxBacklog(context.Background()); err != nil || n != 0 {
+		b.Fatalf("backlog %d, %v", n, err)
+	}
+}
+
+// applyCounter counts successful Applies.
+type applyCounter struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (c *applyCounter) Apply(ctx context.Context, id int64, fn func(context.Context, store.Tx) error) error {
+	err := c.Store.Apply(ctx, id, fn)
+	if err == nil {
+		c.n.Add(1)
+	}
+	return err
+}
