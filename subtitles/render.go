@@ -143,16 +143,29 @@ func renderLines(cues []Cue) ([][]string, error) {
 
 // build converts cues to astisub items, times rounded to the millisecond (astisub floors).
 func build(cues []Cue, lines [][]string, text func(string) string, voice func(c Cue, l int) string) *astisub.Subtitles {
+	total := 0
+	for _, ls := range lines {
+		total += len(ls)
+	}
+	// One allocation each for items, lines and line items: a 30,000-word transcript has
+	// thousands of cues.
+	items := make([]astisub.Item, len(cues))
+	allLines := make([]astisub.Line, total)
+	allItems := make([]astisub.LineItem, total)
 	s := astisub.NewSubtitles()
 	s.Items = make([]*astisub.Item, len(cues))
+	k := 0
 	for c, cue := range cues {
-		it := &astisub.Item{StartAt: roundMS(cue.Start), EndAt: roundMS(cue.End)}
+		it := &items[c]
+		it.StartAt, it.EndAt = roundMS(cue.Start), roundMS(cue.End)
+		it.Lines = allLines[k : k+len(lines[c]) : k+len(lines[c])]
 		for l, t := range lines[c] {
-			line := astisub.Line{Items: []astisub.LineItem{{Text: text(t)}}}
+			allItems[k] = astisub.LineItem{Text: text(t)}
+			it.Lines[l].Items = allItems[k : k+1 : k+1]
 			if voice != nil {
-				line.VoiceName = voice(cue, l)
+				it.Lines[l].VoiceName = voice(cue, l)
 			}
-			it.Lines = append(it.Lines, line)
+			k++
 		}
 		s.Items[c] = it
 	}

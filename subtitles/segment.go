@@ -320,9 +320,10 @@ func (s *segmenter) cueCost(i, j, dual int, layoutCost float64, chars int) float
 		c += delayWeight * late.Seconds()
 	}
 	d := end - start
-	c += durationSquare * d.Seconds() * d.Seconds()
+	sec := float64(d) / float64(time.Second)
+	c += durationSquare * sec * sec
 	if cps := s.p.MaxCPS; cps > 0 {
-		if r := float64(chars) / d.Seconds(); r > cps {
+		if r := float64(chars) / sec; r > cps {
 			c += cpsWeight * (r/cps - 1)
 		}
 	}
