@@ -51,6 +51,9 @@ type BrokerSink struct {
 	prepare func(ctx context.Context, topic string) (string, error)
 	// extra metadata per message (JetStream: the deduplication id).
 	extra func(ev api.Event, m message.Metadata)
+	// failed hears of a failed publish (JetStream: the stream may have been deleted, so the
+	// next attempt checks again instead of trusting what it saw).
+	failed func(topic string)
 	// async publishes in a goroutine so that the context bounds the wait: Watermill's
 	// JetStream publisher does not take one.
 	async bool
@@ -146,7 +149,8 @@ func NewNATS(spec Spec, deps Deps) (*BrokerSink, error) {
 			}
 			return subject, streams.ensure(ctx, subject)
 		},
-		extra: func(ev api.Event, m message.Metadata) { m.Set(jetstream.MsgIDHeader, ev.ID) },
+		extra:  func(ev api.Event, m message.Metadata) { m.Set(jetstream.MsgIDHeader, ev.ID) },
+		failed: streams.forget,
 	}, nil
 }
 
@@ -205,6 +209,9 @@ func (s *BrokerSink) Deliver(ctx context.Context, ev api.Event) error {
 		s.extra(ev, msg.Metadata)
 	}
 	if err := s.publish(ctx, topic, msg); err != nil {
+		if s.failed != nil {
+			s.failed(topic)
+		}
 		return fmt.Errorf("%s publish to %s: %w", s.kind, topic, err)
 	}
 	s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "topic": topic}).Debug("event published")
@@ -321,6 +328,12 @@ func (n *natsStreams) ensure(ctx context.Context, subject string) error {
 		n.known[subject] = true
 		return nil
 	}
+}
+
+func (n *natsStreams) forget(subject string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.known, subject)
 }
 
 // wmLogger sends Watermill's logs to logrus. Watermill's info messages are per-connection

@@ -460,3 +460,42 @@ func TestNATSNames(t *testing.T) {
 		t.Errorf("Deliver of type %q = %v, want a permanent failure", ev.Type, err)
 	}
 }
+
+// A stream deleted under a running sink is provisioned again: the attempt that finds it gone
+// fails and is retried, and the retry recreates it.
+func TestNATSSinkStreamDeleted(t *testing.T) {
+	url := startNATS(t)
+	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: url}, Deps{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	evs := brokerEvents()
+	if err := s.Deliver(ctx, evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if err := js.DeleteStream(ctx, "scribehook_events"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Deliver(ctx, evs[1]); err == nil || AsFailure(err).Permanent {
+		t.Fatalf("Deliver without its stream = %v, want a retryable failure", err)
+	}
+	if err := s.Deliver(ctx, evs[1]); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	st, err := js.Stream(ctx, "scribehook_events")
+	if err != nil {
+		t.Fatalf("stream not recreated: %v", err)
+	}
+	if info, _ := st.Info(ctx); info.State.Msgs != 1 || fmt.Sprint(info.Config.Subjects) != "[scribehook.events]" {
+		t.Errorf("recreated stream: %d messages, subjects %v", info.State.Msgs, info.Config.Subjects)
+	}
+}
