@@ -378,8 +378,9 @@ func ssaText(s string) string {
 	}, s)
 }
 
-// renderSTL writes EBU STL with open subtitles (no Teletext 40-column limit) at 25 fps, or
-// 30 fps when the cues were timed for 30 fps or more.
+// renderSTL writes EBU STL with open subtitles (no Teletext 40-column limit) at 25 fps, the
+// frame rate STL files are usually exchanged at (astisub also knows 30); times are floored to
+// frames by astisub, which keeps gaps of 2 frames at 24 fps (84 ms) at least 1 frame.
 func renderSTL(cues []Cue, lines [][]string, o Options) ([]byte, error) {
 	created := o.Created
 	if created.IsZero() {
