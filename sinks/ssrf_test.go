@@ -212,7 +212,6 @@ var ssrfCases = []ssrfCase{
 	{"name to ULA", "v6.test", false, "fd00::5", "fc00::/7", "fd00::/8", false},
 	{"name to IPv4-mapped private", "mapped.test", false, "10.0.0.7", "10.0.0.0/8", "10.0.0.0/8", false},
 	{"name to loopback", "loopback.test", false, "127.0.0.1", "127.0.0.0/8", "127.0.0.0/8", true},
-	{"localhost", "localhost", false, "127.0.0.1", "127.0.0.0/8", "127.0.0.0/8", true},
 }
 
 var ssrfRecords = map[string][]string{
