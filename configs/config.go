@@ -69,6 +69,9 @@ type Route struct {
 type SubtitlesConfig struct {
 	Profile string   `yaml:"profile"` // netflix-adult, netflix-kids or bbc
 	Formats []string `yaml:"formats"` // srt, vtt, ttml, ssa, ass, stl; empty renders none
+	// Dir is where subtitle artifacts are written, as <dir>/<job_id>/<name> (default
+	// ./artifacts).
+	Dir string `yaml:"dir"`
 }
 
 // Sink is one destination of the events.
@@ -89,6 +92,11 @@ type Sink struct {
 	// Categories, when set, keep only live events of these of the nine categories; events
 	// that are not live messages pass.
 	Categories []string `yaml:"categories"`
+	// Kinds, when set, keep only events of these job kinds (pre-recorded, live).
+	Kinds []string `yaml:"kinds"`
+	// CustomMetadata, when set, is a JSON object that must be a subset of the job's
+	// custom_metadata, e.g. '{"team":"media"}'.
+	CustomMetadata string `yaml:"custom_metadata"`
 	// Ordered delivers one event at a time per job or session, in order, at the cost of
 	// throughput.
 	Ordered bool `yaml:"ordered"`
@@ -122,6 +130,7 @@ const (
 	DefaultSynchronous   = "full"
 	DefaultBusDriver     = "gochannel"
 	DefaultProfile       = "netflix-adult"
+	DefaultArtifactsDir  = "artifacts"
 	DefaultBodyLimit     = 32 << 20
 	DefaultPartitions    = 4
 	DefaultSinkDir       = "./out"
@@ -144,7 +153,7 @@ func Default() Config {
 		},
 		Store:     StoreConfig{Driver: DefaultStoreDriver, DSN: DefaultStoreDSN, Synchronous: DefaultSynchronous},
 		Bus:       BusConfig{Driver: DefaultBusDriver},
-		Subtitles: SubtitlesConfig{Profile: DefaultProfile, Formats: []string{"srt", "vtt"}},
+		Subtitles: SubtitlesConfig{Profile: DefaultProfile, Formats: []string{"srt", "vtt"}, Dir: DefaultArtifactsDir},
 		Sinks: []Sink{{
 			Name: "files", Kind: "file", Dir: DefaultSinkDir, Events: []string{"*"}, Timeout: DefaultSinkTimeout,
 		}},

@@ -36,7 +36,7 @@ func TestDefaultsWithNoFile(t *testing.T) {
 		Service:      ServiceConfig{BaseURL: "http://127.0.0.1:8788", APIKeyEnv: "SCRIBEHOOK_API_KEY", KeyHeader: "x-service-key"},
 		Store:        StoreConfig{Driver: "sqlite", DSN: "scribehook.db", Synchronous: "full"},
 		Bus:          BusConfig{Driver: "gochannel"},
-		Subtitles:    SubtitlesConfig{Profile: "netflix-adult", Formats: []string{"srt", "vtt"}},
+		Subtitles:    SubtitlesConfig{Profile: "netflix-adult", Formats: []string{"srt", "vtt"}, Dir: "artifacts"},
 		Sinks:        []Sink{{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: 10 * time.Second}},
 		Receiver:     ReceiverConfig{BodyLimit: 32 << 20, Partitions: 4},
 	}
@@ -108,7 +108,7 @@ func TestFullYAML(t *testing.T) {
 			{Name: "account", TokenEnv: "ACCOUNT_TOKEN", SigningSecretEnv: "ACCOUNT_SECRET"},
 			{Name: "partner", TokenEnv: "PARTNER_TOKEN"},
 		},
-		Subtitles: SubtitlesConfig{Profile: "bbc", Formats: []string{"srt", "ttml", "stl"}},
+		Subtitles: SubtitlesConfig{Profile: "bbc", Formats: []string{"srt", "ttml", "stl"}, Dir: "artifacts"},
 		Sinks: []Sink{
 			{Name: "files", Kind: "file", Dir: "/var/out", Events: []string{"*"}, Timeout: 10 * time.Second},
 			{Name: "captions", Kind: "webhook", URL: "https://example.com/hook", SecretEnv: "CAPTIONS_SECRET",
@@ -296,6 +296,7 @@ func TestValidationSentences(t *testing.T) {
 		`routes[3].name must not be "job": the name is reserved for per-job tokens`,
 		`subtitles.profile must be netflix-adult, netflix-kids or bbc (got "cinema")`,
 		`subtitles.formats[1] must be srt, vtt, ttml, ssa, ass or stl (got "docx")`,
+		`subtitles.dir must name a directory when subtitles.formats is not empty`,
 		`sinks[1].name must be unique ("files" is also sinks[0])`,
 		`sinks[1].kind must be file, webhook, redisstream, nats or log (got "email")`,
 		`sinks[1].events must list at least one event glob, e.g. "*"`,

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -110,6 +111,9 @@ func (c Config) Validate() error {
 	for i, f := range c.Subtitles.Formats {
 		v.oneOf(fmt.Sprintf("subtitles.formats[%d]", i), f, SubtitleFormats)
 	}
+	if c.Subtitles.Dir == "" && len(c.Subtitles.Formats) > 0 {
+		v.add("subtitles.dir", "must name a directory when subtitles.formats is not empty")
+	}
 
 	sinks := map[string]int{}
 	for i, s := range c.Sinks {
@@ -164,6 +168,17 @@ func (v *validator) sink(i int, s Sink, names map[string]int) {
 	for j, c := range s.Categories {
 		if !api.MessageCategory(c).Valid() {
 			v.add(fmt.Sprintf("%s.categories[%d]", p, j), "must be one of %s (got %q)", categoryList(), c)
+		}
+	}
+	for j, k := range s.Kinds {
+		if !api.JobKind(k).Valid() {
+			v.add(fmt.Sprintf("%s.kinds[%d]", p, j), "must be pre-recorded or live (got %q)", k)
+		}
+	}
+	if s.CustomMetadata != "" {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(s.CustomMetadata), &obj); err != nil || obj == nil {
+			v.add(p+".custom_metadata", "must be a JSON object, e.g. '{\"team\":\"media\"}' (got %q)", s.CustomMetadata)
 		}
 	}
 	for j, a := range s.Allow {

@@ -135,7 +135,14 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 	// The callback lacks the record's own fields; the service's record is the truth when it
 	// can be read, the callback otherwise.
 	fetched, resolution := p.resolve(ctx, cb.ID, api.KindPreRecorded)
-	var ev api.Event
+	var subs *renderedSubtitles
+	if cb.Error == nil {
+		var err error
+		if subs, err = p.subtitlesFor(ctx, cb.ID, fetched, cb.Payload); err != nil {
+			return nil, err
+		}
+	}
+	var events []api.Event
 	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
 		rec, err := loadOrNew(ctx, tx, cb.ID, api.KindPreRecorded, row.ReceivedAt)
 		if err != nil {
@@ -154,13 +161,14 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
-		ev = jobEvent(row, rec.Job)
-		return nil
+		events = []api.Event{jobEvent(row, rec.Job)}
+		return p.outbox(ctx, tx, row, rec.Job, &events, subs)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return []api.Event{ev}, nil
+	p.wakeSinks(events)
+	return events, nil
 }
 
 // fromCallback fills a record from the callback alone.
@@ -203,10 +211,16 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 	// The session's final record comes from the service once the session has ended.
 	var fetched *api.Job
 	var resolution string
+	var subs *renderedSubtitles
 	if msg.Type == api.MessageEndSession {
 		fetched, resolution = p.resolve(ctx, cb.ID, api.KindLive)
+		if fetched != nil && fetched.Status == api.StatusDone {
+			if subs, err = p.subtitlesFor(ctx, cb.ID, fetched, nil); err != nil {
+				return nil, err
+			}
+		}
 	}
-	var ev api.Event
+	var events []api.Event
 	err = p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
 		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
 			SessionID:  cb.ID,
@@ -234,7 +248,7 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
-		ev = api.Event{
+		events = []api.Event{{
 			ID:             eventID(row.DedupeKey, api.LiveEvent(msg.Type)),
 			Type:           api.LiveEvent(msg.Type),
 			CreatedAt:      api.NewTime(row.ReceivedAt),
@@ -243,14 +257,18 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 			Category:       category,
 			CustomMetadata: rec.Job.CustomMetadata,
 			Data:           payload,
+		}}
+		if msg.Type == api.MessageEndSession && rec.Job.Status.Final() {
+			events = append(events, jobEvent(row, rec.Job))
 		}
-		return nil
+		return p.outbox(ctx, tx, row, rec.Job, &events, subs)
 	})
 	if err != nil {
 		return nil, err
 	}
 	p.feed.Publish(cb.ID)
-	return []api.Event{ev}, nil
+	p.wakeSinks(events)
+	return events, nil
 }
 
 // updateLiveRecord moves a live session's record along with its lifecycle messages, and takes
@@ -288,6 +306,13 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 		kind = api.KindLive
 	}
 	fetched, resolution := p.resolve(ctx, wh.Payload.ID, kind)
+	var subs *renderedSubtitles
+	if fetched != nil && fetched.Status == api.StatusDone {
+		var err error
+		if subs, err = p.subtitlesFor(ctx, wh.Payload.ID, fetched, nil); err != nil {
+			return nil, err
+		}
+	}
 	var events []api.Event
 	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
 		rec, err := loadOrNew(ctx, tx, wh.Payload.ID, kind, row.ReceivedAt)
@@ -331,11 +356,12 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 		case api.EventTranscriptionCreated:
 			events = append(events, newEvent(row, api.EventJobCreated, rec.Job))
 		}
-		return nil
+		return p.outbox(ctx, tx, row, rec.Job, &events, subs)
 	})
 	if err != nil {
 		return nil, err
 	}
+	p.wakeSinks(events)
 	return events, nil
 }
 

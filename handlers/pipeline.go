@@ -24,6 +24,7 @@ import (
 	logrusslog "github.com/sirupsen/logrus/hooks/slog"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -67,6 +68,13 @@ type Config struct {
 	SweepInterval time.Duration
 	Metrics       prometheus.Registerer
 	Logger        *logrus.Entry
+	// Subtitles renders subtitle artifacts when a job succeeds (Dir empty: none).
+	Subtitles SubtitleConfig
+	// Sinks are the configured sinks; each event is queued for every sink whose filter takes
+	// it, in the transaction of the delivery that caused it.
+	Sinks []sinks.Spec
+	// Wake is told the sinks that have new deliveries (the dispatcher's Wake).
+	Wake func(sink string)
 }
 
 // Pipeline is the processing side of scribehook.

@@ -2,18 +2,25 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/submitter"
+	"github.com/scribehook/scribehook/subtitles"
 )
 
 func newServeCmd() *cobra.Command {
@@ -70,6 +77,14 @@ Without a configuration file it runs on the defaults: SQLite in scribehook.db, l
 				r := secrets.Routes[name]
 				routes = append(routes, receiver.Route{Name: name, Token: r.Token, SigningSecrets: r.SigningSecrets})
 			}
+			subs, err := subtitleSetup(cfg)
+			if err != nil {
+				return err
+			}
+			sinkSetups, err := buildSinks(cfg, secrets, log)
+			if err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", cfg.Listen)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -77,13 +92,14 @@ Without a configuration file it runs on the defaults: SQLite in scribehook.db, l
 			srv, err := startServer(ctx, serverOptions{
 				Store: st, Listener: ln, Routes: routes, ReadToken: secrets.ReadToken, Service: service,
 				BodyLimit: int(cfg.Receiver.BodyLimit), Partitions: cfg.Receiver.Partitions, Logger: log,
+				Subtitles: subs, Sinks: sinkSetups,
 			})
 			if err != nil {
 				_ = ln.Close()
 				return err
 			}
 			log.WithFields(logrus.Fields{
-				"listen": ln.Addr().String(), "public_url": cfg.PublicURL, "store": cfg.Store.DSN, "routes": len(routes),
+				"listen": ln.Addr().String(), "public_url": cfg.PublicURL, "store": cfg.Store.DSN, "routes": len(routes), "sinks": len(sinkSetups),
 			}).Info("scribehook serving")
 			<-ctx.Done()
 			log.Info("shutting down: finishing in-flight requests, then the pipeline")
@@ -97,4 +113,63 @@ Without a configuration file it runs on the defaults: SQLite in scribehook.db, l
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "debug logs")
 	return cmd
+}
+
+// subtitleSetup is the pipeline's subtitle rendering from the configuration.
+func subtitleSetup(cfg configs.Config) (handlers.SubtitleConfig, error) {
+	profile, err := subtitles.ProfileByName(cfg.Subtitles.Profile)
+	if err != nil {
+		return handlers.SubtitleConfig{}, fmt.Errorf("subtitles.profile: %w", err)
+	}
+	out := handlers.SubtitleConfig{Dir: cfg.Subtitles.Dir, Profile: profile}
+	for i, name := range cfg.Subtitles.Formats {
+		f, err := subtitles.ParseFormat(name)
+		if err != nil {
+			return handlers.SubtitleConfig{}, fmt.Errorf("subtitles.formats[%d]: %w", i, err)
+		}
+		out.Formats = append(out.Formats, f)
+	}
+	if len(out.Formats) == 0 {
+		out.Dir = ""
+	}
+	return out, nil
+}
+
+// buildSinks turns the configured sinks into running ones; secrets come from the environment.
+func buildSinks(cfg configs.Config, secrets configs.Secrets, log *logrus.Entry) ([]sinkSetup, error) {
+	out := make([]sinkSetup, 0, len(cfg.Sinks))
+	for i, c := range cfg.Sinks {
+		spec := sinks.Spec{
+			Name: c.Name, Kind: c.Kind, Ordered: c.Ordered, Dir: c.Dir, Timeout: c.Timeout,
+			Allow: c.Allow, Topic: c.Topic,
+			Filter: sinks.Filter{Events: c.Events},
+		}
+		switch c.Kind {
+		case "webhook":
+			spec.URL = c.URL
+		case "redisstream", "nats":
+			spec.BrokerURL = c.URL
+		}
+		if secret := secrets.Sinks[c.Name]; secret != "" {
+			spec.SigningSecrets = strings.FieldsFunc(secret, func(r rune) bool { return r == ' ' || r == ',' })
+		}
+		for _, cat := range c.Categories {
+			spec.Filter.Categories = append(spec.Filter.Categories, api.MessageCategory(cat))
+		}
+		for _, k := range c.Kinds {
+			spec.Filter.Kinds = append(spec.Filter.Kinds, api.JobKind(k))
+		}
+		if c.CustomMetadata != "" {
+			spec.Filter.CustomMetadata = json.RawMessage(c.CustomMetadata)
+		}
+		sk, err := sinks.New(spec, sinks.Deps{Logger: log.WithField("sink", c.Name)})
+		if err != nil {
+			for _, done := range out {
+				_ = done.Sink.Close()
+			}
+			return nil, fmt.Errorf("sinks[%d] (%s): %w", i, c.Name, err)
+		}
+		out = append(out, sinkSetup{Spec: spec, Sink: sk})
+	}
+	return out, nil
 }

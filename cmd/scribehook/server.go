@@ -14,6 +14,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
 )
@@ -28,6 +29,16 @@ type serverOptions struct {
 	BodyLimit  int
 	Partitions int
 	Logger     *logrus.Entry
+	// Subtitles renders artifacts when jobs succeed (Dir empty: none).
+	Subtitles handlers.SubtitleConfig
+	// Sinks are built sinks with their specs; each gets its own durable queue and workers.
+	Sinks []sinkSetup
+}
+
+// sinkSetup is one configured sink, built.
+type sinkSetup struct {
+	Spec sinks.Spec
+	Sink sinks.Sink
 }
 
 // server is a running receiver with its processing pipeline.
@@ -35,6 +46,8 @@ type server struct {
 	store    store.Store
 	batcher  *store.Batcher
 	pipeline *handlers.Pipeline
+	dispatch *sinks.Dispatcher
+	sinks    []sinkSetup
 	recv     *receiver.Receiver
 	ln       net.Listener
 	log      *logrus.Entry
@@ -55,15 +68,32 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 	if o.Service != nil {
 		resolver = serviceResolver{o.Service}
 	}
+	dispatch := sinks.NewDispatcher(sinks.DispatcherConfig{
+		Queue: handlers.SinkQueue(o.Store), Metrics: reg, Logger: o.Logger.WithField("component", "sinks"),
+	})
+	specs := make([]sinks.Spec, 0, len(o.Sinks))
+	for _, sk := range o.Sinks {
+		if err := dispatch.Add(sk.Spec, sk.Sink); err != nil {
+			return nil, fmt.Errorf("sink %s: %w", sk.Spec.Name, err)
+		}
+		specs = append(specs, sk.Spec)
+	}
 	pipeline, err := handlers.New(handlers.Config{
 		Store: o.Store, Resolver: resolver, Partitions: o.Partitions, Metrics: reg, Logger: o.Logger,
+		Subtitles: o.Subtitles, Sinks: specs, Wake: dispatch.Wake,
 	})
 	if err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// Sinks start first: deliveries queued before the last stop go out at once.
+	go func() {
+		if err := dispatch.Run(runCtx); err != nil {
+			o.Logger.WithError(err).Error("sink dispatcher stopped")
+		}
+	}()
 	s := &server{
-		store: o.Store, pipeline: pipeline, log: o.Logger, cancel: cancel,
+		store: o.Store, pipeline: pipeline, dispatch: dispatch, sinks: o.Sinks, log: o.Logger, cancel: cancel,
 		batcher: store.NewBatcher(o.Store, store.BatcherOptions{}),
 		done:    make(chan error, 1), served: make(chan error, 1),
 	}
@@ -91,7 +121,7 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 
 // Shutdown stops Fiber first (in-flight requests finish and commit), then the group
 // committer, then the router (handlers finish their current rows; the rest stay pending for the
-// next start).
+// next start), then the sinks.
 func (s *server) Shutdown(ctx context.Context) error {
 	var errs []error
 	if err := s.recv.Shutdown(ctx); err != nil {
@@ -109,6 +139,15 @@ func (s *server) Shutdown(ctx context.Context) error {
 	}
 	if err := s.pipeline.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("stop pipeline: %w", err))
+	}
+	// Deliveries in flight settle (delivered or rescheduled); the rest wait in the store.
+	if err := s.dispatch.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop sinks: %w", err))
+	}
+	for _, sk := range s.sinks {
+		if err := sk.Sink.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close sink %s: %w", sk.Spec.Name, err))
+		}
 	}
 	s.cancel()
 	select {

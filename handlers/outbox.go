@@ -1,0 +1,104 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// outbox finishes an inbox row's transaction: the subtitle artifacts and their
+// subtitles.ready event, then every event queued for each sink whose filter takes it. Queued in
+// the same transaction that marks the row done, an event reaches its sinks even if the process
+// dies the moment after (the dispatcher finds the deliveries at its next start), and a row
+// replayed after a crash queues nothing twice (the queue ignores a known sink and event id).
+func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, job api.Job, events *[]api.Event, subs *renderedSubtitles) error {
+	if subs != nil {
+		for _, a := range subs.artifacts {
+			if err := tx.PutArtifact(ctx, a); err != nil {
+				return fmt.Errorf("store artifact %s of job %s: %w", a.Name, a.JobID, err)
+			}
+		}
+		data, err := marshalJSON(subs.event)
+		if err != nil {
+			return fmt.Errorf("encode subtitles.ready: %w", err)
+		}
+		*events = append(*events, api.Event{
+			ID:             eventID(row.DedupeKey, api.EventSubtitlesReady),
+			Type:           api.EventSubtitlesReady,
+			CreatedAt:      api.NewTime(row.ReceivedAt),
+			JobID:          job.ID,
+			Kind:           job.Kind,
+			CustomMetadata: job.CustomMetadata,
+			Data:           data,
+		})
+	}
+	if len(p.cfg.Sinks) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	var queued []store.SinkDelivery
+	for i := range *events {
+		ev := &(*events)[i]
+		for _, spec := range p.cfg.Sinks {
+			if !spec.Filter.Match(ev) {
+				continue
+			}
+			queued = append(queued, store.SinkDelivery{
+				Sink: spec.Name, EventID: ev.ID, Event: *ev, OrderKey: ev.JobID,
+				NextAttempt: now, CreatedAt: now,
+			})
+		}
+	}
+	if len(queued) == 0 {
+		return nil
+	}
+	if err := tx.EnqueueSinkDeliveries(ctx, queued); err != nil {
+		return fmt.Errorf("queue sink deliveries: %w", err)
+	}
+	return nil
+}
+
+// wakeSinks tells the dispatcher that committed deliveries wait, so they go out now rather than
+// at its next poll.
+func (p *Pipeline) wakeSinks(events []api.Event) {
+	if p.cfg.Wake == nil {
+		return
+	}
+	for _, spec := range p.cfg.Sinks {
+		for i := range events {
+			if spec.Filter.Match(&events[i]) {
+				p.cfg.Wake(spec.Name)
+				break
+			}
+		}
+	}
+}
+
+// subtitlesFor renders the subtitles of a job that has just succeeded: the service's record when
+// it could be read, else the callback's result with the request parameters scribehook recorded
+// when it submitted the job (its subtitles_config).
+func (p *Pipeline) subtitlesFor(ctx context.Context, id string, fetched *api.Job, result *api.Result) (*renderedSubtitles, error) {
+	if p.cfg.Subtitles.Dir == "" {
+		return nil, nil
+	}
+	job := api.Job{ID: id, Kind: api.KindPreRecorded, Result: result}
+	if fetched != nil && fetched.Status == api.StatusDone {
+		job = *fetched
+	} else if rec, err := p.cfg.Store.GetJob(ctx, id); err == nil {
+		job.Kind, job.RequestParams, job.CustomMetadata = rec.Job.Kind, rec.Job.RequestParams, rec.Job.CustomMetadata
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("read job %s: %w", id, err)
+	}
+	subs, err := renderSubtitles(p.cfg.Subtitles, &job)
+	if err != nil {
+		// A result we cannot render is no reason to lose the delivery: the job is stored,
+		// without subtitles, and the reason is logged for `scribehook export` to retry.
+		p.log.WithError(err).WithField("job_id", id).Error("render subtitles")
+		return nil, nil
+	}
+	return subs, nil
+}
