@@ -44,6 +44,8 @@ type loop struct {
 	wav     []byte
 	sidecar []byte
 	files   *httptest.Server
+	// with adjusts the server's options at every start (subtitles, sinks).
+	with func(*serverOptions)
 }
 
 func quietLogger() *logrus.Entry {
@@ -53,6 +55,10 @@ func quietLogger() *logrus.Entry {
 }
 
 func newLoop(t *testing.T, faults sandbox.Faults) *loop {
+	return newLoopWith(t, faults, nil)
+}
+
+func newLoopWith(t *testing.T, faults sandbox.Faults, with func(*serverOptions)) *loop {
 	t.Helper()
 	eng, err := engine.NewRegistry().New("scripted")
 	if err != nil {
@@ -78,7 +84,7 @@ func newLoop(t *testing.T, faults sandbox.Faults) *loop {
 	files.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
 	fs := httptest.NewServer(files)
 	t.Cleanup(fs.Close)
-	l := &loop{t: t, sandbox: hs, service: client, dbPath: filepath.Join(t.TempDir(), "scribehook.db"), wav: wav, sidecar: sidecar, files: fs}
+	l := &loop{t: t, sandbox: hs, service: client, dbPath: filepath.Join(t.TempDir(), "scribehook.db"), wav: wav, sidecar: sidecar, files: fs, with: with}
 	l.start()
 	t.Cleanup(l.stop)
 	return l
@@ -100,10 +106,14 @@ func (l *loop) start() {
 		l.t.Fatal(err)
 	}
 	l.addr = ln.Addr().String()
-	srv, err := startServer(context.Background(), serverOptions{
+	opts := serverOptions{
 		Store: st, Listener: ln, Service: l.service, ReadToken: "read-token", Logger: quietLogger(),
 		Routes: []receiver.Route{{Name: "account", Token: "account-route-token", SigningSecrets: []string{"whsec_" + "c2VjcmV0LXNpZ25pbmcta2V5LTAxMjM0NTY3ODk="}}},
-	})
+	}
+	if l.with != nil {
+		l.with(&opts)
+	}
+	srv, err := startServer(context.Background(), opts)
 	if err != nil {
 		l.t.Fatal(err)
 	}

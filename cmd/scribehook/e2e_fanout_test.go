@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/subtitles"
+)
+
+func fileSink(t *testing.T, dir string) sinkSetup {
+	t.Helper()
+	spec := sinks.Spec{Name: "files", Kind: "file", Dir: dir, Filter: sinks.Filter{Events: []string{"*"}}}
+	sk, err := sinks.New(spec, sinks.Deps{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sinkSetup{Spec: spec, Sink: sk}
+}
+
+// readWhile polls fn until it returns true or the deadline passes.
+func waitUntil(t *testing.T, what string, d time.Duration, fn func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(25 * time.Millisecond) {
+		if fn() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func TestE2ESubtitlesArtifactsReadAPIAndFileSink(t *testing.T) {
+	root := t.TempDir()
+	artifacts, out := filepath.Join(root, "artifacts"), filepath.Join(root, "out")
+	l := newLoopWith(t, sandbox.Faults{}, func(o *serverOptions) {
+		o.Subtitles = handlers.SubtitleConfig{Dir: artifacts, Profile: subtitles.DefaultProfile(), Formats: []subtitles.Format{subtitles.SRT, subtitles.VTT}}
+		o.Sinks = []sinkSetup{fileSink(t, out)}
+	})
+	ctx := context.Background()
+	created, err := l.service.CreatePreRecorded(ctx, api.PreRecordedRequest{
+		AudioURL: l.files.URL + "/sample.wav", Callback: api.Bool(true),
+		CallbackConfig:  &api.CallbackConfig{URL: l.callbackURL(api.KindPreRecorded)},
+		Subtitles:       api.Bool(true),
+		SubtitlesConfig: &api.SubtitlesConfig{Formats: []string{"srt"}, MaximumCharactersPerRow: api.Int(32)},
+		LanguageConfig:  &api.LanguageConfig{Languages: []string{"en"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.waitJob(created.ID)
+	arts, err := l.store.Artifacts(ctx, created.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, a := range arts {
+		names[a.Name] = true
+		if st, err := os.Stat(a.Path); err != nil || st.Size() != a.Size {
+			t.Errorf("artifact %s: %v", a.Name, err)
+		}
+	}
+	for _, want := range []string{"subtitles.en.srt", "subtitles.en.vtt", "service.en.srt"} {
+		if !names[want] {
+			t.Errorf("artifact %s missing (have %v)", want, names)
+		}
+	}
+	// The read API serves our rendering; the job's own maximum_characters_per_row applies.
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+l.addr+path, nil)
+		req.Header.Set("Authorization", "Bearer read-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, srt := get("/v1/jobs/" + created.ID + "/subtitles.srt")
+	if code != 200 || subtitles.ValidateSRT([]byte(srt)) != nil || !strings.HasPrefix(srt, "1\n00:00:00,720 --> ") || !strings.Contains(srt, "Welcome to scribehook") {
+		t.Fatalf("GET subtitles.srt = %d %q", code, srt)
+	}
+	for _, line := range strings.Split(srt, "\n") {
+		if !strings.Contains(line, "-->") && len([]rune(line)) > 32 {
+			t.Errorf("line %q exceeds the job's 32 characters", line)
+		}
+	}
+	if code, vtt := get("/v1/jobs/" + created.ID + "/subtitles.vtt"); code != 200 || subtitles.ValidateVTT([]byte(vtt)) != nil {
+		t.Errorf("GET subtitles.vtt = %d", code)
+	}
+	if code, body := get("/v1/jobs/" + created.ID + "/subtitles.srt?lang=fr"); code != 404 || !strings.Contains(body, "srt/en") {
+		t.Errorf("missing language = %d %s", code, body)
+	}
+	// The file sink got the events (job.succeeded, subtitles.ready), the transcript and the files.
+	jobDir := filepath.Join(out, created.ID)
+	waitUntil(t, "file sink outputs", 10*time.Second, func() bool {
+		_, err1 := os.Stat(filepath.Join(jobDir, "transcript.txt"))
+		_, err2 := os.Stat(filepath.Join(jobDir, "subtitles.en.srt"))
+		return err1 == nil && err2 == nil
+	})
+	transcript, _ := os.ReadFile(filepath.Join(jobDir, "transcript.txt"))
+	if !strings.Contains(string(transcript), "Welcome to scribehook") {
+		t.Errorf("transcript.txt = %q", transcript)
+	}
+	sinkSRT, _ := os.ReadFile(filepath.Join(jobDir, "subtitles.en.srt"))
+	if string(sinkSRT) != srt {
+		t.Errorf("the file sink's SRT differs from the artifact")
+	}
+	events, _ := os.ReadDir(filepath.Join(jobDir, "events"))
+	var types []string
+	for _, e := range events {
+		var ev api.Event
+		b, _ := os.ReadFile(filepath.Join(jobDir, "events", e.Name()))
+		if json.Unmarshal(b, &ev) == nil {
+			types = append(types, ev.Type)
+		}
+	}
+	if strings.Join(types, ",") != "job.succeeded,subtitles.ready" && strings.Join(types, ",") != "subtitles.ready,job.succeeded" {
+		t.Errorf("file sink events = %v", types)
+	}
+}
+
+// hookTarget is a webhook receiver that can be down, and verifies every signature with the
+// Standard Webhooks library.
+type hookTarget struct {
+	srv   *httptest.Server
+	wh    *standardwebhooks.Webhook
+	mu    sync.Mutex
+	down  bool
+	ids   map[string]int
+	bad   int
+	total int
+}
+
+func newHookTarget(t *testing.T, secret string) *hookTarget {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hookTarget{wh: wh, ids: map[string]int{}}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.total++
+		if h.down {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if err := h.wh.Verify(body, r.Header); err != nil {
+			h.bad++
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var ev api.Event
+		if json.Unmarshal(body, &ev) != nil || ev.ID != r.Header.Get("webhook-id") {
+			h.bad++
+		}
+		h.ids[ev.ID]++
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookTarget) setDown(down bool) { h.mu.Lock(); h.down = down; h.mu.Unlock() }
+
+func (h *hookTarget) delivered() (distinct, dup, bad int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range h.ids {
+		if n > 1 {
+			dup++
+		}
+	}
+	return len(h.ids), dup, h.bad
+}
+
+func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	target := newHookTarget(t, secret)
+	target.setDown(true)
+	out := filepath.Join(t.TempDir(), "out")
+	l := newLoopWith(t, sandbox.Faults{}, func(o *serverOptions) {
+		spec := sinks.Spec{
+			Name: "hook", Kind: "webhook", URL: target.srv.URL, SigningSecrets: []string{"whsec_b2xkLXNlY3JldC1iZWZvcmUtcm90YXRpb24=", secret},
+			Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"live.*"}},
+			Retry: []time.Duration{0, 20 * time.Millisecond, 20 * time.Millisecond}, BreakerThreshold: 1000,
+		}
+		sk, err := sinks.New(spec, sinks.Deps{Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Sinks = []sinkSetup{fileSink(t, out), {Spec: spec, Sink: sk}}
+	})
+	ctx := context.Background()
+	start := time.Now()
+	id := l.liveSession(allCategories(true))
+	stored := l.storedMessages(id, api.MessageEndSession)
+	// The file sink keeps up although the webhook fails every attempt beside it.
+	eventsDir := filepath.Join(out, id, "events")
+	waitUntil(t, "every live event in the file sink", 15*time.Second, func() bool {
+		entries, _ := os.ReadDir(eventsDir)
+		n := 0
+		for _, e := range entries {
+			if strings.Contains(e.Name(), "live.") {
+				n++
+			}
+		}
+		return n == len(stored)
+	})
+	t.Logf("file sink: %d live events %v after the session started, webhook down", len(stored), time.Since(start).Round(time.Millisecond))
+	// Every webhook delivery ends as a dead letter after its three attempts.
+	waitUntil(t, "dead letters", 15*time.Second, func() bool {
+		dl, _ := l.store.DeadLetters(ctx, "hook", time.Time{}, 0)
+		return len(dl) == len(stored)
+	})
+	dl, _ := l.store.DeadLetters(ctx, "hook", time.Time{}, 0)
+	if dl[0].Attempts != 3 || !strings.Contains(dl[0].LastError, "503") {
+		t.Errorf("dead letter = %d attempts, %q", dl[0].Attempts, dl[0].LastError)
+	}
+	// The server comes back; the command replays them; each event arrives once, signed.
+	target.setDown(false)
+	t.Setenv("SCRIBEHOOK_STORE_DSN", l.dbPath)
+	cmd := newRootCmd()
+	cmd.SetOut(io.Discard)
+	cmd.SetArgs([]string{"deadletters", "replay", "--sink", "hook"})
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("deadletters replay: %v", err)
+	}
+	waitUntil(t, "replayed deliveries", 15*time.Second, func() bool {
+		n, _, _ := target.delivered()
+		return n == len(stored)
+	})
+	time.Sleep(200 * time.Millisecond)
+	n, dup, bad := target.delivered()
+	if n != len(stored) || dup != 0 || bad != 0 {
+		t.Errorf("webhook got %d distinct events (want %d), %d duplicates, %d bad signatures", n, len(stored), dup, bad)
+	}
+	if left, _ := l.store.DeadLetters(ctx, "hook", time.Time{}, 0); len(left) != 0 {
+		t.Errorf("%d dead letters left after the replay", len(left))
+	}
+}
