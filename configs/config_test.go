@@ -303,7 +303,7 @@ func TestValidationSentences(t *testing.T) {
 		`sinks[1].timeout must be a positive duration (got 0s)`,
 		`sinks[2].url must be an absolute http or https URL (got "not a url")`,
 		`sinks[2].events[0] must not be empty`,
-		`sinks[2].events[1] must be a valid glob (got "live.[x")`,
+		`sinks[2].events[1] may use only * as a wildcard (got "live.[x")`,
 		`sinks[2].categories[1] must be one of partial_transcripts, final_transcripts, speech_events, pre_processing_events, realtime_processing_events, post_processing_events, acknowledgments, errors, lifecycle_events (got "finals")`,
 		`sinks[2].allow[1] must be a host name, an IP address or a CIDR range (got "http://x")`,
 		`sinks[3].name must not be empty`,

@@ -131,6 +131,12 @@ func (f Filter) Validate() error {
 			return errors.New("events: an empty pattern matches nothing")
 		}
 	}
+	if len(f.CustomMetadata) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(f.CustomMetadata, &obj); err != nil || obj == nil {
+			return fmt.Errorf("custom_metadata: must be a JSON object (got %s)", f.CustomMetadata)
+		}
+	}
 	return nil
 }
 
