@@ -84,9 +84,6 @@ func New(spec Spec, deps Deps) (Sink, error) {
 	if spec.Name == "" {
 		return nil, specErr(spec, "Name", errors.New("is required"))
 	}
-	if err := spec.Filter.Validate(); err != nil {
-		return nil, specErr(spec, "Filter", err)
-	}
 	if m := bytes.TrimSpace(spec.Filter.CustomMetadata); len(m) > 0 {
 		// The filter treats anything but an object as no filter at all; a typo must not
 		// widen a sink to every event.
@@ -94,6 +91,9 @@ func New(spec Spec, deps Deps) (Sink, error) {
 		if err := json.Unmarshal(m, &obj); err != nil || obj == nil {
 			return nil, specErr(spec, "Filter.CustomMetadata", errors.New("must be a JSON object"))
 		}
+	}
+	if err := spec.Filter.Validate(); err != nil {
+		return nil, specErr(spec, "Filter", err)
 	}
 	switch spec.Kind {
 	case KindFile:
