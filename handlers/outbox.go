@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -49,7 +50,7 @@ func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, 
 			}
 			queued = append(queued, store.SinkDelivery{
 				Sink: spec.Name, EventID: ev.ID, Event: *ev, OrderKey: ev.JobID,
-				NextAttempt: now, CreatedAt: now,
+				NextAttempt: p.firstAttempt(spec, now), CreatedAt: now,
 			})
 		}
 	}
@@ -101,4 +102,13 @@ func (p *Pipeline) subtitlesFor(ctx context.Context, id string, fetched *api.Job
 		return nil, nil
 	}
 	return subs, nil
+}
+
+// firstAttempt is when a sink's new delivery is due: its schedule's first wait after now.
+func (p *Pipeline) firstAttempt(spec sinks.Spec, now time.Time) time.Time {
+	policy, err := sinks.PolicyOf(spec)
+	if err != nil {
+		return now // the dispatcher refuses such a spec; deliver as soon as it can
+	}
+	return policy.FirstAttempt(now)
 }

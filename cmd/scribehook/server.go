@@ -47,7 +47,6 @@ type server struct {
 	batcher  *store.Batcher
 	pipeline *handlers.Pipeline
 	dispatch *sinks.Dispatcher
-	sinks    []sinkSetup
 	recv     *receiver.Receiver
 	ln       net.Listener
 	log      *logrus.Entry
@@ -93,7 +92,7 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		}
 	}()
 	s := &server{
-		store: o.Store, pipeline: pipeline, dispatch: dispatch, sinks: o.Sinks, log: o.Logger, cancel: cancel,
+		store: o.Store, pipeline: pipeline, dispatch: dispatch, log: o.Logger, cancel: cancel,
 		batcher: store.NewBatcher(o.Store, store.BatcherOptions{}),
 		done:    make(chan error, 1), served: make(chan error, 1),
 	}
@@ -140,14 +139,10 @@ func (s *server) Shutdown(ctx context.Context) error {
 	if err := s.pipeline.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("stop pipeline: %w", err))
 	}
-	// Deliveries in flight settle (delivered or rescheduled); the rest wait in the store.
+	// Deliveries in flight settle (delivered or rescheduled), the rest wait in the store; the
+	// dispatcher closes the sinks it was given.
 	if err := s.dispatch.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("stop sinks: %w", err))
-	}
-	for _, sk := range s.sinks {
-		if err := sk.Sink.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close sink %s: %w", sk.Spec.Name, err))
-		}
 	}
 	s.cancel()
 	select {
