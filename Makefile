@@ -21,5 +21,8 @@ FUZZTIME ?= 20s
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
-demo: deps
-	$(GO) run ./cmd/scribehook demo
+# Installs what the demo needs when missing (a C compiler; pocketsphinx and its English model for
+# real recognition, else the scripted engine), then runs scribehook demo. DEMO_FLAGS=--fast skips
+# the live session's real-time pacing.
+demo:
+	@GO="$(GO)" scripts/demo.sh $(DEMO_FLAGS)
