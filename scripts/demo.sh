@@ -40,5 +40,5 @@ if [ -n "$why" ]; then
   echo "demo: $why: running with the scripted engine (no real speech recognition)" >&2
 fi
 
-echo "$GO run ${tags[*]} ./cmd/scribehook demo $*"
+echo "$GO run${tags[*]:+ ${tags[*]}} ./cmd/scribehook demo${*:+ $*}"
 exec "$GO" run "${tags[@]}" ./cmd/scribehook demo "$@"
