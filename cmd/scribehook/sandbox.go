@@ -46,6 +46,8 @@ The API key comes from --api-key or from the environment variable named by --api
 			if err != nil {
 				return fmt.Errorf("engine %q: %w (this build has: %s)", engineName, err, strings.Join(engines.Names(), ", "))
 			}
+			// Real engines hold decoders and models; release them when the sandbox stops.
+			defer eng.Close()
 			f, err := sandbox.ParseFaults(faults)
 			if err != nil {
 				return err
