@@ -1,0 +1,394 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// Ingest stores the deliveries in one transaction: classified ones in the inbox, quarantined
+// ones in the quarantine table. A dedupe key seen before, in an earlier batch, earlier in this
+// one, or in a batch another replica is committing at the same moment, reports Duplicate with
+// the first row's id.
+//
+// Each table gets one multi-row INSERT … ON CONFLICT (dedupe_key) DO NOTHING RETURNING, then
+// one look-up of the keys that were not inserted. Ids are reserved first, in batch
+// order, and the rows inserted in dedupe key order: an insert that meets a key another
+// transaction has inserted but not committed waits for it, and with every batch taking its
+// keys in the same order no two batches ever wait for each other in a cycle.
+func (s *Store) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	var inbox, quarantine []pending
+	for i := range ds {
+		switch {
+		case ds[i].Quarantine != "":
+			quarantine = append(quarantine, pending{idx: i, key: QuarantineKey(ds[i].Route, ds[i].Body)})
+		case ds[i].DedupeKey == "":
+			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
+		default:
+			inbox = append(inbox, pending{idx: i, key: text(ds[i].DedupeKey)})
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	out := make([]store.IngestResult, len(ds))
+	if err := ingestTable(ctx, tx, inboxTable, ds, inbox, out); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	if err := ingestTable(ctx, tx, quarantineTable, ds, quarantine, out); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("ingest: commit: %w", err)
+	}
+	return out, nil
+}
+
+// pending is one delivery of a batch on its way to a table.
+type pending struct {
+	idx int    // in the batch
+	key string // dedupe key as stored
+	id  int64  // reserved id
+}
+
+// tableSpec describes how deliveries go into one of the two tables.
+type tableSpec struct {
+	name, sequence string
+	quarantined    bool
+	// insert inserts rows (ids reserved, in key order) with ON CONFLICT (dedupe_key) DO NOTHING
+	// and returns the rows it inserted.
+	insert func(ctx context.Context, tx *sql.Tx, ds []store.Delivery, rows []*pending) (*sql.Rows, error)
+}
+
+// The inserts pass one array per column to unnest, so each table has one statement text
+// whatever the batch size: pgx prepares it once per connection instead of once per size.
+// unnest yields the rows in array order, which is the order they are inserted in.
+var (
+	inboxTable = tableSpec{name: "inbox", sequence: "inbox_id_seq", insert: insertInbox}
+
+	quarantineTable = tableSpec{name: "quarantine", sequence: "quarantine_id_seq", quarantined: true,
+		insert: insertQuarantine}
+)
+
+func insertInbox(ctx context.Context, tx *sql.Tx, ds []store.Delivery, rows []*pending) (*sql.Rows, error) {
+	n := len(rows)
+	var (
+		ids                               = make([]int64, n)
+		keys, routes, kinds, events, jobs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		mtypes, cats, parts               = make([]string, n), make([]string, n), make([]string, n)
+		headers                           = make([]*string, n)
+		bodies                            = make([][]byte, n)
+		received                          = make([]*time.Time, n)
+	)
+	for i, p := range rows {
+		d := &ds[p.idx]
+		h, err := encodeHeaders(d.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("delivery %d: %w", p.idx, err)
+		}
+		ids[i], keys[i], routes[i], kinds[i], events[i], jobs[i] = p.id, p.key, text(d.Route), text(string(d.Kind)),
+			text(d.Event), text(d.JobID)
+		mtypes[i], cats[i], parts[i] = text(string(d.MessageType)), text(string(d.Category)), text(d.PartitionKey)
+		headers[i], bodies[i], received[i] = nullString(h), blob(d.Body), timePtr(d.ReceivedAt)
+	}
+	return tx.QueryContext(ctx, `INSERT INTO inbox (id, dedupe_key, route, kind, event, job_id, message_type,
+			category, partition_key, headers, body, received_at)
+		SELECT id, dedupe_key, route, kind, event, job_id, message_type, category, partition_key,
+			headers::jsonb, body, received_at
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::text[], $11::bytea[], $12::timestamptz[])
+			AS u (id, dedupe_key, route, kind, event, job_id, message_type, category, partition_key, headers,
+				body, received_at)
+		ON CONFLICT (dedupe_key) DO NOTHING
+		RETURNING dedupe_key, id`,
+		ids, keys, routes, kinds, events, jobs, mtypes, cats, parts, headers, bodies, received)
+}
+
+func insertQuarantine(ctx context.Context, tx *sql.Tx, ds []store.Delivery, rows []*pending) (*sql.Rows, error) {
+	n := len(rows)
+	var (
+		ids                   = make([]int64, n)
+		keys, routes, reasons = make([]string, n), make([]string, n), make([]string, n)
+		headers               = make([]*string, n)
+		bodies                = make([][]byte, n)
+		received              = make([]*time.Time, n)
+	)
+	for i, p := range rows {
+		d := &ds[p.idx]
+		h, err := encodeHeaders(d.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("delivery %d: %w", p.idx, err)
+		}
+		ids[i], keys[i], routes[i], reasons[i] = p.id, p.key, text(d.Route), text(d.Quarantine)
+		headers[i], bodies[i], received[i] = nullString(h), blob(d.Body), timePtr(d.ReceivedAt)
+	}
+	return tx.QueryContext(ctx, `INSERT INTO quarantine (id, dedupe_key, route, reason, headers, body, received_at)
+		SELECT id, dedupe_key, route, reason, headers::jsonb, body, received_at
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
+			AS u (id, dedupe_key, route, reason, headers, body, received_at)
+		ON CONFLICT (dedupe_key) DO NOTHING
+		RETURNING dedupe_key, id`,
+		ids, keys, routes, reasons, headers, bodies, received)
+}
+
+func ingestTable(ctx context.Context, tx *sql.Tx, tbl tableSpec, ds []store.Delivery, ps []pending, out []store.IngestResult) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	// The first delivery of each key is the one inserted; later ones in the batch are its
+	// duplicates.
+	first := make(map[string]int, len(ps)) // key → index in ps
+	var fresh []*pending
+	for i := range ps {
+		if _, seen := first[ps[i].key]; !seen {
+			first[ps[i].key] = i
+			fresh = append(fresh, &ps[i])
+		}
+	}
+	ids, err := reserveIDs(ctx, tx, tbl.sequence, len(fresh))
+	if err != nil {
+		return fmt.Errorf("%s: %w", tbl.name, err)
+	}
+	for i, p := range fresh {
+		p.id = ids[i]
+	}
+	byKey := slices.Clone(fresh)
+	slices.SortFunc(byKey, func(a, b *pending) int { return cmp.Compare(a.key, b.key) })
+
+	inserted := make(map[string]int64, len(fresh))
+	rows, err := tbl.insert(ctx, tx, ds, byKey)
+	if err != nil {
+		return fmt.Errorf("insert %s rows: %w", tbl.name, err)
+	}
+	if err := scanKeyIDs(rows, inserted); err != nil {
+		return fmt.Errorf("insert %s rows: %w", tbl.name, err)
+	}
+
+	// No row returned for a key: it was committed before, possibly by another replica a moment
+	// ago (the insert waited for that transaction, and this statement sees its commit).
+	var missing []string
+	for _, p := range fresh {
+		if _, ok := inserted[p.key]; !ok {
+			missing = append(missing, p.key)
+		}
+	}
+	existing := make(map[string]int64, len(missing))
+	if len(missing) > 0 {
+		rows, err := tx.QueryContext(ctx, `SELECT dedupe_key, id FROM `+tbl.name+` WHERE dedupe_key = ANY($1)`, missing)
+		if err != nil {
+			return fmt.Errorf("find duplicate %s rows: %w", tbl.name, err)
+		}
+		if err := scanKeyIDs(rows, existing); err != nil {
+			return fmt.Errorf("find duplicate %s rows: %w", tbl.name, err)
+		}
+	}
+
+	for i, p := range ps {
+		r := store.IngestResult{Quarantined: tbl.quarantined}
+		if id, ok := inserted[p.key]; ok {
+			r.ID, r.Duplicate = id, first[p.key] != i
+		} else if id, ok := existing[p.key]; ok {
+			r.ID, r.Duplicate = id, true
+		} else {
+			return fmt.Errorf("%s: delivery %d: key neither inserted nor found", tbl.name, p.idx)
+		}
+		out[p.idx] = r
+	}
+	return nil
+}
+
+func scanKeyIDs(rows *sql.Rows, into map[string]int64) error {
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			key string
+			id  int64
+		)
+		if err := rows.Scan(&key, &id); err != nil {
+			return err
+		}
+		into[key] = id
+	}
+	return rows.Err()
+}
+
+// QuarantineKey is the dedupe key of a quarantined delivery, the same as the SQLite store's:
+// the delivery's own key cannot be trusted, since its body could not be read, so a resent body
+// on the same route is the duplicate. The NUL separator keeps ("a", "bc") and ("ab", "c") apart.
+func QuarantineKey(route string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(route))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+const inboxColumns = `id, dedupe_key, route, kind, event, job_id, message_type, category,
+	partition_key, headers, body, received_at, status, attempts, last_error, processed_at`
+
+func scanInbox(sc interface{ Scan(...any) error }) (store.InboxRow, error) {
+	var (
+		r                 store.InboxRow
+		kind, mtype, cat  string
+		status            string
+		headers           sql.NullString
+		received, process sql.NullTime
+	)
+	if err := sc.Scan(&r.ID, &r.DedupeKey, &r.Route, &kind, &r.Event, &r.JobID, &mtype, &cat,
+		&r.PartitionKey, &headers, &r.Body, &received, &status, &r.Attempts, &r.LastError, &process); err != nil {
+		return store.InboxRow{}, err
+	}
+	r.Kind, r.MessageType, r.Category = api.CallbackKind(kind), api.MessageType(mtype), api.MessageCategory(cat)
+	r.Status = store.InboxStatus(status)
+	r.ReceivedAt, r.ProcessedAt = timeOf(received), timeOf(process)
+	var err error
+	if r.Headers, err = decodeHeaders(headers); err != nil {
+		return store.InboxRow{}, err
+	}
+	return r, nil
+}
+
+// PendingInbox lists pending rows with id > afterID in id order, at most limit (no limit
+// when limit <= 0). With several replicas ids are not committed in id order: a row may appear
+// below a cursor that already passed it, which is why the pipeline also sweeps from 0.
+func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]store.InboxRow, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inbox
+		WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT $2`, afterID, limitArg(limit))
+	if err != nil {
+		return nil, fmt.Errorf("pending inbox: %w", err)
+	}
+	defer rows.Close()
+	var out []store.InboxRow
+	for rows.Next() {
+		r, err := scanInbox(rows)
+		if err != nil {
+			return nil, fmt.Errorf("pending inbox: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending inbox: %w", err)
+	}
+	return out, nil
+}
+
+// InboxRow returns one inbox row, store.ErrNotFound when there is none.
+func (s *Store) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
+	r, err := scanInbox(s.db.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inbox WHERE id = $1`, id))
+	if err != nil {
+		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, notFound(err))
+	}
+	return r, nil
+}
+
+// Apply runs fn and marks the inbox row done in one transaction that holds the row's lock from
+// the start: another replica applying the same row waits, then finds it done. fn may call the
+// Store's own methods (they use other connections of the pool), but those do not see fn's
+// uncommitted writes and must not wait for rows fn has locked. A failed row may be applied (a
+// replay).
+func (s *Store) Apply(ctx context.Context, inboxID int64, fn func(ctx context.Context, tx store.Tx) error) error {
+	sqlTx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("apply inbox row %d: begin: %w", inboxID, err)
+	}
+	defer func() { _ = sqlTx.Rollback() }()
+	var status string
+	if err := sqlTx.QueryRowContext(ctx, `SELECT status FROM inbox WHERE id = $1 FOR UPDATE`, inboxID).Scan(&status); err != nil {
+		return fmt.Errorf("apply inbox row %d: %w", inboxID, notFound(err))
+	}
+	if store.InboxStatus(status) == store.InboxDone {
+		return fmt.Errorf("apply inbox row %d: %w", inboxID, store.ErrAlreadyApplied)
+	}
+	if err := fn(ctx, &tx{q: sqlTx}); err != nil {
+		return err
+	}
+	if _, err := sqlTx.ExecContext(ctx, `UPDATE inbox SET status = 'done', processed_at = now(),
+		attempts = attempts + 1 WHERE id = $1`, inboxID); err != nil {
+		return fmt.Errorf("apply inbox row %d: mark done: %w", inboxID, err)
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("apply inbox row %d: commit: %w", inboxID, err)
+	}
+	return nil
+}
+
+// MarkInboxFailed counts a failed attempt and keeps its error; final marks the row failed. A
+// row already done is left alone and reported with store.ErrAlreadyApplied.
+func (s *Store) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("mark inbox row %d failed: begin: %w", inboxID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var status string
+	if err := tx.QueryRowContext(ctx, `SELECT status FROM inbox WHERE id = $1 FOR UPDATE`, inboxID).Scan(&status); err != nil {
+		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, notFound(err))
+	}
+	if store.InboxStatus(status) == store.InboxDone {
+		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, store.ErrAlreadyApplied)
+	}
+	if final {
+		status = string(store.InboxFailed)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE inbox SET attempts = attempts + 1, last_error = $1,
+		status = $2 WHERE id = $3`, text(errMsg), status, inboxID); err != nil {
+		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("mark inbox row %d failed: commit: %w", inboxID, err)
+	}
+	return nil
+}
+
+// InboxBacklog counts pending rows.
+func (s *Store) InboxBacklog(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE status = 'pending'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("inbox backlog: %w", err)
+	}
+	return n, nil
+}
+
+// Quarantined lists quarantined deliveries newest first, at most limit (no limit when
+// limit <= 0).
+func (s *Store) Quarantined(ctx context.Context, limit int) ([]store.QuarantineRow, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, route, reason, headers, body, received_at
+		FROM quarantine ORDER BY id DESC LIMIT $1`, limitArg(limit))
+	if err != nil {
+		return nil, fmt.Errorf("quarantined: %w", err)
+	}
+	defer rows.Close()
+	var out []store.QuarantineRow
+	for rows.Next() {
+		var (
+			q        store.QuarantineRow
+			headers  sql.NullString
+			received sql.NullTime
+		)
+		if err := rows.Scan(&q.ID, &q.Route, &q.Reason, &headers, &q.Body, &received); err != nil {
+			return nil, fmt.Errorf("quarantined: %w", err)
+		}
+		if q.Headers, err = decodeHeaders(headers); err != nil {
+			return nil, fmt.Errorf("quarantined: %w", err)
+		}
+		q.ReceivedAt = timeOf(received)
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("quarantined: %w", err)
+	}
+	return out, nil
+}

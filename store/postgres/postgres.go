@@ -1,0 +1,303 @@
+// Package postgres implements store.Store on PostgreSQL through database/sql and pgx's stdlib
+// adapter: the store of several scribehook replicas sharing one database.
+//
+// # Replicas
+//
+// Every guarantee of the contract holds across processes, not only across goroutines, because
+// each rests on the database rather than on the process:
+//
+//   - Dedupe: inbox.dedupe_key is UNIQUE and Ingest inserts with ON CONFLICT DO NOTHING. Two
+//     replicas ingesting the same delivery at once store it once: the second insert waits for
+//     the first transaction and then finds the row. Each batch inserts its rows in dedupe key
+//     order, so two batches sharing keys never wait for each other in a cycle (a deadlock).
+//   - Apply locks its inbox row (SELECT … FOR UPDATE): a second replica applying the same row
+//     waits, then sees it done and gets store.ErrAlreadyApplied.
+//   - Live sequence numbers come from a per-session counter row (live_sequences) updated in the
+//     Apply's transaction and locked until it ends: the Applies of one session take their
+//     numbers in commit order, without gaps even when one rolls back.
+//   - Sink claims select with FOR UPDATE SKIP LOCKED and set a lease (lease_until): two claimers
+//     never get the same delivery, and a delivery whose claimer died is claimed again once its
+//     lease has ended.
+//   - Migrations run under a transaction-level advisory lock: replicas starting together apply
+//     them once.
+//
+// # Storage format
+//
+// Times are TIMESTAMPTZ, which keeps microseconds: finer parts of a time.Time are truncated.
+// Bytes that must come back exactly (bodies, job records, live payloads, sink events) are BYTEA.
+// PostgreSQL text cannot hold NUL nor invalid UTF-8, which decoded JSON strings can contain
+// (a "\u0000" escape), so text columns receive strings with those replaced by U+FFFD: such an
+// id is stored altered rather than failing a whole ingest batch. Methods that take a limit
+// treat a limit of zero or less as "no limit".
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/store"
+)
+
+// DefaultMaxConns is the pool size when neither Options.MaxConns nor the DSN's pool_max_conns
+// sets one.
+const DefaultMaxConns = 10
+
+// ErrSchemaTooNew is returned by Open for a database written by a newer scribehook: its schema
+// has migrations this binary does not know, and writing to it could corrupt them.
+var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+
+// Options configures Open.
+type Options struct {
+	// DSN is a PostgreSQL connection string, URL (postgres://user@host:5432/db?sslmode=…) or
+	// key=value form, as pgx reads it. Its search_path parameter selects the schema. A
+	// pool_max_conns parameter sets the pool size when MaxConns is zero.
+	DSN string
+	// MaxConns bounds the pool of connections (default DefaultMaxConns). Each Apply holds one
+	// connection while its function runs.
+	MaxConns int
+	// Logger receives migration and setup messages; nil discards them.
+	Logger *logrus.Entry
+}
+
+// Store is the PostgreSQL store.Store. Every method is safe for concurrent use, from any
+// number of processes sharing the database.
+type Store struct {
+	db  *sql.DB
+	log *logrus.Entry
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Open connects to the database, applies pending migrations and returns the store.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.DSN == "" {
+		return nil, errors.New("postgres: DSN is required")
+	}
+	if opts.MaxConns < 0 {
+		return nil, fmt.Errorf("postgres: max conns must not be negative (got %d)", opts.MaxConns)
+	}
+	if opts.Logger == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		opts.Logger = logrus.NewEntry(l)
+	}
+	cfg, err := pgx.ParseConfig(opts.DSN)
+	if err != nil {
+		// pgx's message never repeats the password.
+		return nil, fmt.Errorf("postgres: parse DSN: %w", err)
+	}
+	maxConns := opts.MaxConns
+	// pgx passes parameters it does not know to the server, which would refuse this one.
+	if v, ok := cfg.RuntimeParams["pool_max_conns"]; ok {
+		delete(cfg.RuntimeParams, "pool_max_conns")
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("postgres: DSN pool_max_conns must be a positive integer (got %q)", v)
+		}
+		if maxConns == 0 {
+			maxConns = n
+		}
+	}
+	if maxConns == 0 {
+		maxConns = DefaultMaxConns
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	// Connections are recycled now and then so that a replica follows a failover or a
+	// configuration reload of the server without being restarted.
+	db.SetConnMaxLifetime(30 * time.Minute)
+	s := &Store{db: db, log: opts.Logger}
+	if err := s.setup(ctx, cfg, maxConns); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) setup(ctx context.Context, cfg *pgx.ConnConfig, maxConns int) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("postgres: connect to %s:%d/%s: %w", cfg.Host, cfg.Port, cfg.Database, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	s.log.WithFields(logrus.Fields{
+		"host": cfg.Host, "port": cfg.Port, "database": cfg.Database, "max_conns": maxConns,
+	}).Debug("postgres: store open")
+	return nil
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations reads the embedded files, named NNNN_description.sql, in version order.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var ms []migration
+	for _, e := range entries {
+		prefix, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(prefix)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a positive version and '_'", e.Name())
+		}
+		b, err := fs.ReadFile(migrationFiles, path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].name, ms[i].name, ms[i].version)
+		}
+	}
+	return ms, nil
+}
+
+// migrate applies the pending migrations in one transaction, under an advisory lock keyed by
+// the schema: replicas starting at once wait for each other, and the later ones find the
+// schema current. It writes nothing when the schema is already current, so a role that may
+// only read still opens the store.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	latest := ms[len(ms)-1].version
+	var schema sql.NullString
+	if err := s.db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return fmt.Errorf("postgres: read current schema: %w", err)
+	}
+	if !schema.Valid {
+		return errors.New("postgres: no schema of the search_path exists: create it or fix search_path in the DSN")
+	}
+	current, err := schemaVersion(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	if current > latest {
+		return fmt.Errorf("postgres: schema version %d, binary knows up to %d: %w", current, latest, ErrSchemaTooNew)
+	}
+	if current == latest {
+		return nil
+	}
+
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	// Held until COMMIT; concurrent CREATE TABLE IF NOT EXISTS alone is not safe (two sessions
+	// can both pass the check and one then fails on a duplicate catalog row).
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey(schema.String)); err != nil {
+		return fmt.Errorf("postgres: migrate: lock: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at TIMESTAMPTZ NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("postgres: create schema_migrations: %w", err)
+	}
+	// Read again under the lock: another replica may have migrated meanwhile.
+	if current, err = schemaVersion(ctx, tx); err != nil {
+		return err
+	}
+	if current > latest {
+		return fmt.Errorf("postgres: schema version %d, binary knows up to %d: %w", current, latest, ErrSchemaTooNew)
+	}
+	var applied []string
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, now())`,
+			m.version); err != nil {
+			return fmt.Errorf("postgres: migration %s: record version: %w", m.name, err)
+		}
+		applied = append(applied, m.name)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("postgres: migrate: commit: %w", err)
+	}
+	for _, name := range applied {
+		s.log.WithFields(logrus.Fields{"migration": name, "schema": schema.String}).Info("postgres: migration applied")
+	}
+	return nil
+}
+
+// migrationLockKey is the advisory lock of one schema's migrations: schemas of one database
+// (one per test, or per tenant) migrate independently.
+func migrationLockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("scribehook/store/postgres migrate\x00"))
+	h.Write([]byte(schema))
+	return int64(h.Sum64())
+}
+
+// schemaVersion is the highest applied migration, 0 for a new schema.
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var exists bool
+	if err := q.QueryRowContext(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("postgres: read schema version: %w", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("postgres: read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// Ping checks that the database answers a query (readiness).
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// Close closes the pool. Later calls return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("close postgres: %w", err)
+		}
+	})
+	return s.closeErr
+}
