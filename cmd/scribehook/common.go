@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -17,6 +16,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/postgres"
 	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
 )
@@ -64,7 +64,12 @@ func openStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
 		}
 		return st, nil
 	case "postgres":
-		return nil, errors.New("store driver postgres is not built yet: use store.driver sqlite")
+		// Pool size: the DSN's pool_max_conns, else postgres.DefaultMaxConns.
+		st, err := postgres.Open(ctx, postgres.Options{DSN: cfg.Store.DSN})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return st, nil
 	}
 	return nil, fmt.Errorf("unknown store driver %q: use sqlite", cfg.Store.Driver)
 }
