@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook/receiver/ui"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -100,6 +101,7 @@ type Receiver struct {
 	routes       []staticRoute
 	readToken    [sha256.Size]byte
 	readOn       bool
+	ui           *ui.UI
 	metrics      *metrics
 	backlogCache backlogCache
 
@@ -143,6 +145,8 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	// Handlers that read cfg.Now (replaying a dead letter) must not call a nil clock.
+	r.cfg.Now = r.now
 	if r.bodyLimit <= 0 {
 		r.bodyLimit = DefaultBodyLimit
 	}
@@ -154,6 +158,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	if cfg.ReadToken != "" {
 		r.readToken, r.readOn = sha256.Sum256([]byte(cfg.ReadToken)), true
 	}
+	r.ui = ui.New(ui.Config{Token: cfg.ReadToken, Now: r.now})
 	if r.cfg.Metrics == nil {
 		r.cfg.Metrics = prometheus.NewRegistry()
 	}
@@ -191,13 +196,30 @@ func (r *Receiver) register() {
 
 	// The bearer check sits on each read route, not on a /v1 group: a group's middleware would
 	// also run for /v1/callbacks.
-	a.Get("/v1/jobs", r.requireReadToken, r.listJobs)
-	a.Get("/v1/jobs/:id", r.requireReadToken, r.getJob)
-	a.Get("/v1/jobs/:id/subtitles.:format", r.requireReadToken, r.subtitles)
-	a.Get("/v1/live/:id/messages", r.requireReadToken, r.liveMessages)
-	a.Get("/v1/live/:id/events", r.requireReadToken, r.liveEvents)
-	a.Get("/v1/deadletters", r.requireReadToken, r.deadLetters)
-	a.Post("/v1/deadletters/:id/replay", r.requireReadToken, r.replayDeadLetter)
+	a.Get("/v1/jobs", r.readAccess, r.listJobs)
+	a.Get("/v1/jobs/:id", r.readAccess, r.getJob)
+	a.Get("/v1/jobs/:id/subtitles.:format", r.readAccess, r.subtitles)
+	a.Get("/v1/live/:id/messages", r.readAccess, r.liveMessages)
+	a.Get("/v1/live/:id/events", r.readAccess, r.liveEvents)
+	a.Get("/v1/deadletters", r.readAccess, r.deadLetters)
+	a.Post("/v1/deadletters/:id/replay", r.readAccess, r.replayDeadLetter)
+
+	// The dashboard (receiver/ui): embedded assets, sign-in and sign-out.
+	r.ui.Mount(a)
+}
+
+// readAccess is requireReadToken, or, on a request without an Authorization header, the
+// dashboard's session cookie: EventSource, media elements and links cannot send headers.
+func (r *Receiver) readAccess(c *fiber.Ctx) error {
+	if r.readOn && c.Get(fiber.HeaderAuthorization) == "" {
+		switch err := r.ui.Authorized(c); {
+		case err == nil:
+			return c.Next()
+		case errors.Is(err, ui.ErrCrossOrigin):
+			return writeError(c, fiber.StatusForbidden, err.Error())
+		}
+	}
+	return r.requireReadToken(c)
 }
 
 // App is the Fiber app, for mounting or for app.Test.

@@ -1,0 +1,388 @@
+// Command launch starts what the dashboard's browser tests run against, all on loopback: the
+// sandbox (scripted engine), a receiver with its pipeline and sinks over a fresh SQLite store
+// (what `scribehook serve` runs), a file server with the sample recording, a webhook
+// destination that fails until told otherwise, and a small control API for the test. It seeds
+// one finished job, prints one line of JSON with the URLs and the read token, and runs until
+// its standard input closes or it gets SIGINT/SIGTERM.
+//
+//	go run ./e2e/ui/launch [-sample cmd/scribehook/demodata/sample.wav] [-listen 127.0.0.1:0]
+//
+// Control API (JSON): POST /submit {"audio_url"} creates a pre-recorded job the way `scribehook
+// submit` does; POST /live streams the sample to a new live session in real time and answers
+// at once with its id; POST /hook {"healthy": bool} switches the webhook destination; GET /hook
+// counts what it received.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sandbox/engine"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+	"github.com/scribehook/scribehook/submitter"
+	"github.com/scribehook/scribehook/subtitles"
+)
+
+const (
+	apiKey    = "ui-e2e-service-key"
+	readToken = "ui-e2e-read-token-0123456789"
+)
+
+func main() {
+	sample := flag.String("sample", "cmd/scribehook/demodata/sample.wav", "recording (and its .json sidecar) to serve")
+	listen := flag.String("listen", "127.0.0.1:0", "address of the receiver (the dashboard)")
+	flag.Parse()
+	if err := run(*sample, *listen); err != nil {
+		fmt.Fprintln(os.Stderr, "launch:", err)
+		os.Exit(1)
+	}
+}
+
+type env struct {
+	service *submitter.Client
+	store   store.Store
+	serve   string // base URL of the receiver
+	files   string
+	wav     []byte
+	healthy atomic.Bool
+	hooks   atomic.Int64 // deliveries accepted by the webhook destination
+	refused atomic.Int64
+	wg      sync.WaitGroup
+}
+
+func run(sample, listen string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); stop() }() // the test went away
+
+	log := logrus.New()
+	log.SetOutput(os.Stderr)
+	log.SetLevel(logrus.ErrorLevel)
+	quiet := logrus.NewEntry(log)
+	wav, err := os.ReadFile(sample)
+	if err != nil {
+		return err
+	}
+	sidecar, err := os.ReadFile(sample + ".json")
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "scribehook-ui-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	e := &env{wav: wav}
+
+	// The service: jobs wait a little in queued and processing, so the dashboard sees them move.
+	eng, err := engine.NewRegistry().New(engine.ScriptedName)
+	if err != nil {
+		return err
+	}
+	sb, err := sandbox.New(sandbox.Config{
+		APIKey: apiKey, Engine: eng, Logger: quiet, ProcessingDelay: 2500 * time.Millisecond,
+		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second}},
+	})
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	sbURL, err := serveHTTP(ctx, "127.0.0.1:0", sb.Handler())
+	if err != nil {
+		return err
+	}
+	if e.service, err = submitter.New(sbURL, apiKey); err != nil {
+		return err
+	}
+
+	files := http.NewServeMux()
+	files.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "audio/wav")
+		http.ServeContent(w, r, "sample.wav", time.Time{}, bytes.NewReader(wav))
+	})
+	files.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
+	// The webhook sink's destination: 503 until the test says it is healthy.
+	files.HandleFunc("POST /hook", func(w http.ResponseWriter, _ *http.Request) {
+		if !e.healthy.Load() {
+			e.refused.Add(1)
+			http.Error(w, "destination down (the test has not switched it on)", http.StatusServiceUnavailable)
+			return
+		}
+		e.hooks.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	if e.files, err = serveHTTP(ctx, "127.0.0.1:0", files); err != nil {
+		return err
+	}
+
+	// serve, assembled as cmd/scribehook's startServer does.
+	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	e.store = st
+	stopServe, err := e.startServe(ctx, listen, dir, quiet)
+	if err != nil {
+		return err
+	}
+	defer stopServe()
+
+	seeded, err := e.submit(ctx, e.files+"/sample.wav", json.RawMessage(`{"team":"captions","seeded":true}`))
+	if err != nil {
+		return fmt.Errorf("seed a job: %w", err)
+	}
+	if err := e.waitDone(ctx, seeded); err != nil {
+		return err
+	}
+
+	control := http.NewServeMux()
+	control.HandleFunc("POST /submit", e.handleSubmit)
+	control.HandleFunc("POST /live", e.handleLive)
+	control.HandleFunc("POST /hook", func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Healthy bool }
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		e.healthy.Store(body.Healthy)
+		writeJSON(w, map[string]any{"healthy": body.Healthy})
+	})
+	control.HandleFunc("GET /hook", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]any{"healthy": e.healthy.Load(), "received": e.hooks.Load(), "refused": e.refused.Load()})
+	})
+	controlURL, err := serveHTTP(ctx, "127.0.0.1:0", control)
+	if err != nil {
+		return err
+	}
+	out, _ := json.Marshal(map[string]string{
+		"ui": e.serve + "/ui/", "serve": e.serve, "sandbox": sbURL, "api_key": apiKey, "key_header": "x-service-key",
+		"token": readToken, "control": controlURL, "files": e.files, "seeded_job": seeded,
+	})
+	fmt.Println(string(out))
+	<-ctx.Done()
+	e.wg.Wait()
+	return nil
+}
+
+// startServe runs the receiver, the pipeline (subtitles in srt and vtt) and two sinks: files
+// under dir, and a webhook to the failing destination with a short retry schedule, so that
+// dead letters appear within a second, and its breaker opens after 3 failures for 3 s.
+func (e *env) startServe(ctx context.Context, listen, dir string, log *logrus.Entry) (func(), error) {
+	reg := prometheus.NewRegistry()
+	dispatch := sinks.NewDispatcher(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store), Metrics: reg, Logger: log})
+	specs := []sinks.Spec{
+		{Name: "files", Kind: sinks.KindFile, Dir: filepath.Join(dir, "out"), Filter: sinks.Filter{Events: []string{"*"}}},
+		{Name: "captions-hook", Kind: sinks.KindWebhook, URL: e.files + "/hook", Allow: []string{"127.0.0.0/8"},
+			Filter: sinks.Filter{Events: []string{"job.succeeded"}}, Retry: []time.Duration{0, 200 * time.Millisecond}, Timeout: 2 * time.Second,
+			BreakerThreshold: 3, BreakerCooldown: 3 * time.Second},
+	}
+	for _, spec := range specs {
+		sk, err := sinks.New(spec, sinks.Deps{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		if err := dispatch.Add(spec, sk); err != nil {
+			return nil, err
+		}
+	}
+	profile, _ := subtitles.ProfileByName(subtitles.NetflixAdult)
+	pipeline, err := handlers.New(handlers.Config{
+		Store: e.store, Resolver: resolver{e.service}, Metrics: reg, Logger: log, Sinks: specs, Wake: dispatch.Wake,
+		Subtitles: handlers.SubtitleConfig{Dir: filepath.Join(dir, "subtitles"), Profile: profile, Formats: []subtitles.Format{subtitles.SRT, subtitles.VTT}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() { _ = dispatch.Run(runCtx) }()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(runCtx) }()
+	select {
+	case <-pipeline.Running():
+	case err := <-done:
+		cancel()
+		return nil, err
+	}
+	batcher := store.NewBatcher(e.store, store.BatcherOptions{})
+	recv, err := receiver.New(receiver.Config{
+		Store: e.store, Ingester: batcher, Notifier: pipeline, Live: pipeline.Live(),
+		ReadToken: readToken, Ready: pipeline.Ready, Metrics: reg, Logger: log,
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	e.serve = "http://" + ln.Addr().String()
+	go func() { _ = recv.Serve(ln) }()
+	return func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		_ = recv.Shutdown(sctx)
+		_ = batcher.Close()
+		_ = pipeline.Close()
+		_ = dispatch.Close()
+		cancel()
+		<-done
+	}, nil
+}
+
+// submit creates a pre-recorded job whose callback comes back to the receiver and records it as
+// queued, as `scribehook submit` does.
+func (e *env) submit(ctx context.Context, audioURL string, metadata json.RawMessage) (string, error) {
+	tok, err := store.NewToken()
+	if err != nil {
+		return "", err
+	}
+	hash := store.HashToken(tok)
+	if err := e.store.CreateToken(ctx, store.Token{Hash: hash, Kind: api.KindPreRecorded, CreatedAt: time.Now()}); err != nil {
+		return "", err
+	}
+	req := api.PreRecordedRequest{
+		AudioURL: audioURL, Callback: api.Bool(true),
+		CallbackConfig: &api.CallbackConfig{URL: e.serve + "/v1/callbacks/" + tok, Method: http.MethodPost},
+		Subtitles:      api.Bool(true), SubtitlesConfig: &api.SubtitlesConfig{Formats: []string{"srt", "vtt"}},
+		Diarization: api.Bool(true), Sentences: api.Bool(true), Summarization: api.Bool(true),
+		SentimentAnalysis: api.Bool(true), // the sandbox has no model for it: a failed add-on
+		CustomMetadata:    metadata,
+	}
+	created, err := e.service.CreatePreRecorded(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	if err := e.store.BindToken(ctx, hash, created.ID); err != nil && !errors.Is(err, store.ErrTokenBound) {
+		return "", err
+	}
+	params, _ := json.Marshal(req)
+	_, err = e.store.CreateJob(ctx, store.JobRecord{
+		Job: api.Job{ID: created.ID, Version: api.RecordVersion, Status: api.StatusQueued, CreatedAt: api.NewTime(time.Now()),
+			Kind: api.KindPreRecorded, CustomMetadata: metadata, RequestParams: params},
+		Local: store.Local{Source: "submit", UpdatedAt: time.Now()},
+	})
+	return created.ID, err
+}
+
+func (e *env) waitDone(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		rec, err := e.store.GetJob(ctx, id)
+		if err == nil && rec.Job.Status.Final() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("job %s did not finish: %w", id, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (e *env) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		AudioURL       string          `json:"audio_url"`
+		CustomMetadata json.RawMessage `json:"custom_metadata"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.AudioURL == "" {
+		http.Error(w, "body must be {\"audio_url\": ...}", http.StatusBadRequest)
+		return
+	}
+	id, err := e.submit(r.Context(), body.AudioURL, body.CustomMetadata)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	writeJSON(w, map[string]string{"id": id})
+}
+
+// handleLive creates a live session with every category on and streams the sample to it in
+// real time, in the background.
+func (e *env) handleLive(w http.ResponseWriter, r *http.Request) {
+	tok, err := store.NewToken()
+	if err == nil {
+		err = e.store.CreateToken(r.Context(), store.Token{Hash: store.HashToken(tok), Kind: api.KindLive, CreatedAt: time.Now()})
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	on := api.Bool(true)
+	all := api.MessagesConfig{
+		ReceivePartialTranscripts: on, ReceiveFinalTranscripts: on, ReceiveSpeechEvents: on,
+		ReceivePreProcessingEvents: on, ReceiveRealtimeProcessingEvents: on, ReceivePostProcessingEvents: on,
+		ReceiveAcknowledgments: on, ReceiveErrors: on, ReceiveLifecycleEvents: on,
+	}
+	created, err := e.service.CreateLive(r.Context(), api.LiveRequest{
+		SampleRate: api.Int(8000), Endpointing: api.Float(0.3), Callback: api.Bool(true),
+		CallbackConfig: &api.LiveCallbackConfig{URL: e.serve + "/v1/callbacks/" + tok, MessagesConfig: all},
+		PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
+	}, "")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		err := e.service.StreamLive(ctx, created.URL, bytes.NewReader(e.wav), submitter.StreamOptions{SampleRate: 8000, Realtime: true}, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "launch: live session:", err)
+		}
+	}()
+	writeJSON(w, map[string]string{"id": created.ID})
+}
+
+type resolver struct{ c *submitter.Client }
+
+func (r resolver) GetJob(ctx context.Context, id string, kind api.JobKind) (api.Job, error) {
+	if kind == api.KindLive {
+		return r.c.GetLive(ctx, id)
+	}
+	return r.c.GetPreRecorded(ctx, id)
+}
+
+func serveHTTP(ctx context.Context, addr string, h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String(), nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,394 @@
+// End-to-end browser tests of the dashboard: playwright-core drives Debian's chromium, headless,
+// against a real receiver + pipeline + sinks and the sandbox, all on loopback (./launch).
+// Plain Node, no test runner. Screenshots of every page go to ./screenshots (not committed).
+//
+//   node e2e/ui/test.mjs            (scripts/ui-test.sh installs what it needs and runs this)
+//
+// Environment: CHROMIUM (default /usr/bin/chromium), UI_LAUNCHER (a built ./launch; default
+// e2e/ui/.bin/launch, else `go run ./e2e/ui/launch`), HEADED=1 to watch.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+const shotsDir = path.join(here, 'screenshots');
+const T = { short: 10_000, long: 45_000 };
+
+// ------------------------------------------------------------------ launcher
+
+function startLauncher() {
+  const bin = process.env.UI_LAUNCHER || path.join(here, '.bin', 'launch');
+  const [cmd, args] = fs.existsSync(bin) ? [bin, []] : ['go', ['run', './e2e/ui/launch']];
+  const child = spawn(cmd, args, { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
+  const info = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the launcher printed nothing within 180 s')), 180_000);
+    readline.createInterface({ input: child.stdout }).once('line', (line) => {
+      clearTimeout(timer);
+      try { resolve(JSON.parse(line)); } catch (e) { reject(new Error(`launcher said: ${line}`)); }
+    });
+    child.once('exit', (code) => reject(new Error(`the launcher exited with ${code}`)));
+  });
+  // Closing its standard input stops it; SIGTERM if it lingers.
+  const stop = () => new Promise((resolve) => {
+    if (child.exitCode !== null) { resolve(); return; }
+    child.once('exit', resolve);
+    child.stdin.end();
+    setTimeout(() => child.kill('SIGTERM'), 5000).unref();
+  });
+  return { info, stop };
+}
+
+async function control(info, method, p, body) {
+  const res = await fetch(info.control + p, { method, body: body && JSON.stringify(body) });
+  assert.equal(res.status, 200, `control ${method} ${p}: ${res.status} ${await res.clone().text()}`);
+  return res.json();
+}
+
+// ------------------------------------------------------------------ checks run in the page
+
+/** Inputs, selects and textareas without an accessible name. */
+function unlabelled(page) {
+  return page.evaluate(() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+    .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby'))
+    .map((el) => el.outerHTML.slice(0, 80)));
+}
+
+/** Visible text whose contrast with its background is under WCAG AA (4.5:1, 3:1 large). */
+function lowContrast(page) {
+  return page.evaluate(() => {
+    const parse = (c) => { const m = c.match(/[\d.]+/g) || [0, 0, 0, 0]; return [+m[0], +m[1], +m[2], m[3] === undefined ? 1 : +m[3]]; };
+    const lum = ([r, g, b]) => {
+      const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const bgOf = (el) => {
+      for (let e = el; e; e = e.parentElement) {
+        const c = parse(getComputedStyle(e).backgroundColor);
+        if (c[3] > 0.5) return c;
+      }
+      return [255, 255, 255, 1];
+    };
+    const bad = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const seen = new Set();
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const el = n.parentElement;
+      if (!n.textContent.trim() || seen.has(el)) continue;
+      seen.add(el);
+      if (el.closest('[hidden], .visually-hidden, option, :disabled, audio')) continue;
+      const r = el.getBoundingClientRect();
+      if (!r.width || !r.height) continue;
+      const cs = getComputedStyle(el);
+      if (cs.visibility === 'hidden' || +cs.opacity === 0) continue;
+      const fg = parse(cs.color);
+      const l1 = lum(fg); const l2 = lum(bgOf(el));
+      const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+      const size = parseFloat(cs.fontSize);
+      const large = size >= 24 || (size >= 18.66 && +cs.fontWeight >= 700);
+      if (ratio < (large ? 3 : 4.5)) bad.push(`${ratio.toFixed(2)}: ${n.textContent.trim().slice(0, 40)}`);
+    }
+    return bad;
+  });
+}
+
+async function accessible(page, where) {
+  assert.deepEqual(await unlabelled(page), [], `${where}: form controls without a label`);
+  assert.deepEqual(await lowContrast(page), [], `${where}: text under WCAG AA contrast`);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `${where}: the page is ${overflow}px wider than the viewport`);
+}
+
+// ------------------------------------------------------------------ the run
+
+const results = [];
+const shots = [];
+async function step(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    results.push(true);
+    console.log(`ok ${results.length} - ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  } catch (e) {
+    results.push(false);
+    console.log(`not ok ${results.length} - ${name}`);
+    console.log(`  ${String(e && e.stack ? e.stack : e).split('\n').join('\n  ')}`);
+    throw e;
+  }
+}
+
+async function main() {
+  fs.rmSync(shotsDir, { recursive: true, force: true });
+  fs.mkdirSync(shotsDir, { recursive: true });
+  const launcher = startLauncher();
+  let context;
+  let page;
+  const pageErrors = [];
+  const shot = async (name, opts = {}) => {
+    const file = path.join(shotsDir, `${name}.png`);
+    await page.screenshot({ path: file, fullPage: true, ...opts });
+    shots.push(path.relative(root, file));
+  };
+  try {
+    const info = await launcher.info;
+    console.log(`# dashboard ${info.ui} · sandbox ${info.sandbox} · seeded job ${info.seeded_job}`);
+    const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+    // A fresh profile every run: launchPersistentContext passes it as --user-data-dir, and
+    // headless adds --headless.
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'scribehook-ui-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath,
+      headless: !process.env.HEADED,
+      viewport: { width: 1280, height: 900 },
+      acceptDownloads: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync', '--autoplay-policy=no-user-gesture-required'],
+    });
+    console.log(`# ${executablePath} ${context.browser() ? context.browser().version() : ''}`);
+    page = context.pages()[0] || await context.newPage();
+    page.setDefaultTimeout(T.short);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+
+    await step('the dashboard sends a visitor without a session to the sign-in page', async () => {
+      await page.goto(info.ui);
+      await page.waitForURL(/\/ui\/login\?/);
+      await page.getByRole('heading', { name: /scribehook/ }).waitFor();
+      await accessible(page, 'sign-in');
+      await shot('01-sign-in');
+    });
+
+    await step('signing in with the read token (keyboard only) sets a Secure, HttpOnly, SameSite=Strict cookie', async () => {
+      await page.getByLabel('Read API token').fill('not the token');
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/error=invalid/);
+      await page.getByRole('alert').filter({ hasText: 'not the read token' }).waitFor();
+      await page.getByLabel('Read API token').fill(info.token);
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/\/ui\/.*#\/jobs/);
+      const cookies = await context.cookies(info.serve);
+      assert.equal(cookies.length, 1, JSON.stringify(cookies));
+      const [c] = cookies;
+      assert.equal(c.name, '__Host-scribehook_ui');
+      assert.ok(c.httpOnly && c.secure && c.sameSite === 'Strict', JSON.stringify(c));
+      assert.ok(!c.value.includes(info.token), 'the cookie holds the token itself');
+      assert.equal(await page.evaluate(() => document.cookie), '', 'scripts can read the cookie');
+      const anon = await fetch(`${info.serve}/v1/jobs`);
+      assert.equal(anon.status, 401, 'the read API answers without credentials');
+    });
+
+    await step('the jobs list shows the seeded job, done', async () => {
+      const row = page.locator(`tr[data-id="${info.seeded_job}"]`);
+      await row.getByText('Done').waitFor();
+      await page.getByRole('heading', { name: 'Jobs', level: 1 }).waitFor();
+      await accessible(page, 'jobs');
+      await shot('02-jobs');
+    });
+
+    let jobId;
+    await step('a job submitted through the sandbox appears and turns done without a reload', async () => {
+      await page.evaluate(() => { window.__sameDocument = true; });
+      // Upload the recording to the sandbox (its /v2/files/{id} then serves it), then create
+      // the job with its callback pointing at the receiver.
+      const form = new FormData();
+      form.append('audio', new Blob([fs.readFileSync(path.join(root, 'cmd/scribehook/demodata/sample.wav'))], { type: 'audio/wav' }), 'sample.wav');
+      const up = await fetch(`${info.sandbox}/v2/upload`, { method: 'POST', headers: { [info.key_header]: info.api_key }, body: form });
+      assert.equal(up.status, 201, await up.clone().text());
+      const { audio_url: audioURL } = await up.json();
+      ({ id: jobId } = await control(info, 'POST', '/submit', { audio_url: audioURL, custom_metadata: { source: 'ui-e2e' } }));
+      const status = page.locator(`tr[data-id="${jobId}"] [data-status]`);
+      await status.waitFor({ timeout: T.short });
+      const first = await status.getAttribute('data-status');
+      assert.notEqual(first, 'done', 'the job was already done when it first showed: nothing was seen to change');
+      await shot('03-jobs-submitted');
+      await page.locator(`tr[data-id="${jobId}"] [data-status="done"]`).waitFor({ timeout: T.long });
+      assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page was reloaded');
+      console.log(`#   ${jobId}: ${first} → done`);
+      await shot('04-jobs-done');
+    });
+
+    await step('the job page shows transcript, failed add-on with its error, artifacts with downloads', async () => {
+      await page.getByRole('link', { name: jobId }).click();
+      await page.getByRole('heading', { level: 1, name: new RegExp(jobId) }).waitFor();
+      await page.locator('#transcript li').first().waitFor();
+      assert.ok(await page.locator('#transcript li').count() >= 2);
+      assert.match(await page.locator('#transcript').innerText(), /Speaker 1:/);
+      const failed = page.locator('tr[data-addon="sentiment_analysis"]');
+      assert.match(await failed.innerText(), /Failed[\s\S]*501 NotAvailableInSandbox[\s\S]*needs a model/);
+      assert.match(await page.locator('tr[data-addon="summarization"]').innerText(), /Succeeded/);
+      assert.match(await page.locator('#request-params').innerText(), /\/v1\/callbacks\/\[token hidden\]/);
+      assert.equal(await page.locator('#local-deliveries').innerText(), '1');
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('link', { name: 'Download subtitles.en.srt' }).click(),
+      ]);
+      const srt = fs.readFileSync(await download.path(), 'utf8');
+      assert.match(srt, /^1\r?\n00:00:\d\d,\d{3} --> /, `downloaded SRT: ${srt.slice(0, 80)}`);
+      await page.locator('#sink-deliveries').getByText('captions-hook').waitFor({ timeout: T.long });
+      await accessible(page, 'job');
+      await shot('05-job');
+    });
+
+    await step('the subtitle preview plays the audio and the active cue changes', async () => {
+      await page.getByRole('link', { name: 'Subtitle preview' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Subtitle preview' }).waitFor();
+      await page.locator('#cues li').nth(1).waitFor();
+      // The <track> loaded the VTT through the cookie: the player knows every cue.
+      await page.waitForFunction(() => { const t = document.querySelector('track'); return t && t.readyState === 2; });
+      const cues = await page.locator('#cues li').count();
+      assert.equal(await page.evaluate(() => document.querySelector('track').track.cues.length), cues);
+      assert.match(await page.locator('#findings').innerText(), /\S/);
+      // Play from the first cue (a button: the keyboard reaches it), then wait for the next.
+      await page.locator('#cues button').first().focus();
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.getElementById('cues').dataset.active === '1');
+      const firstCaption = await page.locator('#caption').innerText();
+      await page.waitForFunction(() => !['', '1'].includes(document.getElementById('cues').dataset.active), null, { timeout: T.long });
+      const now = await page.evaluate(() => ({ t: document.getElementById('player').currentTime, active: document.getElementById('cues').dataset.active }));
+      assert.ok(now.t > 1, `playback at ${now.t}`);
+      assert.notEqual(await page.locator('#caption').innerText(), firstCaption);
+      assert.equal(await page.locator('#cues li.active').count(), 1);
+      console.log(`#   ${cues} cues; cue 1 → cue ${now.active} at ${now.t.toFixed(2)} s`);
+      await accessible(page, 'subtitles');
+      await shot('06-subtitles');
+      await page.evaluate(() => document.getElementById('player').pause());
+    });
+
+    let sessionId;
+    await step('a live session is followed: partials update in place, finals arrive, categories toggle', async () => {
+      await page.getByRole('link', { name: 'Live', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Live sessions' }).waitFor();
+      ({ id: sessionId } = await control(info, 'POST', '/live'));
+      await page.getByLabel('Session id').fill(sessionId);
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { level: 1, name: new RegExp(sessionId) }).waitFor();
+      // Watch the transcript: a partial line must change in place before its final lands.
+      await page.evaluate(() => {
+        window.__partialEdits = 0;
+        new MutationObserver((records) => {
+          for (const r of records) if (r.target.closest && r.target.closest('li.partial')) window.__partialEdits += 1;
+          for (const r of records) if (r.type === 'characterData' || (r.target.classList && r.target.classList.contains('partial'))) window.__partialEdits += 1;
+        }).observe(document.getElementById('finals'), { subtree: true, childList: true, characterData: true });
+      });
+      await page.locator('#finals li.final').first().waitFor({ timeout: T.long });
+      await page.locator('#finals li.final').nth(1).waitFor({ timeout: T.long });
+      assert.match(await page.locator('#live-state').innerText(), /Following|ended/);
+      await shot('07-live-following');
+      await page.locator('#live-state', { hasText: 'Session ended' }).waitFor({ timeout: T.long });
+      const finals = await page.locator('#finals li.final').count();
+      const partialCount = Number((await page.locator('label[for="cat-partial_transcripts"] .count').innerText()).replace(/\D/g, ''));
+      assert.ok(partialCount > 0, 'no partial transcript arrived');
+      assert.ok(await page.evaluate(() => window.__partialEdits) > 0, 'no partial was updated in place');
+      assert.equal(await page.locator('#finals li.partial').count(), 0, 'partials left after their finals');
+      for (const t of ['start_session', 'speech_start', 'audio_chunk', 'end_session']) {
+        assert.ok(await page.locator(`#timeline li[data-type="${t}"]`).count() > 0, `no ${t} in the timeline`);
+      }
+      // Toggles: speech events off hides them, on shows them again.
+      await page.getByLabel(/Speech events/).uncheck();
+      assert.equal(await page.locator('#timeline li[data-type="speech_start"]:visible').count(), 0);
+      await page.getByLabel(/Speech events/).check();
+      assert.ok(await page.locator('#timeline li[data-type="speech_start"]:visible').count() > 0);
+      await page.getByLabel(/Final transcripts/).uncheck();
+      assert.equal(await page.locator('#finals li.final:visible').count(), 0);
+      await page.getByLabel(/Final transcripts/).check();
+      console.log(`#   ${sessionId}: ${finals} finals, ${partialCount} partials`);
+      await accessible(page, 'live');
+      await shot('08-live-ended');
+    });
+
+    await step('a dead letter is replayed from the sinks page and reaches its sink', async () => {
+      await control(info, 'POST', '/hook', { healthy: true });
+      const before = await control(info, 'GET', '/hook');
+      await page.getByRole('link', { name: 'Sinks', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Sinks' }).waitFor();
+      await page.locator('#sinks-table tr[data-sink="captions-hook"]').waitFor();
+      const health = await page.locator('#sinks-table tr[data-sink="captions-hook"]').innerText();
+      assert.match(health, /Open|Closed/);
+      console.log(`#   captions-hook: ${health.replace(/\s+/g, ' ')}`);
+      const row = page.locator(`#deadletters-table tr[data-job="${info.seeded_job}"]`);
+      await row.waitFor();
+      assert.match(await row.innerText(), /503 Service Unavailable/);
+      await accessible(page, 'sinks');
+      await shot('09-sinks');
+      const id = await row.getAttribute('data-id');
+      await page.getByRole('button', { name: `Replay dead letter ${id} to captions-hook` }).click();
+      await page.locator('#replay-status').getByText(`Dead letter ${id}`).waitFor();
+      assert.equal(await page.locator(`#deadletters-table tr[data-id="${id}"]`).count(), 0);
+      for (let i = 0; i < 200; i++) {
+        if ((await control(info, 'GET', '/hook')).received > before.received) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const after = await control(info, 'GET', '/hook');
+      assert.ok(after.received > before.received, `the hook received nothing after the replay: ${JSON.stringify(after)}`);
+      await shot('10-sinks-replayed');
+    });
+
+    await step('every page is usable at 390 px: no sideways scrolling, labels, contrast (light and dark)', async () => {
+      await page.setViewportSize({ width: 390, height: 844 });
+      const enc = encodeURIComponent;
+      for (const [name, hash, ready] of [
+        ['jobs', '#/jobs', `tr[data-id="${jobId}"]`],
+        ['job', `#/jobs/${enc(jobId)}`, '#transcript li'],
+        ['subtitles', `#/jobs/${enc(jobId)}/subtitles`, '#cue-metrics'],
+        ['live', `#/live/${enc(sessionId)}`, '#finals li.final'],
+        ['sinks', '#/sinks', '#sinks-table'],
+      ]) {
+        await page.evaluate((h) => { location.hash = h; }, hash);
+        await page.locator(ready).first().waitFor();
+        await page.waitForTimeout(300);
+        await accessible(page, `${name} at 390 px`);
+        await shot(`11-phone-${name}`);
+        await page.emulateMedia({ colorScheme: 'dark' });
+        await accessible(page, `${name} at 390 px, dark`);
+        if (name === 'job' || name === 'live') await shot(`12-phone-dark-${name}`);
+        await page.emulateMedia({ colorScheme: 'light' });
+      }
+      await page.setViewportSize({ width: 1280, height: 900 });
+    });
+
+    await step('keyboard: the skip link comes first, and the navigation is reachable', async () => {
+      await page.goto(`${info.ui}?fresh=1#/jobs`); // a new document: focus starts at the top
+      await page.getByRole('heading', { level: 1, name: 'Jobs' }).waitFor();
+      await page.keyboard.press('Tab');
+      assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to content');
+      await page.keyboard.press('Enter');
+      assert.equal(await page.evaluate(() => document.activeElement.id), 'main');
+      assert.match(page.url(), /#\/jobs$/, 'the skip link changed the route');
+      await page.goto(`${info.ui}?fresh=2#/jobs`);
+      await page.getByRole('heading', { level: 1, name: 'Jobs' }).waitFor();
+      const names = [];
+      for (let i = 0; i < 6; i++) {
+        await page.keyboard.press('Tab');
+        names.push(await page.evaluate(() => document.activeElement.textContent.trim()));
+      }
+      for (const n of ['Jobs', 'Live', 'Sinks', 'Sign out']) assert.ok(names.includes(n), `Tab never reached ${n}: ${names}`);
+    });
+
+    await step('signing out clears the session', async () => {
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL(/signed_out=1/);
+      await page.getByText('Signed out.').waitFor();
+      assert.equal((await context.cookies(info.serve)).length, 0);
+      const status = await page.evaluate(async () => (await fetch('../v1/jobs')).status);
+      assert.equal(status, 401);
+    });
+
+    assert.deepEqual(pageErrors, [], 'uncaught errors in the page');
+  } finally {
+    if (context) await context.close().catch(() => {});
+    await launcher.stop();
+    const passed = results.filter(Boolean).length;
+    console.log(`# ${passed}/${results.length} passed`);
+    console.log(`# screenshots (${shots.length}) in ${path.relative(root, shotsDir)}/:`);
+    for (const s of shots) console.log(`#   ${path.basename(s)}`);
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  if (!results.includes(false)) console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,285 @@
+// Package ui is scribehook's dashboard: hand-written HTML, CSS and JavaScript modules embedded
+// in the binary (no build step), served by the receiver under /ui/, and the sign-in that turns
+// the read API's bearer token into a session cookie.
+//
+// The browser gets the token once, on the sign-in page; the answer is a cookie that is Secure,
+// HttpOnly and SameSite=Strict, whose value is not the token but an expiry signed with a key
+// derived from it (HMAC-SHA256), so every replica with the same token accepts it, changing the
+// token signs every browser out, and scripts in the page never see a credential. The receiver
+// accepts the cookie on the read API as it accepts the bearer header: that is what lets
+// EventSource, <audio>, <track> and download links, which cannot send headers, reach it.
+//
+// Unsafe requests (POST) that carry the cookie must come from the dashboard's own origin: the
+// SameSite attribute keeps other sites out, the origin check keeps out other ports of the same
+// host (which count as the same site).
+//
+// Routes (Mount):
+//
+//	GET  /ui/         the dashboard (index.html); /ui redirects here
+//	GET  /ui/login    the sign-in page
+//	POST /ui/login    form field "token" (and "next", a #/… route): sets the cookie
+//	POST /ui/logout   clears the cookie
+//	GET  /ui/*        the other embedded assets
+package ui
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"mime"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// CookieName is the session cookie. The __Host- prefix makes browsers insist on Secure, Path=/
+// and no Domain, so a sibling host cannot plant its own.
+const CookieName = "__Host-scribehook_ui"
+
+// DefaultSessionTTL is how long a sign-in lasts.
+const DefaultSessionTTL = 12 * time.Hour
+
+// Errors of Authorized.
+var (
+	// ErrNoSession: no cookie, or one that is forged, expired or made with another token.
+	ErrNoSession = errors.New("no valid dashboard session")
+	// ErrCrossOrigin: a valid cookie on an unsafe request from another origin.
+	ErrCrossOrigin = errors.New("cross-origin request refused: the dashboard's cookie only works from the dashboard")
+)
+
+// Config configures New.
+type Config struct {
+	// Token is the read API's bearer token; empty: nobody can sign in.
+	Token string
+	// TTL is the life of a session (DefaultSessionTTL when 0).
+	TTL time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// UI serves the dashboard and checks its sessions.
+type UI struct {
+	key       []byte // HMAC key of session values; nil when there is no token
+	tokenHash [sha256.Size]byte
+	ttl       time.Duration
+	now       func() time.Time
+	files     map[string]asset
+}
+
+type asset struct {
+	body  []byte
+	ctype string
+	etag  string
+}
+
+// New builds the dashboard for cfg.
+func New(cfg Config) *UI {
+	u := &UI{ttl: cfg.TTL, now: cfg.Now, files: map[string]asset{}}
+	if u.ttl <= 0 {
+		u.ttl = DefaultSessionTTL
+	}
+	if u.now == nil {
+		u.now = time.Now
+	}
+	if cfg.Token != "" {
+		mac := hmac.New(sha256.New, []byte(cfg.Token))
+		mac.Write([]byte("scribehook dashboard session key v1"))
+		u.key = mac.Sum(nil)
+		u.tokenHash = sha256.Sum256([]byte(cfg.Token))
+	}
+	_ = fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := assets.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(body)
+		ctype := mime.TypeByExtension(path.Ext(p))
+		switch path.Ext(p) { // not left to the host's mime.types
+		case ".js":
+			ctype = "text/javascript; charset=utf-8"
+		case ".css":
+			ctype = "text/css; charset=utf-8"
+		case ".html":
+			ctype = "text/html; charset=utf-8"
+		case ".svg":
+			ctype = "image/svg+xml"
+		}
+		u.files[strings.TrimPrefix(p, "assets/")] = asset{body: body, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		return nil
+	})
+	return u
+}
+
+// Mount registers the dashboard's routes on r.
+func (u *UI) Mount(r fiber.Router) {
+	r.Get("/ui", func(c *fiber.Ctx) error {
+		// Routing is not strict: /ui and /ui/ both land here. Relative links need the slash.
+		if !strings.HasSuffix(string(c.Request().URI().Path()), "/") {
+			return c.Redirect("/ui/", fiber.StatusMovedPermanently)
+		}
+		return u.serve(c, "index.html")
+	})
+	r.Get("/ui/login", func(c *fiber.Ctx) error { return u.serve(c, "login.html") })
+	r.Post("/ui/login", u.login)
+	r.Post("/ui/logout", u.logout)
+	r.Get("/ui/*", func(c *fiber.Ctx) error { return u.serve(c, c.Params("*")) })
+}
+
+// securityHeaders apply to every page and asset: nothing but the dashboard's own scripts and
+// styles run; audio may come from anywhere, as the service's files do.
+func securityHeaders(c *fiber.Ctx) {
+	c.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"connect-src 'self'; media-src 'self' http: https: blob:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Set("Referrer-Policy", "no-referrer")
+	c.Set("X-Frame-Options", "DENY")
+}
+
+func (u *UI) serve(c *fiber.Ctx, name string) error {
+	if name == "" {
+		name = "index.html"
+	}
+	a, ok := u.files[name]
+	if !ok {
+		return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": "no such dashboard file: " + name, "status": fiber.StatusNotFound})
+	}
+	securityHeaders(c)
+	c.Set(fiber.HeaderCacheControl, "no-cache") // revalidate: the binary may have changed
+	c.Set(fiber.HeaderETag, a.etag)
+	if match := c.Get(fiber.HeaderIfNoneMatch); match != "" && strings.Contains(match, a.etag) {
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	c.Set(fiber.HeaderContentType, a.ctype)
+	return c.Send(a.body)
+}
+
+// login checks the token of the sign-in form and answers with the cookie, or sends the form
+// back with the reason.
+func (u *UI) login(c *fiber.Ctx) error {
+	next := safeNext(c.FormValue("next"))
+	back := func(reason string) error {
+		q := url.Values{"error": {reason}}
+		if next != "" {
+			q.Set("next", next)
+		}
+		return c.Redirect("login?"+q.Encode(), fiber.StatusSeeOther)
+	}
+	switch {
+	case !sameOrigin(c):
+		return back("origin")
+	case u.key == nil:
+		return back("disabled")
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(c.FormValue("token"))))
+	if subtle.ConstantTimeCompare(sum[:], u.tokenHash[:]) != 1 {
+		return back("invalid")
+	}
+	exp := u.now().Add(u.ttl)
+	c.Cookie(&fiber.Cookie{
+		Name: CookieName, Value: u.sign(exp), Path: "/", MaxAge: int(u.ttl / time.Second), Expires: exp,
+		Secure: true, HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode,
+	})
+	// ?from=login lets the page tell a cookie the browser refused from a session that expired.
+	return c.Redirect("./?from=login"+next, fiber.StatusSeeOther)
+}
+
+func (u *UI) logout(c *fiber.Ctx) error {
+	if !sameOrigin(c) {
+		return c.Status(fiber.StatusForbidden).JSON(fiber.Map{"error": ErrCrossOrigin.Error(), "status": fiber.StatusForbidden})
+	}
+	c.Cookie(&fiber.Cookie{
+		Name: CookieName, Value: "", Path: "/", Expires: time.Unix(1, 0),
+		Secure: true, HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode,
+	})
+	return c.Redirect("login?signed_out=1", fiber.StatusSeeOther)
+}
+
+// safeNext keeps a dashboard route (#/…) to return to after signing in, nothing else: the
+// redirect never leaves /ui/.
+func safeNext(s string) string {
+	if !strings.HasPrefix(s, "#/") || len(s) > 512 {
+		return ""
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return ""
+		}
+	}
+	return s
+}
+
+// Authorized reports whether the request carries a valid session cookie: nil, ErrNoSession, or
+// ErrCrossOrigin for an unsafe request from elsewhere.
+func (u *UI) Authorized(c *fiber.Ctx) error {
+	if u.key == nil || !u.valid(c.Cookies(CookieName)) {
+		return ErrNoSession
+	}
+	if !sameOrigin(c) {
+		return ErrCrossOrigin
+	}
+	return nil
+}
+
+// sign makes a session value: "v1.<unix expiry>.<base64url HMAC>".
+func (u *UI) sign(exp time.Time) string {
+	payload := "v1." + strconv.FormatInt(exp.Unix(), 10)
+	return payload + "." + base64.RawURLEncoding.EncodeToString(u.mac(payload))
+}
+
+func (u *UI) mac(payload string) []byte {
+	m := hmac.New(sha256.New, u.key)
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+func (u *UI) valid(v string) bool {
+	i := strings.LastIndexByte(v, '.')
+	if i < 0 || !strings.HasPrefix(v, "v1.") {
+		return false
+	}
+	payload, sig := v[:i], v[i+1:]
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, u.mac(payload)) {
+		return false
+	}
+	exp, err := strconv.ParseInt(strings.TrimPrefix(payload, "v1."), 10, 64)
+	return err == nil && u.now().Before(time.Unix(exp, 0))
+}
+
+// sameOrigin is the check of Go's http.CrossOriginProtection: safe methods pass; browsers say
+// where a request comes from in Sec-Fetch-Site or, older ones, in Origin; a request with
+// neither is not from a browser, where cookies cannot be ridden.
+func sameOrigin(c *fiber.Ctx) bool {
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+		return true
+	}
+	switch c.Get("Sec-Fetch-Site") {
+	case "":
+	case "same-origin", "none":
+		return true
+	default:
+		return false
+	}
+	origin := c.Get(fiber.HeaderOrigin)
+	if origin == "" {
+		return true
+	}
+	o, err := url.Parse(origin)
+	return err == nil && o.Host != "" && strings.EqualFold(o.Host, string(c.Request().Host()))
+}
