@@ -71,7 +71,7 @@ func openStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
 		}
 		return st, nil
 	}
-	return nil, fmt.Errorf("unknown store driver %q: use sqlite", cfg.Store.Driver)
+	return nil, fmt.Errorf("unknown store driver %q: use sqlite or postgres", cfg.Store.Driver)
 }
 
 // serviceClient is a client of the configured service, authenticated with the API key.
