@@ -70,6 +70,8 @@ type Config struct {
 
 	// Ready reports whether the processing side (the router) runs; nil counts as ready.
 	Ready func() bool
+	// Sinks reads the state of the configured sinks for GET /v1/sinks (nil: none).
+	Sinks func() []SinkStatus
 	// Metrics is where the receiver registers its metrics and what /metrics serves; a fresh
 	// registry when nil.
 	Metrics *prometheus.Registry
@@ -202,6 +204,7 @@ func (r *Receiver) register() {
 	a.Get("/v1/live/:id/messages", r.readAccess, r.liveMessages)
 	a.Get("/v1/live/:id/events", r.readAccess, r.liveEvents)
 	a.Get("/v1/deadletters", r.readAccess, r.deadLetters)
+	a.Get("/v1/sinks", r.readAccess, r.sinkStatus)
 	a.Post("/v1/deadletters/:id/replay", r.readAccess, r.replayDeadLetter)
 
 	// The dashboard (receiver/ui): embedded assets, sign-in and sign-out.

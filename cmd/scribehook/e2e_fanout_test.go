@@ -235,6 +235,28 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 	if dl[0].Attempts != 3 || !strings.Contains(dl[0].LastError, "503") {
 		t.Errorf("dead letter = %d attempts, %q", dl[0].Attempts, dl[0].LastError)
 	}
+	// The read API shows both sinks: the file sink healthy, the webhook's deliveries dead.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+l.addr+"/v1/sinks", nil)
+	req.Header.Set("Authorization", "Bearer read-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status []struct {
+		Name      string `json:"name"`
+		Depth     int64  `json:"depth"`
+		Delivered uint64 `json:"delivered"`
+		Dead      uint64 `json:"dead"`
+		Breaker   string `json:"breaker"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(status) != 2 || status[0].Name != "files" || status[0].Delivered < uint64(len(stored)) || status[1].Name != "hook" ||
+		status[1].Dead != uint64(len(stored)) || status[1].Depth != 0 || status[1].Delivered != 0 {
+		t.Errorf("GET /v1/sinks = %+v", status)
+	}
 	// The server comes back; the command replays them; each event arrives once, signed.
 	target.setDown(false)
 	t.Setenv("SCRIBEHOOK_STORE_DSN", l.dbPath)

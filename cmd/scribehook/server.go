@@ -107,6 +107,7 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		Store: o.Store, Ingester: s.batcher, Notifier: pipeline, Live: pipeline.Live(),
 		Routes: o.Routes, ReadToken: o.ReadToken, BodyLimit: o.BodyLimit,
 		Ready: pipeline.Ready, Metrics: reg, Logger: o.Logger,
+		Sinks: func() []receiver.SinkStatus { return sinkStatus(dispatch.Stats()) },
 	})
 	if err != nil {
 		cancel()
@@ -162,4 +163,17 @@ func (r serviceResolver) GetJob(ctx context.Context, id string, kind api.JobKind
 		return r.c.GetLive(ctx, id)
 	}
 	return r.c.GetPreRecorded(ctx, id)
+}
+
+// sinkStatus shows the dispatcher's statistics on the read API.
+func sinkStatus(stats []sinks.SinkStats) []receiver.SinkStatus {
+	out := make([]receiver.SinkStatus, 0, len(stats))
+	for _, st := range stats {
+		out = append(out, receiver.SinkStatus{
+			Name: st.Name, Depth: st.Depth, InFlight: st.InFlight, ConsecutiveFailures: st.ConsecutiveFailures,
+			Breaker: string(st.Breaker), BreakerOpenUntil: st.BreakerOpenUntil, Disabled: st.Disabled,
+			DisabledReason: st.DisabledReason, Delivered: st.Delivered, Failed: st.Failed, Dead: st.Dead,
+		})
+	}
+	return out
 }
