@@ -2,9 +2,9 @@ SHELL := /bin/bash
 GO ?= go
 
 # Debian packages the tests need; scripts/deps.sh installs the missing ones.
-TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server
+TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server postgresql
 
-.PHONY: test deps build demo fuzz
+.PHONY: test deps build demo fuzz ui-test
 
 deps:
 	@scripts/deps.sh $(TEST_PACKAGES)
@@ -12,9 +12,15 @@ deps:
 build:
 	$(GO) build ./...
 
+# The Go tests run against a throwaway PostgreSQL cluster (scripts/pg.sh), real Redis and NATS
+# servers the tests start themselves, then the dashboard's browser tests in headless Chromium.
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	scripts/pg.sh run -- $(GO) test -race -count=1 ./...
+	scripts/ui-test.sh
+
+ui-test:
+	@scripts/ui-test.sh
 
 # Short runs of every fuzz target (longer: FUZZTIME=5m make fuzz).
 FUZZTIME ?= 20s
