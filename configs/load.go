@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -51,7 +52,7 @@ func decodeYAML(raw []byte, cfg *Config) error {
 		if errors.Is(err, io.EOF) {
 			return nil // an empty file, or only comments
 		}
-		return fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config: %w", withLine(raw, err))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -70,6 +71,53 @@ func decodeYAML(raw []byte, cfg *Config) error {
 	}
 	d.value(root, reflect.ValueOf(cfg).Elem(), "")
 	return errors.Join(d.errs...)
+}
+
+// withLine gives a line to the yaml package's errors that name none: it leaves out "line 1"
+// (its marks count from 0 and 0 prints nothing), and its reader's errors about bytes it cannot
+// read carry no mark at all.
+func withLine(raw []byte, err error) error {
+	rest, ok := strings.CutPrefix(err.Error(), "yaml: ")
+	if !ok || strings.HasPrefix(rest, "line ") {
+		return err
+	}
+	line := 1
+	if strings.Contains(rest, "UTF-8") || strings.Contains(rest, "control characters") {
+		if bytes.HasPrefix(raw, []byte{0xfe, 0xff}) || bytes.HasPrefix(raw, []byte{0xff, 0xfe}) {
+			return err // UTF-16: its lines are not counted here
+		}
+		line = unreadableLine(bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")))
+	}
+	return fmt.Errorf("yaml: line %d: %s", line, rest)
+}
+
+// unreadableLine is the line of the first byte that is not UTF-8 or not a printable character.
+func unreadableLine(raw []byte) int {
+	line := 1
+	for len(raw) > 0 {
+		r, n := utf8.DecodeRune(raw)
+		if r == utf8.RuneError && n <= 1 || !yamlPrintable(r) {
+			return line
+		}
+		if r == '\n' {
+			line++
+		}
+		raw = raw[n:]
+	}
+	return line
+}
+
+// yamlPrintable is YAML 1.2's c-printable, as the yaml package's reader checks it.
+func yamlPrintable(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r' || r == 0x85:
+		return true
+	case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0x10000 && r <= 0x10ffff:
+		return true
+	case r >= 0xe000 && r <= 0xfffd:
+		return r != 0xfeff
+	}
+	return false
 }
 
 type decoder struct{ errs []error }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
@@ -47,6 +48,11 @@ func buildDelivery(in inbound) store.Delivery {
 	if in.Undecodable != "" {
 		return quarantine(d, in.Undecodable)
 	}
+	if !utf8.Valid(in.Body) {
+		// JSON is UTF-8 (RFC 8259); encoding/json would quietly turn the bad bytes into
+		// U+FFFD, so the record would differ from what was sent. The raw bytes are kept.
+		return quarantine(d, "body is not valid UTF-8")
+	}
 	c, err := api.ClassifyCallback(in.Body)
 	if err != nil {
 		return quarantine(d, err.Error())
@@ -72,6 +78,11 @@ func buildDelivery(in inbound) store.Delivery {
 		d.MessageType, d.Category = msg.Type, cat
 		d.DedupeKey = "live:" + c.JobID + ":" + sha256Hex(payload)
 	case api.CallbackAccountWebhook:
+		if !accountEvents[c.Event] {
+			// As for live types: an event the model does not know is drift, kept visible
+			// rather than given a made-up status on a job record.
+			return quarantine(d, fmt.Sprintf("unknown account webhook event %q", c.Event))
+		}
 		if id := firstNonEmpty(in.Headers["webhook-id"], in.Headers["svix-id"]); id != "" {
 			d.DedupeKey = "webhook:" + in.Route + ":" + id
 		} else {
@@ -81,6 +92,13 @@ func buildDelivery(in inbound) store.Delivery {
 		return quarantine(d, fmt.Sprintf("unhandled callback kind %q", c.Kind))
 	}
 	return d
+}
+
+// accountEvents are the events of account webhooks (spec/provider-facts.md).
+var accountEvents = map[string]bool{
+	api.EventTranscriptionCreated: true, api.EventTranscriptionSuccess: true, api.EventTranscriptionError: true,
+	api.EventLiveStartSession: true, api.EventLiveStartRecording: true, api.EventLiveEndRecording: true,
+	api.EventLiveEndSession: true,
 }
 
 // quarantine turns d into a quarantined delivery; the dedupe key is the body's hash, so a

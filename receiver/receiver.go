@@ -274,7 +274,7 @@ func (r *Receiver) errorHandler(c *fiber.Ctx, err error) error {
 	if errors.As(err, &fe) {
 		status, msg = fe.Code, fe.Message
 	} else {
-		r.log.WithError(err).WithField("path", c.Path()).Error("request failed")
+		r.log.WithError(err).WithField("path", logPath(c.Path())).Error("request failed")
 	}
 	if status == fiber.StatusRequestEntityTooLarge {
 		msg = fmt.Sprintf("request body exceeds %d bytes", r.bodyLimit)
@@ -289,8 +289,18 @@ func (r *Receiver) errorHandler(c *fiber.Ctx, err error) error {
 
 func (r *Receiver) logPanic(c *fiber.Ctx, e any) {
 	r.log.WithFields(logrus.Fields{
-		"path": c.Path(), "panic": fmt.Sprint(e), "stack": string(debug.Stack()),
+		"path": logPath(c.Path()), "panic": fmt.Sprint(e), "stack": string(debug.Stack()),
 	}).Error("handler panicked")
+}
+
+// logPath is a request path fit for the logs: the token of a callback URL is a secret. Fiber
+// routes paths case-insensitively, so the prefix is matched the same way.
+func logPath(p string) string {
+	const prefix = "/v1/callbacks/"
+	if len(p) > len(prefix) && strings.EqualFold(p[:len(prefix)], prefix) {
+		return p[:len(prefix)] + "…"
+	}
+	return p
 }
 
 // healthz says the process answers; it checks nothing else.

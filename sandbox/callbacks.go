@@ -3,9 +3,10 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -192,12 +193,18 @@ func (c *callbackSender) attempt(o outbound) (int, error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
 	if err != nil {
-		return 0, fmt.Errorf("build callback request: %w", err)
+		// The parse error would quote the URL, and its path holds the receiver's token.
+		return 0, errors.New("build callback request: the callback url does not parse")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "scribehook-sandbox")
 	resp, err := c.client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			// Logged as is, the error would print the token in the callback URL.
+			ue.URL = req.URL.Scheme + "://" + req.URL.Host + "/…"
+		}
 		return 0, err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))

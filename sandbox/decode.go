@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 )
 
 // httpError is an error the handler answers with its status, message and validation list.
@@ -18,9 +21,19 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.msg }
 
-// decodeBody reads a JSON body within the size limit. Malformed JSON is a 400; a member of the
-// wrong type is a 422 (invalid parameter) naming the field; an oversized body is a 413.
+// decodeBody reads a JSON body within the size limit. Malformed JSON or invalid UTF-8 is a 400;
+// a member of the wrong type is a 422 (invalid parameter) naming the field; an oversized body is
+// a 413; a Content-Type other than JSON is a 415.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *httpError {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		// A form or text body is a client bug: say so rather than read it as JSON and let it
+		// pass or fail for the wrong reason. A missing type is read as JSON.
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return &httpError{status: http.StatusUnsupportedMediaType,
+				msg: fmt.Sprintf("Content-Type must be application/json (got %q)", ct)}
+		}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -32,6 +45,10 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *http
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &httpError{status: http.StatusBadRequest, msg: "request body is empty: a JSON object is required"}
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would turn the bad bytes into U+FFFD and accept a changed request.
+		return &httpError{status: http.StatusBadRequest, msg: "request body is not valid UTF-8"}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var typeErr *json.UnmarshalTypeError

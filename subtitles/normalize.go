@@ -284,7 +284,11 @@ func (t *speakerTable) index(u *api.Utterance) int {
 // cleanText makes s valid, single-spaced, printable text that cannot break a subtitle file:
 // control characters and line separators become spaces, a byte-order mark is dropped, and
 // "-->" becomes "→" (also a leading "->", which a dual-speaker dash would turn into "-->").
-func cleanText(s string) string {
+func cleanText(s string) string { return noArrow(cleanLine(s)) }
+
+// cleanLine is cleanText for a line as displayed, which may begin with a dual-speaker dash
+// ("-" then a word starting with ">" is "->…"): only "-->" is replaced.
+func cleanLine(s string) string {
 	if isPlain(s) {
 		return s
 	}
@@ -306,7 +310,7 @@ func cleanText(s string) string {
 		}
 		b.WriteRune(r)
 	}
-	return noArrow(strings.ReplaceAll(b.String(), "-->", "→"))
+	return strings.ReplaceAll(b.String(), "-->", "→")
 }
 
 // noArrow replaces a leading "->": a dual-speaker dash before it would make "-->".

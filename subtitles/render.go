@@ -130,7 +130,7 @@ func renderLines(cues []Cue) ([][]string, error) {
 			return nil, fmt.Errorf("%w: cue %d starts before cue %d", ErrInvalidCues, c+1, c)
 		}
 		for _, l := range cue.Lines {
-			if l = cleanText(l); l != "" {
+			if l = cleanLine(l); l != "" {
 				out[c] = append(out[c], l)
 			}
 		}
