@@ -72,7 +72,6 @@ func newLoopWith(t *testing.T, faults sandbox.Faults, with func(*serverOptions))
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(sb.Handler())
-	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close(); sb.Close() })
 	client, err := submitter.New(hs.URL, e2eKey)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +85,14 @@ func newLoopWith(t *testing.T, faults sandbox.Faults, with func(*serverOptions))
 	t.Cleanup(fs.Close)
 	l := &loop{t: t, sandbox: hs, service: client, dbPath: filepath.Join(t.TempDir(), "scribehook.db"), wav: wav, sidecar: sidecar, files: fs, with: with}
 	l.start()
-	t.Cleanup(l.stop)
+	// The sandbox stops first: its retries and injected duplicates would otherwise keep serve's
+	// connections busy while serve shuts down.
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		sb.Close()
+		l.stop()
+	})
 	return l
 }
 
