@@ -13,19 +13,21 @@ build:
 	$(GO) build ./...
 
 # The Go tests run against a throwaway PostgreSQL cluster (scripts/pg.sh), real Redis and NATS
-# servers the tests start themselves, then the dashboard's browser tests in headless Chromium.
+# servers the tests start themselves, then the dashboard's browser tests in headless Chromium,
+# then every fuzz target briefly (its committed seed corpus and a few seconds of new inputs).
 test: deps
 	$(GO) vet ./...
 	scripts/pg.sh run -- $(GO) test -race -count=1 ./...
 	scripts/ui-test.sh
+	scripts/fuzz.sh -t 10s -T 3m
 
 ui-test:
 	@scripts/ui-test.sh
 
-# Short runs of every fuzz target (longer: FUZZTIME=5m make fuzz).
+# Runs of every fuzz target (longer: FUZZTIME=5m make fuzz); make test runs a bounded smoke run.
 FUZZTIME ?= 20s
 fuzz:
-	@scripts/fuzz.sh $(FUZZTIME)
+	@scripts/fuzz.sh -t $(FUZZTIME)
 
 # Installs what the demo needs when missing (a C compiler; pocketsphinx and its English model for
 # real recognition, else the scripted engine), then runs scribehook demo. DEMO_FLAGS=--fast skips
