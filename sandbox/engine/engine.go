@@ -178,8 +178,16 @@ type Registry struct {
 	factories map[string]Factory
 }
 
-// NewRegistry returns a registry holding the engines built into this binary: "scripted".
+// NewRegistry returns a registry holding the engines built into this binary: "scripted",
+// and "pocketsphinx" when built with the pocketsphinx tag.
 func NewRegistry() *Registry {
+	r := newScriptedRegistry()
+	registerBuiltins(r)
+	return r
+}
+
+// newScriptedRegistry holds the scripted engine alone, whatever the build tags.
+func newScriptedRegistry() *Registry {
 	r := &Registry{factories: map[string]Factory{}}
 	_ = r.Register(ScriptedName, func() (Engine, error) { return NewScripted(ScriptedOptions{}), nil })
 	return r

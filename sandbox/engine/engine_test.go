@@ -8,7 +8,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	r := NewRegistry()
+	r := newScriptedRegistry()
 	if got := r.Names(); !reflect.DeepEqual(got, []string{"scripted"}) {
 		t.Fatalf("names %v", got)
 	}
@@ -42,7 +42,7 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	// Registries are independent values.
-	if got := NewRegistry().Names(); len(got) != 1 {
+	if got := newScriptedRegistry().Names(); len(got) != 1 {
 		t.Fatalf("a new registry sees another's engines: %v", got)
 	}
 }
