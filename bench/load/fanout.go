@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// cmdFanout is the fan-out latency run: callbacks in at a fixed rate, the webhook sink out to
+// the tool's own receiver; the latency is from serve receiving a callback (the event's
+// created_at) to the event's first arrival at the receiver.
+func cmdFanout(args []string) error {
+	fs := flag.NewFlagSet("fanout", flag.ExitOnError)
+	var c common
+	c.register(fs)
+	n := fs.Int("n", 20000, "callbacks to send")
+	rate := fs.Float64("rate", 1000, "callbacks per second")
+	conns := fs.Int("conns", 16, "concurrent connections")
+	sessions := fs.Int("sessions", 64, "live sessions the messages are spread over")
+	withFile := fs.Bool("file", false, "also a file sink beside the webhook sink")
+	drain := fs.Duration("drain", 3*time.Minute, "how long to wait for every event to arrive")
+	_ = fs.Parse(args)
+
+	dir, cleanup, err := c.workdir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	bin, err := buildServe(c.bin, dir)
+	if err != nil {
+		return err
+	}
+	calls, err := makeCallbacks(c.seed, shapeLive, *n, *sessions)
+	if err != nil {
+		return err
+	}
+	warmCalls, err := makeCallbacks(c.seed+1_000_000, shapeLive, 500, *sessions)
+	if err != nil {
+		return err
+	}
+	hook, err := newHookReceiver()
+	if err != nil {
+		return err
+	}
+	defer hook.down()
+	setup := serveSetup{Dir: dir, HookURL: hook.url(), HookEvents: "live.*"}
+	if *withFile {
+		setup.FileSink = filepath.Join(dir, "out")
+	}
+	srv, err := newServe(bin, setup)
+	if err != nil {
+		return err
+	}
+	if err := srv.start(context.Background()); err != nil {
+		return err
+	}
+	defer func() { _ = srv.kill9() }()
+	fmt.Printf("machine: %s\n", machine())
+	fmt.Printf("load: %d live callbacks at %.0f/s over %d connections; webhook sink (events live.*) to a loopback receiver%s\n",
+		*n, *rate, *conns, map[bool]string{true: ", and a file sink", false: ""}[*withFile])
+
+	warm := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: warmCalls, Rate: *rate, Conns: *conns})
+	if missing := hook.waitKeys(keysOf(warmCalls), *drain); missing > 0 || warm.OK != len(warmCalls) {
+		return fmt.Errorf("warm-up: %d of %d acknowledged, %d events missing at the webhook", warm.OK, len(warmCalls), missing)
+	}
+	hook.reset()
+	res := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: calls, Rate: *rate, Conns: *conns})
+	fmt.Printf("ingest: %s\n", describeLoad(res))
+	begin := time.Now()
+	missing := hook.waitKeys(keysOf(calls), *drain)
+	st := hook.stats()
+	lat := summarise(st.Lat)
+	fmt.Printf("receipt → webhook delivered: %s\n", lat)
+	fmt.Printf("webhook: %d events, %d deliveries (%d ids more than once), %d bad signatures; the last arrived %s after the last ack\n",
+		st.Distinct, st.Total, st.Dups, st.Bad, time.Since(begin).Round(time.Millisecond))
+	printWindows("receipt → webhook by 5 s window of arrival", st.Lat, st.LatAt, 5*time.Second)
+	if *withFile {
+		if _, _, err := waitDrained(srv.db, true, *drain); err != nil {
+			return err
+		}
+		scan, err := scanFileSink(setup.FileSink)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("receipt → file sink written: %s\n", summarise(scan.Lat))
+	}
+	if missing > 0 {
+		return fmt.Errorf("%w: %d of %d events never reached the webhook within %s", errHook, missing, len(calls), *drain)
+	}
+	if st.Bad > 0 || st.KeysTwice > 0 {
+		return fmt.Errorf("%w: %d bad signatures, %d messages delivered under two event ids", errHook, st.Bad, st.KeysTwice)
+	}
+	if _, _, err := waitDrained(srv.db, true, *drain); err != nil {
+		return err
+	}
+	check, err := verifyStore(srv.db, calls, res.Out)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("verify: %s\n", check)
+	if !check.ok() {
+		return fmt.Errorf("store check failed: %s", check)
+	}
+	return srv.stop()
+}
+
+// keysOf lists the message keys of live calls.
+func keysOf(calls []callback) []string {
+	out := make([]string, 0, len(calls))
+	for _, c := range calls {
+		if c.MsgKey != "" {
+			out = append(out, c.MsgKey)
+		}
+	}
+	return out
+}
+
+// printWindows shows latencies by window of arrival: a pipeline that falls behind shows
+// latencies growing window after window, which a single percentile hides.
+func printWindows(title string, lat []time.Duration, at []time.Time, every time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	first := at[0]
+	for _, t := range at {
+		if t.Before(first) {
+			first = t
+		}
+	}
+	buckets := map[int][]time.Duration{}
+	maxB := 0
+	for i, t := range at {
+		b := int(t.Sub(first) / every)
+		buckets[b] = append(buckets[b], lat[i])
+		maxB = max(maxB, b)
+	}
+	fmt.Println(title + ":")
+	for b := 0; b <= maxB; b++ {
+		if len(buckets[b]) == 0 {
+			continue
+		}
+		fmt.Printf("  %3ds–%3ds: %s\n", int(time.Duration(b)*every/time.Second), int(time.Duration(b+1)*every/time.Second), summarise(buckets[b]))
+	}
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+)
+
+// faultSlow opens, on loopback, a flood of idle connections, slow-header clients (slowloris)
+// and slow-body clients, holds them while ordinary callbacks keep coming, and checks that
+// memory stays bounded, that ordinary callbacks are still answered, that serve closes the slow
+// connections at its read timeout, and that its goroutines return to their count before.
+func faultSlow(args []string) error {
+	fs := flag.NewFlagSet("fault slow", flag.ExitOnError)
+	var c common
+	c.register(fs)
+	flood := fs.Int("flood", 1000, "idle connections that never send a byte")
+	slowHead := fs.Int("slowloris", 100, "connections sending their headers one byte per second")
+	slowBody := fs.Int("slowbody", 20, "connections sending a body one KiB per second")
+	bodySize := fs.Int("slowbody-size", 8<<20, "the Content-Length the slow bodies announce (bytes)")
+	hold := fs.Duration("hold", 70*time.Second, "how long the slow connections are held (serve's read timeout is 60 s)")
+	rate := fs.Float64("rate", 200, "ordinary callbacks per second meanwhile")
+	maxRSS := fs.Int("max-rss-mib", 150, "bound of serve's resident memory")
+	_ = fs.Parse(args)
+
+	dir, cleanup, err := c.workdir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	bin, err := buildServe(c.bin, dir)
+	if err != nil {
+		return err
+	}
+	n := int(*rate * hold.Seconds())
+	calls, err := makeCallbacks(c.seed, shapeLive, n, 32)
+	if err != nil {
+		return err
+	}
+	warmCalls, err := makeCallbacks(c.seed+1_000_000, shapeLive, 500, 32)
+	if err != nil {
+		return err
+	}
+	srv, err := newServe(bin, serveSetup{Dir: dir})
+	if err != nil {
+		return err
+	}
+	if err := srv.start(context.Background()); err != nil {
+		return err
+	}
+	defer func() { _ = srv.kill9() }()
+	fmt.Printf("machine: %s\n", machine())
+	runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: warmCalls, Conns: 8})
+	if _, _, err := waitDrained(srv.db, false, time.Minute); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	gBefore, err := srv.metric("go_goroutines")
+	if err != nil {
+		return err
+	}
+	rssBefore, _, _ := memory(srv.pid())
+	fmt.Printf("before: %.0f goroutines, RSS %s\n", gBefore, mib(rssBefore))
+	fmt.Printf("holding %d idle connections, %d slow-header and %d slow-body clients (announcing %s, sent at 1 KiB/s) for %s, with %.0f callbacks/s meanwhile\n",
+		*flood, *slowHead, *slowBody, mib(int64(*bodySize)), *hold, *rate)
+
+	sampler := sampleRSS(srv.pid(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), *hold)
+	defer cancel()
+	var wg sync.WaitGroup
+	groups := map[string]*slowGroup{}
+	for _, g := range []struct {
+		name string
+		n    int
+		play func(ctx context.Context, conn net.Conn)
+	}{
+		{"idle", *flood, func(ctx context.Context, _ net.Conn) { <-ctx.Done() }},
+		{"slow headers", *slowHead, slowHeaders},
+		{"slow body", *slowBody, func(ctx context.Context, conn net.Conn) { slowBodyPlay(ctx, conn, *bodySize) }},
+	} {
+		sg := &slowGroup{}
+		groups[g.name] = sg
+		for range g.n {
+			conn, err := net.DialTimeout("tcp", srv.addr, 5*time.Second)
+			if err != nil {
+				sg.add(0, err)
+				continue
+			}
+			opened := time.Now()
+			wg.Go(func() {
+				defer conn.Close()
+				closed := make(chan time.Duration, 1)
+				go func() {
+					// The server closing the connection shows as EOF (or a reset) here.
+					_, _ = io.Copy(io.Discard, conn)
+					closed <- time.Since(opened)
+				}()
+				playCtx, stop := context.WithCancel(ctx)
+				go func() { g.play(playCtx, conn); stop() }()
+				select {
+				case d := <-closed:
+					stop()
+					sg.add(d, nil)
+				case <-ctx.Done():
+					stop()
+					sg.add(-1, nil)
+				}
+			})
+		}
+	}
+	gPeak := 0.0
+	metricsDone := make(chan struct{})
+	go func() {
+		defer close(metricsDone)
+		for ctx.Err() == nil {
+			if g, err := srv.metric("go_goroutines"); err == nil {
+				gPeak = max(gPeak, g)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	res := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: calls, Rate: *rate, Conns: 8, Duration: *hold})
+	wg.Wait()
+	<-metricsDone
+	peak := sampler.stop()
+	fmt.Printf("ordinary callbacks meanwhile: %s\n", describeLoad(res))
+	var problems []string
+	for _, name := range []string{"idle", "slow headers", "slow body"} {
+		g := groups[name]
+		fmt.Printf("%s: %s\n", name, g)
+		if g.dialErrs > 0 {
+			problems = append(problems, fmt.Sprintf("%s: %d connections refused", name, g.dialErrs))
+		}
+		if *hold >= 65*time.Second && g.open > 0 {
+			problems = append(problems, fmt.Sprintf("%s: %d connections still open after %s (read timeout 60 s)", name, g.open, *hold))
+		}
+	}
+	// Idle workers of fasthttp's pool are stopped by a sweep every 10 s once idle for 10 s, and
+	// closed connections drain for up to 1 s: the count may take up to 21 s to come down.
+	var gAfter float64
+	var series []string
+	for start := time.Now(); time.Since(start) < 30*time.Second; time.Sleep(time.Second) {
+		if gAfter, err = srv.metric("go_goroutines"); err != nil {
+			return err
+		}
+		series = append(series, fmt.Sprintf("%.0f@%ds", gAfter, int(time.Since(start).Seconds())))
+		if gAfter <= gBefore+10 {
+			break
+		}
+	}
+	fmt.Printf("goroutines after the clients left: %s\n", strings.Join(series, " "))
+	rssAfter, _, _ := memory(srv.pid())
+	fmt.Printf("goroutines: %.0f before, peak %.0f, %.0f after\n", gBefore, gPeak, gAfter)
+	fmt.Printf("memory: RSS before %s, peak %s, after %s (bound %d MiB)\n", mib(rssBefore), mib(peak), mib(rssAfter), *maxRSS)
+	if gAfter > gBefore+10 {
+		problems = append(problems, fmt.Sprintf("goroutines leaked: %.0f before, %.0f after", gBefore, gAfter))
+	}
+	if peak > int64(*maxRSS)<<20 {
+		problems = append(problems, fmt.Sprintf("RSS peaked at %s, over %d MiB", mib(peak), *maxRSS))
+	}
+	if res.OK != res.Sent || res.Sent == 0 {
+		problems = append(problems, fmt.Sprintf("ordinary callbacks: %d of %d acknowledged (%s)", res.OK, res.Sent, res.statusLine()))
+	}
+	check, err := verifyStore(srv.db, calls, res.Out)
+	if err != nil {
+		return err
+	}
+	if _, _, err := waitDrained(srv.db, false, 2*time.Minute); err != nil {
+		problems = append(problems, err.Error())
+	} else if check, err = verifyStore(srv.db, calls, res.Out); err != nil {
+		return err
+	}
+	fmt.Printf("store: %s\n", check)
+	if !check.ok() {
+		problems = append(problems, "store: "+check.String())
+	}
+	if len(problems) > 0 {
+		return errors.New("slow clients: " + strings.Join(problems, "; "))
+	}
+	fmt.Println("PASS: memory bounded, ordinary callbacks answered, slow connections timed out, no goroutine leaked")
+	return srv.stop()
+}
+
+// slowHeaders sends a request line and then one header byte per second, never ending the
+// headers.
+func slowHeaders(ctx context.Context, conn net.Conn) {
+	if _, err := io.WriteString(conn, "POST "+callbackPath+" HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "); err != nil {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := conn.Write([]byte("a")); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// slowBodyPlay announces a body of size bytes to an unknown token and sends one KiB per
+// second: the server reads bodies before the handler sees the token, so this is what anyone
+// who can reach the port can do.
+func slowBodyPlay(ctx context.Context, conn net.Conn, size int) {
+	head := fmt.Sprintf("POST /v1/callbacks/not-a-token HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+	if _, err := io.WriteString(conn, head); err != nil {
+		return
+	}
+	chunk := []byte(strings.Repeat("x", 1024))
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for sent := 0; sent+len(chunk) < size; sent += len(chunk) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := conn.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// slowGroup collects how a group of slow connections ended.
+type slowGroup struct {
+	mu       sync.Mutex
+	closedIn []time.Duration // connections the server closed, after how long
+	open     int             // still open when the hold ended
+	dialErrs int
+	firstErr error
+}
+
+func (g *slowGroup) add(d time.Duration, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case err != nil:
+		g.dialErrs++
+		if g.firstErr == nil {
+			g.firstErr = err
+		}
+	case d < 0:
+		g.open++
+	default:
+		g.closedIn = append(g.closedIn, d)
+	}
+}
+
+func (g *slowGroup) String() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := fmt.Sprintf("%d closed by serve (after %s), %d still open at the end", len(g.closedIn), summarise(g.closedIn), g.open)
+	if g.dialErrs > 0 {
+		s += fmt.Sprintf(", %d refused (%v)", g.dialErrs, g.firstErr)
+	}
+	return s
+}

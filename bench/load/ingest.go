@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// cmdIngest is the durable-ingest run: the same calls against the bare handler, then against
+// serve, then the verification that every 2xx is stored and processed.
+func cmdIngest(args []string) error {
+	fs := flag.NewFlagSet("ingest", flag.ExitOnError)
+	var c common
+	c.register(fs)
+	n := fs.Int("n", 50000, "callbacks to send")
+	duration := fs.Duration("duration", 60*time.Second, "bound of the load phase")
+	rate := fs.Float64("rate", 0, "callbacks per second (0: as fast as the server answers)")
+	conns := fs.Int("conns", 64, "concurrent connections")
+	shape := fs.String("shape", shapeLive, "body: live, pre-1m or pre-2h")
+	sessions := fs.Int("sessions", 64, "live sessions the messages are spread over")
+	sinks := fs.String("sinks", "none", "serve's sinks: none, file, or file+hook")
+	bare := fs.Bool("bare", true, "measure the bare Fiber handler with the same load first")
+	sync := fs.String("sync", "full", "SQLite synchronous: full or normal")
+	warm := fs.Int("warmup", 2000, "callbacks sent before the measured load (not measured)")
+	drain := fs.Duration("drain", 5*time.Minute, "how long to wait for processing to finish")
+	_ = fs.Parse(args)
+
+	dir, cleanup, err := c.workdir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	bin, err := buildServe(c.bin, dir)
+	if err != nil {
+		return err
+	}
+	calls, err := makeCallbacks(c.seed, *shape, *n, *sessions)
+	if err != nil {
+		return err
+	}
+	// Warm-up calls are other messages (another seed): they must not make the measured ones
+	// duplicates.
+	warmCalls, err := makeCallbacks(c.seed+1_000_000, *shape, *warm, *sessions)
+	if err != nil {
+		return err
+	}
+	size := 0
+	for _, cl := range calls {
+		size += len(cl.Body)
+	}
+	fmt.Printf("machine: %s\n", machine())
+	fmt.Printf("load: %d %s callbacks (mean body %d bytes), %d connections, rate %s, bound %s, sinks %s, synchronous %s\n",
+		len(calls), *shape, size/max(1, len(calls)), *conns, rateName(*rate), *duration, *sinks, *sync)
+	spec := loadSpec{Path: callbackPath, Calls: calls, Rate: *rate, Conns: *conns, Duration: *duration}
+	warmSpec := loadSpec{Path: callbackPath, Calls: warmCalls, Conns: *conns}
+
+	var bareRes loadResult
+	if *bare {
+		b, err := startBare()
+		if err != nil {
+			return err
+		}
+		warmSpec.Addr, spec.Addr = b.addr, b.addr
+		runLoad(warmSpec)
+		cpu := cpuMeter(b.cmd.Process.Pid)
+		bareRes = runLoad(spec)
+		fmt.Printf("bare Fiber handler: %s; %s\n", describeLoad(bareRes), cpu(bareRes.OK))
+		b.stop()
+	}
+
+	setup := serveSetup{Dir: dir, Synchronous: *sync}
+	var hook *hookReceiver
+	switch *sinks {
+	case "none":
+	case "file":
+		setup.FileSink = filepath.Join(dir, "out")
+	case "file+hook":
+		setup.FileSink = filepath.Join(dir, "out")
+		if hook, err = newHookReceiver(); err != nil {
+			return err
+		}
+		defer hook.down()
+		setup.HookURL = hook.url()
+	default:
+		return fmt.Errorf("-sinks %q: none, file or file+hook", *sinks)
+	}
+	srv, err := newServe(bin, setup)
+	if err != nil {
+		return err
+	}
+	if err := srv.start(context.Background()); err != nil {
+		return err
+	}
+	defer func() { _ = srv.kill9() }()
+	warmSpec.Addr, spec.Addr = srv.addr, srv.addr
+	runLoad(warmSpec)
+	if _, _, err := waitDrained(srv.db, setup.FileSink != "", *drain); err != nil {
+		return fmt.Errorf("after the warm-up: %w", err)
+	}
+	rssIdle, _, _ := memory(srv.pid())
+	sampler := sampleRSS(srv.pid(), 50*time.Millisecond)
+	cpu := cpuMeter(srv.pid())
+	res := runLoad(spec)
+	peakLoad := sampler.stop()
+	fmt.Printf("serve: %s; %s\n", describeLoad(res), cpu(res.OK))
+	sampler = sampleRSS(srv.pid(), 50*time.Millisecond)
+	left, waited, derr := waitDrained(srv.db, setup.FileSink != "", *drain)
+	peakDrain := sampler.stop()
+	_, hwm, _ := memory(srv.pid())
+	fmt.Printf("processing: everything applied %s after the last ack (%d pending, %d failed, %d sink deliveries queued); %.0f rows/s from the first call to the last row\n",
+		waited.Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, float64(res.OK)/(res.Elapsed+waited).Seconds())
+	fmt.Printf("memory: RSS idle %s, peak during the load %s, peak while processing the backlog %s, VmHWM %s\n",
+		mib(rssIdle), mib(peakLoad), mib(peakDrain), mib(hwm))
+	if *bare && bareRes.throughput() > 0 {
+		fmt.Printf("ratio serve / bare handler: %.2f (%.0f/s against %.0f/s)\n", res.throughput()/bareRes.throughput(), res.throughput(), bareRes.throughput())
+	}
+	if derr != nil {
+		return derr
+	}
+	check, err := verifyStore(srv.db, calls, res.Out)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("verify: %s\n", check)
+	if !check.ok() {
+		return fmt.Errorf("deliveries answered 2xx are not all stored and processed once: %s", check)
+	}
+	if res.OK != res.Sent {
+		return fmt.Errorf("%d of %d callbacks were not answered 2xx (%s; e.g. %s)", res.Sent-res.OK, res.Sent, res.statusLine(), res.FirstErr)
+	}
+	return srv.stop()
+}
+
+// cpuMeter starts counting the CPU time of a process and of the load tool itself; the returned
+// function reports both per 1,000 deliveries.
+func cpuMeter(pid int) func(n int) string {
+	self := os.Getpid()
+	p0, _ := cpuTime(pid)
+	s0, _ := cpuTime(self)
+	return func(n int) string {
+		p1, _ := cpuTime(pid)
+		s1, _ := cpuTime(self)
+		if n == 0 {
+			return "no deliveries"
+		}
+		per := func(d time.Duration) string { return ms(d * 1000 / time.Duration(n)) }
+		return fmt.Sprintf("CPU per 1,000: server %s, load tool %s", per(p1-p0), per(s1-s0))
+	}
+}
+
+func rateName(r float64) string {
+	if r <= 0 {
+		return "as fast as possible"
+	}
+	return fmt.Sprintf("%.0f/s", r)
+}
+
+func describeLoad(r loadResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d sent, %d answered 2xx in %s: %.0f/s; ack %s", r.Sent, r.OK, r.Elapsed.Round(time.Millisecond), r.throughput(), r.Lat)
+	if r.OK != r.Sent {
+		fmt.Fprintf(&b, "; answers %s; e.g. %s", r.statusLine(), r.FirstErr)
+	}
+	return b.String()
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+)
+
+func TestLiveCallbacksAreDeterministicAndClassifyAsLiveTranscripts(t *testing.T) {
+	a, err := liveCallbacks(7, 192, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := liveCallbacks(7, 192, 8)
+	keys := map[string]bool{}
+	msgs := map[string]bool{}
+	for i := range a {
+		if !bytes.Equal(a[i].Body, b[i].Body) {
+			t.Fatalf("call %d differs between two generations with the same seed", i)
+		}
+		c, err := api.ClassifyCallback(a[i].Body)
+		if err != nil || c.Kind != api.CallbackLiveMessage || c.JobID != a[i].JobID || c.MessageType != api.MessageTranscript {
+			t.Fatalf("call %d classified %+v, %v", i, c, err)
+		}
+		var cb api.LiveCallback
+		if err := json.Unmarshal(a[i].Body, &cb); err != nil {
+			t.Fatal(err)
+		}
+		if cat, _ := api.Category(&cb.Payload); cat != api.CategoryPartialTranscripts && cat != api.CategoryFinalTranscripts {
+			t.Fatalf("call %d: category %s", i, cat)
+		}
+		if keys[a[i].DedupeKey] || msgs[a[i].MsgKey] {
+			t.Fatalf("call %d repeats a dedupe key or message key", i)
+		}
+		keys[a[i].DedupeKey], msgs[a[i].MsgKey] = true, true
+	}
+	// A partial then its final, per session: half of each.
+	finals := 0
+	for _, c := range a {
+		if strings.HasSuffix(c.MsgKey, "/final") {
+			finals++
+		}
+	}
+	if finals != 96 {
+		t.Errorf("%d finals of 192 messages", finals)
+	}
+}
+
+func TestPreRecordedResultsHaveTheirWordCountOverTheirLength(t *testing.T) {
+	for _, tc := range []struct {
+		shape string
+		words int
+		secs  float64
+	}{{shapePre1m, 150, 60}, {shapePre2h, 20000, 7200}} {
+		calls, err := makeCallbacks(3, tc.shape, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := api.ClassifyCallback(calls[0].Body)
+		if err != nil || c.Kind != api.CallbackJobSuccess || c.JobID != calls[0].JobID {
+			t.Fatalf("%s classified %+v, %v", tc.shape, c, err)
+		}
+		var cb api.JobCallback
+		if err := json.Unmarshal(calls[0].Body, &cb); err != nil {
+			t.Fatal(err)
+		}
+		n, last := 0, 0.0
+		for _, u := range cb.Payload.Transcription.Utterances {
+			n += len(u.Words)
+			for _, w := range u.Words {
+				if w.Start < last || w.End < w.Start {
+					t.Fatalf("%s: words out of order at %.3f", tc.shape, w.Start)
+				}
+				last = w.End
+			}
+		}
+		if n != tc.words || last > tc.secs || last < tc.secs*0.9 {
+			t.Errorf("%s: %d words ending at %.1f s, want %d over %.0f s", tc.shape, n, last, tc.words, tc.secs)
+		}
+	}
+}
+
+func TestQuantileIsNearestRank(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	l := summarise(ds)
+	if l.P50 != 50*time.Millisecond || l.P90 != 90*time.Millisecond || l.P99 != 99*time.Millisecond || l.Max != 100*time.Millisecond {
+		t.Errorf("got %+v", l)
+	}
+	if one := summarise([]time.Duration{time.Second}); one.P50 != time.Second || one.P99 != time.Second {
+		t.Errorf("one sample: %+v", one)
+	}
+}
+
+// The configuration the tool writes must stay one that serve accepts, as the configuration
+// evolves.
+func TestGeneratedServeConfigurationLoads(t *testing.T) {
+	dir := t.TempDir()
+	p, err := newServe("scribehook", serveSetup{
+		Dir: dir, FileSink: filepath.Join(dir, "out"), HookURL: "http://127.0.0.1:9/hook", HookEvents: "live.*", Subtitles: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(p.cfg, p.env)
+	if err != nil {
+		b, _ := os.ReadFile(p.cfg)
+		t.Fatalf("%v\n%s", err, b)
+	}
+	secrets, err := cfg.Secrets(p.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != p.addr || cfg.Store.DSN != p.db || len(cfg.Sinks) != 2 || cfg.Sinks[1].Allow[0] != "127.0.0.0/8" ||
+		len(cfg.Subtitles.Formats) != 2 || secrets.Routes["bench"].Token != routeToken || secrets.ReadToken != readToken {
+		t.Errorf("configuration = %+v", cfg)
+	}
+}

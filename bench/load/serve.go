@@ -1,0 +1,414 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Secrets of the serve processes the tool starts: fixed, the runs are on loopback only.
+const (
+	routeToken   = "bench-route-token-5f1c0e8a9b7d4c3e2a1f0b9c8d7e6f5a"
+	readToken    = "bench-read-token-0a1b2c3d4e5f"
+	hookSecret   = "whsec_YmVuY2gtd2ViaG9vay1zaWduaW5nLXNlY3JldC0wMQ=="
+	envRoute     = "BENCH_ROUTE_TOKEN"
+	envRead      = "BENCH_READ_TOKEN"
+	envHook      = "BENCH_HOOK_SECRET"
+	envNoAPIKey  = "BENCH_NO_API_KEY"
+	callbackPath = "/v1/callbacks/" + routeToken
+)
+
+// serveSetup is what a serve process runs with; it becomes the YAML configuration file.
+type serveSetup struct {
+	Dir         string // working directory: logs, configuration, default database
+	DBDir       string // where the SQLite file goes (Dir when empty)
+	FileSink    string // file sink directory; none when empty
+	HookURL     string // webhook sink URL; none when empty
+	HookEvents  string // the webhook sink's event glob (default "*")
+	Subtitles   bool   // render SRT and WebVTT artifacts under Dir/artifacts
+	Synchronous string // SQLite synchronous (default full)
+}
+
+// serveProc is one `scribehook serve` subprocess with its configuration. It can be stopped,
+// killed and started again on the same address and database.
+type serveProc struct {
+	bin   string
+	setup serveSetup
+	addr  string
+	cfg   string
+	db    string
+	env   []string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	err     error
+	starts  int
+	logPath string // the current process's log
+}
+
+func newServe(bin string, setup serveSetup) (*serveProc, error) {
+	if setup.DBDir == "" {
+		setup.DBDir = setup.Dir
+	}
+	if setup.Synchronous == "" {
+		setup.Synchronous = "full"
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p := &serveProc{bin: bin, setup: setup, addr: addr, cfg: filepath.Join(setup.Dir, "serve.yaml"), db: filepath.Join(setup.DBDir, "scribehook.db")}
+	if err := os.WriteFile(p.cfg, []byte(p.config()), 0o600); err != nil {
+		return nil, fmt.Errorf("write serve configuration: %w", err)
+	}
+	// The user's own SCRIBEHOOK_* variables would override the generated configuration.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SCRIBEHOOK_") {
+			p.env = append(p.env, kv)
+		}
+	}
+	p.env = append(p.env, envRoute+"="+routeToken, envRead+"="+readToken, envHook+"="+hookSecret)
+	return p, nil
+}
+
+// config is the YAML of the serve process: a static route without signature (the load tool
+// plays a service that posts to a configured URL), no service API key (nothing is resolved
+// over the network), and the sinks the run asks for.
+func (p *serveProc) config() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: %s\npublic_url: http://%s\nread_token_env: %s\n", p.addr, p.addr, envRead)
+	fmt.Fprintf(&b, "service:\n  base_url: http://127.0.0.1:9\n  api_key_env: %s\n", envNoAPIKey)
+	fmt.Fprintf(&b, "store:\n  driver: sqlite\n  dsn: %q\n  synchronous: %s\n", p.db, p.setup.Synchronous)
+	fmt.Fprintf(&b, "routes:\n  - name: bench\n    token_env: %s\n", envRoute)
+	if p.setup.Subtitles {
+		fmt.Fprintf(&b, "subtitles:\n  profile: netflix-adult\n  formats: [srt, vtt]\n  dir: %q\n", filepath.Join(p.setup.Dir, "artifacts"))
+	} else {
+		b.WriteString("subtitles:\n  formats: []\n")
+	}
+	if p.setup.FileSink == "" && p.setup.HookURL == "" {
+		b.WriteString("sinks: []\n")
+	} else {
+		b.WriteString("sinks:\n")
+		if p.setup.FileSink != "" {
+			fmt.Fprintf(&b, "  - name: files\n    kind: file\n    dir: %q\n    events: [\"*\"]\n", p.setup.FileSink)
+		}
+		if p.setup.HookURL != "" {
+			events := p.setup.HookEvents
+			if events == "" {
+				events = "*"
+			}
+			fmt.Fprintf(&b, "  - name: hook\n    kind: webhook\n    url: %s\n    secret_env: %s\n    events: [%q]\n    allow: [127.0.0.0/8]\n",
+				p.setup.HookURL, envHook, events)
+		}
+	}
+	return b.String()
+}
+
+// freeAddr picks a loopback port that is free now; serve binds it itself a moment later.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func (p *serveProc) url(path string) string { return "http://" + p.addr + path }
+
+// start runs serve and waits until /readyz answers 200.
+func (p *serveProc) start(ctx context.Context) error {
+	p.mu.Lock()
+	p.starts++
+	logPath := filepath.Join(p.setup.Dir, fmt.Sprintf("serve-%d.log", p.starts))
+	p.logPath = logPath
+	p.mu.Unlock()
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("serve log: %w", err)
+	}
+	cmd := exec.Command(p.bin, "serve", "--config", p.cfg)
+	cmd.Dir = p.setup.Dir
+	cmd.Env = p.env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start serve: %w", err)
+	}
+	track(cmd.Process)
+	exited := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.exited, p.err = cmd, exited, nil
+	p.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		untrack(cmd.Process)
+		logf.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(exited)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("serve exited during start (%v); log %s:\n%s", p.exitErr(), logPath, tail(logPath, 2000))
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if code, _ := httpGet(p.url("/readyz")); code == http.StatusOK {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("serve not ready after 30s; log %s:\n%s", logPath, tail(logPath, 2000))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// log is the path of the current (or last) process's log.
+func (p *serveProc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logPath
+}
+
+func (p *serveProc) exitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+func (p *serveProc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// alive reports whether the process runs.
+func (p *serveProc) alive() bool {
+	p.mu.Lock()
+	ch := p.exited
+	p.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop asks serve to shut down (SIGTERM: in-flight requests finish) and waits.
+func (p *serveProc) stop() error {
+	return p.signal(syscall.SIGTERM, 25*time.Second)
+}
+
+// kill9 kills serve without warning, as a crash or the OOM killer would.
+func (p *serveProc) kill9() error {
+	return p.signal(syscall.SIGKILL, 10*time.Second)
+}
+
+func (p *serveProc) signal(sig syscall.Signal, wait time.Duration) error {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil || !p.alive() {
+		return nil
+	}
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signal serve: %w", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(wait):
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("serve did not stop within %s of %s: killed", wait, sig)
+	}
+	if err := p.exitErr(); err != nil && sig == syscall.SIGTERM {
+		return fmt.Errorf("serve stopped with %w; log:\n%s", err, tail(p.log(), 2000))
+	}
+	return nil
+}
+
+// memory reads the process's resident set now (VmRSS) and its peak so far (VmHWM).
+func memory(pid int) (rss, hwm int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read memory of %d: %w", pid, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, k := range []struct {
+			name string
+			dst  *int64
+		}{{"VmRSS:", &rss}, {"VmHWM:", &hwm}} {
+			if rest, ok := strings.CutPrefix(line, k.name); ok {
+				kb, perr := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				if perr != nil {
+					return 0, 0, fmt.Errorf("parse %s of %d: %w", k.name, pid, perr)
+				}
+				*k.dst = kb << 10
+			}
+		}
+	}
+	return rss, hwm, sc.Err()
+}
+
+// rssSampler polls a process's VmRSS and keeps the largest value: VmHWM alone covers the whole
+// life of the process, a sampler covers one phase of it.
+type rssSampler struct {
+	stopCh chan struct{}
+	done   chan struct{}
+	peak   int64 // read only after stop
+}
+
+func sampleRSS(pid int, every time.Duration) *rssSampler {
+	s := &rssSampler{stopCh: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if rss, _, err := memory(pid); err == nil {
+				s.peak = max(s.peak, rss)
+			}
+			select {
+			case <-s.stopCh:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the peak.
+func (s *rssSampler) stop() int64 {
+	close(s.stopCh)
+	<-s.done
+	return s.peak
+}
+
+// metric scrapes /metrics and returns the value of a metric without labels (go_goroutines).
+func (p *serveProc) metric(name string) (float64, error) {
+	code, body := httpGet(p.url("/metrics"))
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: status %d", code)
+	}
+	for line := range strings.SplitSeq(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return 0, fmt.Errorf("metric %s: %w", name, err)
+			}
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("metric %s not in /metrics", name)
+}
+
+var plainClient = &http.Client{Timeout: 10 * time.Second}
+
+// httpGet returns the status and body of a GET; status 0 when the request failed.
+func httpGet(url string) (int, string) {
+	resp, err := plainClient.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// tail is the end of a file, for error messages.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// buildServe builds the scribehook binary into dir, unless bin names one already built.
+func buildServe(bin, dir string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	out := filepath.Join(dir, "scribehook")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/scribehook")
+	cmd.Dir = moduleRoot()
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/scribehook: %w", err)
+	}
+	return out, nil
+}
+
+// moduleRoot is the directory of the module's go.mod, so the tool works from any directory of
+// the repository.
+func moduleRoot() string {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err == nil {
+		if mod := strings.TrimSpace(string(out)); mod != "" && mod != os.DevNull {
+			return filepath.Dir(mod)
+		}
+	}
+	return "."
+}
+
+// cpuTime is the CPU time a process has used so far (user + system), from /proc/<pid>/stat: a
+// cost per delivery that depends less on other load of the machine than throughput does.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read cpu time of %d: %w", pid, err)
+	}
+	// The command name, in parentheses, may contain spaces: fields are counted after it.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("read cpu time of %d: malformed stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("read cpu time of %d: malformed stat", pid)
+	}
+	// utime and stime are fields 14 and 15 of stat, 12 and 13 after the name and state.
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read cpu time of %d: %w", pid, err)
+		}
+		ticks += n
+	}
+	// USER_HZ is 100 on every Linux architecture Go supports.
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
