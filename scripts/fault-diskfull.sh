@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The database's file system fills up while serve runs: callbacks must be answered 5xx (never
+# 4xx, never 2xx without being stored) and accepted again once space returns; then serve is
+# restarted on the file system remounted read-only, and again read-write.
+# Needs root to mount a small tmpfs for the database; skipped, saying so, when it cannot.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+db="$tmp/db"
+mkdir -p "$db"
+cleanup() {
+  if mountpoint -q "$db"; then umount "$db" || umount -l "$db" || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+if [ "$(id -u)" -ne 0 ]; then
+  echo "fault-diskfull: SKIPPED: needs root to mount a small tmpfs for the database (run as root)"
+  exit 0
+fi
+if ! mount -t tmpfs -o size=64m tmpfs "$db" 2>"$tmp/mount.err"; then
+  echo "fault-diskfull: SKIPPED: cannot mount a tmpfs here: $(cat "$tmp/mount.err")"
+  exit 0
+fi
+go build -o "$tmp/scribehook" ./cmd/scribehook
+go build -o "$tmp/load" ./bench/load
+if ! "$tmp/load" fault diskfull -bin "$tmp/scribehook" -dir "$tmp/run" -db-dir "$db" -remount "$@"; then
+  echo "fault-diskfull: FAILED (see the reason above)" >&2
+  exit 1
+fi
