@@ -2,7 +2,8 @@ SHELL := /bin/bash
 GO ?= go
 
 # Debian packages the tests need; scripts/deps.sh installs the missing ones.
-TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server postgresql
+TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server postgresql \
+	libpocketsphinx-dev pocketsphinx-en-us flite pocketsphinx-testdata
 
 .PHONY: test deps build demo fuzz ui-test
 
@@ -14,10 +15,12 @@ build:
 
 # The Go tests run against a throwaway PostgreSQL cluster (scripts/pg.sh), real Redis and NATS
 # servers the tests start themselves, then the dashboard's browser tests in headless Chromium,
+# the offline speech engine (build tag pocketsphinx: flite speech, LibriVox clips, live latency),
 # then every fuzz target briefly (its committed seed corpus and a few seconds of new inputs).
 test: deps
 	$(GO) vet ./...
 	scripts/pg.sh run -- $(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -tags pocketsphinx ./sandbox/...
 	scripts/ui-test.sh
 	scripts/fuzz.sh -t 10s -T 3m
 
