@@ -110,6 +110,9 @@ func cmdIngest(args []string) error {
 	sampler = sampleRSS(srv.pid(), 50*time.Millisecond)
 	left, waited, derr := waitDrained(srv.db, setup.FileSink != "", *drain)
 	peakDrain := sampler.stop()
+	// Processing lags behind at high rates and finishes after the load: the cost of a delivery
+	// is the CPU until everything is applied.
+	fmt.Printf("serve, receipt and processing until drained: %s\n", cpu(res.OK))
 	_, hwm, _ := memory(srv.pid())
 	fmt.Printf("processing: everything applied %s after the last ack (%d pending, %d failed, %d sink deliveries queued); %.0f rows/s from the first call to the last row\n",
 		waited.Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, float64(res.OK)/(res.Elapsed+waited).Seconds())
