@@ -326,3 +326,18 @@ func numberEqual(x, y string) bool {
 	ry, okY := new(big.Rat).SetString(y)
 	return okX && okY && rx.Cmp(ry) == 0
 }
+
+// HasMetadataFilter reports whether the custom_metadata filter can exclude a job, decoded as
+// Matches decodes it: an absent, null, empty or undecodable object filters nothing. Stores use
+// it to skip decoding metadata when nothing depends on it.
+func (q ListQuery) HasMetadataFilter() bool {
+	b := bytes.TrimSpace(q.CustomMetadata)
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	if json.NewDecoder(bytes.NewReader(b)).Decode(&obj) != nil {
+		return false
+	}
+	return len(obj) > 0
+}

@@ -175,7 +175,7 @@ func (s *Store) ListJobs(ctx context.Context, q api.ListQuery) (store.JobPage, e
 	defer func() { _ = rtx.Rollback() }()
 
 	var page store.JobPage
-	if !hasMetadataFilter(q.CustomMetadata) {
+	if !q.HasMetadataFilter() {
 		page, err = listPage(ctx, rtx, where, args, offset, limit)
 	} else {
 		page, err = listMatching(ctx, rtx, where, args, q, offset, limit)
@@ -298,21 +298,6 @@ func matchingIDs(ctx context.Context, q querier, where string, args []any, lq ap
 		ids = append(ids, id)
 	}
 	return ids, false, rows.Err()
-}
-
-// hasMetadataFilter mirrors Matches: an absent, null or empty object filter matches all.
-func hasMetadataFilter(m json.RawMessage) bool {
-	b := bytes.TrimSpace(m)
-	if len(b) == 0 || b[0] != '{' {
-		return false
-	}
-	// Decoded like Matches decodes it: one value, trailing bytes ignored; a filter that does
-	// not decode filters nothing there either.
-	var obj map[string]json.RawMessage
-	if json.NewDecoder(bytes.NewReader(b)).Decode(&obj) != nil {
-		return false
-	}
-	return len(obj) > 0
 }
 
 // listFilter builds the WHERE clause of the filters SQL checks exactly like Matches, with

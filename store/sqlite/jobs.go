@@ -156,7 +156,7 @@ func (s *Store) ListJobs(ctx context.Context, q api.ListQuery) (store.JobPage, e
 	where, args := listFilter(q)
 	query := `SELECT id, status, kind, created_at, custom_metadata FROM jobs` + where +
 		` ORDER BY created_at DESC, id DESC`
-	if !hasMetadataFilter(q.CustomMetadata) {
+	if !q.HasMetadataFilter() {
 		// SQL filters everything: only the page and one more row are needed.
 		query += ` LIMIT ?`
 		args = append(args, offset+limit+1)
@@ -219,21 +219,6 @@ func pageIDs(ctx context.Context, q querier, query string, args []any, lq api.Li
 		ids = append(ids, id)
 	}
 	return ids, false, rows.Err()
-}
-
-// hasMetadataFilter mirrors Matches: an absent, null or empty object filter matches all.
-func hasMetadataFilter(m json.RawMessage) bool {
-	b := bytes.TrimSpace(m)
-	if len(b) == 0 || b[0] != '{' {
-		return false
-	}
-	// Decoded like Matches decodes it: one value, trailing bytes ignored; a filter that does
-	// not decode filters nothing there either.
-	var obj map[string]json.RawMessage
-	if json.NewDecoder(bytes.NewReader(b)).Decode(&obj) != nil {
-		return false
-	}
-	return len(obj) > 0
 }
 
 // listFilter builds the WHERE clause of the filters SQL checks exactly like Matches.
