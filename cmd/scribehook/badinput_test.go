@@ -92,7 +92,7 @@ func TestBadInputSuite(t *testing.T) {
 	}
 	ctJSON := http.Header{"Content-Type": {"application/json"}}
 	bearer := http.Header{"Authorization": {"Bearer read-token"}}
-	key := http.Header{"x-service-key": {e2eKey}, "Content-Type": {"application/json"}}
+	key := http.Header{"X-Service-Key": {e2eKey}, "Content-Type": {"application/json"}}
 	with := func(h http.Header, kv ...string) http.Header {
 		out := h.Clone()
 		if out == nil {
@@ -440,7 +440,7 @@ func badCountsOf(t *testing.T, db *sql.DB, sandboxURL string) badCounts {
 			t.Fatal(err)
 		}
 	}
-	code, body := badDo(t, http.MethodGet, sandboxURL+"/v2/transcription?limit=100", http.Header{"x-service-key": {e2eKey}}, nil)
+	code, body := badDo(t, http.MethodGet, sandboxURL+"/v2/transcription?limit=100", http.Header{"X-Service-Key": {e2eKey}}, nil)
 	var page api.Page
 	if code != 200 || json.Unmarshal(body, &page) != nil {
 		t.Fatalf("sandbox list = %d %s", code, truncate(body))
