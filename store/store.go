@@ -195,6 +195,11 @@ type Store interface {
 	Ingest(ctx context.Context, ds []Delivery) ([]IngestResult, error)
 	// PendingInbox lists rows not done nor failed, by id, after afterID.
 	PendingInbox(ctx context.Context, afterID int64, limit int) ([]InboxRow, error)
+	// PendingInboxByKey lists the pending rows of one partition key with id ≤ uptoID, by id,
+	// at most limit. With several replicas, the row a replica is told about may not be the
+	// oldest pending row of its job or session (another replica's notice of an earlier row can
+	// be late or lost with its process): processing the key's earlier rows first keeps order.
+	PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]InboxRow, error)
 	InboxRow(ctx context.Context, id int64) (InboxRow, error)
 	// Apply runs fn and marks the inbox row done in one transaction. A row already done gives
 	// ErrAlreadyApplied without running fn. An error from fn rolls everything back.

@@ -209,6 +209,29 @@ func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]s
 	return out, nil
 }
 
+// PendingInboxByKey lists the pending rows of partitionKey with id <= uptoID in id order, at
+// most limit (no limit when limit <= 0).
+func (s *Store) PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]store.InboxRow, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inbox
+		WHERE status = 'pending' AND partition_key = ? AND id <= ? ORDER BY id LIMIT ?`, partitionKey, uptoID, limitArg(limit))
+	if err != nil {
+		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
+	}
+	defer rows.Close()
+	var out []store.InboxRow
+	for rows.Next() {
+		r, err := scanInbox(rows)
+		if err != nil {
+			return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
+	}
+	return out, nil
+}
+
 // InboxRow returns one inbox row, store.ErrNotFound when there is none.
 func (s *Store) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
 	r, err := scanInbox(s.r.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inbox WHERE id = ?`, id))

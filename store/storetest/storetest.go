@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Quarantine", testQuarantine},
 		{"InboxRowNotFound", testInboxRowNotFound},
 		{"PendingInboxPaging", testPendingInbox},
+		{"PendingInboxByKey", testPendingInboxByKey},
 		{"InboxBacklog", testBacklog},
 		{"ApplyExactlyOnce", testApplyOnce},
 		{"ApplyUnknownRow", testApplyUnknown},
@@ -323,6 +324,53 @@ func markFailed(t *testing.T, s store.Store, id int64, msg string, final bool) {
 	t.Helper()
 	if err := s.MarkInboxFailed(t.Context(), id, msg, final); err != nil {
 		t.Fatalf("MarkInboxFailed(%d): %v", id, err)
+	}
+}
+
+func testPendingInboxByKey(t *testing.T, s store.Store) {
+	var ds []store.Delivery
+	for i := range 6 {
+		d := delivery(fmt.Sprint("k", i))
+		if i%2 == 1 {
+			d.JobID, d.PartitionKey = "session-2", "session-2"
+		}
+		ds = append(ds, d)
+	}
+	res := ingest(t, s, ds...)
+	r := func(i int) int64 { return res[i].ID }
+	// session-1 holds rows 0, 2, 4; session-2 rows 1, 3, 5.
+	apply(t, s, r(0), nil)
+	markFailed(t, s, r(3), "gave up", true)
+	markFailed(t, s, r(5), "will retry", false) // still pending
+	for _, tc := range []struct {
+		key   string
+		upto  int64
+		limit int
+		want  []int64
+	}{
+		{"session-1", r(5), 0, []int64{r(2), r(4)}},
+		{"session-1", r(4), 1, []int64{r(2)}},
+		{"session-1", r(3), 0, []int64{r(2)}},
+		{"session-1", r(0), 0, []int64{}},
+		{"session-2", r(5), 0, []int64{r(1), r(5)}},
+		{"session-2", r(4), 0, []int64{r(1)}},
+		{"session-3", r(5), 0, []int64{}},
+	} {
+		rows, err := s.PendingInboxByKey(t.Context(), tc.key, tc.upto, tc.limit)
+		if err != nil {
+			t.Fatalf("PendingInboxByKey(%q, %d, %d): %v", tc.key, tc.upto, tc.limit, err)
+		}
+		if got := ids(rows); !slices.Equal(got, tc.want) {
+			t.Errorf("PendingInboxByKey(%q, %d, %d) = %v, want %v", tc.key, tc.upto, tc.limit, got, tc.want)
+		}
+	}
+	rows, err := s.PendingInboxByKey(t.Context(), "session-2", r(5), 0)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("PendingInboxByKey(session-2) = %v, %v", rows, err)
+	}
+	checkDelivery(t, rows[0].Delivery, ds[1])
+	if rows[1].Attempts != 1 || rows[1].LastError != "will retry" {
+		t.Errorf("retried row = %d/%q, want 1/\"will retry\"", rows[1].Attempts, rows[1].LastError)
 	}
 }
 
