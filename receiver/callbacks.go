@@ -1,7 +1,6 @@
 package receiver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -31,20 +30,33 @@ func (r *Receiver) handleCallback(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ingestTimeout)
 	defer cancel()
 
+	// The token is checked before a byte of the body is read (see body.go). Every answer that
+	// leaves the body unread closes the connection.
 	who, err := r.authenticate(ctx, c.Params("token"))
 	if err != nil {
+		closeUnread(c)
 		return r.reject(c, kindUnknown, logrus.Fields{}, err)
 	}
-	// BodyRaw: the signature covers the bytes as sent, before any content decoding.
-	raw := c.Request().Body()
+	// The raw bytes, as sent: the signature covers them before any content decoding. They are
+	// read into a buffer of our own, which the batcher may keep after the handler returns.
+	raw, err := readBody(c, r.bodyLimit)
+	if err != nil {
+		closeUnread(c)
+		if errors.Is(err, errBodyTooLarge) {
+			r.metrics.delivery(kindUnknown, outcomeTooLarge)
+			return writeError(c, fiber.StatusRequestEntityTooLarge, "request body exceeds "+strconv.Itoa(r.bodyLimit)+" bytes")
+		}
+		// The client stopped sending (or the read timed out): nothing to store, and nobody is
+		// likely listening for the answer.
+		r.metrics.delivery(kindUnknown, outcomeError)
+		r.log.WithField("route", who.route).WithError(err).Warn("callback body could not be read")
+		return writeError(c, fiber.StatusBadRequest, "request body could not be read")
+	}
 	if len(who.secrets) > 0 {
 		if err := verifySignature(func(k string) string { return c.Get(k) }, raw, who.secrets, r.now()); err != nil {
 			return r.reject(c, kindUnknown, logrus.Fields{"route": who.route}, err)
 		}
 	}
-	// Fiber reuses the request buffer once the handler returns; the batcher keeps the body
-	// longer than that.
-	raw = bytes.Clone(raw)
 	encoding := strings.Clone(c.Get(fiber.HeaderContentEncoding))
 	body, undecodable, err := decodeBody(raw, encoding, r.bodyLimit)
 	if errors.Is(err, errTooLarge) {

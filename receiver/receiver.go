@@ -171,6 +171,9 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 		tune(r)
 	}
 	r.app = fiber.New(fiber.Config{
+		// Streamed bodies (body.go): a callback's token is checked before its body is read,
+		// and BodyLimit only bounds what fasthttp reads ahead.
+		StreamRequestBody:     true,
 		BodyLimit:             r.bodyLimit,
 		ReadTimeout:           readTimeout,
 		WriteTimeout:          r.writeTimeout,
@@ -183,6 +186,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 		EnableStackTrace:  true,
 		StackTraceHandler: r.logPanic,
 	}))
+	r.app.Use(r.limitOtherBodies)
 	r.register()
 	return r, nil
 }
@@ -276,14 +280,6 @@ func (r *Receiver) errorHandler(c *fiber.Ctx, err error) error {
 	} else {
 		r.log.WithError(err).WithField("path", logPath(c.Path())).Error("request failed")
 	}
-	if status == fiber.StatusRequestEntityTooLarge {
-		msg = fmt.Sprintf("request body exceeds %d bytes", r.bodyLimit)
-		// fasthttp rejects the body before routing, so this is where oversized callbacks are
-		// counted.
-		if strings.HasPrefix(c.Path(), "/v1/callbacks/") {
-			r.metrics.delivery(kindUnknown, outcomeTooLarge)
-		}
-	}
 	return writeError(c, status, msg)
 }
 
@@ -296,9 +292,8 @@ func (r *Receiver) logPanic(c *fiber.Ctx, e any) {
 // logPath is a request path fit for the logs: the token of a callback URL is a secret. Fiber
 // routes paths case-insensitively, so the prefix is matched the same way.
 func logPath(p string) string {
-	const prefix = "/v1/callbacks/"
-	if len(p) > len(prefix) && strings.EqualFold(p[:len(prefix)], prefix) {
-		return p[:len(prefix)] + "…"
+	if isCallbackPath(p) {
+		return p[:len("/v1/callbacks/")] + "…"
 	}
 	return p
 }
