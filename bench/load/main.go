@@ -6,6 +6,7 @@
 //	go run ./bench/load fanout   [flags]   receipt → webhook sink latency
 //	go run ./bench/load big      [flags]   a 2-hour pre-recorded result: memory and times
 //	go run ./bench/load fault kill|webhook-down|diskfull|slow [flags]
+//	go run ./bench/load replicas -scenario steady|kill|broker-restart -bus redisstream|nats [flags]
 //
 // Each run builds cmd/scribehook (or takes -bin), starts `scribehook serve` as a subprocess
 // with a generated configuration in a temporary directory, and checks afterwards, in serve's
@@ -43,6 +44,8 @@ func main() {
 		err = cmdBig(args)
 	case "fault":
 		err = cmdFault(args)
+	case "replicas":
+		err = cmdReplicas(args)
 	case "bare":
 		err = cmdBare(args)
 	case "-h", "-help", "--help", "help":
@@ -65,6 +68,7 @@ func usage() {
   fanout   latency from receipt to the webhook sink
   big      a 2-hour pre-recorded result stored, subtitled and fanned out: memory
   fault    kill | webhook-down | diskfull | slow
+  replicas serve replicas on PostgreSQL and a broker: -scenario steady | kill | broker-restart, -bus redisstream | nats
 `)
 }
 

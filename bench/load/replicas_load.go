@@ -1,0 +1,367 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// The load of the replicas run goes through a small load balancer in the tool: round robin per
+// request over the replicas it considers up, a passive health check (a connection error or a
+// timeout takes a replica out at once and the request is sent to another one, as an HTTP load
+// balancer retries a request that never reached a server) and an active one (/readyz polled
+// every 100 ms brings a replica back when it answers 200).
+
+// backend is one replica behind the balancer.
+type backend struct {
+	idx    int
+	addr   string
+	client *fasthttp.HostClient
+	up     atomic.Bool
+	acked  atomic.Int64 // 2xx answered by this replica
+}
+
+type balancer struct {
+	backends []*backend
+	rr       atomic.Uint64
+	timeout  time.Duration
+	ejected  atomic.Int64 // times a replica was taken out
+	stopCh   chan struct{}
+	wg       sync.WaitGroup
+	logf     func(format string, args ...any)
+}
+
+func newBalancer(addrs []string, conns int, timeout time.Duration, logf func(string, ...any)) *balancer {
+	b := &balancer{timeout: timeout, stopCh: make(chan struct{}), logf: logf}
+	for i, a := range addrs {
+		be := &backend{idx: i, addr: a, client: &fasthttp.HostClient{
+			Addr: a, MaxConns: conns, ReadTimeout: timeout, WriteTimeout: timeout, MaxConnWaitTimeout: timeout,
+			// Retries are the balancer's decision, never the client's.
+			RetryIfErr: func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+		}}
+		be.up.Store(true)
+		b.backends = append(b.backends, be)
+	}
+	b.wg.Go(b.healthLoop)
+	return b
+}
+
+func (b *balancer) close() {
+	close(b.stopCh)
+	b.wg.Wait()
+	for _, be := range b.backends {
+		be.client.CloseIdleConnections()
+	}
+}
+
+// healthLoop brings replicas back: a replica taken out is polled until /readyz answers 200.
+func (b *balancer) healthLoop() {
+	client := &http.Client{Timeout: 500 * time.Millisecond}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopCh:
+			return
+		case <-t.C:
+		}
+		for _, be := range b.backends {
+			if be.up.Load() {
+				continue
+			}
+			resp, err := client.Get("http://" + be.addr + "/readyz")
+			if err != nil {
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && be.up.CompareAndSwap(false, true) {
+				b.logf("balancer: replica %d (%s) ready again: back in the rotation", be.idx+1, be.addr)
+			}
+		}
+	}
+}
+
+func (b *balancer) eject(be *backend, why error) {
+	if be.up.CompareAndSwap(true, false) {
+		b.ejected.Add(1)
+		b.logf("balancer: replica %d (%s) out of the rotation: %v", be.idx+1, be.addr, why)
+	}
+}
+
+// choose returns the first replica up from hint on, or nil when none is up.
+func (b *balancer) choose(hint int) *backend {
+	n := len(b.backends)
+	for k := range n {
+		if be := b.backends[(hint+k)%n]; be.up.Load() {
+			return be
+		}
+	}
+	return nil
+}
+
+// rOutcome is what happened to one callback of the replicas run.
+type rOutcome struct {
+	Sent     bool
+	Status   int // the last answer's status; 0: no answer
+	Ack      string
+	AckID    int64
+	Replica  int // the replica that answered 2xx (0-based); -1 when none
+	Attempts int
+	// Failovers counts attempts that got no answer (connection refused or reset, timeout) and
+	// were sent again to another replica.
+	Failovers int
+	Latency   time.Duration // first attempt to final answer
+	Err       string
+}
+
+// deliver sends one body through the balancer until it gets a 2xx, a final refusal (4xx
+// other than 429), or the deadline. No answer: the next replica at once. 5xx or 429: the
+// service's retry, after a back-off, to whichever replica is next.
+func (b *balancer) deliver(req *fasthttp.Request, resp *fasthttp.Response, body []byte, hint int, retryFor time.Duration) rOutcome {
+	o := rOutcome{Sent: true, Replica: -1}
+	begin := time.Now()
+	deadline := begin.Add(retryFor)
+	backoff := 20 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		be := b.choose(hint + attempt)
+		if be == nil {
+			if time.Now().After(deadline) {
+				o.Err = "no replica up"
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		req.Reset()
+		resp.Reset()
+		req.SetRequestURI("http://" + be.addr + callbackPath)
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.Header.SetContentType("application/json")
+		req.SetBodyRaw(body)
+		o.Attempts++
+		err := be.client.DoTimeout(req, resp, b.timeout)
+		o.Status, o.Err = 0, ""
+		if err != nil {
+			o.Err = err.Error()
+			o.Failovers++
+			if !errors.Is(err, fasthttp.ErrNoFreeConns) {
+				b.eject(be, err)
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+			continue
+		}
+		o.Status = resp.StatusCode()
+		if o.Status/100 == 2 {
+			var ack ackBody
+			if json.Unmarshal(resp.Body(), &ack) == nil {
+				o.Ack, o.AckID = ack.Status, ack.ID
+			}
+			o.Replica = be.idx
+			be.acked.Add(1)
+			break
+		}
+		o.Err = truncate(string(resp.Body()), 200)
+		retryable := o.Status >= 500 || o.Status == fasthttp.StatusTooManyRequests
+		if !retryable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(backoff)
+		backoff = min(backoff*2, 500*time.Millisecond)
+	}
+	o.Latency = time.Since(begin)
+	return o
+}
+
+// replicaLoad is one load of the replicas run.
+type replicaLoad struct {
+	Calls    []callback
+	Sessions int // live calls are Calls[:LiveN]; call i belongs to session i % Sessions
+	LiveN    int
+	Conns    int
+	Rate     float64       // callbacks per second over all connections; 0: as fast as answered
+	Duration time.Duration // bound of the load; 0: none
+	RetryFor time.Duration
+	Acked    *atomic.Int64
+}
+
+// replicaLoadResult is the outcomes and their summary.
+type replicaLoadResult struct {
+	Out      []rOutcome
+	Sent, OK int
+	Elapsed  time.Duration
+	Statuses map[int]int
+	Lat      latencies
+	// Retried counts callbacks that needed more than one attempt; Failovers the attempts that
+	// got no answer and went to another replica; Abandoned the sessions whose remaining
+	// messages were not sent because one of theirs never got a 2xx.
+	Retried, Failovers, Abandoned int
+	Duplicates                    int // 2xx answered "duplicate": a retry of a stored delivery
+	FirstErr                      string
+}
+
+func (r replicaLoadResult) throughput() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.OK) / r.Elapsed.Seconds()
+}
+
+func (r replicaLoadResult) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d sent, %d answered 2xx in %s: %.0f/s; ack %s", r.Sent, r.OK, r.Elapsed.Round(time.Millisecond), r.throughput(), r.Lat)
+	fmt.Fprintf(&b, "; %d needed more than one attempt, %d attempts failed over to another replica, %d answered duplicate",
+		r.Retried, r.Failovers, r.Duplicates)
+	if r.OK != r.Sent {
+		fmt.Fprintf(&b, "; final answers %s; e.g. %s", statusLine(r.Statuses), r.FirstErr)
+	}
+	if r.Abandoned > 0 {
+		fmt.Fprintf(&b, "; %d sessions abandoned", r.Abandoned)
+	}
+	return b.String()
+}
+
+// workQueues gives each connection its calls in the order it sends them: the live sessions s
+// with s % conns == g, their messages interleaved in session order, and every conns-th job
+// result spread evenly among them. One connection sends one call at a time, so every message
+// of a session is sent after the previous one's 2xx, the way the service sends them.
+func workQueues(l replicaLoad) [][]int {
+	qs := make([][]int, l.Conns)
+	var jobs [][]int = make([][]int, l.Conns)
+	for i := range l.Calls {
+		if i < l.LiveN {
+			g := (i % l.Sessions) % l.Conns
+			qs[g] = append(qs[g], i)
+		} else {
+			g := (i - l.LiveN) % l.Conns
+			jobs[g] = append(jobs[g], i)
+		}
+	}
+	for g := range qs {
+		if len(jobs[g]) == 0 {
+			continue
+		}
+		live := qs[g]
+		merged := make([]int, 0, len(live)+len(jobs[g]))
+		every := max(1, len(live)/(len(jobs[g])+1))
+		j := 0
+		for k, i := range live {
+			merged = append(merged, i)
+			if (k+1)%every == 0 && j < len(jobs[g]) {
+				merged = append(merged, jobs[g][j])
+				j++
+			}
+		}
+		merged = append(merged, jobs[g][j:]...)
+		qs[g] = merged
+	}
+	return qs
+}
+
+// run sends the load. A live message goes to replica (session + its position in the session)
+// mod N, so consecutive messages of a session alternate between replicas; a job result goes to
+// the next replica of a global round robin.
+func (b *balancer) run(l replicaLoad) replicaLoadResult {
+	if l.Conns < 1 {
+		l.Conns = 1
+	}
+	qs := workQueues(l)
+	out := make([]rOutcome, len(l.Calls))
+	var sent atomic.Int64
+	var last atomic.Int64
+	var abandoned atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range l.Conns {
+		wg.Go(func() {
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			stopped := map[int]bool{}
+			for _, i := range qs[g] {
+				session := -1
+				if i < l.LiveN {
+					session = i % l.Sessions
+					if stopped[session] {
+						continue
+					}
+				}
+				if l.Duration > 0 && time.Since(start) >= l.Duration {
+					return
+				}
+				if l.Rate > 0 {
+					k := sent.Add(1) - 1
+					if d := time.Until(start.Add(time.Duration(float64(k) / l.Rate * float64(time.Second)))); d > 0 {
+						time.Sleep(d)
+					}
+				}
+				hint := int(b.rr.Add(1))
+				if session >= 0 {
+					hint = session + i/l.Sessions
+				}
+				o := b.deliver(req, resp, l.Calls[i].Body, hint, l.RetryFor)
+				out[i] = o
+				if o.Status/100 == 2 {
+					if l.Acked != nil {
+						l.Acked.Add(1)
+					}
+				} else if session >= 0 {
+					// The service would not send the next message before this one's 2xx.
+					stopped[session] = true
+					abandoned.Add(1)
+				}
+				for {
+					now := int64(time.Since(start))
+					prev := last.Load()
+					if now <= prev || last.CompareAndSwap(prev, now) {
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res := replicaLoadResult{Out: out, Elapsed: time.Duration(last.Load()), Statuses: map[int]int{}, Abandoned: int(abandoned.Load())}
+	var lat []time.Duration
+	for _, o := range out {
+		if !o.Sent {
+			continue
+		}
+		res.Sent++
+		res.Statuses[o.Status]++
+		res.Failovers += o.Failovers
+		if o.Attempts > 1 {
+			res.Retried++
+		}
+		if o.Status/100 == 2 {
+			res.OK++
+			lat = append(lat, o.Latency)
+			if o.Ack == "duplicate" {
+				res.Duplicates++
+			}
+		} else if res.FirstErr == "" {
+			res.FirstErr = fmt.Sprintf("status %d: %s", o.Status, o.Err)
+		}
+	}
+	res.Lat = summarise(lat)
+	return res
+}
+
+// perReplica describes how the 2xx answers were spread over the replicas.
+func (b *balancer) perReplica() string {
+	var parts []string
+	for _, be := range b.backends {
+		parts = append(parts, fmt.Sprintf("replica %d %d", be.idx+1, be.acked.Load()))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
