@@ -245,6 +245,12 @@ type Store interface {
 	ReplayDeadLetter(ctx context.Context, id int64, now time.Time) error
 	// SinkDepth counts a sink's queued deliveries (not delivered, not dead).
 	SinkDepth(ctx context.Context, sink string) (int64, error)
+	// ReleaseSinkLeases releases every sink delivery lease and reports how many it released;
+	// only for a process that owns the store alone (serve on SQLite at startup): a lease held
+	// by a killed process otherwise delays its deliveries until the lease ends. Attempts and
+	// due times are unchanged. A store shared by several processes (PostgreSQL) does nothing
+	// and returns 0: the leases it holds may be other replicas' live ones, and they expire.
+	ReleaseSinkLeases(ctx context.Context) (int64, error)
 
 	CreateToken(ctx context.Context, t Token) error
 	// LookupToken finds a token by its hash; revoked tokens are returned with RevokedAt set.

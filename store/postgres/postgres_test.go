@@ -94,7 +94,7 @@ func open(t *testing.T, dsn string) *Store {
 
 func TestContract(t *testing.T) {
 	adminDSN(t)
-	storetest.Run(t, func(t *testing.T) store.Store { return open(t, newSchema(t)) })
+	storetest.Run(t, storetest.Features{}, func(t *testing.T) store.Store { return open(t, newSchema(t)) })
 }
 
 func TestMigrationsRecorded(t *testing.T) {

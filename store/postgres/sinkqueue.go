@@ -319,6 +319,11 @@ func (s *Store) SinkDepth(ctx context.Context, sink string) (int64, error) {
 	return n, nil
 }
 
+// ReleaseSinkLeases does nothing and returns 0: several replicas share a PostgreSQL store, so
+// a lease found at startup may be another replica's, held for a delivery in progress;
+// releasing it would deliver the event twice at once. A dead replica's leases simply expire.
+func (s *Store) ReleaseSinkLeases(context.Context) (int64, error) { return 0, nil }
+
 // whyNot explains an UPDATE that matched no row although it may exist: the row's actual status
 // makes "not found" readable ("it is delivered, not queued"). err is kept for errors.Is.
 func (s *Store) whyNot(ctx context.Context, id int64, want string, err error) error {

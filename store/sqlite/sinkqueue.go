@@ -278,6 +278,23 @@ func (s *Store) SinkDepth(ctx context.Context, sink string) (int64, error) {
 	return n, nil
 }
 
+// ReleaseSinkLeases clears the lease of every queued delivery and reports how many it
+// released. Only for a process that owns the database alone (serve on SQLite, at startup): the
+// leases it finds were taken by an earlier process, killed before it settled them, and would
+// otherwise hold those deliveries back until they end.
+func (s *Store) ReleaseSinkLeases(ctx context.Context) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET lease_until = NULL
+		WHERE status = 'queued' AND lease_until IS NOT NULL`)
+	if err != nil {
+		return 0, fmt.Errorf("release sink leases: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("release sink leases: %w", err)
+	}
+	return n, nil
+}
+
 // oneRow reports store.ErrNotFound when an UPDATE by id changed nothing.
 func oneRow(res sql.Result) error {
 	n, err := res.RowsAffected()

@@ -31,14 +31,14 @@ func openTemp(t *testing.T, opts Options) *Store {
 }
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t, Options{}) })
+	storetest.Run(t, storetest.Features{ReleasesLeases: true}, func(t *testing.T) store.Store { return openTemp(t, Options{}) })
 }
 
 func TestContractSynchronousNormal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t, Options{Synchronous: "NORMAL"}) })
+	storetest.Run(t, storetest.Features{ReleasesLeases: true}, func(t *testing.T) store.Store { return openTemp(t, Options{Synchronous: "NORMAL"}) })
 }
 
 func delivery(key string) store.Delivery {

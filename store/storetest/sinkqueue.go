@@ -569,3 +569,80 @@ func testSinkClaimConcurrent(t *testing.T, s store.Store) {
 		t.Errorf("%d deliveries claimed, want %d", len(owner), n)
 	}
 }
+
+// testReleaseSinkLeases: after ReleaseSinkLeases a store that releases makes a claimed
+// delivery claimable again at once, its attempts, due time and error unchanged, and leaves
+// delivered and dead deliveries alone; a store that does not release changes nothing.
+func testReleaseSinkLeases(t *testing.T, s store.Store, releases bool) {
+	ctx := t.Context()
+	enqueue(t, s, queued("hook", "a", "job-1", 0), queued("hook", "b", "job-2", 0),
+		queued("files", "c", "job-1", 0), queued("hook", "done", "job-3", 0), queued("hook", "dead", "job-4", 0),
+		queued("hook", "free", "job-5", 0))
+	// "a" failed once before this claim: its attempt count and error must survive the release.
+	first := claim(t, s, "hook", false, base, 0)
+	byID := map[string]store.SinkDelivery{}
+	for _, d := range first {
+		byID[d.EventID] = d
+	}
+	if err := s.RetrySinkDelivery(ctx, byID["a"].ID, base, "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompleteSinkDelivery(ctx, byID["done"].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.KillSinkDelivery(ctx, byID["dead"].ID, "gone", base); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RetrySinkDelivery(ctx, byID["free"].ID, base, "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	// Claimed again after their retries: a and free. Leased now: a, b, free, and c (files).
+	if got := eventIDs(claim(t, s, "hook", false, base, 0)); !slices.Equal(got, []string{"a", "free"}) {
+		t.Fatalf("second claim = %v, want [a free]", got)
+	}
+	if got := eventIDs(claim(t, s, "files", false, base, 0)); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("claim of files = %v, want [c]", got)
+	}
+
+	n, err := s.ReleaseSinkLeases(ctx)
+	if err != nil {
+		t.Fatalf("ReleaseSinkLeases: %v", err)
+	}
+	inLease := base.Add(sinkLease / 2)
+	if !releases {
+		if n != 0 {
+			t.Errorf("ReleaseSinkLeases = %d, want 0 (a store shared by replicas releases nothing)", n)
+		}
+		if got := claim(t, s, "hook", false, inLease, 0); len(got) != 0 {
+			t.Errorf("claimed inside the leases after a no-op release: %v", eventIDs(got))
+		}
+		return
+	}
+	if n != 4 {
+		t.Errorf("ReleaseSinkLeases = %d, want 4 (a, b, free on hook, c on files)", n)
+	}
+	got := claim(t, s, "hook", false, inLease, 0)
+	if ids := eventIDs(got); !slices.Equal(ids, []string{"a", "b", "free"}) {
+		t.Fatalf("claim inside the old leases after the release = %v, want [a b free]", ids)
+	}
+	for _, d := range got {
+		want := queued("hook", d.EventID, d.OrderKey, 0)
+		if d.EventID == "a" || d.EventID == "free" {
+			want.Attempts, want.LastError = 1, "timeout"
+		}
+		checkSinkDelivery(t, d, want)
+	}
+	if got := eventIDs(claim(t, s, "files", false, inLease, 0)); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("claim of files after the release = %v, want [c]", got)
+	}
+	if dl := deadLetters(t, s, "hook", time.Time{}, 0); len(dl) != 1 || dl[0].EventID != "dead" {
+		t.Errorf("dead letters after the release = %v, want [dead]", eventIDs(dl))
+	}
+	if n := depth(t, s, "hook"); n != 3 {
+		t.Errorf("depth of hook = %d, want 3 (done stays delivered, dead stays dead)", n)
+	}
+	// A release counts the leases it finds: those of the claims just made.
+	if n, err := s.ReleaseSinkLeases(ctx); err != nil || n != 4 {
+		t.Errorf("second ReleaseSinkLeases = %d, %v; want 4 (the claims just made)", n, err)
+	}
+}

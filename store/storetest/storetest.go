@@ -21,9 +21,16 @@ import (
 	"github.com/scribehook/scribehook/store"
 )
 
+// Features are the behaviours the contract leaves to the implementation.
+type Features struct {
+	// ReleasesLeases: ReleaseSinkLeases releases the leases (a store one process owns alone,
+	// SQLite). Otherwise it must do nothing and return 0 (a store replicas share, PostgreSQL).
+	ReleasesLeases bool
+}
+
 // Run runs the contract suite. open must return a new, empty store for each call and arrange
 // its Close with t.Cleanup.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)
@@ -65,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SinkDeadLetters", testSinkDeadLetters},
 		{"SinkReplay", testSinkReplay},
 		{"SinkClaimConcurrent", testSinkClaimConcurrent},
+		{"ReleaseSinkLeases", func(t *testing.T, s store.Store) { testReleaseSinkLeases(t, s, f.ReleasesLeases) }},
 		{"Ping", testPing},
 	}
 	for _, tc := range tests {
