@@ -69,8 +69,9 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultBusyTimeout = 5 * time.Second
-	DefaultReadConns   = 4
+	DefaultBusyTimeout  = 5 * time.Second
+	DefaultReadConns    = 4
+	DefaultMinFreeBytes = 64 << 20
 )
 
 // ErrSchemaTooNew is returned by Open for a database written by a newer scribehook: its schema
@@ -89,15 +90,24 @@ type Options struct {
 	BusyTimeout time.Duration
 	// ReadConns is the size of the read pool (default 4).
 	ReadConns int
+	// MinFreeBytes is the free space the database's file system must keep for Ping to report
+	// the store ready (default 64 MiB; negative: not checked). A full file system makes every
+	// write fail, so a load balancer should stop sending deliveries before that.
+	MinFreeBytes int64
 	// Logger receives migration and setup messages; nil discards them.
 	Logger *logrus.Entry
+
+	fsys fileSystem // the operating system's answers; tests replace them
 }
 
 // Store is the SQLite store.Store. Every method is safe for concurrent use.
 type Store struct {
-	w   *sql.DB // one connection, IMMEDIATE transactions
-	r   *sql.DB // query_only connections
-	log *logrus.Entry
+	w       *sql.DB // one connection, IMMEDIATE transactions
+	r       *sql.DB // query_only connections
+	log     *logrus.Entry
+	path    string
+	minFree int64
+	fsys    fileSystem
 
 	closeOnce sync.Once
 	closeErr  error
@@ -125,9 +135,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w, log: opts.Logger}
+	s := &Store{w: w, log: opts.Logger, path: opts.Path, minFree: opts.MinFreeBytes, fsys: opts.fsys}
 	if err := s.setup(ctx, opts); err != nil {
 		_ = s.Close()
+		if !errors.Is(err, ErrSchemaTooNew) {
+			err = explainOpen(opts.Path, opts.fsys, err, s.log)
+		}
 		return nil, err
 	}
 	return s, nil
@@ -189,6 +202,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ReadConns <= 0 {
 		o.ReadConns = DefaultReadConns
 	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
+	}
+	o.fsys = o.fsys.withDefaults()
 	if o.Logger == nil {
 		l := logrus.New()
 		l.SetOutput(io.Discard)
@@ -340,7 +357,9 @@ func (s *Store) schemaVersion(ctx context.Context, db *sql.DB) (int, error) {
 	return v, nil
 }
 
-// Ping checks that both pools answer a query.
+// Ping checks that both pools answer a query, that the database file can be written, and
+// that its file system has at least Options.MinFreeBytes free: a store that answers queries
+// but cannot store a delivery is not ready.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	if err := s.r.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
@@ -349,7 +368,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.w.PingContext(ctx); err != nil {
 		return fmt.Errorf("ping sqlite writer: %w", err)
 	}
-	return nil
+	return s.checkDisk()
 }
 
 // Close closes both pools; the last connection to close checkpoints the WAL into the file.

@@ -1,0 +1,183 @@
+package sqlite
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+)
+
+// TestPingDiskSpace: Ping fails, naming the cause, when the database's file system has less
+// free space than the minimum, and when the file cannot be written.
+func TestPingDiskSpace(t *testing.T) {
+	free := func(n uint64) func(string) (uint64, bool, error) {
+		return func(string) (uint64, bool, error) { return n, true, nil }
+	}
+	writable := func(string) error { return nil }
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		fsys    fileSystem
+		wantErr string // "" for success
+	}{
+		{"plenty", Options{}, fileSystem{free: free(1 << 30), canWrite: writable}, ""},
+		{"exactly the default minimum", Options{}, fileSystem{free: free(64 << 20), canWrite: writable}, ""},
+		{"below the default minimum", Options{}, fileSystem{free: free(3 << 20), canWrite: writable},
+			"database file system is nearly full: 3.0 MiB free in "},
+		{"below a set minimum", Options{MinFreeBytes: 1 << 30}, fileSystem{free: free(512 << 20), canWrite: writable},
+			"512.0 MiB free in %DIR%, below the minimum of 1024.0 MiB"},
+		{"check turned off", Options{MinFreeBytes: -1}, fileSystem{free: free(0), canWrite: writable}, ""},
+		{"unknown on this platform", Options{}, fileSystem{free: func(string) (uint64, bool, error) { return 0, false, nil }, canWrite: writable}, ""},
+		{"statfs fails", Options{}, fileSystem{free: func(string) (uint64, bool, error) { return 0, false, syscall.EIO }, canWrite: writable},
+			"free space of the database's file system (%DIR%): input/output error"},
+		{"read-only file system", Options{}, fileSystem{free: free(1 << 30), canWrite: func(string) error { return syscall.EROFS }},
+			"database file %PATH% is not writable: read-only file system"},
+		{"file not writable", Options{}, fileSystem{free: free(1 << 30), canWrite: func(string) error { return syscall.EACCES }},
+			"database file %PATH% is not writable: permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := tc.opts
+			opts.Path = filepath.Join(dir, "db.sqlite")
+			opts.fsys = tc.fsys
+			s := openTemp(t, opts)
+			err := s.Ping(t.Context())
+			want := strings.NewReplacer("%DIR%", dir, "%PATH%", opts.Path).Replace(tc.wantErr)
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("Ping: %v", err)
+			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Errorf("Ping = %v, want an error with %q", err, want)
+			}
+		})
+	}
+}
+
+// TestPingRealFileSystem: the real free-space and access checks pass on a writable temp dir.
+func TestPingRealFileSystem(t *testing.T) {
+	s := openTemp(t, Options{})
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	free, known, err := s.fsys.free(filepath.Dir(s.path))
+	if err != nil || (known && free == 0) {
+		t.Errorf("free space of the temp dir = %d, %v, %v", free, known, err)
+	}
+}
+
+// TestOpenNamesTheCause: Open says why a database cannot be opened instead of SQLite's
+// "unable to open database file: no such file or directory".
+func TestOpenNamesTheCause(t *testing.T) {
+	probeErr := func(err error) fileSystem {
+		return fileSystem{probeDir: func(string) error { return &fs.PathError{Op: "open", Path: "x", Err: err} }}
+	}
+	for _, tc := range []struct {
+		name   string
+		setup  func(t *testing.T, dir string) string // returns the database path
+		fsys   fileSystem
+		root   bool // the case works as root too
+		want   string
+		reason error // the SQLite error must stay reachable: errors.As a sqlite3 error
+	}{
+		{
+			name:  "missing directory",
+			setup: func(t *testing.T, dir string) string { return filepath.Join(dir, "nope", "x.db") },
+			root:  true,
+			want:  "open database %DIR%/nope/x.db: directory %DIR%/nope does not exist",
+		},
+		{
+			name: "read-only directory",
+			setup: func(t *testing.T, dir string) string {
+				ro := filepath.Join(dir, "ro")
+				if err := os.Mkdir(ro, 0o555); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
+				return filepath.Join(ro, "x.db")
+			},
+			want: "open database %DIR%/ro/x.db: directory %DIR%/ro is not writable (permission denied)",
+		},
+		{
+			// As root: SQLite cannot open a directory as a database, and the injected probe
+			// answers like a read-only file system.
+			name: "read-only file system (injected probe)",
+			setup: func(t *testing.T, dir string) string {
+				p := filepath.Join(dir, "x.db")
+				if err := os.Mkdir(p, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			},
+			fsys: probeErr(syscall.EROFS),
+			root: true,
+			want: "open database %DIR%/x.db: directory %DIR% is not writable (read-only file system)",
+		},
+		{
+			name: "parent is a file",
+			setup: func(t *testing.T, dir string) string {
+				p := filepath.Join(dir, "f")
+				touch(t, p)
+				return filepath.Join(p, "x.db")
+			},
+			root: true,
+			want: "open database %DIR%/f/x.db: %DIR%/f is not a directory",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.root && os.Geteuid() == 0 {
+				t.Skip("running as root: directory modes do not stop root (the injected probe covers it)")
+			}
+			dir := t.TempDir()
+			path := tc.setup(t, dir)
+			s, err := Open(t.Context(), Options{Path: path, fsys: tc.fsys})
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			want := strings.ReplaceAll(tc.want, "%DIR%", dir)
+			if err.Error() != want {
+				t.Errorf("Open error = %q\nwant          %q", err, want)
+			}
+			if errors.Unwrap(err) == nil {
+				t.Errorf("the SQLite error is not kept under %q", err)
+			}
+		})
+	}
+}
+
+// TestExplainOpen covers the causes that need a failing SQLite open with a directory that
+// looks fine: an existing file that cannot be written, and nothing to explain.
+func TestExplainOpen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.db")
+	touch(t, path)
+	log := logrus.NewEntry(logrus.New())
+	sqliteErr := errors.New("unable to open database file: no such file or directory")
+	fsys := fileSystem{canWrite: func(string) error { return syscall.EROFS }}.withDefaults()
+	err := explainOpen(path, fsys, sqliteErr, log)
+	if want := "open database " + path + ": database file " + path + " is not writable (read-only file system)"; err.Error() != want {
+		t.Errorf("explainOpen = %q, want %q", err, want)
+	}
+	if !errors.Is(err, sqliteErr) {
+		t.Errorf("explainOpen lost the SQLite error")
+	}
+	if err := explainOpen(path, fileSystem{}.withDefaults(), sqliteErr, log); err != sqliteErr {
+		t.Errorf("explainOpen with nothing wrong = %v, want the error unchanged", err)
+	}
+	// The probe leaves nothing behind.
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("directory after the probe holds %d entries, want only x.db", len(entries))
+	}
+}
+
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
