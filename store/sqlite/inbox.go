@@ -25,71 +25,35 @@ func (s *Store) Ingest(ctx context.Context, ds []store.Delivery) ([]store.Ingest
 			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
 		}
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	w, err := s.begin(ctx, "ingest", durable)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	in := ingester{ctx: ctx, tx: tx}
-	defer in.close()
+	defer w.rollback()
 	out := make([]store.IngestResult, len(ds))
 	for i := range ds {
 		if ds[i].Quarantine != "" {
-			out[i], err = in.quarantine(&ds[i])
+			out[i], err = ingestQuarantine(ctx, w, &ds[i])
 		} else {
-			out[i], err = in.inbox(&ds[i])
+			out[i], err = ingestInbox(ctx, w, &ds[i])
 		}
 		if err != nil {
 			return nil, fmt.Errorf("ingest: delivery %d: %w", i, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := w.commit(); err != nil {
 		return nil, fmt.Errorf("ingest: commit: %w", err)
 	}
 	return out, nil
 }
 
-// ingester prepares each statement once per transaction, the first time a batch needs it.
-type ingester struct {
-	ctx                           context.Context
-	tx                            *sql.Tx
-	insInbox, findInbox           *sql.Stmt
-	insQuarantine, findQuarantine *sql.Stmt
-}
-
-func (in *ingester) prepare(st **sql.Stmt, query string) error {
-	if *st != nil {
-		return nil
-	}
-	p, err := in.tx.PrepareContext(in.ctx, query)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	*st = p
-	return nil
-}
-
-func (in *ingester) close() {
-	for _, st := range []*sql.Stmt{in.insInbox, in.findInbox, in.insQuarantine, in.findQuarantine} {
-		if st != nil {
-			_ = st.Close()
-		}
-	}
-}
-
-func (in *ingester) inbox(d *store.Delivery) (store.IngestResult, error) {
-	if err := in.prepare(&in.insInbox, `INSERT INTO inbox (dedupe_key, route, kind, event, job_id,
-		message_type, category, partition_key, headers, body, received_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`); err != nil {
-		return store.IngestResult{}, err
-	}
+func ingestInbox(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestResult, error) {
 	headers, err := encodeHeaders(d.Headers)
 	if err != nil {
 		return store.IngestResult{}, err
 	}
 	var id int64
-	err = in.insInbox.QueryRowContext(in.ctx, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
+	err = w.stmt(stInboxInsert).QueryRowContext(w.ctx, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
 		string(d.MessageType), string(d.Category), d.PartitionKey, headers, blob(d.Body),
 		nullTime(d.ReceivedAt)).Scan(&id)
 	switch {
@@ -99,28 +63,20 @@ func (in *ingester) inbox(d *store.Delivery) (store.IngestResult, error) {
 		return store.IngestResult{}, fmt.Errorf("insert inbox row: %w", err)
 	}
 	// No row returned: the key exists, committed earlier or inserted earlier in this batch.
-	if err := in.prepare(&in.findInbox, `SELECT id FROM inbox WHERE dedupe_key = ?`); err != nil {
-		return store.IngestResult{}, err
-	}
-	if err := in.findInbox.QueryRowContext(in.ctx, d.DedupeKey).Scan(&id); err != nil {
+	if err := w.stmt(stInboxFind).QueryRowContext(w.ctx, d.DedupeKey).Scan(&id); err != nil {
 		return store.IngestResult{}, fmt.Errorf("find duplicate inbox row: %w", err)
 	}
 	return store.IngestResult{ID: id, Duplicate: true}, nil
 }
 
-func (in *ingester) quarantine(d *store.Delivery) (store.IngestResult, error) {
-	if err := in.prepare(&in.insQuarantine, `INSERT INTO quarantine (dedupe_key, route, reason, headers,
-		body, received_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`); err != nil {
-		return store.IngestResult{}, err
-	}
+func ingestQuarantine(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestResult, error) {
 	headers, err := encodeHeaders(d.Headers)
 	if err != nil {
 		return store.IngestResult{}, err
 	}
 	key := QuarantineKey(d.Route, d.Body)
 	var id int64
-	err = in.insQuarantine.QueryRowContext(in.ctx, key, d.Route, d.Quarantine, headers, blob(d.Body),
+	err = w.stmt(stQuarantineInsert).QueryRowContext(w.ctx, key, d.Route, d.Quarantine, headers, blob(d.Body),
 		nullTime(d.ReceivedAt)).Scan(&id)
 	switch {
 	case err == nil:
@@ -128,10 +84,7 @@ func (in *ingester) quarantine(d *store.Delivery) (store.IngestResult, error) {
 	case !errors.Is(err, sql.ErrNoRows):
 		return store.IngestResult{}, fmt.Errorf("insert quarantine row: %w", err)
 	}
-	if err := in.prepare(&in.findQuarantine, `SELECT id FROM quarantine WHERE dedupe_key = ?`); err != nil {
-		return store.IngestResult{}, err
-	}
-	if err := in.findQuarantine.QueryRowContext(in.ctx, key).Scan(&id); err != nil {
+	if err := w.stmt(stQuarantineFind).QueryRowContext(w.ctx, key).Scan(&id); err != nil {
 		return store.IngestResult{}, fmt.Errorf("find duplicate quarantine row: %w", err)
 	}
 	return store.IngestResult{ID: id, Quarantined: true, Duplicate: true}, nil
@@ -249,45 +202,51 @@ func notFound(err error) error {
 	return err
 }
 
-// Apply runs fn and marks the inbox row done in one IMMEDIATE transaction. fn must write
-// through tx only (see the package documentation) and should be quick: the writer is held,
-// and ingestion waits, while it runs. A failed row may be applied (a replay).
+// Apply runs fn and marks the inbox row done in one IMMEDIATE transaction, committed as a
+// derived transaction (see "Durability" in the package documentation). fn must write through
+// tx only (see the package documentation) and should be quick: the writer is held, and
+// ingestion waits, while it runs. A failed row may be applied (a replay).
+//
+// The row is marked done first, by an UPDATE that skips a done row: one statement instead of
+// a read of its status and a write, and fn's error still rolls the mark back.
 func (s *Store) Apply(ctx context.Context, inboxID int64, fn func(ctx context.Context, tx store.Tx) error) error {
-	sqlTx, err := s.w.BeginTx(ctx, nil)
+	w, err := s.begin(ctx, "apply", derived)
 	if err != nil {
 		return fmt.Errorf("apply inbox row %d: begin: %w", inboxID, err)
 	}
-	defer func() { _ = sqlTx.Rollback() }()
-	var status string
-	if err := sqlTx.QueryRowContext(ctx, `SELECT status FROM inbox WHERE id = ?`, inboxID).Scan(&status); err != nil {
-		return fmt.Errorf("apply inbox row %d: %w", inboxID, notFound(err))
-	}
-	if store.InboxStatus(status) == store.InboxDone {
-		return fmt.Errorf("apply inbox row %d: %w", inboxID, store.ErrAlreadyApplied)
-	}
-	if err := fn(ctx, &tx{q: sqlTx}); err != nil {
-		return err
-	}
-	if _, err := sqlTx.ExecContext(ctx, `UPDATE inbox SET status = 'done', processed_at = ?,
-		attempts = attempts + 1 WHERE id = ?`, formatTime(time.Now()), inboxID); err != nil {
+	defer w.rollback()
+	res, err := w.stmt(stInboxDone).ExecContext(w.ctx, formatTime(time.Now()), inboxID)
+	if err != nil {
 		return fmt.Errorf("apply inbox row %d: mark done: %w", inboxID, err)
 	}
-	if err := sqlTx.Commit(); err != nil {
+	if err := oneRow(res); err != nil {
+		// Done already, or no such row.
+		var status string
+		if err := w.stmt(stInboxStatus).QueryRowContext(w.ctx, inboxID).Scan(&status); err != nil {
+			return fmt.Errorf("apply inbox row %d: %w", inboxID, notFound(err))
+		}
+		return fmt.Errorf("apply inbox row %d: %w", inboxID, store.ErrAlreadyApplied)
+	}
+	if err := fn(ctx, &tx{w: w}); err != nil {
+		return err
+	}
+	if err := w.commit(); err != nil {
 		return fmt.Errorf("apply inbox row %d: commit: %w", inboxID, err)
 	}
 	return nil
 }
 
 // MarkInboxFailed counts a failed attempt and keeps its error; final marks the row failed. A
-// row already done is left alone and reported with store.ErrAlreadyApplied.
+// row already done is left alone and reported with store.ErrAlreadyApplied. Derived: a lost
+// attempt only means one more retry.
 func (s *Store) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	w, err := s.begin(ctx, "mark inbox failed", derived)
 	if err != nil {
 		return fmt.Errorf("mark inbox row %d failed: begin: %w", inboxID, err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer w.rollback()
 	var status string
-	if err := tx.QueryRowContext(ctx, `SELECT status FROM inbox WHERE id = ?`, inboxID).Scan(&status); err != nil {
+	if err := w.stmt(stInboxStatus).QueryRowContext(w.ctx, inboxID).Scan(&status); err != nil {
 		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, notFound(err))
 	}
 	if store.InboxStatus(status) == store.InboxDone {
@@ -296,11 +255,10 @@ func (s *Store) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg strin
 	if final {
 		status = string(store.InboxFailed)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE inbox SET attempts = attempts + 1, last_error = ?,
-		status = ? WHERE id = ?`, errMsg, status, inboxID); err != nil {
+	if _, err := w.stmt(stInboxFailed).ExecContext(w.ctx, errMsg, status, inboxID); err != nil {
 		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := w.commit(); err != nil {
 		return fmt.Errorf("mark inbox row %d failed: commit: %w", inboxID, err)
 	}
 	return nil

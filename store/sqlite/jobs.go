@@ -14,35 +14,55 @@ import (
 	"github.com/scribehook/scribehook/store"
 )
 
-// tx is the store.Tx given to Apply's function: the same statements as the Store's, bound to
-// Apply's transaction.
-type tx struct{ q querier }
+// tx is the store.Tx given to Apply's function: the Store's statements, bound to Apply's
+// transaction. They run with the transaction's context (see wtx), not the one each method is
+// given, which is Apply's own or derived from it.
+type tx struct{ w *wtx }
 
 func (t *tx) Job(ctx context.Context, id string) (store.JobRecord, error) {
-	return getJob(ctx, t.q, id)
+	return scanJob(t.w.stmt(stJobGet).QueryRowContext(t.w.ctx, id), id)
 }
 
 func (t *tx) PutJob(ctx context.Context, rec store.JobRecord) error {
-	return putJob(ctx, t.q, rec)
-}
-
-func (t *tx) AppendLiveMessage(ctx context.Context, m store.LiveMessage) (int64, error) {
-	return appendLiveMessage(ctx, t.q, m)
-}
-
-func (t *tx) PutArtifact(ctx context.Context, a store.Artifact) error {
-	return putArtifact(ctx, t.q, a)
-}
-
-// PutJob stores a job record outside a delivery, replacing the one with the same id.
-func (s *Store) PutJob(ctx context.Context, rec store.JobRecord) error {
-	_, err := writeJob(ctx, s.w, rec, true)
+	_, err := writeJob(t.w.ctx, t.w.stmt(stJobReplace), rec)
 	return err
 }
 
-// CreateJob stores rec unless a record with its id exists.
+func (t *tx) AppendLiveMessage(ctx context.Context, m store.LiveMessage) (int64, error) {
+	return appendLiveMessage(t.w.ctx, t.w.stmt(stLiveAppend), m)
+}
+
+func (t *tx) PutArtifact(ctx context.Context, a store.Artifact) error {
+	return putArtifact(t.w.ctx, t.w.conn, a)
+}
+
+// PutJob stores a job record outside a delivery, replacing the one with the same id. Its
+// content comes from the caller, not from the inbox, so it commits durably.
+func (s *Store) PutJob(ctx context.Context, rec store.JobRecord) error {
+	_, err := s.writeJobTx(ctx, "put job", stJobReplace, rec)
+	return err
+}
+
+// CreateJob stores rec unless a record with its id exists. The submitter records a job it
+// created, which nothing could derive again: it commits durably.
 func (s *Store) CreateJob(ctx context.Context, rec store.JobRecord) (bool, error) {
-	return writeJob(ctx, s.w, rec, false)
+	return s.writeJobTx(ctx, "create job", stJobCreate, rec)
+}
+
+func (s *Store) writeJobTx(ctx context.Context, op string, st stmtID, rec store.JobRecord) (bool, error) {
+	w, err := s.begin(ctx, op, durable)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: begin: %w", op, rec.Job.ID, err)
+	}
+	defer w.rollback()
+	wrote, err := writeJob(w.ctx, w.stmt(st), rec)
+	if err != nil {
+		return false, err
+	}
+	if err := w.commit(); err != nil {
+		return false, fmt.Errorf("%s %s: commit: %w", op, rec.Job.ID, err)
+	}
+	return wrote, nil
 }
 
 // GetJob returns a job record, store.ErrNotFound when unknown.
@@ -76,14 +96,9 @@ func deriveColumns(j *api.Job) (jobColumns, error) {
 	return c, nil
 }
 
-func putJob(ctx context.Context, q querier, rec store.JobRecord) error {
-	_, err := writeJob(ctx, q, rec, true)
-	return err
-}
-
-// writeJob inserts rec, replacing an existing record when replace is set; it reports whether
-// a row was written.
-func writeJob(ctx context.Context, q querier, rec store.JobRecord, replace bool) (bool, error) {
+// writeJob runs the job insert st (stJobReplace or stJobCreate) for rec and reports whether a
+// row was written.
+func writeJob(ctx context.Context, st *sql.Stmt, rec store.JobRecord) (bool, error) {
 	if rec.Job.ID == "" {
 		return false, errors.New("put job: empty id")
 	}
@@ -99,15 +114,7 @@ func writeJob(ctx context.Context, q querier, rec store.JobRecord, replace bool)
 	if err != nil {
 		return false, fmt.Errorf("put job %s: encode local: %w", rec.Job.ID, err)
 	}
-	conflict := `ON CONFLICT (id) DO NOTHING`
-	if replace {
-		conflict = `ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, status = excluded.status,
-		created_at = excluded.created_at, completed_at = excluded.completed_at,
-		custom_metadata = excluded.custom_metadata, record = excluded.record, local = excluded.local`
-	}
-	res, err := q.ExecContext(ctx, `INSERT INTO jobs (id, kind, status, created_at, completed_at,
-		custom_metadata, record, local) VALUES (?, ?, ?, ?, ?, ?, ?, ?) `+conflict,
-		rec.Job.ID, string(rec.Job.Kind), string(rec.Job.Status), cols.createdAt, cols.completedAt,
+	res, err := st.ExecContext(ctx, rec.Job.ID, string(rec.Job.Kind), string(rec.Job.Status), cols.createdAt, cols.completedAt,
 		cols.metadata, string(record), string(local))
 	if err != nil {
 		return false, fmt.Errorf("put job %s: %w", rec.Job.ID, err)
@@ -120,8 +127,12 @@ func writeJob(ctx context.Context, q querier, rec store.JobRecord, replace bool)
 }
 
 func getJob(ctx context.Context, q querier, id string) (store.JobRecord, error) {
+	return scanJob(q.QueryRowContext(ctx, `SELECT record, local FROM jobs WHERE id = ?`, id), id)
+}
+
+func scanJob(row *sql.Row, id string) (store.JobRecord, error) {
 	var record, local []byte
-	if err := q.QueryRowContext(ctx, `SELECT record, local FROM jobs WHERE id = ?`, id).Scan(&record, &local); err != nil {
+	if err := row.Scan(&record, &local); err != nil {
 		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, notFound(err))
 	}
 	rec, err := decodeJob(record, local)
@@ -305,18 +316,14 @@ func (s *Store) LiveMessages(ctx context.Context, sessionID string, afterSeq int
 	return out, nil
 }
 
-// appendLiveMessage numbers the message inside the statement that inserts it; the writer's
-// transactions are serial, so two messages of a session never read the same max(seq).
-func appendLiveMessage(ctx context.Context, q querier, m store.LiveMessage) (int64, error) {
+// appendLiveMessage numbers the message inside the statement st (stLiveAppend) that inserts
+// it.
+func appendLiveMessage(ctx context.Context, st *sql.Stmt, m store.LiveMessage) (int64, error) {
 	if m.SessionID == "" {
 		return 0, errors.New("append live message: empty session id")
 	}
 	var seq int64
-	if err := q.QueryRowContext(ctx, `INSERT INTO live_messages (session_id, seq, type, category,
-		created_at, received_at, inbox_id, payload)
-		VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM live_messages WHERE session_id = ?),
-		?, ?, ?, ?, ?, ?) RETURNING seq`,
-		m.SessionID, m.SessionID, string(m.Type), string(m.Category), nullTime(m.CreatedAt),
+	if err := st.QueryRowContext(ctx, m.SessionID, string(m.Type), string(m.Category), nullTime(m.CreatedAt),
 		nullTime(m.ReceivedAt), m.InboxID, string(m.Payload)).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("append live message to %s: %w", m.SessionID, err)
 	}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -21,33 +23,40 @@ const (
 
 // EnqueueSinkDeliveries queues events for sinks inside Apply's transaction.
 func (t *tx) EnqueueSinkDeliveries(ctx context.Context, ds []store.SinkDelivery) error {
-	return enqueueSinkDeliveries(ctx, t.q, ds, time.Now())
+	return enqueueSinkDeliveries(t.w.ctx, t.w.stmt(stSinkEnqueue), ds, time.Now())
 }
 
-// EnqueueSinkDeliveries queues events outside an inbox row, all of them or none.
+// EnqueueSinkDeliveries queues events outside an inbox row, all of them or none. What it
+// queues is not derived from an inbox row (nothing would queue it again), so it commits
+// durably.
 func (s *Store) EnqueueSinkDeliveries(ctx context.Context, ds []store.SinkDelivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	w, err := s.begin(ctx, "enqueue sink deliveries", durable)
 	if err != nil {
 		return fmt.Errorf("enqueue sink deliveries: begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	if err := enqueueSinkDeliveries(ctx, tx, ds, time.Now()); err != nil {
+	defer w.rollback()
+	if err := enqueueSinkDeliveries(w.ctx, w.stmt(stSinkEnqueue), ds, time.Now()); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := w.commit(); err != nil {
 		return fmt.Errorf("enqueue sink deliveries: commit: %w", err)
 	}
 	return nil
 }
 
-// enqueueSinkDeliveries inserts the rows, ignoring a (sink, event id) pair already stored
-// whatever its status: a replayed inbox row must not deliver an event twice. Only Sink,
-// EventID (default Event.ID), Event, OrderKey, NextAttempt (default CreatedAt) and CreatedAt
-// (default now) are read: a new row starts queued with no attempts.
-func enqueueSinkDeliveries(ctx context.Context, q querier, ds []store.SinkDelivery, now time.Time) error {
+// enqueueSinkDeliveries inserts the rows with st (stSinkEnqueue), ignoring a (sink, event id)
+// pair already stored whatever its status: a replayed inbox row must not deliver an event
+// twice. Only Sink, EventID (default Event.ID), Event, OrderKey, NextAttempt (default
+// CreatedAt) and CreatedAt (default now) are read: a new row starts queued with no attempts.
+// An event queued for several sinks (the same event in consecutive deliveries) is encoded once.
+func enqueueSinkDeliveries(ctx context.Context, st *sql.Stmt, ds []store.SinkDelivery, now time.Time) error {
+	var (
+		prev *api.Event
+		ev   string
+	)
 	for i := range ds {
 		d := &ds[i]
 		eventID := cmp.Or(d.EventID, d.Event.ID)
@@ -57,9 +66,12 @@ func enqueueSinkDeliveries(ctx context.Context, q querier, ds []store.SinkDelive
 		if eventID == "" {
 			return fmt.Errorf("enqueue sink delivery %d for %s: empty event id", i, d.Sink)
 		}
-		ev, err := json.Marshal(d.Event)
-		if err != nil {
-			return fmt.Errorf("enqueue sink delivery %d for %s: encode event: %w", i, d.Sink, err)
+		if prev == nil || !sameEvent(prev, &d.Event) {
+			b, err := json.Marshal(d.Event)
+			if err != nil {
+				return fmt.Errorf("enqueue sink delivery %d for %s: encode event: %w", i, d.Sink, err)
+			}
+			prev, ev = &d.Event, string(b)
 		}
 		created := d.CreatedAt
 		if created.IsZero() {
@@ -69,14 +81,22 @@ func enqueueSinkDeliveries(ctx context.Context, q querier, ds []store.SinkDelive
 		if next.IsZero() {
 			next = created
 		}
-		if _, err := q.ExecContext(ctx, `INSERT INTO sink_deliveries (sink, event_id, event, order_key,
-			next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (sink, event_id) DO NOTHING`,
-			d.Sink, eventID, string(ev), d.OrderKey, formatTime(next), formatTime(created)); err != nil {
+		if _, err := st.ExecContext(ctx, d.Sink, eventID, ev, d.OrderKey, formatTime(next),
+			formatTime(created)); err != nil {
 			return fmt.Errorf("enqueue sink delivery %d for %s: %w", i, d.Sink, err)
 		}
 	}
 	return nil
+}
+
+// sameEvent reports whether a and b encode to the same JSON: equal fields, with the raw JSON
+// members compared byte for byte (far cheaper than encoding, which validates them).
+func sameEvent(a, b *api.Event) bool {
+	return a.ID == b.ID && a.Type == b.Type && a.CreatedAt.Equal(b.CreatedAt.Time) &&
+		a.CreatedAt.Location() == b.CreatedAt.Location() && a.JobID == b.JobID && a.Kind == b.Kind &&
+		a.Category == b.Category && bytes.Equal(a.CustomMetadata, b.CustomMetadata) &&
+		(a.CustomMetadata == nil) == (b.CustomMetadata == nil) &&
+		bytes.Equal(a.Data, b.Data) && (a.Data == nil) == (b.Data == nil)
 }
 
 const sinkColumns = `id, sink, event_id, event, order_key, attempts, next_attempt_at, last_error,
@@ -123,25 +143,13 @@ func (s *Store) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bo
 	if lease <= 0 {
 		return nil, fmt.Errorf("claim sink deliveries of %s: lease must be positive (got %s)", sink, lease)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	w, err := s.begin(ctx, "claim sink deliveries", derived)
 	if err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: begin: %w", sink, err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	nowText := formatTime(now)
-	rows, err := tx.QueryContext(ctx, `UPDATE sink_deliveries SET lease_until = ?
-		WHERE id IN (
-			SELECT d.id FROM sink_deliveries d
-			WHERE d.sink = ? AND d.status = 'queued' AND d.next_attempt_at <= ?
-				AND (d.lease_until IS NULL OR d.lease_until < ?)
-				AND (NOT ? OR d.order_key = '' OR NOT EXISTS (
-					SELECT 1 FROM sink_deliveries e
-					WHERE e.sink = d.sink AND e.order_key = d.order_key AND e.status = 'queued'
-						AND e.id < d.id))
-			ORDER BY d.next_attempt_at, d.id
-			LIMIT ?)
-		RETURNING `+sinkColumns,
-		formatTime(now.Add(lease)), sink, nowText, nowText, ordered, limitArg(limit))
+	defer w.rollback()
+	rows, err := w.stmt(stSinkClaim).QueryContext(w.ctx,
+		formatTime(now.Add(lease)), sink, formatTime(now), ordered, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
 	}
@@ -160,7 +168,7 @@ func (s *Store) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bo
 	if err := rows.Close(); err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := w.commit(); err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: commit: %w", sink, err)
 	}
 	// RETURNING gives rows in no promised order.
@@ -172,15 +180,10 @@ func (s *Store) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bo
 
 // CompleteSinkDelivery marks the delivery delivered, whatever its status: the event did reach
 // the sink, even when the attempt overran its lease and another attempt meanwhile dead-lettered
-// it. Completing it again is a no-op; an unknown id is store.ErrNotFound.
+// it. Completing it again is a no-op; an unknown id is store.ErrNotFound. Derived, like the
+// claim: a completion lost in a power cut means the event is delivered again, under its id.
 func (s *Store) CompleteSinkDelivery(ctx context.Context, id int64) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET status = 'delivered',
-		delivered_at = coalesce(delivered_at, ?), lease_until = NULL, failed_at = NULL WHERE id = ?`,
-		formatTime(time.Now()), id)
-	if err != nil {
-		return fmt.Errorf("complete sink delivery %d: %w", id, err)
-	}
-	if err := oneRow(res); err != nil {
+	if err := s.updateSinkDelivery(ctx, "complete", stSinkComplete, formatTime(time.Now()), id); err != nil {
 		return fmt.Errorf("complete sink delivery %d: %w", id, err)
 	}
 	return nil
@@ -190,13 +193,7 @@ func (s *Store) CompleteSinkDelivery(ctx context.Context, id int64) error {
 // delivery that is not queued (delivered or dead meanwhile) is left alone and reported with
 // store.ErrNotFound, as is an unknown id.
 func (s *Store) RetrySinkDelivery(ctx context.Context, id int64, next time.Time, errMsg string) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET attempts = attempts + 1,
-		next_attempt_at = ?, last_error = ?, lease_until = NULL WHERE id = ? AND status = 'queued'`,
-		formatTime(next), errMsg, id)
-	if err != nil {
-		return fmt.Errorf("retry sink delivery %d: %w", id, err)
-	}
-	if err := oneRow(res); err != nil {
+	if err := s.updateSinkDelivery(ctx, "retry", stSinkRetry, formatTime(next), errMsg, id); err != nil {
 		return fmt.Errorf("retry sink delivery %d: %w", id, s.whyNot(ctx, id, sinkQueued, err))
 	}
 	return nil
@@ -205,16 +202,57 @@ func (s *Store) RetrySinkDelivery(ctx context.Context, id int64, next time.Time,
 // KillSinkDelivery counts the last failed attempt of a queued delivery and makes it a dead
 // letter. A delivery that is not queued, or unknown, is store.ErrNotFound.
 func (s *Store) KillSinkDelivery(ctx context.Context, id int64, errMsg string, at time.Time) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET status = 'dead', attempts = attempts + 1,
-		failed_at = ?, last_error = ?, lease_until = NULL WHERE id = ? AND status = 'queued'`,
-		formatTime(at), errMsg, id)
-	if err != nil {
-		return fmt.Errorf("kill sink delivery %d: %w", id, err)
-	}
-	if err := oneRow(res); err != nil {
+	if err := s.updateSinkDelivery(ctx, "kill", stSinkKill, formatTime(at), errMsg, id); err != nil {
 		return fmt.Errorf("kill sink delivery %d: %w", id, s.whyNot(ctx, id, sinkQueued, err))
 	}
 	return nil
+}
+
+// updateSinkDelivery runs the prepared UPDATE st of one delivery in a derived transaction:
+// the queue's state is re-derived by delivering again (at least once, same event id).
+// store.ErrNotFound when it changed no row.
+func (s *Store) updateSinkDelivery(ctx context.Context, op string, st stmtID, args ...any) error {
+	w, err := s.begin(ctx, op+" sink delivery", derived)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer w.rollback()
+	res, err := w.stmt(st).ExecContext(w.ctx, args...)
+	if err != nil {
+		return err
+	}
+	if err := oneRow(res); err != nil {
+		return err
+	}
+	if err := w.commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// ReleaseSinkLeases clears the lease of every queued delivery and reports how many it
+// released. Only for a process that owns the database alone (serve on SQLite, at startup): the
+// leases it finds were taken by an earlier process, killed before it settled them, and would
+// otherwise hold those deliveries back until they end.
+func (s *Store) ReleaseSinkLeases(ctx context.Context) (int64, error) {
+	w, err := s.begin(ctx, "release sink leases", derived)
+	if err != nil {
+		return 0, fmt.Errorf("release sink leases: begin: %w", err)
+	}
+	defer w.rollback()
+	res, err := w.conn.ExecContext(w.ctx, `UPDATE sink_deliveries SET lease_until = NULL
+		WHERE status = 'queued' AND lease_until IS NOT NULL`)
+	if err != nil {
+		return 0, fmt.Errorf("release sink leases: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("release sink leases: %w", err)
+	}
+	if err := w.commit(); err != nil {
+		return 0, fmt.Errorf("release sink leases: commit: %w", err)
+	}
+	return n, nil
 }
 
 // DeadLetters lists dead letters by failed_at, newest first (ties: newest id first), of one
@@ -254,16 +292,26 @@ func (s *Store) DeadLetters(ctx context.Context, sink string, since time.Time, l
 
 // ReplayDeadLetter queues a dead letter again, due at now, with no attempts and no lease; its
 // last error stays for the record. Only dead letters replay: a queued or delivered delivery,
-// like an unknown id, is store.ErrNotFound.
+// like an unknown id, is store.ErrNotFound. A replay is an operator's decision that nothing
+// derives again, so it commits durably.
 func (s *Store) ReplayDeadLetter(ctx context.Context, id int64, now time.Time) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET status = 'queued', attempts = 0,
+	w, err := s.begin(ctx, "replay dead letter", durable)
+	if err != nil {
+		return fmt.Errorf("replay dead letter %d: begin: %w", id, err)
+	}
+	defer w.rollback()
+	res, err := w.conn.ExecContext(w.ctx, `UPDATE sink_deliveries SET status = 'queued', attempts = 0,
 		next_attempt_at = ?, lease_until = NULL, failed_at = NULL WHERE id = ? AND status = 'dead'`,
 		formatTime(now), id)
 	if err != nil {
 		return fmt.Errorf("replay dead letter %d: %w", id, err)
 	}
 	if err := oneRow(res); err != nil {
+		w.rollback()
 		return fmt.Errorf("replay dead letter %d: %w", id, s.whyNot(ctx, id, sinkDead, err))
+	}
+	if err := w.commit(); err != nil {
+		return fmt.Errorf("replay dead letter %d: commit: %w", id, err)
 	}
 	return nil
 }
@@ -274,23 +322,6 @@ func (s *Store) SinkDepth(ctx context.Context, sink string) (int64, error) {
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sink_deliveries
 		WHERE sink = ? AND status = 'queued'`, sink).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sink depth of %s: %w", sink, err)
-	}
-	return n, nil
-}
-
-// ReleaseSinkLeases clears the lease of every queued delivery and reports how many it
-// released. Only for a process that owns the database alone (serve on SQLite, at startup): the
-// leases it finds were taken by an earlier process, killed before it settled them, and would
-// otherwise hold those deliveries back until they end.
-func (s *Store) ReleaseSinkLeases(ctx context.Context) (int64, error) {
-	res, err := s.w.ExecContext(ctx, `UPDATE sink_deliveries SET lease_until = NULL
-		WHERE status = 'queued' AND lease_until IS NOT NULL`)
-	if err != nil {
-		return 0, fmt.Errorf("release sink leases: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("release sink leases: %w", err)
 	}
 	return n, nil
 }

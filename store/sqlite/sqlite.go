@@ -4,12 +4,14 @@
 // # Connections
 //
 // SQLite allows one writer at a time. The store therefore keeps two pools on the same file:
-// a writer pool of exactly one connection, whose transactions begin IMMEDIATE (they take the
-// write lock at BEGIN, so a read-then-write transaction never fails half-way with "database is
-// locked", which a deferred BEGIN does without waiting for the busy timeout), and a pool of
-// read connections with query_only set. In WAL mode readers never block the writer nor the
-// writer them. Every write of the process queues for the writer connection inside
-// database/sql; the busy timeout only matters when another process holds the lock.
+// a writer pool of exactly one connection, and a pool of read connections with query_only set.
+// In WAL mode readers never block the writer nor the writer them. The store takes the writer
+// connection once and keeps it with the hot statements prepared on it (go-sqlite3 would
+// prepare each statement again on every call); every write of the process queues for it, in
+// arrival order. Write transactions begin IMMEDIATE (they take the write lock at BEGIN, so a
+// read-then-write transaction never fails half-way with "database is locked", which a deferred
+// BEGIN does without waiting for the busy timeout); the busy timeout only matters when another
+// process holds the lock.
 //
 // Because the writer is a single connection, the function given to Apply must do its writes
 // through its Tx: calling the Store's own write methods from inside it waits for the
@@ -19,8 +21,8 @@
 //
 // Options.Synchronous chooses SQLite's synchronous setting, in WAL mode:
 //
-//   - "full" (the default): every COMMIT is fsynced to the WAL before it returns, so a
-//     committed delivery survives a power loss or an OS crash.
+//   - "full" (the default): a COMMIT that records something which exists nowhere else is
+//     fsynced to the WAL before it returns, so it survives a power loss or an OS crash.
 //   - "normal": the WAL is fsynced only at checkpoints. A COMMIT survives the process being
 //     killed (kill -9, a panic), but the last commits can be lost on an OS crash or a power
 //     loss; the database itself stays consistent.
@@ -30,6 +32,24 @@
 // delivery is stored. "normal" trades that for throughput on machines where the last second
 // of deliveries may be lost. Group commit (store.Batcher) makes "full" cheap enough: one fsync
 // covers every delivery that arrived while the previous batch was being written.
+//
+// With "full", only the transactions whose content exists nowhere else are durable at COMMIT:
+// Ingest (the inbox rows, before the 2xx), the tokens (CreateToken, BindToken, RevokeToken),
+// CreateJob and PutJob (a record the caller made), EnqueueSinkDeliveries outside Apply (nothing
+// would queue those events again) and ReplayDeadLetter (an operator's decision). Every other
+// write is derived from inbox rows that are already durable and commits with
+// synchronous=NORMAL, set on the writer connection just before the transaction: Apply and
+// everything its function writes, MarkInboxFailed, and the sink queue's claims, completions,
+// retries, kills and ReleaseSinkLeases. This is safe because the WAL is one file written in
+// order: a later FULL commit (the next ingest batch, or a checkpoint) fsyncs the frames of the
+// NORMAL commits before it too, so a power loss or an OS crash can lose only the derived
+// commits since the last durable one, never a delivery, and what it loses is derived again:
+// the inbox rows they applied are pending again and are applied again at the next start (live
+// messages get the same sequence numbers, since a session's rows are applied in order), and
+// the events they queued are queued again under the same ids (at least once, exactly once in
+// effect for sinks that use the id). What this does not cover: an event delivered to a sink
+// whose completion is lost is delivered again (with the same id); a lost claim, retry or kill
+// only gives a delivery more attempts.
 //
 // # Storage format
 //
@@ -53,6 +73,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -102,12 +123,27 @@ type Options struct {
 
 // Store is the SQLite store.Store. Every method is safe for concurrent use.
 type Store struct {
-	w       *sql.DB // one connection, IMMEDIATE transactions
-	r       *sql.DB // query_only connections
-	log     *logrus.Entry
-	path    string
+	w    *sql.DB // the writer pool: one connection
+	r    *sql.DB // query_only connections
+	log  *logrus.Entry
+	path string
+	// sync is Options.Synchronous, the setting of durable transactions.
+	sync    string
 	minFree int64
 	fsys    fileSystem
+
+	// wsem holds the writer connection (see writer.go). Only its holder uses the fields
+	// below: the connection taken from w, the statements prepared on it, and its current
+	// synchronous setting ("" when unknown).
+	wsem      chan struct{}
+	closed    atomic.Bool // set by Close: the writer is not opened again
+	wconn     *sql.Conn
+	stmts     [numStmts]*sql.Stmt
+	syncLevel string
+
+	// beforeCommit, when set (tests), runs inside every write transaction just before COMMIT,
+	// on the writer connection.
+	beforeCommit func(op string, q querier)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -135,7 +171,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w, log: opts.Logger, path: opts.Path, minFree: opts.MinFreeBytes, fsys: opts.fsys}
+	s := &Store{w: w, log: opts.Logger, path: opts.Path, sync: opts.Synchronous,
+		minFree: opts.MinFreeBytes, fsys: opts.fsys, wsem: make(chan struct{}, 1)}
 	if err := s.setup(ctx, opts); err != nil {
 		_ = s.Close()
 		if !errors.Is(err, ErrSchemaTooNew) {
@@ -162,6 +199,10 @@ func (s *Store) setup(ctx context.Context, opts Options) error {
 	if err := s.migrate(ctx); err != nil {
 		return err
 	}
+	if err := s.acquire(ctx); err != nil {
+		return fmt.Errorf("open sqlite %s: %w", opts.Path, err)
+	}
+	s.release()
 	r, err := sql.Open("sqlite3", readerDSN(opts))
 	if err != nil {
 		return fmt.Errorf("open sqlite readers: %w", err)
@@ -365,7 +406,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.r.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
 		return fmt.Errorf("ping sqlite readers: %w", err)
 	}
-	if err := s.w.PingContext(ctx); err != nil {
+	if err := s.withWriter(ctx, func(c *sql.Conn) error { return c.PingContext(ctx) }); err != nil {
 		return fmt.Errorf("ping sqlite writer: %w", err)
 	}
 	return s.checkDisk()
@@ -380,11 +421,18 @@ func (s *Store) Close() error {
 			errs = append(errs, s.r.Close())
 		}
 		// Keeps the query planner's statistics current, as SQLite advises before closing;
-		// bounded, so a lock held by another process cannot stall shutdown.
+		// bounded, so a lock held by another process (or a write that hangs) cannot stall
+		// shutdown.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if _, err := s.w.ExecContext(ctx, `PRAGMA optimize`); err != nil && !isReadOnly(err) {
-			s.log.WithError(err).Debug("sqlite: optimize on close")
+		if s.acquire(ctx) == nil {
+			if _, err := s.wconn.ExecContext(ctx, `PRAGMA optimize`); err != nil && !isReadOnly(err) {
+				s.log.WithError(err).Debug("sqlite: optimize on close")
+			}
+			s.dropWriter()
+			s.closed.Store(true)
+			s.release()
 		}
+		s.closed.Store(true)
 		cancel()
 		errs = append(errs, s.w.Close())
 		if err := errors.Join(errs...); err != nil {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"os/exec"
@@ -28,6 +29,29 @@ func openTemp(t *testing.T, opts Options) *Store {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// writerExec runs query on the writer connection, outside any transaction.
+func writerExec(t *testing.T, s *Store, query string) {
+	t.Helper()
+	if err := s.withWriter(t.Context(), func(c *sql.Conn) error {
+		_, err := c.ExecContext(t.Context(), query)
+		return err
+	}); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// writerInt reads one integer on the writer connection.
+func writerInt(t *testing.T, s *Store, query string) int {
+	t.Helper()
+	var n int
+	if err := s.withWriter(t.Context(), func(c *sql.Conn) error {
+		return c.QueryRowContext(t.Context(), query).Scan(&n)
+	}); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
 }
 
 func TestContract(t *testing.T) {
@@ -132,10 +156,7 @@ func TestQueryOnlyWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The writer pool has exactly one connection, so the pragma reaches it.
-	if _, err := s.w.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {
-		t.Fatal(err)
-	}
+	writerExec(t, s, `PRAGMA query_only = 1`)
 	checks := map[string]error{}
 	_, checks["Ingest"] = s.Ingest(ctx, []store.Delivery{delivery("a")})
 	checks["Apply"] = s.Apply(ctx, res[0].ID, func(context.Context, store.Tx) error { return nil })
@@ -158,13 +179,8 @@ func TestQueryOnlyWriter(t *testing.T) {
 func TestDiskFull(t *testing.T) {
 	s := openTemp(t, Options{})
 	ctx := t.Context()
-	var pages int
-	if err := s.w.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.w.ExecContext(ctx, `PRAGMA max_page_count = `+strconv.Itoa(pages+2)); err != nil {
-		t.Fatal(err)
-	}
+	pages := writerInt(t, s, `PRAGMA page_count`)
+	writerExec(t, s, `PRAGMA max_page_count = `+strconv.Itoa(pages+2))
 	var ds []store.Delivery
 	for i := range 50 {
 		d := delivery("full-" + strconv.Itoa(i))
@@ -190,11 +206,11 @@ func TestBusy(t *testing.T) {
 	s := openTemp(t, Options{Path: path, BusyTimeout: 50 * time.Millisecond})
 	other := openTemp(t, Options{Path: path})
 	ctx := t.Context()
-	tx, err := other.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: holds the write lock
+	tx, err := other.begin(ctx, "hold the lock", durable) // BEGIN IMMEDIATE: holds the write lock
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback()
+	defer tx.rollback()
 	start := time.Now()
 	_, err = s.Ingest(ctx, []store.Delivery{delivery("a")})
 	if err == nil {
@@ -210,9 +226,7 @@ func TestBusy(t *testing.T) {
 	if _, err := s.InboxBacklog(ctx); err != nil {
 		t.Errorf("read while locked: %v", err)
 	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
+	tx.rollback()
 	if _, err := s.Ingest(ctx, []store.Delivery{delivery("a")}); err != nil {
 		t.Errorf("Ingest after the lock was released: %v", err)
 	}
@@ -221,9 +235,7 @@ func TestBusy(t *testing.T) {
 func TestSchemaTooNew(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "new.db")
 	s := openTemp(t, Options{Path: path})
-	if _, err := s.w.ExecContext(t.Context(), `INSERT INTO schema_migrations (version, applied_at) VALUES (9999, 'x')`); err != nil {
-		t.Fatal(err)
-	}
+	writerExec(t, s, `INSERT INTO schema_migrations (version, applied_at) VALUES (9999, 'x')`)
 	_, err := Open(t.Context(), Options{Path: path})
 	if !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("Open of a newer schema error = %v, want ErrSchemaTooNew", err)
@@ -262,10 +274,7 @@ func TestSynchronousSetting(t *testing.T) {
 		want int // PRAGMA synchronous: 1 NORMAL, 2 FULL
 	}{{"", 2}, {"full", 2}, {"normal", 1}, {"NORMAL", 1}} {
 		s := openTemp(t, Options{Synchronous: tc.opt})
-		var got int
-		if err := s.w.QueryRowContext(t.Context(), `PRAGMA synchronous`).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
+		got := writerInt(t, s, `PRAGMA synchronous`)
 		if got != tc.want {
 			t.Errorf("Synchronous %q: PRAGMA synchronous = %d, want %d", tc.opt, got, tc.want)
 		}

@@ -16,10 +16,18 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	if len(t.Hash) == 0 {
 		return errors.New("create token: empty hash")
 	}
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO tokens (hash, job_id, kind, created_at, revoked_at)
+	w, err := s.begin(ctx, "create token", durable)
+	if err != nil {
+		return fmt.Errorf("create token: begin: %w", err)
+	}
+	defer w.rollback()
+	if _, err := w.conn.ExecContext(w.ctx, `INSERT INTO tokens (hash, job_id, kind, created_at, revoked_at)
 		VALUES (?, ?, ?, ?, ?)`, t.Hash, t.JobID, string(t.Kind), nullTime(t.CreatedAt),
 		nullTime(t.RevokedAt)); err != nil {
 		return fmt.Errorf("create token: %w", err)
+	}
+	if err := w.commit(); err != nil {
+		return fmt.Errorf("create token: commit: %w", err)
 	}
 	return nil
 }
@@ -53,13 +61,13 @@ func (s *Store) BindToken(ctx context.Context, hash []byte, jobID string) error 
 	if jobID == "" {
 		return errors.New("bind token: empty job id")
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	w, err := s.begin(ctx, "bind token", durable)
 	if err != nil {
 		return fmt.Errorf("bind token: begin: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer w.rollback()
 	var current string
-	if err := tx.QueryRowContext(ctx, `SELECT job_id FROM tokens WHERE hash = ?`, hash).Scan(&current); err != nil {
+	if err := w.conn.QueryRowContext(w.ctx, `SELECT job_id FROM tokens WHERE hash = ?`, hash).Scan(&current); err != nil {
 		return fmt.Errorf("bind token: %w", notFound(err))
 	}
 	switch current {
@@ -69,10 +77,10 @@ func (s *Store) BindToken(ctx context.Context, hash []byte, jobID string) error 
 	default:
 		return fmt.Errorf("bind token to %s: %w", jobID, store.ErrTokenBound)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE tokens SET job_id = ? WHERE hash = ?`, jobID, hash); err != nil {
+	if _, err := w.conn.ExecContext(w.ctx, `UPDATE tokens SET job_id = ? WHERE hash = ?`, jobID, hash); err != nil {
 		return fmt.Errorf("bind token: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := w.commit(); err != nil {
 		return fmt.Errorf("bind token: commit: %w", err)
 	}
 	return nil
@@ -81,17 +89,21 @@ func (s *Store) BindToken(ctx context.Context, hash []byte, jobID string) error 
 // RevokeToken marks the token revoked; revoking it again keeps the first time. An unknown
 // token gives store.ErrNotFound.
 func (s *Store) RevokeToken(ctx context.Context, hash []byte) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE hash = ?`,
+	w, err := s.begin(ctx, "revoke token", durable)
+	if err != nil {
+		return fmt.Errorf("revoke token: begin: %w", err)
+	}
+	defer w.rollback()
+	res, err := w.conn.ExecContext(w.ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE hash = ?`,
 		formatTime(time.Now()), hash)
 	if err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
+	if err := oneRow(res); err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}
-	if n == 0 {
-		return fmt.Errorf("revoke token: %w", store.ErrNotFound)
+	if err := w.commit(); err != nil {
+		return fmt.Errorf("revoke token: commit: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,188 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// The store's write path as the pipeline drives it, one row or one delivery at a time, on a
+// temp-file database, with the default synchronous setting (full: derived transactions commit
+// with NORMAL) and with normal everywhere (no fsync at commit: the CPU cost alone):
+//
+//	go test ./store/sqlite -run '^$' -bench 'Apply|SinkCycle' -benchtime 5000x -count 5
+//	go test ./store/sqlite -run '^$' -bench 'ApplyLive/sync=normal' -benchtime 5000x -cpuprofile cpu.out
+
+// benchPayload is a live transcript message like the sandbox sends (about 300 bytes).
+var benchPayload = json.RawMessage(`{"type":"transcript","session_id":"session-00","created_at":"2026-11-22T01:39:00.000Z","data":{"id":"u-1","is_final":true,"utterance":{"text":"the quick brown fox jumps over the lazy dog and keeps running","start":1.5,"end":4.25,"language":"en","channel":0,"words":[]}}}`)
+
+// openBench opens a store in b's temp directory and ingests n live deliveries over 16
+// sessions, returning their inbox ids.
+func openBench(b *testing.B, sync string, n int) (*Store, []int64) {
+	b.Helper()
+	s, err := Open(b.Context(), Options{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: sync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	ids := make([]int64, 0, n)
+	for start := 0; start < n; start += 256 {
+		var ds []store.Delivery
+		for i := start; i < min(start+256, n); i++ {
+			session := "session-" + strconv.Itoa(i%16)
+			ds = append(ds, store.Delivery{
+				DedupeKey: "bench-" + strconv.Itoa(i), Route: "job", Kind: api.CallbackLiveMessage,
+				Event: "live.transcript", JobID: session, MessageType: api.MessageTranscript,
+				Category: api.CategoryFinalTranscripts, PartitionKey: session,
+				Body: benchPayload, ReceivedAt: time.Now(),
+			})
+		}
+		res, err := s.Ingest(b.Context(), ds)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			ids = append(ids, r.ID)
+		}
+	}
+	return s, ids
+}
+
+// cpuTime is the CPU time the process has used (user and system, every thread): on a shared
+// machine it varies less than the wall time of an op.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cancellable is a context that can end, like the pipeline's (a message's context): drivers
+// and database/sql do more work for those than for context.Background.
+func cancellable(b *testing.B) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	return ctx
+}
+
+// applyLive is what the pipeline's Apply of one live message does: append the message, read
+// and rewrite the session's record, queue one event for each of two sinks.
+func applyLive(ctx context.Context, s *Store, row store.InboxRow) error {
+	return s.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+		now := time.Now()
+		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
+			SessionID: row.JobID, Type: row.MessageType, Category: row.Category, CreatedAt: now,
+			ReceivedAt: row.ReceivedAt, InboxID: row.ID, Payload: benchPayload,
+		}); err != nil {
+			return err
+		}
+		rec, err := tx.Job(ctx, row.JobID)
+		if errors.Is(err, store.ErrNotFound) {
+			rec = store.JobRecord{
+				Job:   api.Job{ID: row.JobID, Kind: api.KindLive, Status: api.StatusProcessing, CreatedAt: api.NewTime(now)},
+				Local: store.Local{Source: "callback", ReceivedAt: row.ReceivedAt},
+			}
+		} else if err != nil {
+			return err
+		}
+		rec.Local.Deliveries++
+		rec.Local.UpdatedAt = now
+		if err := tx.PutJob(ctx, rec); err != nil {
+			return err
+		}
+		ev := api.Event{
+			ID: "ev-" + strconv.FormatInt(row.ID, 10), Type: "live.transcript", CreatedAt: api.NewTime(now),
+			JobID: row.JobID, Kind: api.KindLive, Category: row.Category, Data: benchPayload,
+		}
+		return tx.EnqueueSinkDeliveries(ctx, []store.SinkDelivery{
+			{Sink: "files", EventID: ev.ID, Event: ev, OrderKey: row.JobID, CreatedAt: now},
+			{Sink: "hook", EventID: ev.ID, Event: ev, OrderKey: row.JobID, CreatedAt: now},
+		})
+	})
+}
+
+// BenchmarkApplyLive: one op is the Apply of one live message (append, session record read
+// and rewritten, two sink deliveries queued), committed.
+func BenchmarkApplyLive(b *testing.B) {
+	for _, sync := range []string{SynchronousFull, SynchronousNormal} {
+		b.Run("sync="+sync, func(b *testing.B) { benchApplyLive(b, sync) })
+	}
+}
+
+func benchApplyLive(b *testing.B, sync string) {
+	s, ids := openBench(b, sync, b.N)
+	rows := make([]store.InboxRow, len(ids))
+	for i, id := range ids {
+		r, err := s.InboxRow(b.Context(), id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows[i] = r
+	}
+	ctx := cancellable(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	for i := range b.N {
+		if err := applyLive(ctx, s, rows[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkSinkCycle: one op is one delivery claimed (alone, as a sink worker with a batch of
+// one does) and completed, on an ordered sink whose queue holds b.N deliveries.
+func BenchmarkSinkCycle(b *testing.B) {
+	for _, sync := range []string{SynchronousFull, SynchronousNormal} {
+		for _, batch := range []int{1, 16} {
+			b.Run(fmt.Sprintf("sync=%s/claim=%d", sync, batch), func(b *testing.B) { benchSinkCycle(b, sync, batch) })
+		}
+	}
+}
+
+func benchSinkCycle(b *testing.B, sync string, batch int) {
+	s, ids := openBench(b, sync, b.N)
+	ctx := cancellable(b)
+	for i, id := range ids {
+		row := store.InboxRow{ID: id, Delivery: store.Delivery{
+			JobID: "session-" + strconv.Itoa(i%16), MessageType: api.MessageTranscript,
+			Category: api.CategoryFinalTranscripts, ReceivedAt: time.Now()}}
+		if err := applyLive(ctx, s, row); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime(b)
+	for done := 0; done < b.N; {
+		ds, err := s.ClaimSinkDeliveries(ctx, "hook", true, time.Now(), time.Minute, batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(ds) == 0 {
+			b.Fatalf("nothing to claim after %d of %d", done, b.N)
+		}
+		for _, d := range ds {
+			if err := s.CompleteSinkDelivery(ctx, d.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += len(ds)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+}
