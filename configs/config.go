@@ -46,10 +46,38 @@ type StoreConfig struct {
 	Synchronous string `yaml:"synchronous"`
 }
 
-// BusConfig selects the Watermill bus between the receiver and the handlers.
+// BusConfig selects the Watermill bus between the receiver and the handlers. gochannel keeps
+// everything in one process; redisstream and nats (JetStream) carry a small notice per
+// committed delivery through a broker that several serve replicas share, each notice going to
+// one replica of a consumer group.
 type BusConfig struct {
 	Driver string `yaml:"driver"` // gochannel, redisstream or nats
-	URL    string `yaml:"url"`    // required by redisstream and nats
+	// URL is the broker, required by redisstream and nats: redis://[:password@]host:6379/0,
+	// nats://[user:password@]host:4222. A password is better given through SCRIBEHOOK_BUS_URL
+	// than written in the file; logs show it redacted.
+	URL string `yaml:"url"`
+	// Topic is the Redis stream or NATS subject of the notices (JetStream stores it in a
+	// stream named after it, '.' becoming '_').
+	Topic string `yaml:"topic"`
+	// Group is the consumer group (Redis) or durable consumer (JetStream) every replica joins.
+	Group string `yaml:"group"`
+	// Consumer names this replica within the group (Redis); empty: host-pid-random.
+	Consumer string `yaml:"consumer"`
+	// ClaimAfter is how long a notice delivered to a replica may stay unacknowledged before the
+	// broker gives it to another (the replica died or hangs).
+	ClaimAfter time.Duration `yaml:"claim_after"`
+	// SweepInterval is how often every replica looks for rows still pending (notices lost with
+	// a killed replica or a broker restart), and SweepGrace how old a pending row must be for
+	// the sweep to take it rather than leave it to its notice. The gochannel bus sweeps at
+	// SweepInterval too.
+	SweepInterval time.Duration `yaml:"sweep_interval"`
+	SweepGrace    time.Duration `yaml:"sweep_grace"`
+	// Queue bounds the notices waiting to be published; past it (or while the broker is down) a
+	// notice is dropped and its row waits for the sweep. The receiver never waits for the
+	// broker.
+	Queue int `yaml:"queue"`
+	// MaxLen bounds the Redis stream, approximately (0: unbounded).
+	MaxLen int64 `yaml:"max_len"`
 }
 
 // Route is a static callback token: for jobs created elsewhere and for account webhooks. The
@@ -129,6 +157,13 @@ const (
 	DefaultStoreDSN      = "scribehook.db"
 	DefaultSynchronous   = "full"
 	DefaultBusDriver     = "gochannel"
+	DefaultBusTopic      = "scribehook.inbox"
+	DefaultBusGroup      = "scribehook"
+	DefaultClaimAfter    = 30 * time.Second
+	DefaultSweepInterval = 30 * time.Second
+	DefaultSweepGrace    = 5 * time.Second
+	DefaultBusQueue      = 10000
+	DefaultBusMaxLen     = 100000
 	DefaultProfile       = "netflix-adult"
 	DefaultArtifactsDir  = "artifacts"
 	DefaultBodyLimit     = 32 << 20
@@ -151,8 +186,12 @@ func Default() Config {
 			APIKeyEnv: DefaultAPIKeyEnv,
 			KeyHeader: DefaultKeyHeader,
 		},
-		Store:     StoreConfig{Driver: DefaultStoreDriver, DSN: DefaultStoreDSN, Synchronous: DefaultSynchronous},
-		Bus:       BusConfig{Driver: DefaultBusDriver},
+		Store: StoreConfig{Driver: DefaultStoreDriver, DSN: DefaultStoreDSN, Synchronous: DefaultSynchronous},
+		Bus: BusConfig{
+			Driver: DefaultBusDriver, Topic: DefaultBusTopic, Group: DefaultBusGroup,
+			ClaimAfter: DefaultClaimAfter, SweepInterval: DefaultSweepInterval, SweepGrace: DefaultSweepGrace,
+			Queue: DefaultBusQueue, MaxLen: DefaultBusMaxLen,
+		},
 		Subtitles: SubtitlesConfig{Profile: DefaultProfile, Formats: []string{"srt", "vtt"}, Dir: DefaultArtifactsDir},
 		Sinks: []Sink{{
 			Name: "files", Kind: "file", Dir: DefaultSinkDir, Events: []string{"*"}, Timeout: DefaultSinkTimeout,
@@ -188,7 +227,7 @@ func (c *Config) fillElementDefaults() {
 func (c Config) String() string {
 	r := c
 	r.Store.DSN = redactURL(r.Store.DSN)
-	r.Bus.URL = redactURL(r.Bus.URL)
+	r.Bus.URL = RedactBusURL(r.Bus.URL)
 	r.Service.BaseURL = redactURL(r.Service.BaseURL)
 	r.PublicURL = redactURL(r.PublicURL)
 	r.Routes = append([]Route(nil), c.Routes...)
@@ -202,6 +241,22 @@ func (c Config) String() string {
 	}
 	return string(b)
 }
+
+// RedactBusURL hides the secrets of a broker URL: its password, and a NATS token (the user
+// part of nats://token@host, which is the secret itself). Other strings pass as redactURL
+// leaves them.
+func RedactBusURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, has := u.User.Password(); !has && u.User.Username() != "" {
+			u.User = url.User("REDACTED")
+			return u.String()
+		}
+	}
+	return redactURL(s)
+}
+
+// RedactURL hides the password of a URL or a key/value PostgreSQL DSN, for logs.
+func RedactURL(s string) string { return redactURL(s) }
 
 // redactURL hides the password of a URL (postgres://u:pw@h/db) and the password=… of a
 // key/value PostgreSQL DSN; other strings pass unchanged.

@@ -35,10 +35,11 @@ func TestDefaultsWithNoFile(t *testing.T) {
 		ReadTokenEnv: "SCRIBEHOOK_READ_TOKEN",
 		Service:      ServiceConfig{BaseURL: "http://127.0.0.1:8788", APIKeyEnv: "SCRIBEHOOK_API_KEY", KeyHeader: "x-service-key"},
 		Store:        StoreConfig{Driver: "sqlite", DSN: "scribehook.db", Synchronous: "full"},
-		Bus:          BusConfig{Driver: "gochannel"},
-		Subtitles:    SubtitlesConfig{Profile: "netflix-adult", Formats: []string{"srt", "vtt"}, Dir: "artifacts"},
-		Sinks:        []Sink{{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: 10 * time.Second}},
-		Receiver:     ReceiverConfig{BodyLimit: 32 << 20, Partitions: 4},
+		Bus: BusConfig{Driver: "gochannel", Topic: "scribehook.inbox", Group: "scribehook", ClaimAfter: 30 * time.Second,
+			SweepInterval: 30 * time.Second, SweepGrace: 5 * time.Second, Queue: 10000, MaxLen: 100000},
+		Subtitles: SubtitlesConfig{Profile: "netflix-adult", Formats: []string{"srt", "vtt"}, Dir: "artifacts"},
+		Sinks:     []Sink{{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: 10 * time.Second}},
+		Receiver:  ReceiverConfig{BodyLimit: 32 << 20, Partitions: 4},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults =\n%#v\nwant\n%#v", cfg, want)
@@ -69,7 +70,7 @@ service:
   api_key_env: MY_KEY
   key_header: x-other-key
 store: {driver: postgres, dsn: "postgres://u:pw@db/scribehook"}
-bus: {driver: nats, url: nats://127.0.0.1:4222}
+bus: {driver: nats, url: nats://127.0.0.1:4222, group: replicas, claim_after: 45s}
 routes:
   - {name: account, token_env: ACCOUNT_TOKEN, signing_secret_env: ACCOUNT_SECRET}
   - name: partner
@@ -103,7 +104,9 @@ func TestFullYAML(t *testing.T) {
 		Service:      ServiceConfig{BaseURL: "https://api.example.com", APIKeyEnv: "MY_KEY", KeyHeader: "x-other-key"},
 		// synchronous keeps its default: a mapping merges key by key.
 		Store: StoreConfig{Driver: "postgres", DSN: "postgres://u:pw@db/scribehook", Synchronous: "full"},
-		Bus:   BusConfig{Driver: "nats", URL: "nats://127.0.0.1:4222"},
+		// The other bus keys keep their defaults.
+		Bus: BusConfig{Driver: "nats", URL: "nats://127.0.0.1:4222", Topic: "scribehook.inbox", Group: "replicas",
+			ClaimAfter: 45 * time.Second, SweepInterval: 30 * time.Second, SweepGrace: 5 * time.Second, Queue: 10000, MaxLen: 100000},
 		Routes: []Route{
 			{Name: "account", TokenEnv: "ACCOUNT_TOKEN", SigningSecretEnv: "ACCOUNT_SECRET"},
 			{Name: "partner", TokenEnv: "PARTNER_TOKEN"},
@@ -265,7 +268,7 @@ func TestValidationSentences(t *testing.T) {
 	cfg.Service.APIKeyEnv = "MY-KEY"
 	cfg.Service.KeyHeader = "x key"
 	cfg.Store = StoreConfig{Driver: "mysql", DSN: ""}
-	cfg.Bus = BusConfig{Driver: "redisstream"}
+	cfg.Bus.Driver = "redisstream"
 	cfg.Routes = []Route{{Name: "", TokenEnv: "A"}, {Name: "a", TokenEnv: ""}, {Name: "a", TokenEnv: "B"}, {Name: "job", TokenEnv: "C"}}
 	cfg.Subtitles = SubtitlesConfig{Profile: "cinema", Formats: []string{"srt", "docx"}}
 	cfg.Sinks = []Sink{
@@ -395,7 +398,7 @@ func TestSecretsErrorsNameTheVariable(t *testing.T) {
 func TestStringHidesPasswords(t *testing.T) {
 	cfg := Default()
 	cfg.Store = StoreConfig{Driver: "postgres", DSN: "postgres://app:hunter2@db:5432/s?sslmode=disable"}
-	cfg.Bus = BusConfig{Driver: "redisstream", URL: "redis://:s3cret@cache:6379/0"}
+	cfg.Bus.Driver, cfg.Bus.URL = "redisstream", "redis://:s3cret@cache:6379/0"
 	cfg.Sinks = append(cfg.Sinks, Sink{Name: "n", Kind: "nats", URL: "nats://u:natspw@n:4222", Events: []string{"*"}})
 	out := cfg.String()
 	for _, secret := range []string{"hunter2", "s3cret", "natspw"} {
@@ -411,5 +414,57 @@ func TestStringHidesPasswords(t *testing.T) {
 	}
 	if got := redactURL("postgres://db/s?password=pw"); strings.Contains(got, "pw") && !strings.Contains(got, "REDACTED") {
 		t.Fatalf("query dsn = %s", got)
+	}
+}
+
+func TestBusKeys(t *testing.T) {
+	cfg := Default()
+	cfg.Bus = BusConfig{Driver: "nats", URL: "redis://:pw@cache:6379", Topic: "a..b", Group: "my group", Consumer: "x/y",
+		ClaimAfter: 500 * time.Millisecond, SweepInterval: 0, SweepGrace: -time.Second, Queue: 0, MaxLen: -1}
+	var ve *ValidationError
+	if err := cfg.Validate(); !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	want := []string{
+		`bus.url must be a nats URL such as nats://[user:password@]host:4222 (or tls://)`,
+		`bus.topic must be a NATS subject, dot-separated tokens none of them empty (got "a..b")`,
+		`bus.group must be letters, digits, '-' and '_' (got "my group")`,
+		`bus.consumer must be letters, digits, '-' and '_' (got "x/y")`,
+		`bus.claim_after must be a duration of at least 1s (got 500ms)`,
+		`bus.sweep_interval must be a duration of at least 1s (got 0s)`,
+		`bus.sweep_grace must not be negative (got -1s)`,
+		`bus.queue must be between 1 and 10000000 (got 0)`,
+		`bus.max_len must not be negative; 0 leaves the stream unbounded (got -1)`,
+	}
+	if got := ve.Sentences(); !slices.Equal(got, want) {
+		t.Fatalf("sentences:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.Contains(ve.Error(), "pw") {
+		t.Errorf("the error quotes the URL's password: %s", ve.Error())
+	}
+	// Every key is overridable from the environment.
+	cfg, err := Load("", []string{
+		"SCRIBEHOOK_BUS_DRIVER=redisstream", "SCRIBEHOOK_BUS_URL=redis://127.0.0.1:6379/0", "SCRIBEHOOK_BUS_TOPIC=t.inbox",
+		"SCRIBEHOOK_BUS_GROUP=g", "SCRIBEHOOK_BUS_CONSUMER=replica-1", "SCRIBEHOOK_BUS_CLAIM_AFTER=10s",
+		"SCRIBEHOOK_BUS_SWEEP_INTERVAL=1m", "SCRIBEHOOK_BUS_SWEEP_GRACE=2s", "SCRIBEHOOK_BUS_QUEUE=500", "SCRIBEHOOK_BUS_MAX_LEN=0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBus := BusConfig{Driver: "redisstream", URL: "redis://127.0.0.1:6379/0", Topic: "t.inbox", Group: "g", Consumer: "replica-1",
+		ClaimAfter: 10 * time.Second, SweepInterval: time.Minute, SweepGrace: 2 * time.Second, Queue: 500, MaxLen: 0}
+	if cfg.Bus != wantBus {
+		t.Fatalf("bus = %+v", cfg.Bus)
+	}
+	// A NATS token is the user part of the URL: hidden like a password.
+	for raw, want := range map[string]string{
+		"nats://s3cr3t-token@n:4222":   "nats://REDACTED@n:4222",
+		"nats://u:s3cr3t@n:4222":       "nats://u:REDACTED@n:4222",
+		"redis://:s3cr3t@cache:6379/0": "redis://:REDACTED@cache:6379/0",
+		"redis://cache:6379/0":         "redis://cache:6379/0",
+	} {
+		if got := RedactBusURL(raw); got != want {
+			t.Errorf("RedactBusURL(%s) = %s, want %s", raw, got, want)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/scribehook/scribehook/api"
 )
@@ -85,9 +86,7 @@ func (c Config) Validate() error {
 		v.oneOf("store.synchronous", c.Store.Synchronous, SyncModes)
 	}
 
-	if v.oneOf("bus.driver", c.Bus.Driver, BusDrivers) && c.Bus.Driver != "gochannel" && c.Bus.URL == "" {
-		v.add("bus.url", "is required when bus.driver is %s", c.Bus.Driver)
-	}
+	v.bus(c.Bus)
 
 	routes := map[string]int{}
 	for i, r := range c.Routes {
@@ -126,6 +125,69 @@ func (c Config) Validate() error {
 		v.add("receiver.partitions", "must be between 1 and %d (got %d)", maxPartitions, c.Receiver.Partitions)
 	}
 	return v.err()
+}
+
+// Bounds of the bus keys.
+const (
+	minClaimAfter    = time.Second
+	minSweepInterval = time.Second
+	maxBusQueue      = 10_000_000
+)
+
+var busNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func (v *validator) bus(b BusConfig) {
+	if !v.oneOf("bus.driver", b.Driver, BusDrivers) {
+		return
+	}
+	if b.Driver != "gochannel" {
+		if b.URL == "" {
+			v.add("bus.url", "is required when bus.driver is %s", b.Driver)
+		} else if u, err := url.Parse(b.URL); err != nil || (u.Host == "" && u.Scheme != "unix") || !busSchemeOK(b.Driver, u.Scheme) {
+			want := "redis://[:password@]host:6379/0 (or rediss://)"
+			if b.Driver == "nats" {
+				want = "nats://[user:password@]host:4222 (or tls://)"
+			}
+			// The value is not quoted: it may hold a password.
+			v.add("bus.url", "must be a %s URL such as %s", b.Driver, want)
+		}
+	}
+	switch {
+	case strings.TrimSpace(b.Topic) == "":
+		v.add("bus.topic", "must not be empty")
+	case strings.ContainsAny(b.Topic, " \t\r\n*>"):
+		v.add("bus.topic", "must not contain white space, '*' or '>' (got %q)", b.Topic)
+	case b.Driver == "nats" && slices.Contains(strings.Split(b.Topic, "."), ""):
+		v.add("bus.topic", "must be a NATS subject, dot-separated tokens none of them empty (got %q)", b.Topic)
+	}
+	if !busNameRE.MatchString(b.Group) {
+		v.add("bus.group", "must be letters, digits, '-' and '_' (got %q)", b.Group)
+	}
+	if b.Consumer != "" && !busNameRE.MatchString(b.Consumer) {
+		v.add("bus.consumer", "must be letters, digits, '-' and '_' (got %q)", b.Consumer)
+	}
+	if b.ClaimAfter < minClaimAfter {
+		v.add("bus.claim_after", "must be a duration of at least %s (got %s)", minClaimAfter, b.ClaimAfter)
+	}
+	if b.SweepInterval < minSweepInterval {
+		v.add("bus.sweep_interval", "must be a duration of at least %s (got %s)", minSweepInterval, b.SweepInterval)
+	}
+	if b.SweepGrace < 0 {
+		v.add("bus.sweep_grace", "must not be negative (got %s)", b.SweepGrace)
+	}
+	if b.Queue < 1 || b.Queue > maxBusQueue {
+		v.add("bus.queue", "must be between 1 and %d (got %d)", maxBusQueue, b.Queue)
+	}
+	if b.MaxLen < 0 {
+		v.add("bus.max_len", "must not be negative; 0 leaves the stream unbounded (got %d)", b.MaxLen)
+	}
+}
+
+func busSchemeOK(driver, scheme string) bool {
+	if driver == "nats" {
+		return scheme == "nats" || scheme == "tls"
+	}
+	return scheme == "redis" || scheme == "rediss" || scheme == "unix"
 }
 
 func (v *validator) sink(i int, s Sink, names map[string]int) {
