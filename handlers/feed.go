@@ -1,6 +1,9 @@
 package handlers
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // LiveFeed tells subscribers that a session has new stored messages; they read the messages
 // from the store. A ping carries no data, so a slow subscriber only misses redundant pings.
@@ -44,5 +47,58 @@ func (f *LiveFeed) Publish(sessionID string) {
 		case ch <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// SessionFeed is what the receiver's event streams subscribe to, per session.
+type SessionFeed interface {
+	Subscribe(sessionID string) (<-chan struct{}, func())
+}
+
+// busFeedPoll is how often, with a Bus, an event stream looks at the store for messages that
+// another replica stored: this replica only hears of its own.
+const busFeedPoll = time.Second
+
+// SessionFeed is the feed for event streams: the live feed alone in one process; with a Bus,
+// the live feed plus a ping every second, since messages stored by other replicas ping
+// nothing here.
+func (p *Pipeline) SessionFeed() SessionFeed {
+	if p.bus == nil {
+		return p.feed
+	}
+	return polledFeed{feed: p.feed, every: busFeedPoll}
+}
+
+type polledFeed struct {
+	feed  *LiveFeed
+	every time.Duration
+}
+
+func (f polledFeed) Subscribe(sessionID string) (<-chan struct{}, func()) {
+	local, cancel := f.feed.Subscribe(sessionID)
+	out := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(f.every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-local:
+			case <-t.C:
+			}
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	var once sync.Once
+	return out, func() {
+		once.Do(func() {
+			close(stop)
+			cancel()
+		})
 	}
 }

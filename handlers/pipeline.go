@@ -75,6 +75,17 @@ type Config struct {
 	Sinks []sinks.Spec
 	// Wake is told the sinks that have new deliveries (the dispatcher's Wake).
 	Wake func(sink string)
+
+	// Bus, when set, carries commit notices through a broker that several replicas share
+	// (Redis Streams, NATS JetStream; see busmode.go); nil keeps everything in this process, on
+	// the GoChannel. The pipeline owns it: Close closes it, and so does New when it fails.
+	Bus *Bus
+	// SweepGrace: with a Bus, the sweep drains rows pending for longer than this (default 5 s);
+	// younger rows are left to their notices.
+	SweepGrace time.Duration
+	// NoticeQueue bounds, with a Bus, the notices waiting to be published (default 10000);
+	// past it a notice is dropped and its row waits for the sweep.
+	NoticeQueue int
 }
 
 // Pipeline is the processing side of scribehook.
@@ -88,6 +99,7 @@ type Pipeline struct {
 	parts  []*partition
 	feed   *LiveFeed
 	m      *metrics
+	bus    *busMode // nil: the in-process GoChannel
 
 	mu     sync.Mutex
 	queued map[int64]bool
@@ -104,6 +116,9 @@ type Pipeline struct {
 // New builds the pipeline; Run starts it.
 func New(cfg Config) (*Pipeline, error) {
 	if cfg.Store == nil {
+		if cfg.Bus != nil {
+			_ = cfg.Bus.Close()
+		}
 		return nil, errors.New("handlers: store is required")
 	}
 	if cfg.Partitions <= 0 {
@@ -120,6 +135,12 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 30 * time.Second
+	}
+	if cfg.SweepGrace <= 0 {
+		cfg.SweepGrace = DefaultSweepGrace
+	}
+	if cfg.NoticeQueue <= 0 {
+		cfg.NoticeQueue = DefaultNoticeQueue
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
@@ -139,6 +160,9 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, wlog)
 	if err != nil {
+		if cfg.Bus != nil {
+			_ = cfg.Bus.Close()
+		}
 		return nil, fmt.Errorf("handlers: router: %w", err)
 	}
 	// A row interrupted by a stop is not poisoned: it stays pending for the next start.
@@ -146,9 +170,19 @@ func New(cfg Config) (*Pipeline, error) {
 		return !p.stopping() && !errors.Is(err, context.Canceled)
 	})
 	if err != nil {
+		if cfg.Bus != nil {
+			_ = cfg.Bus.Close()
+		}
 		return nil, fmt.Errorf("handlers: poison queue: %w", err)
 	}
 	router.AddMiddleware(middleware.CorrelationID)
+	if cfg.Bus != nil {
+		// The rows come from the broker's notices (busmode.go), not from the inbox topics.
+		p.bus = newBusMode(p, cfg.Bus, wlog)
+		router.AddConsumerHandler("poisoned", topicPoison, p.poison, p.poisoned)
+		p.router = router
+		return p, nil
+	}
 	for i := 0; i < cfg.Partitions; i++ {
 		topic := topicInbox + strconv.Itoa(i)
 		h := router.AddHandler("persist-"+strconv.Itoa(i), topic, p.inbox, TopicEvents, p.events, p.persist)
@@ -197,6 +231,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	case err := <-routerErr:
 		return fmt.Errorf("handlers: router: %w", err)
 	}
+	if p.bus != nil {
+		return p.runBus(ctx, routerErr)
+	}
 	n, err := p.scan(ctx, false)
 	if err != nil {
 		if p.stopping() {
@@ -233,8 +270,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 // Running is closed once the router runs.
 func (p *Pipeline) Running() <-chan struct{} { return p.router.Running() }
 
-// Ready reports whether rows are being processed.
-func (p *Pipeline) Ready() bool { return p.router.IsRunning() && !p.router.IsClosed() }
+// Ready reports whether rows are being processed. With a Bus it also needs the broker to
+// answer and this replica's subscriptions to run: while they do not, deliveries are still
+// stored (the receiver does not ask the broker) and processed by the sweep, later.
+func (p *Pipeline) Ready() bool {
+	if !p.router.IsRunning() || p.router.IsClosed() {
+		return false
+	}
+	return p.bus == nil || p.bus.ready()
+}
 
 // Close stops queueing, lets the handlers finish their current rows, and closes the bus. Rows
 // still pending stay in the inbox for the next start.
@@ -246,6 +290,10 @@ func (p *Pipeline) Close() error {
 		close(p.done)
 	}
 	p.mu.Unlock()
+	var busErr error
+	if p.bus != nil {
+		busErr = p.bus.close()
+	}
 	for _, part := range p.parts {
 		part.close()
 	}
@@ -254,7 +302,7 @@ func (p *Pipeline) Close() error {
 	_ = p.inbox.Close()
 	_ = p.events.Close()
 	_ = p.poison.Close()
-	return err
+	return errors.Join(err, busErr)
 }
 
 // Live is the feed of stored live messages, for server-sent events.
@@ -273,6 +321,10 @@ func (p *Pipeline) Events(ctx context.Context) (<-chan *message.Message, error) 
 // reader (which finds every row committed before it too); a row the reader has passed (a
 // repeated notification, or a row committed late by another writer) is queued directly.
 func (p *Pipeline) Committed(inboxID int64, partitionKey string) {
+	if p.bus != nil {
+		p.bus.notify(inboxID, partitionKey)
+		return
+	}
 	p.mu.Lock()
 	passed := inboxID <= p.cursor
 	p.mu.Unlock()

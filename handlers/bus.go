@@ -1,0 +1,273 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/sirupsen/logrus"
+)
+
+// Bus drivers: besides the in-process GoChannel (no Bus at all), a broker shared by several
+// replicas.
+const (
+	BusRedisStream = "redisstream"
+	BusNATS        = "nats"
+)
+
+// Defaults of BusConfig.
+const (
+	// DefaultBusTopic is the Redis stream, or the NATS subject, of commit notices.
+	DefaultBusTopic = "scribehook.inbox"
+	// DefaultBusGroup is the Redis consumer group, or the JetStream durable consumer, that every
+	// replica joins: each notice goes to one replica of the group.
+	DefaultBusGroup = "scribehook"
+	// DefaultClaimAfter is how long a notice may stay delivered but unacknowledged before the
+	// broker gives it to another replica (its replica died, or is stuck).
+	DefaultClaimAfter = 30 * time.Second
+	// DefaultRedisMaxLen bounds the Redis stream (approximately): notices are small, and a
+	// notice trimmed before it was read only delays its row until the sweep.
+	DefaultRedisMaxLen = 100000
+)
+
+// busConnectTimeout bounds connecting to the broker at start, and each health check.
+const busConnectTimeout = 5 * time.Second
+
+// BusConfig says how to reach the broker that carries commit notices between replicas.
+type BusConfig struct {
+	// Driver is BusRedisStream or BusNATS (JetStream).
+	Driver string
+	// URL is the broker: redis://[:password@]host:6379/0, nats://[user:password@]host:4222.
+	URL string
+	// Topic is the Redis stream, or the NATS subject, of the notices (default DefaultBusTopic).
+	// On NATS its stream is named after it with '.' replaced by '_' (scribehook_inbox).
+	Topic string
+	// Group is the consumer group (Redis) or durable consumer (JetStream) shared by every
+	// replica (default DefaultBusGroup).
+	Group string
+	// Consumer names this replica in the group (Redis; default host-pid-random). Each
+	// subscription of the replica is Consumer-<n>.
+	Consumer string
+	// ClaimAfter is how long a delivered notice may stay unacknowledged before another replica
+	// takes it (default DefaultClaimAfter). Redis: the MaxIdleTime after which pending entries
+	// are claimed (XPENDING/XCLAIM, looked for every ClaimAfter/6). JetStream: the consumer's
+	// AckWait, after which the server redelivers.
+	ClaimAfter time.Duration
+	// MaxLen bounds the Redis stream, approximately (default DefaultRedisMaxLen; negative: no
+	// bound).
+	MaxLen int64
+	// Logger receives the broker's connection troubles (rate-limited).
+	Logger *logrus.Entry
+}
+
+func (c *BusConfig) setDefaults() {
+	if c.Topic == "" {
+		c.Topic = DefaultBusTopic
+	}
+	if c.Group == "" {
+		c.Group = DefaultBusGroup
+	}
+	if c.Consumer == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "scribehook"
+		}
+		c.Consumer = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), watermill.NewShortUUID()[:6])
+	}
+	if c.ClaimAfter <= 0 {
+		c.ClaimAfter = DefaultClaimAfter
+	}
+	if c.MaxLen == 0 {
+		c.MaxLen = DefaultRedisMaxLen
+	}
+	if c.MaxLen < 0 {
+		c.MaxLen = 0 // Watermill: no MAXLEN
+	}
+	if c.Logger == nil {
+		c.Logger = logrus.NewEntry(logrus.StandardLogger())
+	}
+}
+
+// Bus is an open connection to the broker of commit notices. handlers.New takes it in
+// Config.Bus, and the pipeline closes it.
+type Bus struct {
+	cfg  BusConfig
+	drv  busDriver
+	once sync.Once
+	err  error
+}
+
+// busDriver is what the pipeline needs of a broker.
+type busDriver interface {
+	// publish sends one notice; the message's context bounds the wait where the driver can.
+	publish(msg *message.Message) error
+	// subscribe opens n subscriptions of the shared group. Closing them ends their channels and
+	// leaves unacknowledged notices with the broker, for another subscription to take.
+	// onFatal is called when the broker drops a subscription for good.
+	subscribe(ctx context.Context, n int, onFatal func(error)) (*subscriptions, error)
+	// check reports whether the broker answers, and repairs what a broker restart can lose (a
+	// Redis consumer group, a JetStream stream or consumer); resubscribe says the current
+	// subscriptions cannot recover by themselves.
+	check(ctx context.Context) (resubscribe bool, err error)
+	// nackOnStop says whether a nack hands a notice to another subscriber at once (JetStream),
+	// rather than back to the same, closing, subscription (Redis).
+	nackOnStop() bool
+	// crash makes the driver behave like a killed process (tests): it nacks nothing more.
+	crash()
+	close() error
+}
+
+// subscriptions are the channels of one subscribe call and how to end them.
+type subscriptions struct {
+	chans []<-chan *message.Message
+	close func() error
+}
+
+// OpenBus connects to the broker, makes sure the stream and the consumer group exist, and
+// returns the bus for Config.Bus. Its errors say what failed without the URL (the caller names
+// bus.url, redacted); a password of the URL never appears in them.
+func OpenBus(ctx context.Context, cfg BusConfig) (*Bus, error) {
+	cfg.setDefaults()
+	if strings.TrimSpace(cfg.URL) == "" {
+		return nil, fmt.Errorf("the %s bus needs the broker's URL", cfg.Driver)
+	}
+	if strings.ContainsAny(cfg.Topic, " \t\r\n*>") {
+		return nil, fmt.Errorf("topic %q may not contain white space, '*' or '>'", cfg.Topic)
+	}
+	wlog := newBusLogger(cfg.Logger.WithFields(logrus.Fields{"component": "bus", "bus": cfg.Driver}))
+	var (
+		drv busDriver
+		err error
+	)
+	switch cfg.Driver {
+	case BusRedisStream:
+		drv, err = openRedisBus(ctx, cfg, wlog)
+	case BusNATS:
+		drv, err = openNATSBus(ctx, cfg, wlog)
+	default:
+		return nil, fmt.Errorf("unknown bus driver %q: use %s or %s", cfg.Driver, BusRedisStream, BusNATS)
+	}
+	if err != nil {
+		return nil, scrubSecret(err, cfg.URL)
+	}
+	return &Bus{cfg: cfg, drv: drv}, nil
+}
+
+// Driver is the bus driver's name.
+func (b *Bus) Driver() string { return b.cfg.Driver }
+
+// Topic is the stream or subject of the notices.
+func (b *Bus) Topic() string { return b.cfg.Topic }
+
+// Redacted is the broker URL without its secrets, for logs.
+func (b *Bus) Redacted() string { return RedactBusURL(b.cfg.URL) }
+
+// Close closes the broker connections. The pipeline calls it when it closes.
+func (b *Bus) Close() error {
+	b.once.Do(func() { b.err = b.drv.close() })
+	return b.err
+}
+
+// RedactBusURL hides the secrets of a broker URL: a password, and a NATS token (the user part
+// of nats://token@host). Other strings pass unchanged.
+func RedactBusURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+	} else if u.User.Username() != "" {
+		u.User = url.User("REDACTED")
+	}
+	return u.String()
+}
+
+// scrubSecret removes the URL's secrets from an error text, should a client library quote
+// them.
+func scrubSecret(err error, raw string) error {
+	u, perr := url.Parse(raw)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	msg := err.Error()
+	secrets := []string{u.User.Username()}
+	if pw, has := u.User.Password(); has {
+		secrets = []string{pw}
+	}
+	changed := false
+	for _, s := range secrets {
+		if len(s) >= 3 && strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, "REDACTED")
+			changed = true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// busLogger routes the Watermill broker clients' logs to logrus: their errors repeat every
+// few hundred milliseconds while a broker is down, so each distinct message is logged as a
+// warning at most once per busLogEvery, the rest at debug.
+type busLogger struct {
+	l   *logrus.Entry
+	lim *logLimiter
+}
+
+const busLogEvery = 30 * time.Second
+
+func newBusLogger(l *logrus.Entry) busLogger {
+	return busLogger{l: l, lim: &logLimiter{last: map[string]time.Time{}}}
+}
+
+func (b busLogger) Error(msg string, err error, fields watermill.LogFields) {
+	e := b.l.WithFields(logrus.Fields(fields)).WithError(err)
+	if b.lim.allow(msg) {
+		e.Warn(msg)
+		return
+	}
+	e.Debug(msg)
+}
+
+func (b busLogger) Info(msg string, fields watermill.LogFields) {
+	b.l.WithFields(logrus.Fields(fields)).Debug(msg)
+}
+
+func (b busLogger) Debug(msg string, fields watermill.LogFields) {
+	b.l.WithFields(logrus.Fields(fields)).Debug(msg)
+}
+
+func (b busLogger) Trace(string, watermill.LogFields) {}
+
+func (b busLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
+	return busLogger{l: b.l.WithFields(logrus.Fields(fields)), lim: b.lim}
+}
+
+// logLimiter lets one message through per key and period.
+type logLimiter struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (l *logLimiter) allow(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if t, ok := l.last[key]; ok && now.Sub(t) < busLogEvery {
+		return false
+	}
+	if len(l.last) > 1000 {
+		clear(l.last)
+	}
+	l.last[key] = now
+	return true
+}

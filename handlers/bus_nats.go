@@ -1,0 +1,326 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wmjetstream "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/jetstream"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// natsBus carries notices on a JetStream stream (work-queue retention, on disk) read through
+// one durable pull consumer that every replica shares: the server gives each message to one
+// puller, and redelivers a message not acknowledged within AckWait (ClaimAfter) to another.
+type natsBus struct {
+	cfg     BusConfig
+	conn    *nats.Conn // publisher and management
+	js      jetstream.JetStream
+	pub     *wmjetstream.Publisher
+	stream  string
+	durable string
+	wlog    watermill.LoggerAdapter
+	crashed atomic.Bool // tests: a dead process nacks nothing
+}
+
+// natsPullBuffer is how many notices each subscription holds ahead of the one it works on: a
+// notice held in a buffer is invisible to the other replicas until its AckWait ends, so the
+// buffer stays small.
+const natsPullBuffer = 2
+
+// natsStreamMaxAge bounds how long the stream keeps a notice nobody read; the sweep finds
+// rows whose notice was dropped.
+const natsStreamMaxAge = 24 * time.Hour
+
+func natsOptions(cfg BusConfig, name string, wlog watermill.LoggerAdapter) []nats.Option {
+	return []nats.Option{
+		nats.Name("scribehook " + name),
+		nats.Timeout(busConnectTimeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				wlog.Error("nats disconnected", err, watermill.LogFields{"connection": name})
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			wlog.Info("nats reconnected", watermill.LogFields{"connection": name})
+		}),
+	}
+}
+
+func openNATSBus(ctx context.Context, cfg BusConfig, wlog watermill.LoggerAdapter) (*natsBus, error) {
+	if err := checkNATSSubject(cfg.Topic); err != nil {
+		return nil, err
+	}
+	if !validNATSName(cfg.Group) {
+		return nil, fmt.Errorf("group %q is not a JetStream consumer name: use letters, digits, '-' and '_'", cfg.Group)
+	}
+	nc, err := nats.Connect(cfg.URL, natsOptions(cfg, "bus", wlog)...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the NATS broker: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	b := &natsBus{cfg: cfg, conn: nc, js: js, stream: natsStreamOf(cfg.Topic), durable: cfg.Group, wlog: wlog}
+	ctx, cancel := context.WithTimeout(ctx, busConnectTimeout)
+	defer cancel()
+	if err := b.ensure(ctx, true); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	b.pub, err = wmjetstream.NewPublisher(wmjetstream.PublisherConfig{
+		Conn:   nc,
+		Logger: wlog,
+		// Watermill's publisher sends to the Name of the stream configuration it computes for a
+		// topic: the subject itself. The stream is provisioned by ensure.
+		ConfigureStream: func(subject string) jetstream.StreamConfig {
+			return jetstream.StreamConfig{Name: subject, Subjects: []string{subject}}
+		},
+	})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream publisher: %w", err)
+	}
+	return b, nil
+}
+
+// ensure makes sure the stream and the durable consumer exist. At start (update) the
+// consumer takes this replica's settings; a repair only creates what is missing.
+func (b *natsBus) ensure(ctx context.Context, update bool) error {
+	stream, err := b.js.Stream(ctx, b.stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		stream, err = b.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        b.stream,
+			Description: "scribehook commit notices: inbox rows to process",
+			Subjects:    []string{b.cfg.Topic},
+			Retention:   jetstream.WorkQueuePolicy,
+			Storage:     jetstream.FileStorage,
+			MaxAge:      natsStreamMaxAge,
+		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			stream, err = b.js.Stream(ctx, b.stream) // another replica created it meanwhile
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", b.stream, err)
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:       b.durable,
+		Description:   "scribehook replicas: each notice to one of them",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       b.cfg.ClaimAfter,
+		MaxDeliver:    -1,
+		FilterSubject: b.cfg.Topic,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if update {
+		_, err = stream.CreateOrUpdateConsumer(ctx, cfg)
+	} else if _, err = stream.Consumer(ctx, b.durable); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		_, err = stream.CreateOrUpdateConsumer(ctx, cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("consumer %s of stream %s: %w", b.durable, b.stream, err)
+	}
+	return nil
+}
+
+func (b *natsBus) publish(msg *message.Message) error {
+	return b.pub.Publish(b.cfg.Topic, msg)
+}
+
+// subscribe opens n pull subscriptions on one connection.
+//
+// Watermill's JetStream subscriber (v2.1.3) closes a subscription's output channel as soon as
+// the subscriber closes or its context ends, while a message callback may be about to send on
+// it: a send on a closed channel, which panics. So the subscriptions run on a context that
+// never ends, and their consumer is wrapped in a guard that Close shuts first: no callback
+// starts after it (a message then is nacked, for another replica), and Close waits for those
+// under way, which the pipeline's consume loops see through, before closing the subscriber.
+func (b *natsBus) subscribe(_ context.Context, n int, onFatal func(error)) (*subscriptions, error) {
+	nc, err := nats.Connect(b.cfg.URL, natsOptions(b.cfg, "bus consumer", b.wlog)...)
+	if err != nil {
+		return nil, err
+	}
+	guard := newCallbackGuard(func() bool { return !b.crashed.Load() })
+	sub, err := wmjetstream.NewSubscriber(wmjetstream.SubscriberConfig{
+		Conn:   nc,
+		Logger: b.wlog,
+		// Past this, Watermill stops waiting for the handler's ack: the server redelivers the
+		// notice elsewhere anyway.
+		AckWaitTimeout: b.cfg.ClaimAfter,
+		ResourceInitializer: func(ctx context.Context, js jetstream.JetStream, _ string) (jetstream.Consumer, func(context.Context, watermill.LoggerAdapter), error) {
+			c, err := js.Consumer(ctx, b.stream, b.durable)
+			if err != nil {
+				return nil, nil, err
+			}
+			return guardedConsumer{Consumer: c, guard: guard}, nil, nil
+		},
+		// A notice whose drain failed (the store unreachable) comes back after a pause.
+		NakDelay: wmjetstream.NewStaticDelay(time.Second),
+		ConsumeOptions: []jetstream.PullConsumeOpt{
+			jetstream.PullMaxMessages(natsPullBuffer),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				// These stop the pull loop for good (the consumer was deleted).
+				if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrBadRequest) {
+					onFatal(err)
+				}
+			}),
+		},
+	})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream subscriber: %w", err)
+	}
+	subs := &subscriptions{close: func() error {
+		guard.closeAndWait()
+		return sub.Close()
+	}}
+	for range n {
+		ch, err := sub.Subscribe(context.Background(), b.cfg.Topic)
+		if err != nil {
+			_ = subs.close()
+			return nil, fmt.Errorf("subscribe to %s: %w", b.cfg.Topic, err)
+		}
+		subs.chans = append(subs.chans, ch)
+	}
+	return subs, nil
+}
+
+// check asks JetStream for the consumer, creating the stream and the consumer again when a
+// broker restart lost them (a server without its store directory); the subscriptions then
+// start again.
+func (b *natsBus) check(ctx context.Context) (bool, error) {
+	if !b.conn.IsConnected() {
+		return false, fmt.Errorf("not connected to NATS (%s)", b.conn.Status())
+	}
+	_, err := b.js.Consumer(ctx, b.stream, b.durable)
+	if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+		if err := b.ensure(ctx, false); err != nil {
+			return false, err
+		}
+		b.wlog.Error("the JetStream stream or consumer was missing (the broker lost its data?): created it again; rows whose notices were lost are found by the sweep",
+			nil, watermill.LogFields{"stream": b.stream, "consumer": b.durable})
+		return true, nil
+	}
+	return false, err
+}
+
+func (b *natsBus) close() error {
+	return b.pub.Close() // closes the connection
+}
+
+// natsStreamOf names the stream of a subject: stream names take no '.', '*', '>' nor white
+// space, so scribehook.inbox is stored in scribehook_inbox.
+func natsStreamOf(subject string) string {
+	s := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, subject)
+	if s = strings.Trim(s, "_"); s == "" {
+		s = "scribehook_inbox"
+	}
+	return s
+}
+
+func checkNATSSubject(s string) error {
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" {
+			return fmt.Errorf("topic %q is not a NATS subject: it has an empty token", s)
+		}
+	}
+	return nil
+}
+
+func validNATSName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (b *natsBus) nackOnStop() bool { return true }
+
+func (b *natsBus) crash() { b.crashed.Store(true) }
+
+// guardedConsumer passes messages to Watermill's callback while its guard is open.
+type guardedConsumer struct {
+	jetstream.Consumer
+	guard *callbackGuard
+}
+
+func (c guardedConsumer) Consume(handler jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) (jetstream.ConsumeContext, error) {
+	return c.Consumer.Consume(func(m jetstream.Msg) {
+		if !c.guard.enter() {
+			if c.guard.nak() {
+				_ = m.Nak() // closing: another replica takes it now rather than after AckWait
+			}
+			return
+		}
+		defer c.guard.exit()
+		handler(m)
+	}, opts...)
+}
+
+// callbackGuard counts the callbacks under way and, once closed, lets no new one start.
+type callbackGuard struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n      int
+	closed bool
+	nak    func() bool
+}
+
+func newCallbackGuard(nak func() bool) *callbackGuard {
+	g := &callbackGuard{nak: nak}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *callbackGuard) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.n++
+	return true
+}
+
+func (g *callbackGuard) exit() {
+	g.mu.Lock()
+	g.n--
+	g.cond.Broadcast()
+	g.mu.Unlock()
+}
+
+// closeAndWait shuts the guard and waits for the callbacks under way. Each ends once its
+// message is acknowledged or nacked, or after Watermill's AckWaitTimeout.
+func (g *callbackGuard) closeAndWait() {
+	g.mu.Lock()
+	g.closed = true
+	for g.n > 0 {
+		g.cond.Wait()
+	}
+	g.mu.Unlock()
+}
