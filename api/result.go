@@ -14,6 +14,9 @@ type Word struct {
 }
 
 func (w *Word) UnmarshalJSON(b []byte) error {
+	if decodeWordFast(b, w) {
+		return nil
+	}
 	type plain Word
 	return decodeKeeping(b, (*plain)(w), &w.Extra)
 }

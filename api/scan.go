@@ -1,0 +1,237 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// A light scanner over JSON that encoding/json has already validated: it finds the members of
+// an object and the ends of values without decoding or re-validating them, so that a question
+// like "has this object a member the model does not know?" costs one pass over the bytes and
+// no allocation. It never decides alone: on bytes it does not expect it reports failure, and
+// every caller then takes the exact encoding/json path.
+
+// members iterates over the members of a JSON object.
+type members struct {
+	data []byte
+	i    int
+	bad  bool // the bytes were not the object expected; callers must fall back
+	done bool
+}
+
+// objectMembers starts an iteration over obj, which must start with '{' (after white space).
+func objectMembers(obj []byte) members {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return members{bad: true, done: true}
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return members{done: true}
+	}
+	return members{data: obj, i: i}
+}
+
+// next returns the next member: its key as written between the quotes (escapes not undone) and
+// its value. ok is false at the end of the object or on unexpected bytes (then m.bad is set).
+func (m *members) next() (key, value []byte, ok bool) {
+	if m.done {
+		return nil, nil, false
+	}
+	b, i := m.data, m.i
+	if i >= len(b) || b[i] != '"' {
+		return m.fail()
+	}
+	end := stringEnd(b, i)
+	if end < 0 {
+		return m.fail()
+	}
+	key = b[i+1 : end-1]
+	i = skipSpace(b, end)
+	if i >= len(b) || b[i] != ':' {
+		return m.fail()
+	}
+	i = skipSpace(b, i+1)
+	vend := valueEnd(b, i)
+	if vend < 0 {
+		return m.fail()
+	}
+	value = b[i:vend]
+	i = skipSpace(b, vend)
+	if i >= len(b) {
+		return m.fail()
+	}
+	switch b[i] {
+	case ',':
+		m.i = skipSpace(b, i+1)
+	case '}':
+		m.done = true
+	default:
+		return m.fail()
+	}
+	return key, value, true
+}
+
+func (m *members) fail() ([]byte, []byte, bool) {
+	m.bad, m.done = true, true
+	return nil, nil, false
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the string starting at b[i] == '"', or -1.
+func stringEnd(b []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := j + k
+		// The quote ends the string unless an odd number of backslashes precede it.
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
+	}
+}
+
+// valueEnd returns the index after the value starting at b[i], or -1.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := stringEnd(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	case '}', ']', ',', ':':
+		return -1
+	}
+	j := i
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// plainKey reports whether a key as written is ASCII without escapes, so that its bytes are
+// the member name encoding/json decodes.
+func plainKey(key []byte) bool {
+	for _, c := range key {
+		if c == '\\' || c >= utf8.RuneSelf || c < ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// keyName returns the member name encoding/json decodes from a key as written (escapes undone,
+// invalid UTF-8 replaced), and false if it cannot.
+func keyName(key []byte) (string, bool) {
+	if plainKey(key) {
+		return string(key), true
+	}
+	quoted := make([]byte, 0, len(key)+2)
+	quoted = append(append(append(quoted, '"'), key...), '"')
+	var s string
+	if err := json.Unmarshal(quoted, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// lastMember returns the value of the last member of obj named exactly name (case matters, as
+// for a map), as decoding obj into a map[string]json.RawMessage would give it. ok is false when
+// there is none; bad when obj could not be scanned.
+func lastMember(obj []byte, name string) (value []byte, ok, bad bool) {
+	m := objectMembers(obj)
+	for {
+		k, v, more := m.next()
+		if !more {
+			break
+		}
+		if plainKey(k) {
+			if string(k) == name {
+				value, ok = v, true
+			}
+			continue
+		}
+		if s, good := keyName(k); !good {
+			return nil, false, true
+		} else if s == name {
+			value, ok = v, true
+		}
+	}
+	if m.bad {
+		return nil, false, true
+	}
+	return value, ok, false
+}
+
+// hasUnknownMember reports whether the object obj has a member whose name does not fill a
+// field of known (the folded names of fieldNames). It errs only towards true: on anything it
+// does not expect it answers true, and the caller decodes the members to find out.
+func hasUnknownMember(obj []byte, known map[string]struct{}) bool {
+	var buf [64]byte
+	m := objectMembers(obj)
+	for {
+		k, _, more := m.next()
+		if !more {
+			break
+		}
+		if len(k) <= len(buf) && plainKey(k) {
+			// ASCII folds to upper case (foldName); the lookup does not allocate.
+			for i, c := range k {
+				if 'a' <= c && c <= 'z' {
+					c -= 'a' - 'A'
+				}
+				buf[i] = c
+			}
+			if _, ok := known[string(buf[:len(k)])]; !ok {
+				return true
+			}
+			continue
+		}
+		s, ok := keyName(k)
+		if !ok || !isKnown(known, s) {
+			return true
+		}
+	}
+	return m.bad
+}
