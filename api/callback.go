@@ -36,48 +36,112 @@ type Classified struct {
 // (live.start_session): the live callback has a top-level id and a message in payload, the
 // webhook only payload.id.
 func ClassifyCallback(body []byte) (Classified, error) {
-	var head struct {
-		ID      *string         `json:"id"`
-		Event   string          `json:"event"`
-		Payload json.RawMessage `json:"payload"`
-		Error   json.RawMessage `json:"error"`
+	c, _, err := ClassifyCallbackPayload(body)
+	return c, err
+}
+
+// callbackHead is the envelope ClassifyCallback reads. Its type appears in the error of a body
+// that is not an object, so it stays as it is (see classifyHead).
+type callbackHead = struct {
+	ID      *string         `json:"id"`
+	Event   string          `json:"event"`
+	Payload json.RawMessage `json:"payload"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// callbackSpans is callbackHead with payload and error kept as spans of the body instead of
+// copies: a result's payload can be megabytes.
+type callbackSpans struct {
+	ID      *string  `json:"id"`
+	Event   string   `json:"event"`
+	Payload jsonSpan `json:"payload"`
+	Error   jsonSpan `json:"error"`
+}
+
+// jsonSpan keeps the bytes of a value without copying them; it is only used while the decoded
+// buffer is alive and unchanged.
+type jsonSpan []byte
+
+func (s *jsonSpan) UnmarshalJSON(b []byte) error {
+	*s = b
+	return nil
+}
+
+// classifyHead decodes the envelope of body. It decodes with spans, and only after a failure
+// with callbackHead, whose error is the one to report. Both fail on the same bodies: the two
+// types differ only in members that take any value.
+func classifyHead(body []byte) (callbackSpans, error) {
+	var spans callbackSpans
+	if err := json.Unmarshal(body, &spans); err != nil {
+		var head callbackHead
+		if err := json.Unmarshal(body, &head); err != nil {
+			return callbackSpans{}, err
+		}
+		return callbackSpans{ID: head.ID, Event: head.Event, Payload: jsonSpan(head.Payload), Error: jsonSpan(head.Error)}, nil
 	}
-	if err := json.Unmarshal(body, &head); err != nil {
-		return Classified{}, fmt.Errorf("%w: not a JSON object: %v", ErrUnclassified, err)
+	return spans, nil
+}
+
+// ClassifyCallbackPayload is ClassifyCallback that also returns the callback's payload as it
+// is in body (nil when absent), for decoding what the caller needs of it. The envelope is
+// decoded once; of the payload, only the members the shape depends on are read (its type, or
+// the id of a thin webhook), without decoding the rest.
+func ClassifyCallbackPayload(body []byte) (Classified, json.RawMessage, error) {
+	head, err := classifyHead(body)
+	if err != nil {
+		return Classified{}, nil, fmt.Errorf("%w: not a JSON object: %v", ErrUnclassified, err)
 	}
 	if head.Event == "" {
-		return Classified{}, fmt.Errorf("%w: event is missing", ErrUnclassified)
+		return Classified{}, nil, fmt.Errorf("%w: event is missing", ErrUnclassified)
 	}
-	var payload map[string]json.RawMessage
-	if !isNull(head.Payload) {
-		if err := json.Unmarshal(head.Payload, &payload); err != nil {
-			return Classified{}, fmt.Errorf("%w: payload is not an object", ErrUnclassified)
+	payload := json.RawMessage(head.Payload)
+	// The payload is an object (a decoded map) or null; a map's member is the last of its name.
+	isObject := false
+	if !isNull(payload) {
+		if payload[0] != '{' {
+			return Classified{}, nil, fmt.Errorf("%w: payload is not an object", ErrUnclassified)
 		}
+		isObject = true
+	}
+	member := func(name string) (json.RawMessage, bool) {
+		if !isObject {
+			return nil, false
+		}
+		v, ok, bad := lastMember(payload, name)
+		if bad {
+			// Not expected of bytes encoding/json has read; the map says.
+			var m map[string]json.RawMessage
+			if json.Unmarshal(payload, &m) != nil {
+				return nil, false
+			}
+			v, ok = m[name]
+		}
+		return v, ok
 	}
 	if head.ID == nil {
 		var id string
-		if raw, ok := payload["id"]; ok && json.Unmarshal(raw, &id) == nil && id != "" {
-			return Classified{Kind: CallbackAccountWebhook, Event: head.Event, JobID: id}, nil
+		if raw, ok := member("id"); ok && json.Unmarshal(raw, &id) == nil && id != "" {
+			return Classified{Kind: CallbackAccountWebhook, Event: head.Event, JobID: id}, payload, nil
 		}
-		return Classified{}, fmt.Errorf("%w: neither id nor payload.id is present", ErrUnclassified)
+		return Classified{}, nil, fmt.Errorf("%w: neither id nor payload.id is present", ErrUnclassified)
 	}
 	if *head.ID == "" {
-		return Classified{}, fmt.Errorf("%w: id is empty", ErrUnclassified)
+		return Classified{}, nil, fmt.Errorf("%w: id is empty", ErrUnclassified)
 	}
 	c := Classified{Event: head.Event, JobID: *head.ID}
 	switch {
-	case head.Event == EventTranscriptionSuccess && payload != nil:
+	case head.Event == EventTranscriptionSuccess && isObject:
 		c.Kind = CallbackJobSuccess
-	case head.Event == EventTranscriptionError && !isNull(head.Error):
+	case head.Event == EventTranscriptionError && !isNull(json.RawMessage(head.Error)):
 		c.Kind = CallbackJobError
-	case strings.HasPrefix(head.Event, "live.") && payload != nil:
+	case strings.HasPrefix(head.Event, "live.") && isObject:
 		var t MessageType
-		if raw, ok := payload["type"]; !ok || json.Unmarshal(raw, &t) != nil || t == "" {
-			return Classified{}, fmt.Errorf("%w: live payload has no type", ErrUnclassified)
+		if raw, ok := member("type"); !ok || json.Unmarshal(raw, &t) != nil || t == "" {
+			return Classified{}, nil, fmt.Errorf("%w: live payload has no type", ErrUnclassified)
 		}
 		c.Kind, c.MessageType = CallbackLiveMessage, t
 	default:
-		return Classified{}, fmt.Errorf("%w: event %q with this body", ErrUnclassified, head.Event)
+		return Classified{}, nil, fmt.Errorf("%w: event %q with this body", ErrUnclassified, head.Event)
 	}
-	return c, nil
+	return c, payload, nil
 }

@@ -1,5 +1,12 @@
 package api
 
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
 // MessageCategory is one of the nine categories a live message belongs to; each is switched by
 // a flag in messages_config and callback_config.
 type MessageCategory string
@@ -127,20 +134,40 @@ func (c *LiveCallbackConfig) CallbackCategories() CategorySet {
 // says. The errors rule comes first: a message whose error is non-null, an acknowledgment with
 // acknowledged false, and a top-level "error" message are in errors. ok is false for a type
 // this model does not know.
-func Category(m *LiveMessage) (c MessageCategory, ok bool) {
-	cats := MessageCategories(m)
+func Category(m *LiveMessage) (c MessageCategory, ok bool) { return m.Head().Category() }
+
+// MessageCategories lists every category a message belongs to, the one Category returns first.
+// A failed add-on message is in errors and also in its own category, so a session that switches
+// on either receives it.
+func MessageCategories(m *LiveMessage) []MessageCategory { return m.Head().Categories() }
+
+// LiveMessageHead is what the categories of a live message depend on: its type, whether it
+// failed, and data.is_final.
+type LiveMessageHead struct {
+	Type         MessageType
+	Acknowledged *bool
+	HasError     bool // a non-null error
+	IsFinal      bool // data.is_final (false when data is not an object)
+}
+
+// Head returns what m's categories depend on.
+func (m *LiveMessage) Head() LiveMessageHead {
+	return LiveMessageHead{Type: m.Type, Acknowledged: m.Acknowledged, HasError: m.HasError(), IsFinal: m.TranscriptIsFinal()}
+}
+
+// Category is the first of Categories; ok is false for a type this model does not know.
+func (h LiveMessageHead) Category() (c MessageCategory, ok bool) {
+	cats := h.Categories()
 	if len(cats) == 0 {
 		return "", false
 	}
 	return cats[0], true
 }
 
-// MessageCategories lists every category a message belongs to, the one Category returns first.
-// A failed add-on message is in errors and also in its own category, so a session that switches
-// on either receives it.
-func MessageCategories(m *LiveMessage) []MessageCategory {
-	own, known := typeCategory(m)
-	failed := m.Type == MessageError || m.HasError() || (m.Acknowledged != nil && !*m.Acknowledged)
+// Categories is MessageCategories of the message h is the head of.
+func (h LiveMessageHead) Categories() []MessageCategory {
+	own, known := h.typeCategory()
+	failed := h.Type == MessageError || h.HasError || (h.Acknowledged != nil && !*h.Acknowledged)
 	switch {
 	case failed && known && own != CategoryErrors:
 		return []MessageCategory{CategoryErrors, own}
@@ -152,10 +179,10 @@ func MessageCategories(m *LiveMessage) []MessageCategory {
 	return nil
 }
 
-func typeCategory(m *LiveMessage) (MessageCategory, bool) {
-	switch m.Type {
+func (h LiveMessageHead) typeCategory() (MessageCategory, bool) {
+	switch h.Type {
 	case MessageTranscript:
-		if m.TranscriptIsFinal() {
+		if h.IsFinal {
 			return CategoryFinalTranscripts, true
 		}
 		return CategoryPartialTranscripts, true
@@ -173,4 +200,100 @@ func typeCategory(m *LiveMessage) (MessageCategory, bool) {
 		return CategoryErrors, true
 	}
 	return "", false
+}
+
+// DecodeLiveMessageHead decodes what the categories of the live message payload depend on,
+// without keeping its data or unknown members: one decode, in which data is only scanned for
+// is_final. It gives what decoding payload as a LiveMessage and taking its Head gives, and
+// fails exactly when that decoding fails, with its error.
+func DecodeLiveMessageHead(payload []byte) (LiveMessageHead, error) {
+	// The members of LiveMessage that can fail to decode, with the same names and types, so
+	// that this decoding fails on the same inputs; error and data are read without copies.
+	var p struct {
+		SessionID    string      `json:"session_id"`
+		CreatedAt    timeProbe   `json:"created_at"`
+		Type         MessageType `json:"type"`
+		Acknowledged *bool       `json:"acknowledged,omitempty"`
+		Error        errorProbe  `json:"error,omitempty"`
+		Data         finalProbe  `json:"data,omitempty"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil {
+		// The error to report is LiveMessage's own.
+		var m LiveMessage
+		if err := json.Unmarshal(payload, &m); err != nil {
+			return LiveMessageHead{}, err
+		}
+		return m.Head(), nil
+	}
+	return LiveMessageHead{Type: p.Type, Acknowledged: p.Acknowledged, HasError: bool(p.Error), IsFinal: bool(p.Data)}, nil
+}
+
+// timeProbe decodes like Time, succeeding and failing on the same values, without keeping
+// the time.
+type timeProbe struct{}
+
+func (timeProbe) UnmarshalJSON(b []byte) error {
+	if s, next, ok := plainString(b, 0); ok && next == len(b) && utf8.Valid(s) {
+		// A plain string decodes to its own bytes: parse them as Time would.
+		_, err := ParseTime(string(s))
+		return err
+	}
+	var t Time
+	return t.UnmarshalJSON(b)
+}
+
+// errorProbe is LiveMessage.HasError of the member's last value.
+type errorProbe bool
+
+func (p *errorProbe) UnmarshalJSON(b []byte) error {
+	m := LiveMessage{Error: b}
+	*p = errorProbe(m.HasError())
+	return nil
+}
+
+// finalProbe is LiveMessage.TranscriptIsFinal of the member's last value.
+type finalProbe bool
+
+func (p *finalProbe) UnmarshalJSON(b []byte) error {
+	*p = finalProbe(isFinalMember(b))
+	return nil
+}
+
+// isFinalMember is what decoding data (valid JSON) into struct{ IsFinal bool
+// `json:"is_final"` } gives, ignoring errors as TranscriptIsFinal does: the last member named
+// is_final in any case whose value is true or false; a value of another type, or null, leaves
+// the previous one, and data that is not an object gives false.
+func isFinalMember(data []byte) bool {
+	if len(data) == 0 || data[0] != '{' {
+		return false
+	}
+	final := false
+	m := objectMembers(data)
+	for {
+		k, v, more := m.next()
+		if !more {
+			break
+		}
+		var named bool
+		if plainKey(k) {
+			named = bytes.EqualFold(k, []byte("is_final"))
+		} else if name, ok := keyName(k); ok {
+			named = strings.EqualFold(name, "is_final")
+		} else {
+			m.bad = true
+			break
+		}
+		if named {
+			switch string(v) {
+			case "true":
+				final = true
+			case "false":
+				final = false
+			}
+		}
+	}
+	if m.bad {
+		return (&LiveMessage{Data: data}).TranscriptIsFinal()
+	}
+	return final
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -253,6 +254,14 @@ func FuzzClassifyCallback(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c, err := ClassifyCallback(body)
+		// Exactly what the straightforward implementation gives, error text included.
+		refC, refPayload, refErr := referenceClassifyCallback(body)
+		if c != refC || fmt.Sprint(err) != fmt.Sprint(refErr) {
+			t.Fatalf("classified as %+v, %v; the reference gives %+v, %v", c, err, refC, refErr)
+		}
+		if _, payload, _ := ClassifyCallbackPayload(body); err == nil && !bytes.Equal(payload, refPayload) {
+			t.Fatalf("payload %q, the reference's %q", payload, refPayload)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrUnclassified) || c != (Classified{}) {
 				t.Fatalf("error %v with %+v", err, c)
@@ -306,7 +315,13 @@ func FuzzLiveMessage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m LiveMessage
-		if json.Unmarshal(data, &m) != nil {
+		err := json.Unmarshal(data, &m)
+		// DecodeLiveMessageHead is the message's Head, and fails with the message's error.
+		head, herr := DecodeLiveMessageHead(data)
+		if fmt.Sprint(herr) != fmt.Sprint(err) || (err == nil && !reflect.DeepEqual(head, m.Head())) {
+			t.Fatalf("head %+v, %v; the message gives %+v, %v", head, herr, m.Head(), err)
+		}
+		if err != nil {
 			return
 		}
 		cats := MessageCategories(&m)
@@ -339,4 +354,53 @@ func FuzzLiveMessage(f *testing.F) {
 			t.Fatalf("payload changed in the callback")
 		}
 	})
+}
+
+// referenceClassifyCallback is ClassifyCallback as it was before the payload was scanned
+// instead of decoded into a map (commit 75eb1af), returning the payload as it decoded it.
+func referenceClassifyCallback(body []byte) (Classified, json.RawMessage, error) {
+	var head struct {
+		ID      *string         `json:"id"`
+		Event   string          `json:"event"`
+		Payload json.RawMessage `json:"payload"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil {
+		return Classified{}, nil, fmt.Errorf("%w: not a JSON object: %v", ErrUnclassified, err)
+	}
+	if head.Event == "" {
+		return Classified{}, nil, fmt.Errorf("%w: event is missing", ErrUnclassified)
+	}
+	var payload map[string]json.RawMessage
+	if !isNull(head.Payload) {
+		if err := json.Unmarshal(head.Payload, &payload); err != nil {
+			return Classified{}, nil, fmt.Errorf("%w: payload is not an object", ErrUnclassified)
+		}
+	}
+	if head.ID == nil {
+		var id string
+		if raw, ok := payload["id"]; ok && json.Unmarshal(raw, &id) == nil && id != "" {
+			return Classified{Kind: CallbackAccountWebhook, Event: head.Event, JobID: id}, head.Payload, nil
+		}
+		return Classified{}, nil, fmt.Errorf("%w: neither id nor payload.id is present", ErrUnclassified)
+	}
+	if *head.ID == "" {
+		return Classified{}, nil, fmt.Errorf("%w: id is empty", ErrUnclassified)
+	}
+	c := Classified{Event: head.Event, JobID: *head.ID}
+	switch {
+	case head.Event == EventTranscriptionSuccess && payload != nil:
+		c.Kind = CallbackJobSuccess
+	case head.Event == EventTranscriptionError && !isNull(head.Error):
+		c.Kind = CallbackJobError
+	case strings.HasPrefix(head.Event, "live.") && payload != nil:
+		var t MessageType
+		if raw, ok := payload["type"]; !ok || json.Unmarshal(raw, &t) != nil || t == "" {
+			return Classified{}, nil, fmt.Errorf("%w: live payload has no type", ErrUnclassified)
+		}
+		c.Kind, c.MessageType = CallbackLiveMessage, t
+	default:
+		return Classified{}, nil, fmt.Errorf("%w: event %q with this body", ErrUnclassified, head.Event)
+	}
+	return c, head.Payload, nil
 }

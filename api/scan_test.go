@@ -57,8 +57,8 @@ var scanSeeds = []string{
 
 // FuzzDecodeKeeping checks the scans that spare decodeKeeping and classification a decoding
 // against the decodings they replace: the unknown-member scan against a map, lastMember
-// against a map, and a word's fast decoding against the general one, from an empty and from a
-// filled word.
+// against a map, isFinalMember against a struct, and a word's fast decoding against the
+// general one, from an empty and from a filled word.
 func FuzzDecodeKeeping(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add([]byte(s))
@@ -85,6 +85,13 @@ func FuzzDecodeKeeping(f *testing.F) {
 						t.Fatalf("lastMember %q: %q %v %v; the map has %q %v", name, v, ok, bad, want, wantOK)
 					}
 				}
+			}
+			var d struct {
+				IsFinal bool `json:"is_final"`
+			}
+			_ = json.Unmarshal(trimmed, &d)
+			if got := isFinalMember(trimmed); got != d.IsFinal {
+				t.Fatalf("isFinalMember %v, decoding gives %v", got, d.IsFinal)
 			}
 		}
 

@@ -53,7 +53,9 @@ func buildDelivery(in inbound) store.Delivery {
 		// U+FFFD, so the record would differ from what was sent. The raw bytes are kept.
 		return quarantine(d, "body is not valid UTF-8")
 	}
-	c, err := api.ClassifyCallback(in.Body)
+	// The envelope is decoded once; the payload stays raw, and of a live message only what its
+	// category depends on is decoded.
+	c, payload, err := api.ClassifyCallbackPayload(in.Body)
 	if err != nil {
 		return quarantine(d, err.Error())
 	}
@@ -62,21 +64,23 @@ func buildDelivery(in inbound) store.Delivery {
 	case api.CallbackJobSuccess, api.CallbackJobError:
 		d.DedupeKey = "job:" + c.JobID + ":" + c.Event
 	case api.CallbackLiveMessage:
-		payload, msg, err := livePayload(in.Body)
+		msg, err := api.DecodeLiveMessageHead(payload)
 		if err != nil {
-			return quarantine(d, err.Error())
+			return quarantine(d, fmt.Sprintf("live payload is not a message: %v", err))
 		}
+		// The classification reads "type" as a map would (that exact name, last wins), the
+		// message as a struct (any case): a payload where they differ is refused.
 		if msg.Type != c.MessageType {
 			return quarantine(d, fmt.Sprintf("live payload type is ambiguous (%q and %q)", c.MessageType, msg.Type))
 		}
-		cat, ok := api.Category(&msg)
+		cat, ok := msg.Category()
 		if !ok {
 			// A type the model does not know is drift; quarantine keeps it visible instead of
 			// giving it a made-up category.
 			return quarantine(d, fmt.Sprintf("unknown live message type %q", msg.Type))
 		}
 		d.MessageType, d.Category = msg.Type, cat
-		d.DedupeKey = "live:" + c.JobID + ":" + sha256Hex(payload)
+		d.DedupeKey = "live:" + c.JobID + ":" + compactHash(payload)
 	case api.CallbackAccountWebhook:
 		if !accountEvents[c.Event] {
 			// As for live types: an event the model does not know is drift, kept visible
@@ -117,24 +121,43 @@ func quarantine(d store.Delivery, reason string) store.Delivery {
 	}
 }
 
-// livePayload returns the compacted payload of a live callback (the dedupe key hashes it, so
-// whitespace does not make a retry look new) and the message it holds.
-func livePayload(body []byte) ([]byte, api.LiveMessage, error) {
-	var env struct {
-		Payload json.RawMessage `json:"payload"`
-	}
-	var msg api.LiveMessage
-	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, msg, fmt.Errorf("live callback does not decode: %w", err)
+// compactHash is the hash of the compacted payload of a live callback: the dedupe key hashes
+// it, so whitespace does not make a retry look new. payload is valid JSON (the envelope has
+// been decoded); most senders write it compact already, and then it is hashed as it is.
+func compactHash(payload []byte) string {
+	if isCompact(payload) {
+		return sha256Hex(payload)
 	}
 	var buf bytes.Buffer
-	if err := json.Compact(&buf, env.Payload); err != nil {
-		return nil, msg, fmt.Errorf("live payload is not JSON: %w", err)
+	if err := json.Compact(&buf, payload); err != nil {
+		return sha256Hex(payload) // not reached: payload was decoded as JSON
 	}
-	if err := json.Unmarshal(buf.Bytes(), &msg); err != nil {
-		return nil, msg, fmt.Errorf("live payload is not a message: %w", err)
+	return sha256Hex(buf.Bytes())
+}
+
+// isCompact reports whether the valid JSON b has no white space outside its strings, which is
+// when json.Compact leaves it as it is.
+func isCompact(b []byte) bool {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ' ', '\t', '\n', '\r':
+			return false
+		}
 	}
-	return buf.Bytes(), msg, nil
+	return true
 }
 
 func sha256Hex(b []byte) string {
