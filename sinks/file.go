@@ -216,7 +216,48 @@ func indentedEvent(ev api.Event) ([]byte, error) {
 //
 // The speaker number is the utterance's speaker field as the service gives it (0-based, as in
 // its display mode), or its channel when there is none. Empty when there is no transcript.
+//
+// Of a job record with a result, only what is printed is decoded (transcriptJob): the
+// utterances' times, channel, speaker and text, not their words nor the rest of the record,
+// which for a 2-hour result is most of its megabytes. Other data (a bare result, a record
+// without result, data that does not decode that way) is decoded as a whole, as api.Job then
+// api.Result, so that the text and the error are what they always were. (A record that would
+// fail to decode as a whole only outside what is printed, which the pipeline never produces
+// since it encodes an api.Job, now gets its transcript instead of an error.)
 func TranscriptText(data json.RawMessage) (string, error) {
+	var job transcriptJob
+	if err := json.Unmarshal(data, &job); err != nil || job.Result == nil {
+		// Not a record, or one without a result: maybe a bare result, read as a whole.
+		return transcriptTextOfRecord(data)
+	}
+	if job.Result.Transcription == nil {
+		return "", nil
+	}
+	return renderTranscript(job.Result.Transcription.Utterances), nil
+}
+
+// transcriptJob is the part of a job record that TranscriptText prints; the names and types are
+// api.Job's, so that what it decodes, it decodes the same way.
+type transcriptJob struct {
+	Result *transcriptResult `json:"result"`
+}
+
+type transcriptResult struct {
+	Transcription *struct {
+		Utterances []transcriptUtterance `json:"utterances"`
+	} `json:"transcription"`
+}
+
+type transcriptUtterance struct {
+	Start   float64 `json:"start"`
+	End     float64 `json:"end"`
+	Channel int     `json:"channel"`
+	Text    string  `json:"text"`
+	Speaker *int    `json:"speaker,omitempty"`
+}
+
+// transcriptTextOfRecord is TranscriptText decoding data as a whole api.Job (and api.Result).
+func transcriptTextOfRecord(data json.RawMessage) (string, error) {
 	var job api.Job
 	if err := json.Unmarshal(data, &job); err != nil {
 		return "", err
@@ -231,7 +272,15 @@ func TranscriptText(data json.RawMessage) (string, error) {
 	if res == nil || res.Transcription == nil {
 		return "", nil
 	}
-	utts := append([]api.Utterance(nil), res.Transcription.Utterances...)
+	utts := make([]transcriptUtterance, len(res.Transcription.Utterances))
+	for i, u := range res.Transcription.Utterances {
+		utts[i] = transcriptUtterance{Start: u.Start, End: u.End, Channel: u.Channel, Text: u.Text, Speaker: u.Speaker}
+	}
+	return renderTranscript(utts), nil
+}
+
+// renderTranscript writes the lines of TranscriptText; it sorts utts.
+func renderTranscript(utts []transcriptUtterance) string {
 	sort.SliceStable(utts, func(i, j int) bool {
 		if utts[i].Start != utts[j].Start {
 			return utts[i].Start < utts[j].Start
@@ -250,7 +299,7 @@ func TranscriptText(data json.RawMessage) (string, error) {
 		}
 		fmt.Fprintf(&b, "[%s → %s] Speaker %d: %s\n", transcriptClock(u.Start), transcriptClock(u.End), speaker, text)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // transcriptClock writes seconds as HH:MM:SS.d, rounded to the tenth.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 )
 
 const succeededData = `{"id":"job-1","status":"done","kind":"pre-recorded","created_at":"2026-11-20T10:00:00.000Z",
@@ -395,4 +397,150 @@ func TestEventFileName(t *testing.T) {
 	if got := EventFileName(api.Event{ID: strings.Repeat("x", 300), Type: "t"}); len(got) > 255 {
 		t.Errorf("name of %d bytes", len(got))
 	}
+}
+
+// BenchmarkTranscriptText2h renders the transcript of the 2-hour result (20,000 words) from its
+// job.succeeded data, the job record.
+func BenchmarkTranscriptText2h(b *testing.B) {
+	res := apitest.Result(1, 2*time.Hour, 20000)
+	data, err := json.Marshal(apitest.JobRecord("8d0f7a52-31c4-4f0e-9b5e-6a1f3e2c9d47", res))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		text, err := TranscriptText(data)
+		if err != nil || text == "" {
+			b.Fatal(err)
+		}
+	}
+}
+
+// referenceTranscriptText is TranscriptText as it was before it decoded only what it prints
+// (commit 75eb1af): the whole job record, words included.
+func referenceTranscriptText(data json.RawMessage) (string, error) {
+	var job api.Job
+	if err := json.Unmarshal(data, &job); err != nil {
+		return "", err
+	}
+	res := job.Result
+	if res == nil {
+		var r api.Result
+		if err := json.Unmarshal(data, &r); err == nil && r.Transcription != nil {
+			res = &r
+		}
+	}
+	if res == nil || res.Transcription == nil {
+		return "", nil
+	}
+	utts := append([]api.Utterance(nil), res.Transcription.Utterances...)
+	sort.SliceStable(utts, func(i, j int) bool {
+		if utts[i].Start != utts[j].Start {
+			return utts[i].Start < utts[j].Start
+		}
+		return utts[i].Channel < utts[j].Channel
+	})
+	var b strings.Builder
+	for _, u := range utts {
+		text := strings.Join(strings.Fields(u.Text), " ")
+		if text == "" {
+			continue
+		}
+		speaker := u.Channel
+		if u.Speaker != nil {
+			speaker = *u.Speaker
+		}
+		fmt.Fprintf(&b, "[%s → %s] Speaker %d: %s\n", transcriptClock(u.Start), transcriptClock(u.End), speaker, text)
+	}
+	return b.String(), nil
+}
+
+// checkTranscriptText compares TranscriptText with the reference on data: the same text when
+// the reference succeeds; when it fails, the same error, unless the record fails only outside
+// what is printed (then the lean decoding succeeds and the transcript is written).
+func checkTranscriptText(t *testing.T, data []byte) {
+	t.Helper()
+	got, err := TranscriptText(data)
+	want, wantErr := referenceTranscriptText(data)
+	if wantErr == nil {
+		if err != nil || got != want {
+			t.Fatalf("TranscriptText(%.200q) = %q, %v; the reference gives %q", data, got, err, want)
+		}
+		return
+	}
+	if err != nil {
+		if err.Error() != wantErr.Error() {
+			t.Fatalf("TranscriptText(%.200q) fails with %v; the reference with %v", data, err, wantErr)
+		}
+		return
+	}
+	var lean transcriptJob
+	if json.Unmarshal(data, &lean) != nil {
+		t.Fatalf("TranscriptText(%.200q) = %q with no error; the reference fails with %v", data, got, wantErr)
+	}
+}
+
+var transcriptCases = []string{
+	succeededData,
+	`{"id":"j","status":"done"}`,
+	`{"id":"j","result":{"metadata":{"audio_duration":1}}}`,
+	`{"id":"j","result":null,"transcription":{"utterances":[{"start":1,"end":2,"text":"bare"}]}}`,
+	`{"transcription":{"utterances":[{"start":1,"end":2,"text":"bare"}]},"metadata":{"audio_duration":"x"}}`,
+	`{"RESULT":{"Transcription":{"UTTERANCES":[{"START":1,"end":2,"Text":"folded","SPEAKER":3}]}}}`,
+	`{"result":{"transcription":{"utterances":[{"start":1,"text":"a"}]}},"result":{"transcription":{"utterances":[{"start":2,"text":"b"}]}}}`,
+	`{"result":{"transcription":{"utterances":[{"start":1,"text":"a","speaker":null,"channel":2}]}}}`,
+	`{"result":{"transcription":{"utterances":[{"start":1,"text":"a","speaker":1.5}]}}}`,
+	`{"result":{"transcription":{"utterances":[{"start":1,"text":"a","channel":"x"}]}}}`,
+	`{"result":{"transcription":{"utterances":[{"start":"1","text":"a"}]}}}`,
+	`{"result":{"transcription":{"utterances":[{"start":1,"text":5}]}}}`,
+	`{"result":{"transcription":{"utterances":{}}}}`,
+	`{"result":{"transcription":{"utterances":null}}}`,
+	`{"result":{"transcription":null}}`,
+	`{"result":{}}`,
+	`{"result":[]}`,
+	`{"result":"x"}`,
+	`{"result":{"transcription":{"utterances":[{"start":1,"text":"a","words":[{"word":"a","start":"bad"}]}]}}}`,
+	`{"created_at":"garbage","result":{"transcription":{"utterances":[{"start":1,"text":"a"}]}}}`,
+	`{"result":{"transcription":{"utterances":[{"start":-5,"end":1e300,"text":" x\ty ","channel":-1},{"start":-5,"text":"same start","channel":-2}]}}}`,
+	`[`, `[]`, `null`, `"x"`, `5`, ``, `{}`,
+}
+
+// TestTranscriptTextMatchesReference compares TranscriptText with the full-record reference on
+// the file sink's cases, api's job records and the 2-hour result.
+func TestTranscriptTextMatchesReference(t *testing.T) {
+	for _, c := range transcriptCases {
+		checkTranscriptText(t, []byte(c))
+	}
+	files, _ := filepath.Glob("../api/testdata/job_*.json")
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTranscriptText(t, b)
+		var job api.Job
+		if err := json.Unmarshal(b, &job); err == nil && job.Result != nil {
+			bare, _ := json.Marshal(job.Result)
+			checkTranscriptText(t, bare)
+		}
+	}
+	res := apitest.Result(1, 2*time.Hour, 20000)
+	data, err := json.Marshal(apitest.JobRecord("8d0f7a52-31c4-4f0e-9b5e-6a1f3e2c9d47", res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTranscriptText(t, data)
+	if text, _ := TranscriptText(data); strings.Count(text, "\n") != len(res.Transcription.Utterances) {
+		t.Errorf("%d lines for %d utterances", strings.Count(text, "\n"), len(res.Transcription.Utterances))
+	}
+}
+
+func FuzzTranscriptText(f *testing.F) {
+	for _, c := range transcriptCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkTranscriptText(t, data)
+	})
 }
