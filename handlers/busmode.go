@@ -336,10 +336,12 @@ func (b *busMode) handle(msg *message.Message) {
 	}
 	key := msg.Metadata.Get(metaPartitionKey)
 	b.received.Inc()
-	ctx, cancel := context.WithCancel(msg.Context())
-	stop := context.AfterFunc(b.ctx, cancel)
+	// The drain ends with the pipeline, not with the message: Watermill's JetStream subscriber
+	// cancels a message's context once it stops waiting for the ack (AckWaitTimeout), which a
+	// long drain (a key's backlog) may outlast. Its late ack is harmless: the broker has
+	// offered the notice again, and that drain finds the rows done.
+	ctx, cancel := context.WithCancel(b.ctx)
 	_, err = b.drainKey(ctx, key, id)
-	stop()
 	cancel()
 	if b.crashed.Load() {
 		return // a dead process acknowledges nothing
