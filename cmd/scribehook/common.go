@@ -15,6 +15,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/postgres"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -72,6 +73,32 @@ func openStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
 		return st, nil
 	}
 	return nil, fmt.Errorf("unknown store driver %q: use sqlite or postgres", cfg.Store.Driver)
+}
+
+// openBus connects to the broker the configuration names; nil for the in-process bus. Its
+// errors name bus.url, redacted.
+func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handlers.Bus, error) {
+	if cfg.Bus.Driver == "" || cfg.Bus.Driver == "gochannel" {
+		return nil, nil
+	}
+	bus, err := handlers.OpenBus(ctx, handlers.BusConfig{
+		Driver: cfg.Bus.Driver, URL: cfg.Bus.URL, Topic: cfg.Bus.Topic, Group: cfg.Bus.Group,
+		Consumer: cfg.Bus.Consumer, ClaimAfter: cfg.Bus.ClaimAfter, MaxLen: busMaxLen(cfg.Bus.MaxLen),
+		Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus.url %s (bus.driver %s): %w", configs.RedactBusURL(cfg.Bus.URL), cfg.Bus.Driver, err)
+	}
+	return bus, nil
+}
+
+// busMaxLen maps bus.max_len (0: unbounded) to the handlers' MaxLen (0: the default,
+// negative: unbounded).
+func busMaxLen(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // serviceClient is a client of the configured service, authenticated with the API key.

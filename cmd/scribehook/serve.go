@@ -87,19 +87,35 @@ Without a configuration file it runs on the defaults: SQLite in scribehook.db, l
 			}
 			ln, err := net.Listen("tcp", cfg.Listen)
 			if err != nil {
+				closeSinks(sinkSetups)
 				return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+			}
+			bus, err := openBus(ctx, cfg, log)
+			if err != nil {
+				_ = ln.Close()
+				closeSinks(sinkSetups)
+				return err
+			}
+			if bus != nil && cfg.Store.Driver == "sqlite" {
+				log.Warnf("bus.driver %s with store.driver sqlite: replicas cannot share a SQLite file, so run one replica, or use store.driver postgres", cfg.Bus.Driver)
 			}
 			srv, err := startServer(ctx, serverOptions{
 				Store: st, Listener: ln, Routes: routes, ReadToken: secrets.ReadToken, Service: service,
 				BodyLimit: int(cfg.Receiver.BodyLimit), Partitions: cfg.Receiver.Partitions, Logger: log,
-				Subtitles: subs, Sinks: sinkSetups,
+				Subtitles: subs, Sinks: sinkSetups, Bus: bus,
+				SweepInterval: cfg.Bus.SweepInterval, SweepGrace: cfg.Bus.SweepGrace, NoticeQueue: cfg.Bus.Queue,
 			})
 			if err != nil {
 				_ = ln.Close()
 				return err
 			}
+			busDesc := cfg.Bus.Driver
+			if bus != nil {
+				busDesc += " " + bus.Redacted()
+			}
 			log.WithFields(logrus.Fields{
-				"listen": ln.Addr().String(), "public_url": cfg.PublicURL, "store": cfg.Store.DSN, "routes": len(routes), "sinks": len(sinkSetups),
+				"listen": ln.Addr().String(), "public_url": cfg.PublicURL, "store": configs.RedactURL(cfg.Store.DSN),
+				"bus": busDesc, "routes": len(routes), "sinks": len(sinkSetups),
 			}).Info("scribehook serving")
 			<-ctx.Done()
 			log.Info("shutting down: finishing in-flight requests, then the pipeline")
@@ -172,4 +188,11 @@ func buildSinks(cfg configs.Config, secrets configs.Secrets, log *logrus.Entry) 
 		out = append(out, sinkSetup{Spec: spec, Sink: sk})
 	}
 	return out, nil
+}
+
+// closeSinks closes built sinks that will not run.
+func closeSinks(setups []sinkSetup) {
+	for _, sk := range setups {
+		_ = sk.Sink.Close()
+	}
 }

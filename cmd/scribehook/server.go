@@ -33,6 +33,14 @@ type serverOptions struct {
 	Subtitles handlers.SubtitleConfig
 	// Sinks are built sinks with their specs; each gets its own durable queue and workers.
 	Sinks []sinkSetup
+	// Bus is the broker that several replicas share (openBus); nil keeps the in-process
+	// GoChannel. The server owns it: it is closed with the pipeline, or when the start fails.
+	Bus *handlers.Bus
+	// SweepInterval, SweepGrace and NoticeQueue tune the pipeline (bus.sweep_interval,
+	// bus.sweep_grace, bus.queue); zero takes the handlers' defaults.
+	SweepInterval time.Duration
+	SweepGrace    time.Duration
+	NoticeQueue   int
 }
 
 // sinkSetup is one configured sink, built.
@@ -73,6 +81,9 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 	specs := make([]sinks.Spec, 0, len(o.Sinks))
 	for _, sk := range o.Sinks {
 		if err := dispatch.Add(sk.Spec, sk.Sink); err != nil {
+			if o.Bus != nil {
+				_ = o.Bus.Close()
+			}
 			return nil, fmt.Errorf("sink %s: %w", sk.Spec.Name, err)
 		}
 		specs = append(specs, sk.Spec)
@@ -80,6 +91,7 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 	pipeline, err := handlers.New(handlers.Config{
 		Store: o.Store, Resolver: resolver, Partitions: o.Partitions, Metrics: reg, Logger: o.Logger,
 		Subtitles: o.Subtitles, Sinks: specs, Wake: dispatch.Wake,
+		Bus: o.Bus, SweepInterval: o.SweepInterval, SweepGrace: o.SweepGrace, NoticeQueue: o.NoticeQueue,
 	})
 	if err != nil {
 		return nil, err
@@ -101,10 +113,13 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 	case <-pipeline.Running():
 	case err := <-s.done:
 		cancel()
+		if o.Bus != nil {
+			_ = pipeline.Close() // closes the broker connections
+		}
 		return nil, fmt.Errorf("start pipeline: %w", err)
 	}
 	recv, err := receiver.New(receiver.Config{
-		Store: o.Store, Ingester: s.batcher, Notifier: pipeline, Live: pipeline.Live(),
+		Store: o.Store, Ingester: s.batcher, Notifier: pipeline, Live: pipeline.SessionFeed(),
 		Routes: o.Routes, ReadToken: o.ReadToken, BodyLimit: o.BodyLimit,
 		Ready: pipeline.Ready, Metrics: reg, Logger: o.Logger,
 		Sinks: func() []receiver.SinkStatus { return sinkStatus(dispatch.Stats()) },

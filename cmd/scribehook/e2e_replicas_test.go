@@ -1,0 +1,565 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the test schema
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sandbox/engine"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/postgres"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// Two serve replicas on different ports share PostgreSQL and a broker; the sandbox's callbacks
+// reach them through a round-robin reverse proxy (the load balancer), so a live session's
+// callbacks alternate between the replicas. Every delivery is stored and applied once in all,
+// every live session is stored in the order the sandbox sent it, and the sinks (a file sink
+// and an ordered webhook sink, each built by both replicas over the one queue in PostgreSQL)
+// get every event once in effect, the webhook in session order.
+func TestE2EReplicasRedisStream(t *testing.T) { testReplicas(t, handlers.BusRedisStream) }
+
+func TestE2EReplicasNATS(t *testing.T) { testReplicas(t, handlers.BusNATS) }
+
+func testReplicas(t *testing.T, driver string) {
+	dsn := replicaPGDSN(t)
+	brokerURL := startTestBroker(t, driver, "")
+	eng, err := engine.NewRegistry().New("scripted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(sandbox.Config{
+		APIKey: e2eKey, Engine: eng, Logger: quietLogger(),
+		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := httptest.NewServer(sb.Handler())
+	client, err := submitter.New(service.URL, e2eKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wav, _ := demodata.ReadFile("demodata/sample.wav")
+	files := http.NewServeMux()
+	files.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) })
+	fs := httptest.NewServer(files)
+	t.Cleanup(fs.Close)
+
+	out := filepath.Join(t.TempDir(), "out")
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	hook := newOrderedHook(t, secret)
+	var replicas []*replicaServer
+	for i := range 2 {
+		replicas = append(replicas, startReplicaServer(t, fmt.Sprintf("replica-%d", i), dsn, driver, brokerURL, client, out, hook.srv.URL, secret))
+	}
+	// The sandbox stops first: its retries would otherwise keep the replicas' connections busy.
+	t.Cleanup(func() {
+		service.CloseClientConnections()
+		service.Close()
+		sb.Close()
+	})
+	lb := newRoundRobin(t, replicas)
+	st := replicas[0].store
+
+	callbackURL := func(kind api.JobKind) string {
+		tok, err := store.NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateToken(context.Background(), store.Token{Hash: store.HashToken(tok), Kind: kind, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		return lb.URL + "/v1/callbacks/" + tok
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// Pre-recorded jobs and two live sessions at once.
+	var jobIDs []string
+	for range 4 {
+		created, err := client.CreatePreRecorded(ctx, api.PreRecordedRequest{
+			AudioURL: fs.URL + "/sample.wav", Callback: api.Bool(true),
+			CallbackConfig: &api.CallbackConfig{URL: callbackURL(api.KindPreRecorded)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobIDs = append(jobIDs, created.ID)
+	}
+	var (
+		mu       sync.Mutex
+		sessions []string
+		wg       sync.WaitGroup
+	)
+	for range 2 {
+		wg.Go(func() {
+			created, err := client.CreateLive(ctx, api.LiveRequest{
+				SampleRate: api.Int(8000), Endpointing: api.Float(0.3), Callback: api.Bool(true),
+				CallbackConfig: &api.LiveCallbackConfig{URL: callbackURL(api.KindLive), MessagesConfig: allCategories(true)},
+				PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
+			}, "")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := client.StreamLive(ctx, created.URL, bytes.NewReader(wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			sessions = append(sessions, created.ID)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Every job lands, once.
+	for _, id := range jobIDs {
+		rec := waitFinal(t, st, id)
+		if rec.Job.Status != api.StatusDone || rec.Local.Deliveries != 1 {
+			t.Errorf("job %s: %s, %d deliveries", id, rec.Job.Status, rec.Local.Deliveries)
+		}
+	}
+	// Every live session is stored exactly as the sandbox sent it, in its order.
+	liveEvents := 0
+	seqOfPayload := map[string]int64{}
+	for _, id := range sessions {
+		rec := waitFinal(t, st, id)
+		job, err := client.GetLive(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := job.Result.Messages
+		stored, err := st.LiveMessages(ctx, id, 0, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stored) != len(sent) || rec.Local.Deliveries != len(sent) {
+			t.Fatalf("session %s: %d stored, %d deliveries counted, the sandbox sent %d", id, len(stored), rec.Local.Deliveries, len(sent))
+		}
+		for i, m := range stored {
+			if m.Seq != int64(i+1) || string(m.Payload) != sent[i] {
+				t.Fatalf("session %s message %d (seq %d) differs from the %d-th sent:\n got %s\nwant %s", id, i, m.Seq, i, m.Payload, sent[i])
+			}
+			seqOfPayload[id+"\x00"+string(m.Payload)] = m.Seq
+		}
+		liveEvents += len(stored)
+	}
+	waitUntil(t, "an empty inbox backlog", 30*time.Second, func() bool {
+		n, err := st.InboxBacklog(ctx)
+		return err == nil && n == 0
+	})
+	// The replicas shared the work: each took callbacks and applied rows, and together they
+	// applied every row once.
+	var rows int64
+	if err := replicaDB(t, dsn).QueryRowContext(ctx, `SELECT count(*) FROM inbox`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	var applied float64
+	for _, r := range replicas {
+		n := metricValue(t, r.addr, "scribehook_deliveries_processed_total")
+		if n == 0 || lb.served(r.addr) == 0 {
+			t.Errorf("%s applied %v rows and received %d requests: the replicas did not share the work", r.name, n, lb.served(r.addr))
+		}
+		applied += n
+	}
+	if applied != float64(rows) {
+		t.Errorf("the replicas applied %v rows in all, the inbox holds %d", applied, rows)
+	}
+
+	// The file sink: every live event once, under its session (both replicas write the same
+	// directory, each delivery by whichever replica claimed it).
+	waitUntil(t, "every live event in the file sink", 30*time.Second, func() bool {
+		n := 0
+		for _, id := range sessions {
+			entries, _ := os.ReadDir(filepath.Join(out, id, "events"))
+			for _, e := range entries {
+				if strings.Contains(e.Name(), "live.") {
+					n++
+				}
+			}
+		}
+		return n == liveEvents
+	})
+	for _, id := range jobIDs {
+		waitUntil(t, "the job's events in the file sink", 30*time.Second, func() bool {
+			entries, _ := os.ReadDir(filepath.Join(out, id, "events"))
+			return len(entries) >= 1
+		})
+	}
+	// The ordered webhook: every live event once in effect, each session's in its order.
+	waitUntil(t, "every live event at the webhook", 30*time.Second, func() bool { return hook.distinct() == liveEvents })
+	time.Sleep(300 * time.Millisecond) // a duplicate still under way would show now
+	firsts, dups, bad := hook.result()
+	if bad != 0 {
+		t.Errorf("%d webhook requests failed verification", bad)
+	}
+	if dups != 0 {
+		t.Logf("%d events delivered more than once (same webhook-id: once in effect)", dups)
+	}
+	last := map[string]int64{}
+	for _, ev := range firsts {
+		seq, ok := seqOfPayload[ev.JobID+"\x00"+string(ev.Data)]
+		if !ok {
+			t.Fatalf("webhook event %s of %s matches no stored message", ev.ID, ev.JobID)
+		}
+		if seq <= last[ev.JobID] {
+			t.Fatalf("session %s: webhook got seq %d after seq %d", ev.JobID, seq, last[ev.JobID])
+		}
+		last[ev.JobID] = seq
+	}
+	t.Logf("%s: %d rows, %d live messages in %d sessions, requests per replica %v", driver, rows, liveEvents, len(sessions), lb.counts())
+}
+
+// replicaServer is one serve replica: its own store pool, bus connection, sinks and port.
+type replicaServer struct {
+	name  string
+	addr  string
+	store store.Store
+	srv   *server
+}
+
+func startReplicaServer(t *testing.T, name, dsn, driver, brokerURL string, client *submitter.Client, out, hookURL, secret string) *replicaServer {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := handlers.OpenBus(context.Background(), handlers.BusConfig{
+		Driver: driver, URL: brokerURL, Consumer: name, ClaimAfter: 5 * time.Second, Logger: quietLogger(),
+	})
+	if err != nil {
+		_ = st.Close()
+		t.Fatal(err)
+	}
+	hookSpec := sinks.Spec{
+		Name: "hook", Kind: "webhook", URL: hookURL, SigningSecrets: []string{secret}, Ordered: true,
+		Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"live.*"}},
+	}
+	hookSink, err := sinks.New(hookSpec, sinks.Deps{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := startServer(context.Background(), serverOptions{
+		Store: st, Listener: ln, Service: client, ReadToken: "read-token", Logger: quietLogger(),
+		Routes: []receiver.Route{{Name: "account", Token: "account-route-token"}},
+		Sinks:  []sinkSetup{fileSink(t, out), {Spec: hookSpec, Sink: hookSink}},
+		Bus:    bus, SweepInterval: 2 * time.Second, SweepGrace: time.Second,
+	})
+	if err != nil {
+		_ = st.Close()
+		t.Fatal(err)
+	}
+	r := &replicaServer{name: name, addr: ln.Addr().String(), store: st, srv: srv}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("%s shutdown: %v", name, err)
+		}
+		_ = st.Close()
+	})
+	return r
+}
+
+// roundRobin is the load balancer: a reverse proxy sending each request to the next replica.
+type roundRobin struct {
+	*httptest.Server
+	mu  sync.Mutex
+	per map[string]int
+}
+
+func newRoundRobin(t *testing.T, replicas []*replicaServer) *roundRobin {
+	rr := &roundRobin{per: map[string]int{}}
+	var next atomic.Uint64
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		target := replicas[next.Add(1)%uint64(len(replicas))].addr
+		rr.mu.Lock()
+		rr.per[target]++
+		rr.mu.Unlock()
+		r.SetURL(&url.URL{Scheme: "http", Host: target})
+	}}
+	rr.Server = httptest.NewServer(proxy)
+	t.Cleanup(rr.Close)
+	return rr
+}
+
+func (rr *roundRobin) served(addr string) int {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.per[addr]
+}
+
+func (rr *roundRobin) counts() map[string]int {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range rr.per {
+		out[k] = v
+	}
+	return out
+}
+
+// orderedHook is a webhook receiver that verifies signatures and keeps each event's first
+// arrival in order.
+type orderedHook struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	seen   map[string]int
+	firsts []api.Event
+	bad    int
+}
+
+func newOrderedHook(t *testing.T, secret string) *orderedHook {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &orderedHook{seen: map[string]int{}}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		var ev api.Event
+		if wh.Verify(body, r.Header) != nil || json.Unmarshal(body, &ev) != nil || ev.ID != r.Header.Get("webhook-id") {
+			h.bad++
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if h.seen[ev.ID] == 0 {
+			h.firsts = append(h.firsts, ev)
+		}
+		h.seen[ev.ID]++
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *orderedHook) distinct() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.seen)
+}
+
+func (h *orderedHook) result() (firsts []api.Event, dups, bad int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range h.seen {
+		if n > 1 {
+			dups++
+		}
+	}
+	return append([]api.Event(nil), h.firsts...), dups, h.bad
+}
+
+// waitFinal waits for a job's record to reach a final state in the shared store.
+func waitFinal(t *testing.T, st store.Store, id string) store.JobRecord {
+	t.Helper()
+	var rec store.JobRecord
+	waitUntil(t, "job "+id+" final in the store", 60*time.Second, func() bool {
+		var err error
+		rec, err = st.GetJob(context.Background(), id)
+		return err == nil && rec.Job.Status.Final()
+	})
+	return rec
+}
+
+// metricValue sums a counter of a replica's /metrics (the text format: one sample a line).
+func metricValue(t *testing.T, addr, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var v float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		var x float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &x); err == nil {
+			v += x
+		}
+	}
+	return v
+}
+
+// replicaPGDSN creates a schema for the test in the database of SCRIBEHOOK_TEST_PG_DSN, dropped
+// at its end, and returns a DSN that uses it; without the variable the test skips.
+func replicaPGDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("SCRIBEHOOK_TEST_PG_DSN")
+	if dsn == "" {
+		t.Skip("SCRIBEHOOK_TEST_PG_DSN is not set: the replicas share a PostgreSQL store; run the tests under " +
+			"`scripts/pg.sh run -- go test ./cmd/scribehook/`")
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	schema := "r_" + hex.EncodeToString(rnd[:])
+	admin := replicaDB(t, dsn)
+	if _, err := admin.ExecContext(context.Background(), `CREATE SCHEMA `+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = admin.ExecContext(ctx, `DROP SCHEMA `+schema+` CASCADE`)
+	})
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " search_path=" + schema
+}
+
+// replicaDB is a plain connection to the database of dsn, closed with the test.
+func replicaDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// startTestBroker runs Debian's redis-server or nats-server (JetStream, with a store directory)
+// on a free loopback port until the test ends, and returns its URL; without the binary the
+// test skips. A password, when given, is required by the broker and is in the URL.
+func startTestBroker(t *testing.T, driver, password string) string {
+	t.Helper()
+	name, pkg := "redis-server", "redis-server"
+	if driver == handlers.BusNATS {
+		name, pkg = "nats-server", "nats-server"
+	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		for _, dir := range []string{"/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"} {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.IsDir() {
+				bin = filepath.Join(dir, name)
+				break
+			}
+		}
+	}
+	if bin == "" {
+		t.Skipf("%s not found: install the Debian package %s (make deps) to run this test", name, pkg)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	_ = ln.Close()
+	var args []string
+	var brokerURL string
+	var ready func() error
+	if driver == handlers.BusNATS {
+		brokerURL = "nats://127.0.0.1:" + port
+		args = []string{"-js", "-a", "127.0.0.1", "-p", port, "-sd", t.TempDir()}
+		if password != "" {
+			brokerURL = "nats://scribehook:" + password + "@127.0.0.1:" + port
+			args = append(args, "--user", "scribehook", "--pass", password)
+		}
+		ready = func() error {
+			nc, err := nats.Connect(brokerURL, nats.Timeout(time.Second))
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err = js.AccountInfo(ctx)
+			return err
+		}
+	} else {
+		brokerURL = "redis://127.0.0.1:" + port + "/0"
+		args = []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
+		if password != "" {
+			brokerURL = "redis://:" + password + "@127.0.0.1:" + port + "/0"
+			args = append(args, "--requirepass", password)
+		}
+		ready = func() error {
+			opts, _ := redis.ParseURL(brokerURL)
+			c := redis.NewClient(opts)
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return c.Ping(ctx).Err()
+		}
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if ready() == nil {
+			return brokerURL
+		}
+		select {
+		case <-exited:
+			t.Fatalf("%s exited: %s", name, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready", name)
+		}
+	}
+}
