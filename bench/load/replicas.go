@@ -40,6 +40,7 @@ func cmdReplicas(args []string) error {
 	restartAfter := fs.Duration("restart-after", 4*time.Second, "kill: how long the killed replica stays down before it is started again")
 	noRestart := fs.Bool("no-restart", false, "kill: leave the killed replica down (the survivor alone must take its work over)")
 	downFor := fs.Duration("broker-down", 4*time.Second, "broker-restart: how long the broker stays down")
+	health := fs.String("lb-health", "readyz", "the balancer's health check: readyz (GET /readyz every 100 ms; out after two failures, back at the first 200; plus connection errors) or passive (only connection errors take a replica out)")
 	drain := fs.Duration("drain", 3*time.Minute, "bound of the wait for processing and sinks after the load (a dead replica's sink leases end after 1 min)")
 	_ = fs.Parse(args)
 
@@ -52,6 +53,9 @@ func cmdReplicas(args []string) error {
 	case "redisstream", "nats", "gochannel":
 	default:
 		return fmt.Errorf("replicas: -bus %q: redisstream, nats or gochannel", *bus)
+	}
+	if *health != "readyz" && *health != "passive" {
+		return fmt.Errorf("replicas: -lb-health %q: readyz or passive", *health)
 	}
 	if *dsn == "" {
 		return errors.New("replicas: no PostgreSQL: give -dsn or set SCRIBEHOOK_TEST_PG_DSN (scripts/pg.sh run -- load replicas … starts a throwaway cluster)")
@@ -152,7 +156,7 @@ func cmdReplicas(args []string) error {
 		size += len(cl.Body)
 	}
 	logf := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
-	lb := newBalancer(addrs, *conns, 10*time.Second, logf)
+	lb := newBalancer(addrs, *conns, 10*time.Second, *health == "readyz", logf)
 	defer lb.close()
 
 	fmt.Printf("machine: %s\n", machine())
@@ -164,7 +168,7 @@ func cmdReplicas(args []string) error {
 	if *sinks {
 		sinkNames = "file (a directory per replica) + webhook (one receiver)"
 	}
-	fmt.Printf("topology: %d serve replica(s) %v on PostgreSQL schema %s, bus %s, sinks %s\n", *replicas, addrs, schema.name, busName, sinkNames)
+	fmt.Printf("topology: %d serve replica(s) %v on PostgreSQL schema %s, bus %s, sinks %s; balancer health check %s\n", *replicas, addrs, schema.name, busName, sinkNames, *health)
 	fmt.Printf("load: %d callbacks (%d live messages over %d sessions, %d 1-minute results; mean body %d bytes), %d connections, rate %s, bound %s, seed %d\n",
 		len(load.Calls), len(live), *sessions, nJobs, size/max(1, len(load.Calls)), *conns, rateName(*rate), *duration, c.seed)
 
@@ -226,11 +230,16 @@ func cmdReplicas(args []string) error {
 	}
 	fmt.Printf("load average: %s at the start of the load, %s at its end\n", loadBefore, loadAfter)
 
-	left, waited, derr := pgWaitDrained(schema.db, *drain)
+	left, waited, derr := pgWaitDrainedVerbose(schema.db, *drain, 10*time.Second)
 	fmt.Printf("drain: inbox and sink queues empty %s after the load (%d pending, %d failed, %d queued, %d dead); %.0f callbacks/s from the first call to the last row processed\n",
 		waited.Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, left.SinkDead, float64(res.OK)/(res.Elapsed+waited).Seconds())
 	if broker != nil {
 		fmt.Printf("broker: %s\n", brokerSummary(*bus, url))
+	}
+	if *bus != "gochannel" {
+		for i, p := range procs {
+			fmt.Printf("replica %d bus counters: %s\n", i+1, busCounters(p))
+		}
 	}
 	var problems []string
 	if derr != nil {
@@ -259,9 +268,14 @@ func cmdReplicas(args []string) error {
 	if *sinks {
 		problems = append(problems, checkSinks(schema.db, hook, procs, load, res.Out, sc.leasedAtKill)...)
 	}
+	if broker != nil {
+		// Again, some seconds later: notices still unacknowledged now are stuck, not in flight.
+		fmt.Printf("broker, after the checks: %s\n", brokerSummary(*bus, url))
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("replicas %s on %s: %s", *scenario, *bus, strings.Join(problems, "; "))
 	}
+	lb.close() // the replicas stopping are no news
 	for i, p := range procs {
 		if err := p.stop(); err != nil {
 			return fmt.Errorf("replica %d: %w", i+1, err)
@@ -406,4 +420,22 @@ func (s *scenarioRun) brokerRestart(acked *atomic.Int64) error {
 	fmt.Printf("broker-restart: %s serving again %s after it was stopped (start took %s); %d callbacks acknowledged while it was down\n",
 		s.broker.kind, time.Since(stopped).Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), during)
 	return nil
+}
+
+// busCounters reads a replica's notice counters from /metrics (since its last start).
+func busCounters(p *serveProc) string {
+	var parts []string
+	for _, m := range []struct{ name, label string }{
+		{"scribehook_bus_notices_published_total", "published"},
+		{"scribehook_bus_notices_dropped_total", "dropped"},
+		{"scribehook_bus_notices_received_total", "received"},
+		{"scribehook_bus_swept_rows_total", "rows applied by the sweep"},
+	} {
+		v, err := p.metric(m.name)
+		if err != nil {
+			return "not in /metrics (" + err.Error() + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%.0f %s", v, m.label))
+	}
+	return "notices " + strings.Join(parts, ", ")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -17,8 +18,9 @@ import (
 // The load of the replicas run goes through a small load balancer in the tool: round robin per
 // request over the replicas it considers up, a passive health check (a connection error or a
 // timeout takes a replica out at once and the request is sent to another one, as an HTTP load
-// balancer retries a request that never reached a server) and an active one (/readyz polled
-// every 100 ms brings a replica back when it answers 200).
+// balancer retries a request that never reached a server) and an active one: GET /readyz every
+// 100 ms brings a replica back when it answers 200 and, in the readyz mode, takes it out after
+// two failed checks in a row (the usual "unhealthy threshold").
 
 // backend is one replica behind the balancer.
 type backend struct {
@@ -26,6 +28,7 @@ type backend struct {
 	addr   string
 	client *fasthttp.HostClient
 	up     atomic.Bool
+	fails  int          // consecutive failed checks (health loop only)
 	acked  atomic.Int64 // 2xx answered by this replica
 }
 
@@ -33,14 +36,16 @@ type balancer struct {
 	backends []*backend
 	rr       atomic.Uint64
 	timeout  time.Duration
+	readyz   bool         // the active check also takes replicas out
 	ejected  atomic.Int64 // times a replica was taken out
 	stopCh   chan struct{}
+	stopOnce sync.Once
 	wg       sync.WaitGroup
 	logf     func(format string, args ...any)
 }
 
-func newBalancer(addrs []string, conns int, timeout time.Duration, logf func(string, ...any)) *balancer {
-	b := &balancer{timeout: timeout, stopCh: make(chan struct{}), logf: logf}
+func newBalancer(addrs []string, conns int, timeout time.Duration, readyz bool, logf func(string, ...any)) *balancer {
+	b := &balancer{timeout: timeout, readyz: readyz, stopCh: make(chan struct{}), logf: logf}
 	for i, a := range addrs {
 		be := &backend{idx: i, addr: a, client: &fasthttp.HostClient{
 			Addr: a, MaxConns: conns, ReadTimeout: timeout, WriteTimeout: timeout, MaxConnWaitTimeout: timeout,
@@ -55,16 +60,17 @@ func newBalancer(addrs []string, conns int, timeout time.Duration, logf func(str
 }
 
 func (b *balancer) close() {
-	close(b.stopCh)
+	b.stopOnce.Do(func() { close(b.stopCh) })
 	b.wg.Wait()
 	for _, be := range b.backends {
 		be.client.CloseIdleConnections()
 	}
 }
 
-// healthLoop brings replicas back: a replica taken out is polled until /readyz answers 200.
+// healthLoop polls /readyz of every replica: a replica out of the rotation comes back at its
+// first 200; in the readyz mode a replica in it goes out after two failed checks in a row.
 func (b *balancer) healthLoop() {
-	client := &http.Client{Timeout: 500 * time.Millisecond}
+	client := &http.Client{Timeout: time.Second}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -74,16 +80,35 @@ func (b *balancer) healthLoop() {
 		case <-t.C:
 		}
 		for _, be := range b.backends {
-			if be.up.Load() {
+			up := be.up.Load()
+			if up && !b.readyz {
 				continue
 			}
+			status, why := 0, ""
 			resp, err := client.Get("http://" + be.addr + "/readyz")
 			if err != nil {
+				why = err.Error()
+			} else {
+				status = resp.StatusCode
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+				resp.Body.Close()
+				why = fmt.Sprintf("/readyz %d %s", status, strings.TrimSpace(string(body)))
+			}
+			if status == http.StatusOK {
+				be.fails = 0
+				if !be.up.Load() {
+					// Connections pooled before the replica went away are dead: a restarted
+					// process never saw them.
+					be.client.CloseIdleConnections()
+				}
+				if be.up.CompareAndSwap(false, true) {
+					b.logf("balancer: replica %d (%s) ready: back in the rotation", be.idx+1, be.addr)
+				}
 				continue
 			}
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && be.up.CompareAndSwap(false, true) {
-				b.logf("balancer: replica %d (%s) ready again: back in the rotation", be.idx+1, be.addr)
+			be.fails++
+			if up && be.fails >= 2 {
+				b.eject(be, errors.New(why))
 			}
 		}
 	}
@@ -91,6 +116,7 @@ func (b *balancer) healthLoop() {
 
 func (b *balancer) eject(be *backend, why error) {
 	if be.up.CompareAndSwap(true, false) {
+		be.client.CloseIdleConnections()
 		b.ejected.Add(1)
 		b.logf("balancer: replica %d (%s) out of the rotation: %v", be.idx+1, be.addr, why)
 	}

@@ -238,7 +238,15 @@ func brokerSummary(kind, url string) string {
 		var parts []string
 		lister := js.ListStreams(ctx)
 		for info := range lister.Info() {
-			parts = append(parts, fmt.Sprintf("stream %s: %d messages, %d consumers", info.Config.Name, info.State.Msgs, info.State.Consumers))
+			desc := fmt.Sprintf("stream %s: %d messages", info.Config.Name, info.State.Msgs)
+			if st, err := js.Stream(ctx, info.Config.Name); err == nil {
+				cl := st.ListConsumers(ctx)
+				for ci := range cl.Info() {
+					desc += fmt.Sprintf(", consumer %s %d delivered, %d unacknowledged, %d not yet delivered",
+						ci.Name, ci.Delivered.Consumer, ci.NumAckPending, ci.NumPending)
+				}
+			}
+			parts = append(parts, desc)
 		}
 		if err := lister.Err(); err != nil {
 			parts = append(parts, err.Error())

@@ -30,7 +30,13 @@ func pgBacklog(ctx context.Context, db *sql.DB) (backlog, error) {
 
 // pgWaitDrained waits until no inbox row is pending and no sink delivery queued, or timeout.
 func pgWaitDrained(db *sql.DB, timeout time.Duration) (backlog, time.Duration, error) {
+	return pgWaitDrainedVerbose(db, timeout, 0)
+}
+
+// pgWaitDrainedVerbose is pgWaitDrained that prints the backlog every `every` (0: never).
+func pgWaitDrainedVerbose(db *sql.DB, timeout, every time.Duration) (backlog, time.Duration, error) {
 	start := time.Now()
+	next := every
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		b, err := pgBacklog(ctx, db)
@@ -40,6 +46,10 @@ func pgWaitDrained(db *sql.DB, timeout time.Duration) (backlog, time.Duration, e
 		}
 		if b.Pending == 0 && b.SinkQueued == 0 {
 			return b, time.Since(start), nil
+		}
+		if every > 0 && time.Since(start) >= next {
+			fmt.Printf("drain: +%s: %d inbox rows pending, %d sink deliveries queued\n", next, b.Pending, b.SinkQueued)
+			next += every
 		}
 		if time.Since(start) > timeout {
 			return b, time.Since(start), fmt.Errorf("not drained after %s: %d inbox rows pending, %d sink deliveries queued", timeout, b.Pending, b.SinkQueued)
