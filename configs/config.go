@@ -234,6 +234,9 @@ func (c Config) String() string {
 	r.Sinks = append([]Sink(nil), c.Sinks...)
 	for i := range r.Sinks {
 		r.Sinks[i].URL = redactURL(r.Sinks[i].URL)
+		if r.Sinks[i].Kind == "nats" {
+			r.Sinks[i].URL = RedactBusURL(c.Sinks[i].URL) // a NATS token is the URL's user part
+		}
 	}
 	b, err := yaml.Marshal(r)
 	if err != nil {

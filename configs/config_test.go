@@ -399,9 +399,10 @@ func TestStringHidesPasswords(t *testing.T) {
 	cfg := Default()
 	cfg.Store = StoreConfig{Driver: "postgres", DSN: "postgres://app:hunter2@db:5432/s?sslmode=disable"}
 	cfg.Bus.Driver, cfg.Bus.URL = "redisstream", "redis://:s3cret@cache:6379/0"
-	cfg.Sinks = append(cfg.Sinks, Sink{Name: "n", Kind: "nats", URL: "nats://u:natspw@n:4222", Events: []string{"*"}})
+	cfg.Sinks = append(cfg.Sinks, Sink{Name: "n", Kind: "nats", URL: "nats://u:natspw@n:4222", Events: []string{"*"}},
+		Sink{Name: "t", Kind: "nats", URL: "nats://natstoken@n:4222", Events: []string{"*"}})
 	out := cfg.String()
-	for _, secret := range []string{"hunter2", "s3cret", "natspw"} {
+	for _, secret := range []string{"hunter2", "s3cret", "natspw", "natstoken"} {
 		if strings.Contains(out, secret) {
 			t.Fatalf("String prints %s:\n%s", secret, out)
 		}
