@@ -88,6 +88,17 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		}
 		specs = append(specs, sk.Spec)
 	}
+	// A process killed with deliveries in flight left their leases behind; on SQLite this
+	// process is the queue's only worker, so they go out now rather than when the leases end.
+	// (PostgreSQL does nothing here: other replicas' leases are alive.)
+	if n, err := o.Store.ReleaseSinkLeases(ctx); err != nil {
+		if o.Bus != nil {
+			_ = o.Bus.Close()
+		}
+		return nil, fmt.Errorf("release sink leases: %w", err)
+	} else if n > 0 {
+		o.Logger.WithField("deliveries", n).Info("released the sink leases of the previous run")
+	}
 	pipeline, err := handlers.New(handlers.Config{
 		Store: o.Store, Resolver: resolver, Partitions: o.Partitions, Metrics: reg, Logger: o.Logger,
 		Subtitles: o.Subtitles, Sinks: specs, Wake: dispatch.Wake,

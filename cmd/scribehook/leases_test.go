@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+)
+
+// TestRestartReleasesSinkLeases: a delivery leased by a process that was then killed goes out
+// as soon as serve starts again on the same SQLite file, not when its lease would have ended
+// (an hour here, so a slow machine cannot make the test pass by waiting it out).
+func TestRestartReleasesSinkLeases(t *testing.T) {
+	dir := t.TempDir()
+	dbPath, out := filepath.Join(dir, "scribehook.db"), filepath.Join(dir, "out")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Options{Path: dbPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := api.Event{
+		ID: "ev-leased-1", Type: "live.transcript", JobID: "session-1", Kind: api.KindLive,
+		CreatedAt: api.Time{Time: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)},
+		Data:      []byte(`{"type":"transcript"}`),
+	}
+	if err := st.EnqueueSinkDeliveries(ctx, []store.SinkDelivery{{Sink: "files", EventID: ev.ID, Event: ev, OrderKey: ev.JobID, NextAttempt: ev.CreatedAt.Time}}); err != nil {
+		t.Fatal(err)
+	}
+	// The "killed" process claimed it with an hour's lease and never settled it.
+	claimed, err := st.ClaimSinkDeliveries(ctx, "files", false, time.Now(), time.Hour, 10)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim = %v, %v", claimed, err)
+	}
+	if again, _ := st.ClaimSinkDeliveries(ctx, "files", false, time.Now(), time.Hour, 10); len(again) != 0 {
+		t.Fatalf("claimed twice before the restart: %v", again)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := startServer(ctx, serverOptions{Store: st, Listener: ln, Logger: quietLogger(), Sinks: []sinkSetup{fileSink(t, out)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		_ = st.Close()
+	})
+	path := filepath.Join(out, ev.JobID, "events", sinks.EventFileName(ev))
+	waitUntil(t, "the leased delivery at the file sink", 30*time.Second, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+	waitUntil(t, "the sink queue empty", 10*time.Second, func() bool {
+		n, err := st.SinkDepth(ctx, "files")
+		return err == nil && n == 0
+	})
+}
