@@ -155,7 +155,7 @@ func (l *loop) callbackURL(kind api.JobKind) string {
 // waitJob waits for the local store to hold the job in a final state (never asks the service).
 func (l *loop) waitJob(id string) store.JobRecord {
 	l.t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		rec, err := l.store.GetJob(context.Background(), id)
 		if err == nil && rec.Job.Status.Final() {
 			return rec
@@ -253,7 +253,7 @@ func allCategories(on bool) api.MessagesConfig {
 // storedMessages waits until the session's end_session is stored and returns every message.
 func (l *loop) storedMessages(id string, wantLast api.MessageType) []store.LiveMessage {
 	l.t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
 		msgs, err := l.store.LiveMessages(context.Background(), id, 0, 100000)
 		if err != nil {
 			l.t.Fatal(err)
@@ -349,7 +349,7 @@ func TestE2EFaultsStoreEachDeliveryOnce(t *testing.T) {
 		want[s] = true
 	}
 	var stored []store.LiveMessage
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		stored, _ = l.store.LiveMessages(ctx, id, 0, 100000)
 		if len(stored) >= len(want) {
 			break
