@@ -193,7 +193,7 @@ func cmdReplicas(args []string) error {
 		fmt.Printf("warm-up: %d callbacks stored and processed (not measured)\n", len(wl))
 	}
 
-	sc := &scenarioRun{lb: lb, procs: procs, broker: broker, db: schema.db, seed: c.seed, n: len(load.Calls),
+	sc := &scenarioRun{lb: lb, procs: procs, broker: broker, db: schema.db, seed: c.seed, n: len(load.Calls), busKind: *bus, busURL: url,
 		restartAfter: *restartAfter, noRestart: *noRestart, downFor: *downFor}
 	var acked atomic.Int64
 	load.Acked = &acked
@@ -268,9 +268,15 @@ func cmdReplicas(args []string) error {
 	if *sinks {
 		problems = append(problems, checkSinks(schema.db, hook, procs, load, res.Out, sc.leasedAtKill)...)
 	}
-	if broker != nil {
-		// Again, some seconds later: notices still unacknowledged now are stuck, not in flight.
-		fmt.Printf("broker, after the checks: %s\n", brokerSummary(*bus, url))
+	if *bus != "gochannel" && sc.faultAt != (time.Time{}) {
+		// Notices the killed replica held, or that the broker handed out around its restart,
+		// must reach a live replica (bus.claim_after, 30 s by default) and be acknowledged.
+		msg, err := waitNoticesTaken(*bus, url, sc.faultAt, *drain)
+		if err != nil {
+			problems = append(problems, "bus: "+err.Error())
+		} else {
+			fmt.Printf("bus: %s\n", msg)
+		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("replicas %s on %s: %s", *scenario, *bus, strings.Join(problems, "; "))
@@ -311,11 +317,14 @@ type scenarioRun struct {
 	db           *sql.DB
 	seed         uint64
 	n            int
+	busKind      string
+	busURL       string
 	restartAfter time.Duration
 	noRestart    bool
 	downFor      time.Duration
 
 	restarted    chan error
+	faultAt      time.Time // when the fault happened
 	killedAt     time.Time
 	killed       int
 	leasedAtKill map[int64]leased
@@ -347,6 +356,7 @@ func (s *scenarioRun) kill(acked *atomic.Int64) error {
 		return err
 	}
 	s.killedAt = time.Now()
+	s.faultAt = s.killedAt
 	// What the dead replica held: its leases stay in the table until they end.
 	var err error
 	if s.leasedAtKill, err = leasedDeliveries(s.db); err != nil {
@@ -363,6 +373,11 @@ func (s *scenarioRun) kill(acked *atomic.Int64) error {
 		s.orphans = []int64{}
 	}
 	fmt.Printf("kill: %d sink deliveries still under the lease taken before the kill 2 s later (the dead replica's)\n", len(s.orphans))
+	if s.busKind != "gochannel" {
+		if n, err := brokerUnacked(s.busKind, s.busURL); err == nil {
+			fmt.Printf("kill: %d notices handed out by the broker and not acknowledged 2 s after the kill (the dead replica's, and the survivor's in flight)\n", n)
+		}
+	}
 	if s.noRestart {
 		return nil
 	}
@@ -407,6 +422,7 @@ func (s *scenarioRun) brokerRestart(acked *atomic.Int64) error {
 	s.threshold(acked, 0.25, 0.45)
 	at := acked.Load()
 	stopped := time.Now()
+	s.faultAt = stopped
 	if err := s.broker.stop(); err != nil {
 		return err
 	}

@@ -259,3 +259,90 @@ func brokerSummary(kind, url string) string {
 	}
 	return ""
 }
+
+// brokerUnacked counts the notices the broker has handed to a replica and not had
+// acknowledged yet (Redis: the consumer groups' pending entries; JetStream: the consumers'
+// unacknowledged and undelivered messages).
+func brokerUnacked(kind, url string) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var n int64
+	switch kind {
+	case "redisstream":
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			return 0, err
+		}
+		c := redis.NewClient(opts)
+		defer c.Close()
+		iter := c.Scan(ctx, 0, "*", 0).Iterator()
+		for iter.Next(ctx) {
+			if typ, err := c.Type(ctx, iter.Val()).Result(); err != nil || typ != "stream" {
+				continue
+			}
+			groups, err := c.XInfoGroups(ctx, iter.Val()).Result()
+			if err != nil {
+				return 0, err
+			}
+			for _, g := range groups {
+				n += g.Pending
+			}
+		}
+		return n, iter.Err()
+	case "nats":
+		nc, err := nats.Connect(url, nats.Timeout(2*time.Second))
+		if err != nil {
+			return 0, err
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return 0, err
+		}
+		lister := js.ListStreams(ctx)
+		for info := range lister.Info() {
+			st, err := js.Stream(ctx, info.Config.Name)
+			if err != nil {
+				return 0, err
+			}
+			cl := st.ListConsumers(ctx)
+			for ci := range cl.Info() {
+				n += int64(ci.NumAckPending) + int64(ci.NumPending)
+			}
+			if err := cl.Err(); err != nil {
+				return 0, err
+			}
+		}
+		return n, lister.Err()
+	}
+	return 0, nil
+}
+
+// waitNoticesTaken waits until the broker has no unacknowledged notice left: those a killed
+// replica held, or a restarted broker redelivers, must be taken by a live replica (after
+// bus.claim_after) and acknowledged.
+func waitNoticesTaken(kind, url string, since time.Time, timeout time.Duration) (string, error) {
+	start := time.Now()
+	first := int64(-1)
+	for {
+		n, err := brokerUnacked(kind, url)
+		if err != nil {
+			return "", fmt.Errorf("read the broker's unacknowledged notices: %w", err)
+		}
+		if first < 0 {
+			first = n
+		}
+		if n == 0 {
+			if first == 0 {
+				return "no notice left unacknowledged", nil
+			}
+			return fmt.Sprintf("the %d notices left unacknowledged after the drain were taken by a live replica and acknowledged %s after the fault",
+				first, time.Since(since).Round(time.Second)), nil
+		}
+		if time.Since(start) > timeout {
+			return "", fmt.Errorf("%d notices still unacknowledged %s after the fault (%d after the drain): no live replica took them",
+				n, time.Since(since).Round(time.Second), first)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
