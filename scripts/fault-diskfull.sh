@@ -17,7 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "fault-diskfull: SKIPPED: needs root to mount a small tmpfs for the database (run as root)"
   exit 0
 fi
-if ! mount -t tmpfs -o size=64m tmpfs "$db" 2>"$tmp/mount.err"; then
+if ! mount -t tmpfs -o size=128m tmpfs "$db" 2>"$tmp/mount.err"; then
   echo "fault-diskfull: SKIPPED: cannot mount a tmpfs here: $(cat "$tmp/mount.err")"
   exit 0
 fi

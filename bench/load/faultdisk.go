@@ -123,8 +123,12 @@ func faultDiskFull(args []string) error {
 			break
 		}
 	}
+	// A load balancer must stop sending here: /readyz says the store cannot take writes.
 	if code, body := httpGet(srv.url("/readyz")); code != 0 {
 		fmt.Printf("/readyz while full: %d %s\n", code, strings.TrimSpace(truncate(body, 200)))
+		if code != 503 {
+			problems = append(problems, fmt.Sprintf("/readyz answered %d while the disk was full, want 503", code))
+		}
 	}
 	if !srv.alive() {
 		return fmt.Errorf("serve exited while the disk was full: %v", srv.exitErr())
@@ -147,6 +151,9 @@ func faultDiskFull(args []string) error {
 		}
 	}
 	fmt.Printf("space back: first 2xx %s after the filler was removed\n", recovered.Round(time.Millisecond))
+	if code, body := httpGet(srv.url("/readyz")); code != 200 {
+		problems = append(problems, fmt.Sprintf("/readyz answered %d %s once space returned, want 200", code, strings.TrimSpace(truncate(body, 200))))
+	}
 	rest := send(after, true)
 	// The service retries what was answered 5xx: those deliveries must now be stored.
 	var retried []callback
