@@ -233,6 +233,11 @@ func cmdReplicas(args []string) error {
 	left, waited, derr := pgWaitDrainedVerbose(schema.db, *drain, 10*time.Second)
 	fmt.Printf("drain: inbox and sink queues empty %s after the load (%d pending, %d failed, %d queued, %d dead); %.0f callbacks/s from the first call to the last row processed\n",
 		waited.Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, left.SinkDead, float64(res.OK)/(res.Elapsed+waited).Seconds())
+	if *scenario == "steady" {
+		for i := range procs {
+			fmt.Printf("replica %d, receipt and processing until drained: %s\n", i+1, cpu[i](res.OK))
+		}
+	}
 	if broker != nil {
 		fmt.Printf("broker: %s\n", brokerSummary(*bus, url))
 	}
