@@ -17,7 +17,8 @@ build:
 # servers the tests start themselves, then the dashboard's browser tests in headless Chromium,
 # the offline speech engine (build tag pocketsphinx: flite speech, LibriVox clips, live latency),
 # then every fuzz target briefly (its committed seed corpus and a few seconds of new inputs),
-# then the fault scenarios in their bounded form (kill -9, dead webhook, full disk, slow clients).
+# then the fault scenarios in their bounded form (kill -9, dead webhook, full disk, slow clients),
+# then two replicas on PostgreSQL and each broker: one killed, then the broker restarted.
 test: deps
 	$(GO) vet ./...
 	scripts/pg.sh run -- $(GO) test -race -count=1 ./...
@@ -25,6 +26,7 @@ test: deps
 	scripts/ui-test.sh
 	scripts/fuzz.sh -t 10s -T 3m
 	$(MAKE) --no-print-directory fault
+	scripts/fault-replicas.sh
 
 ui-test:
 	@scripts/ui-test.sh
