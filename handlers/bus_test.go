@@ -327,12 +327,12 @@ func TestBusBrokerRestartLosesNothing(t *testing.T) {
 			}
 			once.Do(func() {
 				b.stop()
-				// Deliveries keep coming while the broker is away; readiness says it is.
+				// Deliveries keep coming while the broker is away; BrokerUp says it is.
 				go func() {
 					defer close(restarted)
 					deadline := time.Now().Add(waitTimeout)
 					for time.Now().Before(deadline) {
-						if !a.r.p.Ready() && !bb.r.p.Ready() {
+						if !a.r.p.BrokerUp() && !bb.r.p.BrokerUp() {
 							sawDown.Store(true)
 							break
 						}
@@ -353,15 +353,15 @@ func TestBusBrokerRestartLosesNothing(t *testing.T) {
 		}, between)
 		<-restarted
 		if !sawDown.Load() {
-			t.Error("the replicas stayed ready while the broker was down")
+			t.Error("the replicas reported the broker up while it was down")
 		}
 		waitBacklogEmpty(t, stA)
 		for _, sid := range sessions {
 			checkSession(t, stA, sid, bySession[sid], ids)
 		}
 		checkOnce(t, stA, ids, a, bb)
-		waitFor(t, func() string { return "replicas ready again after the broker restart" }, func() bool {
-			return a.r.p.Ready() && bb.r.p.Ready()
+		waitFor(t, func() string { return "replicas see the broker again after its restart" }, func() bool {
+			return a.r.p.BrokerUp() && bb.r.p.BrokerUp()
 		})
 		// The bus works again: new rows' notices reach the subscriptions (the sweep alone would
 		// also apply the rows, but receives no notice).

@@ -270,13 +270,17 @@ func (p *Pipeline) Run(ctx context.Context) error {
 // Running is closed once the router runs.
 func (p *Pipeline) Running() <-chan struct{} { return p.router.Running() }
 
-// Ready reports whether rows are being processed. With a Bus it also needs the broker to
-// answer and this replica's subscriptions to run: while they do not, deliveries are still
-// stored (the receiver does not ask the broker) and processed by the sweep, later.
+// Ready reports whether rows are being processed. It does not depend on the broker: while
+// the broker is away, deliveries are still stored (the receiver never asks it) and the sweep
+// processes them, so a load balancer checking readiness must keep sending to this replica.
+// BrokerUp says how the broker is doing.
 func (p *Pipeline) Ready() bool {
-	if !p.router.IsRunning() || p.router.IsClosed() {
-		return false
-	}
+	return p.router.IsRunning() && !p.router.IsClosed()
+}
+
+// BrokerUp reports whether the broker answers and this replica's subscriptions run; always
+// true for the in-process bus.
+func (p *Pipeline) BrokerUp() bool {
 	return p.bus == nil || p.bus.ready()
 }
 

@@ -20,13 +20,23 @@ import (
 
 func TestHealthAndReadiness(t *testing.T) {
 	ready := true
-	h := newHarness(t, withConfig(func(c *Config) { c.Ready = func() bool { return ready } }))
+	var notes []string
+	h := newHarness(t, withConfig(func(c *Config) {
+		c.Ready = func() bool { return ready }
+		c.Notes = func() []string { return notes }
+	}))
 	if r := h.do(http.MethodGet, "/healthz", nil, nil); r.status != 200 || r.json(t)["status"] != "ok" {
 		t.Errorf("healthz %d %s", r.status, r.body)
 	}
 	if r := h.do(http.MethodGet, "/readyz", nil, nil); r.status != 200 {
 		t.Errorf("readyz %d %s", r.status, r.body)
 	}
+	// A note (the broker away) is shown, and the replica stays ready: it still takes deliveries.
+	notes = []string{"bus: the broker does not answer"}
+	if r := h.do(http.MethodGet, "/readyz", nil, nil); r.status != 200 || string(r.body) != `{"notes":["bus: the broker does not answer"],"status":"ready"}` {
+		t.Errorf("readyz with a note: %d %s", r.status, r.body)
+	}
+	notes = nil
 	ready = false
 	r := h.do(http.MethodGet, "/readyz", nil, nil)
 	if r.status != http.StatusServiceUnavailable || r.json(t)["error"] != "not ready: router: not running" {

@@ -70,6 +70,9 @@ type Config struct {
 
 	// Ready reports whether the processing side (the router) runs; nil counts as ready.
 	Ready func() bool
+	// Notes lists conditions worth a look that do not stop this replica from taking
+	// deliveries (the broker being away: deliveries are stored and swept); /readyz shows them.
+	Notes func() []string
 	// Sinks reads the state of the configured sinks for GET /v1/sinks (nil: none).
 	Sinks func() []SinkStatus
 	// Metrics is where the receiver registers its metrics and what /metrics serves; a fresh
@@ -319,6 +322,11 @@ func (r *Receiver) readyz(c *fiber.Ctx) error {
 	}
 	if len(problems) > 0 {
 		return writeError(c, fiber.StatusServiceUnavailable, "not ready: "+strings.Join(problems, "; "))
+	}
+	if r.cfg.Notes != nil {
+		if notes := r.cfg.Notes(); len(notes) > 0 {
+			return c.JSON(fiber.Map{"status": "ready", "notes": notes})
+		}
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
 }

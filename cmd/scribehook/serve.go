@@ -99,6 +99,11 @@ Without a configuration file it runs on the defaults: SQLite in scribehook.db, l
 			if bus != nil && cfg.Store.Driver == "sqlite" {
 				log.Warnf("bus.driver %s with store.driver sqlite: replicas cannot share a SQLite file, so run one replica, or use store.driver postgres", cfg.Bus.Driver)
 			}
+			if bus == nil && cfg.Store.Driver == "postgres" {
+				// Measured (docs/scaling.md): two replicas on the in-process bus stored most
+				// sessions out of order.
+				log.Warn("bus.driver gochannel with store.driver postgres: run one replica only; several replicas need bus.driver redisstream or nats, or live sessions lose their order")
+			}
 			srv, err := startServer(ctx, serverOptions{
 				Store: st, Listener: ln, Routes: routes, ReadToken: secrets.ReadToken, Service: service,
 				BodyLimit: int(cfg.Receiver.BodyLimit), Partitions: cfg.Receiver.Partitions, Logger: log,

@@ -133,6 +133,12 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		Store: o.Store, Ingester: s.batcher, Notifier: pipeline, Live: pipeline.SessionFeed(),
 		Routes: o.Routes, ReadToken: o.ReadToken, BodyLimit: o.BodyLimit,
 		Ready: pipeline.Ready, Metrics: reg, Logger: o.Logger,
+		Notes: func() []string {
+			if !pipeline.BrokerUp() {
+				return []string{"bus: the broker does not answer; deliveries are stored and processed by the sweep until it is back"}
+			}
+			return nil
+		},
 		Sinks: func() []receiver.SinkStatus { return sinkStatus(dispatch.Stats()) },
 	})
 	if err != nil {
