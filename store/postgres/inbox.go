@@ -265,21 +265,9 @@ func scanInbox(sc interface{ Scan(...any) error }) (store.InboxRow, error) {
 // when limit <= 0). With several replicas ids are not committed in id order: a row may appear
 // below a cursor that already passed it, which is why the pipeline also sweeps from 0.
 func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]store.InboxRow, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inbox
+	out, err := queryInbox(ctx, s.db, `SELECT `+inboxColumns+` FROM inbox
 		WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT $2`, afterID, limitArg(limit))
 	if err != nil {
-		return nil, fmt.Errorf("pending inbox: %w", err)
-	}
-	defer rows.Close()
-	var out []store.InboxRow
-	for rows.Next() {
-		r, err := scanInbox(rows)
-		if err != nil {
-			return nil, fmt.Errorf("pending inbox: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("pending inbox: %w", err)
 	}
 	return out, nil
@@ -288,24 +276,30 @@ func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]s
 // PendingInboxByKey lists the pending rows of partitionKey with id <= uptoID in id order, at
 // most limit (no limit when limit <= 0).
 func (s *Store) PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]store.InboxRow, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+inboxColumns+` FROM inbox
+	out, err := queryInbox(ctx, s.db, `SELECT `+inboxColumns+` FROM inbox
 		WHERE status = 'pending' AND partition_key = $1 AND id <= $2 ORDER BY id LIMIT $3`, partitionKey, uptoID, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
+	}
+	return out, nil
+}
+
+// queryInbox runs query, which selects inboxColumns, and scans its rows.
+func queryInbox(ctx context.Context, db *sql.DB, query string, args ...any) ([]store.InboxRow, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []store.InboxRow
 	for rows.Next() {
 		r, err := scanInbox(rows)
 		if err != nil {
-			return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
+			return nil, err
 		}
 		out = append(out, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // InboxRow returns one inbox row, store.ErrNotFound when there is none.
