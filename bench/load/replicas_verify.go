@@ -212,21 +212,10 @@ func verifyReplicas(db *sql.DB, l replicaLoad, out []rOutcome) (replicaCheck, er
 	if err := rows.Err(); err != nil {
 		return c, fmt.Errorf("read inbox: %w", err)
 	}
-	perRow := map[int64]int{}
-	rows, err = db.QueryContext(ctx, `SELECT inbox_id, count(*) FROM live_messages GROUP BY inbox_id`)
+	perRow, err := liveMessagesPerRow(ctx, db)
 	if err != nil {
-		return c, fmt.Errorf("read live messages: %w", err)
+		return c, err
 	}
-	for rows.Next() {
-		var id int64
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			rows.Close()
-			return c, fmt.Errorf("read live messages: %w", err)
-		}
-		perRow[id] = n
-	}
-	rows.Close()
 	var samePayload int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) - count(DISTINCT (session_id, payload)) FROM live_messages`).Scan(&samePayload); err != nil {
 		return c, fmt.Errorf("count repeated live messages: %w", err)

@@ -139,21 +139,10 @@ func verifyStore(dbPath string, calls []callback, out []outcome) (storeCheck, er
 	if err := rows.Err(); err != nil {
 		return c, fmt.Errorf("read inbox: %w", err)
 	}
-	liveRows := map[int64]int{}
-	rows, err = db.QueryContext(ctx, `SELECT inbox_id, count(*) FROM live_messages GROUP BY inbox_id`)
+	liveRows, err := liveMessagesPerRow(ctx, db)
 	if err != nil {
-		return c, fmt.Errorf("read live messages: %w", err)
+		return c, err
 	}
-	for rows.Next() {
-		var id int64
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			rows.Close()
-			return c, fmt.Errorf("read live messages: %w", err)
-		}
-		liveRows[id] = n
-	}
-	rows.Close()
 	var samePayload int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) - count(DISTINCT session_id || char(0) || payload) FROM live_messages`).Scan(&samePayload); err != nil {
 		return c, fmt.Errorf("count repeated live messages: %w", err)
@@ -274,4 +263,27 @@ func (s fileSinkScan) dupFiles() int {
 		}
 	}
 	return n
+}
+
+// liveMessagesPerRow counts the stored live messages of each inbox row (SQLite and PostgreSQL
+// alike): a row applied once has exactly one.
+func liveMessagesPerRow(ctx context.Context, db *sql.DB) (map[int64]int, error) {
+	rows, err := db.QueryContext(ctx, `SELECT inbox_id, count(*) FROM live_messages GROUP BY inbox_id`)
+	if err != nil {
+		return nil, fmt.Errorf("read live messages: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]int{}
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("read live messages: %w", err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read live messages: %w", err)
+	}
+	return out, nil
 }
