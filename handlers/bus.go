@@ -13,6 +13,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/configs"
 )
 
 // Bus drivers: besides the in-process GoChannel (no Bus at all), a broker shared by several
@@ -167,27 +169,12 @@ func (b *Bus) Driver() string { return b.cfg.Driver }
 func (b *Bus) Topic() string { return b.cfg.Topic }
 
 // Redacted is the broker URL without its secrets, for logs.
-func (b *Bus) Redacted() string { return RedactBusURL(b.cfg.URL) }
+func (b *Bus) Redacted() string { return configs.RedactBusURL(b.cfg.URL) }
 
 // Close closes the broker connections. The pipeline calls it when it closes.
 func (b *Bus) Close() error {
 	b.once.Do(func() { b.err = b.drv.close() })
 	return b.err
-}
-
-// RedactBusURL hides the secrets of a broker URL: a password, and a NATS token (the user part
-// of nats://token@host). Other strings pass unchanged.
-func RedactBusURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
-	} else if u.User.Username() != "" {
-		u.User = url.User("REDACTED")
-	}
-	return u.String()
 }
 
 // scrubSecret removes the URL's secrets from an error text, should a client library quote

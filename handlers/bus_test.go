@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/store"
 )
@@ -416,7 +417,7 @@ func TestOpenBusUnreachable(t *testing.T) {
 		if !strings.Contains(err.Error(), "cannot reach") || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: error %q", tc.driver, err)
 		}
-		if red := handlers.RedactBusURL(tc.url); strings.Contains(red, "s3cret") || !strings.Contains(red, "REDACTED") {
+		if red := configs.RedactBusURL(tc.url); strings.Contains(red, "s3cret") || !strings.Contains(red, "REDACTED") {
 			t.Errorf("redacted %q", red)
 		}
 	}
