@@ -577,7 +577,8 @@ func testReleaseSinkLeases(t *testing.T, s store.Store, releases bool) {
 	ctx := t.Context()
 	enqueue(t, s, queued("hook", "a", "job-1", 0), queued("hook", "b", "job-2", 0),
 		queued("files", "c", "job-1", 0), queued("hook", "done", "job-3", 0), queued("hook", "dead", "job-4", 0),
-		queued("hook", "free", "job-5", 0))
+		queued("hook", "free", "job-5", 0), queued("other", "idle", "job-6", 0))
+	// "idle" is queued but never claimed: it holds no lease, so a release must not count it.
 	// "a" failed once before this claim: its attempt count and error must survive the release.
 	first := claim(t, s, "hook", false, base, 0)
 	byID := map[string]store.SinkDelivery{}
