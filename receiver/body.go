@@ -86,8 +86,10 @@ func (r *Receiver) limitOtherBodies(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// callbackPrefix starts the path of every callback route (register).
+const callbackPrefix = "/v1/callbacks/"
+
 // isCallbackPath matches /v1/callbacks/… the way Fiber routes it (case-insensitively).
 func isCallbackPath(p string) bool {
-	const prefix = "/v1/callbacks/"
-	return len(p) > len(prefix) && strings.EqualFold(p[:len(prefix)], prefix)
+	return len(p) > len(callbackPrefix) && strings.EqualFold(p[:len(callbackPrefix)], callbackPrefix)
 }

@@ -196,8 +196,8 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 
 func (r *Receiver) register() {
 	a := r.app
-	a.Post("/v1/callbacks/:token", r.handleCallback)
-	a.Put("/v1/callbacks/:token", r.handleCallback)
+	a.Post(callbackPrefix+":token", r.handleCallback)
+	a.Put(callbackPrefix+":token", r.handleCallback)
 
 	a.Get("/healthz", r.healthz)
 	a.Get("/readyz", r.readyz)
@@ -296,7 +296,7 @@ func (r *Receiver) logPanic(c *fiber.Ctx, e any) {
 // routes paths case-insensitively, so the prefix is matched the same way.
 func logPath(p string) string {
 	if isCallbackPath(p) {
-		return p[:len("/v1/callbacks/")] + "…"
+		return p[:len(callbackPrefix)] + "…"
 	}
 	return p
 }
