@@ -237,6 +237,19 @@ func (s *Store) setSynchronous(ctx context.Context, d durability) error {
 // (SQLite ends some transactions itself on errors, keeps others open); a connection that
 // cannot tell, or is still in a transaction, is dropped and opened again next time.
 func (s *Store) settle(ctx context.Context) {
+	inTx, err := s.inTransaction()
+	if err == nil && inTx {
+		_, _ = s.wconn.ExecContext(ctx, "ROLLBACK")
+		inTx, err = s.inTransaction()
+	}
+	if err != nil || inTx {
+		s.dropWriter()
+	}
+}
+
+// inTransaction reports whether the writer connection is inside a transaction; true when the
+// driver cannot tell.
+func (s *Store) inTransaction() (bool, error) {
 	inTx := true
 	err := s.wconn.Raw(func(dc any) error {
 		if c, ok := dc.(*sqlite3.SQLiteConn); ok {
@@ -244,18 +257,7 @@ func (s *Store) settle(ctx context.Context) {
 		}
 		return nil
 	})
-	if err == nil && inTx {
-		_, _ = s.wconn.ExecContext(ctx, "ROLLBACK")
-		err = s.wconn.Raw(func(dc any) error {
-			if c, ok := dc.(*sqlite3.SQLiteConn); ok {
-				inTx = !c.AutoCommit()
-			}
-			return nil
-		})
-	}
-	if err != nil || inTx {
-		s.dropWriter()
-	}
+	return inTx, err
 }
 
 // stmt is the prepared statement id, on the writer connection.
