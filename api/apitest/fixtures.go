@@ -28,8 +28,9 @@ var vocabulary = strings.Fields(`the a to and of in that is it you we for on thi
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
-// utterance makes n timed words from start.
-func utterance(r *rand.Rand, start float64, n, speaker int) api.Utterance {
+// Utterance makes n timed words from start, drawn from r. bench/load draws its utterances the
+// same way from its own streams, and can call this instead of a copy (words.utterance).
+func Utterance(r *rand.Rand, start float64, n, speaker int) api.Utterance {
 	u := api.Utterance{Start: round3(start), Channel: 0, Language: "en", Speaker: &speaker}
 	t := start
 	texts := make([]string, 0, n)
@@ -62,7 +63,12 @@ func utterance(r *rand.Rand, start float64, n, speaker int) api.Utterance {
 // Result(seed, 2*time.Hour, 20000) encodes to about 1.7 MB, the 2-hour result of
 // docs/benchmarks.md.
 func Result(seed uint64, audio time.Duration, wordCount int) *api.Result {
-	r := rand.New(rand.NewPCG(seed, 0x5c81be))
+	return ResultFrom(rand.New(rand.NewPCG(seed, 0x5c81be)), audio, wordCount)
+}
+
+// ResultFrom is Result drawing from r: bench/load's preRecordedResult is this with the stream
+// of its job id (newWords(seed, jobID).r).
+func ResultFrom(r *rand.Rand, audio time.Duration, wordCount int) *api.Result {
 	secs := audio.Seconds()
 	var utts []api.Utterance
 	var texts []string
@@ -71,7 +77,7 @@ func Result(seed uint64, audio time.Duration, wordCount int) *api.Result {
 	speaker := 0
 	for left > 0 {
 		n := min(left, 4+r.IntN(27))
-		u := utterance(r, t, n, speaker)
+		u := Utterance(r, t, n, speaker)
 		utts = append(utts, u)
 		texts = append(texts, u.Text)
 		left -= n
@@ -132,6 +138,21 @@ func JobRecord(id string, res *api.Result) *api.Job {
 	}
 }
 
+// Partial is the partial transcript that precedes the final u: its first two thirds of words
+// (at least one), as the sandbox emits them.
+func Partial(u api.Utterance) api.Utterance {
+	k := max(1, len(u.Words)*2/3)
+	p := u
+	p.Words = u.Words[:k]
+	p.End = p.Words[k-1].End
+	texts := make([]string, 0, k)
+	for _, w := range p.Words {
+		texts = append(texts, strings.TrimSpace(w.Word))
+	}
+	p.Text = strings.Join(texts, " ")
+	return p
+}
+
 // LiveCallbackBodies generates n live transcript callbacks of one session, a partial then its
 // final per utterance, as the sandbox sends them (about 950 bytes each on average).
 func LiveCallbackBodies(seed uint64, n int) [][]byte {
@@ -144,17 +165,9 @@ func LiveCallbackBodies(seed uint64, n int) [][]byte {
 		isFinal := i%2 == 1
 		utt := final
 		if !isFinal {
-			final = utterance(r, clock, 4+r.IntN(12), i/2%2)
+			final = Utterance(r, clock, 4+r.IntN(12), i/2%2)
 			clock = final.End + 0.3 + r.Float64()
-			utt = final
-			k := max(1, len(final.Words)*2/3)
-			utt.Words = final.Words[:k]
-			utt.End = utt.Words[k-1].End
-			var texts []string
-			for _, w := range utt.Words {
-				texts = append(texts, strings.TrimSpace(w.Word))
-			}
-			utt.Text = strings.Join(texts, " ")
+			utt = Partial(final)
 		}
 		data, err := json.Marshal(api.TranscriptData{ID: fmt.Sprintf("%s/u%d", session, i/2), IsFinal: isFinal, Utterance: utt})
 		if err != nil {
