@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,8 +66,25 @@ func TestPingRealFileSystem(t *testing.T) {
 		t.Fatalf("Ping: %v", err)
 	}
 	free, known, err := s.fsys.free(filepath.Dir(s.path))
-	if err != nil || (known && free == 0) {
+	if err != nil || (known && free == 0) || (runtime.GOOS == "linux" && !known) {
 		t.Errorf("free space of the temp dir = %d, %v, %v", free, known, err)
+	}
+	if runtime.GOOS != "linux" {
+		return // writability is left to SQLite there
+	}
+	// The real access check: it must see a file that cannot be written (root may write any
+	// file, but not one that is missing).
+	if err := s.fsys.canWrite(filepath.Join(filepath.Dir(s.path), "missing.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("canWrite of a missing file = %v, want it to not exist", err)
+	}
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(t.TempDir(), "ro.db")
+		if err := os.WriteFile(ro, nil, 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.fsys.canWrite(ro); !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("canWrite of a read-only file = %v, want permission denied", err)
+		}
 	}
 }
 
