@@ -149,16 +149,17 @@ func (r *Receiver) flush(w *bufio.Writer, st *stream) error {
 }
 
 // wants applies the category filter. A failed add-on message is in errors and in its own
-// category (api.MessageCategories), while the store keeps only the first: decode to know.
+// category (api.MessageCategories), while the store keeps only the first: decode what the
+// categories depend on (api.DecodeLiveMessageHead, as classification does) to know.
 func (st *stream) wants(m store.LiveMessage) bool {
 	if len(st.categories) == 0 || st.categories[m.Category] {
 		return true
 	}
-	var msg api.LiveMessage
-	if json.Unmarshal(m.Payload, &msg) != nil {
+	head, err := api.DecodeLiveMessageHead(m.Payload)
+	if err != nil {
 		return false
 	}
-	for _, c := range api.MessageCategories(&msg) {
+	for _, c := range head.Categories() {
 		if st.categories[c] {
 			return true
 		}
