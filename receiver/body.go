@@ -67,6 +67,16 @@ func closeUnread(c *fiber.Ctx) {
 	c.Context().SetConnectionClose()
 }
 
+// answerUnread answers a request whose body readBody could not read (err, with limit): 413
+// past the limit, 400 otherwise, and the connection closes (closeUnread).
+func answerUnread(c *fiber.Ctx, err error, limit int) error {
+	closeUnread(c)
+	if errors.Is(err, errBodyTooLarge) {
+		return writeError(c, fiber.StatusRequestEntityTooLarge, "request body exceeds "+strconv.Itoa(limit)+" bytes")
+	}
+	return writeError(c, fiber.StatusBadRequest, "request body could not be read")
+}
+
 // limitOtherBodies reads the body of every request that is not a callback (bounded by
 // otherBodyLimit) before its handler runs, so that handlers may use c.Body() and form values
 // as usual; a callback's body is read by handleCallback itself, after its token is checked.
@@ -76,11 +86,7 @@ func (r *Receiver) limitOtherBodies(c *fiber.Ctx) error {
 	}
 	b, err := readBody(c, otherBodyLimit)
 	if err != nil {
-		closeUnread(c)
-		if errors.Is(err, errBodyTooLarge) {
-			return writeError(c, fiber.StatusRequestEntityTooLarge, "request body exceeds "+strconv.Itoa(otherBodyLimit)+" bytes")
-		}
-		return writeError(c, fiber.StatusBadRequest, "request body could not be read")
+		return answerUnread(c, err, otherBodyLimit)
 	}
 	c.Request().SetBodyRaw(b)
 	return c.Next()

@@ -41,16 +41,15 @@ func (r *Receiver) handleCallback(c *fiber.Ctx) error {
 	// read into a buffer of our own, which the batcher may keep after the handler returns.
 	raw, err := readBody(c, r.bodyLimit)
 	if err != nil {
-		closeUnread(c)
 		if errors.Is(err, errBodyTooLarge) {
 			r.metrics.delivery(kindUnknown, outcomeTooLarge)
-			return writeError(c, fiber.StatusRequestEntityTooLarge, "request body exceeds "+strconv.Itoa(r.bodyLimit)+" bytes")
+		} else {
+			// The client stopped sending (or the read timed out): nothing to store, and nobody
+			// is likely listening for the answer.
+			r.metrics.delivery(kindUnknown, outcomeError)
+			r.log.WithField("route", who.route).WithError(err).Warn("callback body could not be read")
 		}
-		// The client stopped sending (or the read timed out): nothing to store, and nobody is
-		// likely listening for the answer.
-		r.metrics.delivery(kindUnknown, outcomeError)
-		r.log.WithField("route", who.route).WithError(err).Warn("callback body could not be read")
-		return writeError(c, fiber.StatusBadRequest, "request body could not be read")
+		return answerUnread(c, err, r.bodyLimit)
 	}
 	if len(who.secrets) > 0 {
 		if err := verifySignature(func(k string) string { return c.Get(k) }, raw, who.secrets, r.now()); err != nil {
