@@ -122,15 +122,7 @@ func newBusMode(p *Pipeline, bus *Bus, wlog watermill.LoggerAdapter) *busMode {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	// The per-row handler of the GoChannel path, without its poison queue: a row that exhausts
 	// its retries is handled in line (drainKey), so that the drain knows whether it may go on.
-	b.chain = middleware.Retry{
-		MaxRetries:          p.cfg.MaxRetries,
-		InitialInterval:     p.cfg.RetryInterval,
-		MaxInterval:         10 * time.Second,
-		Multiplier:          2,
-		RandomizationFactor: 0.2,
-		ResetContextOnRetry: true,
-		Logger:              wlog,
-	}.Middleware(middleware.Timeout(p.cfg.HandlerTimeout)(middleware.Recoverer(p.persist)))
+	b.chain = p.retry(wlog)(middleware.Timeout(p.cfg.HandlerTimeout)(middleware.Recoverer(p.persist)))
 	b.up.Store(true) // OpenBus reached it
 	return b
 }

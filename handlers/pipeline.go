@@ -192,15 +192,7 @@ func New(cfg Config) (*Pipeline, error) {
 		// queue would feed the handler its own failures forever.
 		h.AddMiddleware(
 			poison,
-			middleware.Retry{
-				MaxRetries:          cfg.MaxRetries,
-				InitialInterval:     cfg.RetryInterval,
-				MaxInterval:         10 * time.Second,
-				Multiplier:          2,
-				RandomizationFactor: 0.2,
-				ResetContextOnRetry: true,
-				Logger:              wlog,
-			}.Middleware,
+			p.retry(wlog),
 			middleware.Timeout(cfg.HandlerTimeout),
 			middleware.Recoverer,
 		)
@@ -210,6 +202,20 @@ func New(cfg Config) (*Pipeline, error) {
 	router.AddConsumerHandler("poisoned", topicPoison, p.poison, p.poisoned)
 	p.router = router
 	return p, nil
+}
+
+// retry is the retries of one row's handler, in both modes: the GoChannel path and the
+// drains of bus mode.
+func (p *Pipeline) retry(wlog watermill.LoggerAdapter) message.HandlerMiddleware {
+	return middleware.Retry{
+		MaxRetries:          p.cfg.MaxRetries,
+		InitialInterval:     p.cfg.RetryInterval,
+		MaxInterval:         10 * time.Second,
+		Multiplier:          2,
+		RandomizationFactor: 0.2,
+		ResetContextOnRetry: true,
+		Logger:              wlog,
+	}.Middleware
 }
 
 // Run starts the router, queues every committed row not yet processed (in inbox order), then
