@@ -114,11 +114,13 @@ type Pipeline struct {
 }
 
 // New builds the pipeline; Run starts it.
-func New(cfg Config) (*Pipeline, error) {
-	if cfg.Store == nil {
-		if cfg.Bus != nil {
-			_ = cfg.Bus.Close()
+func New(cfg Config) (_ *Pipeline, err error) {
+	defer func() {
+		if err != nil && cfg.Bus != nil {
+			_ = cfg.Bus.Close() // the pipeline owns it
 		}
+	}()
+	if cfg.Store == nil {
 		return nil, errors.New("handlers: store is required")
 	}
 	if cfg.Partitions <= 0 {
@@ -160,9 +162,6 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, wlog)
 	if err != nil {
-		if cfg.Bus != nil {
-			_ = cfg.Bus.Close()
-		}
 		return nil, fmt.Errorf("handlers: router: %w", err)
 	}
 	// A row interrupted by a stop is not poisoned: it stays pending for the next start.
@@ -170,9 +169,6 @@ func New(cfg Config) (*Pipeline, error) {
 		return !p.stopping() && !errors.Is(err, context.Canceled)
 	})
 	if err != nil {
-		if cfg.Bus != nil {
-			_ = cfg.Bus.Close()
-		}
 		return nil, fmt.Errorf("handlers: poison queue: %w", err)
 	}
 	router.AddMiddleware(middleware.CorrelationID)
