@@ -57,8 +57,12 @@ func readBody(c *fiber.Ctx, limit int) ([]byte, error) {
 	if n > int64(limit) {
 		return nil, errBodyTooLarge
 	}
+	c.Locals(bodyReadKey{}, true)
 	return buf.Bytes(), nil
 }
+
+// bodyReadKey marks in a request's locals that readBody read its streamed body to the end.
+type bodyReadKey struct{}
 
 // closeUnread makes the connection close after this response: the request's body was not read
 // to its end, and what is left of it must not be parsed as the next request. lingerListener
@@ -80,8 +84,19 @@ func answerUnread(c *fiber.Ctx, err error, limit int) error {
 // limitOtherBodies reads the body of every request that is not a callback (bounded by
 // otherBodyLimit) before its handler runs, so that handlers may use c.Body() and form values
 // as usual; a callback's body is read by handleCallback itself, after its token is checked.
+// Any answer on a callback path that leaves the body unread (a rejected token, a path or
+// method no route takes, a panic) closes the connection: the rest of the body must not be
+// parsed as the next request.
 func (r *Receiver) limitOtherBodies(c *fiber.Ctx) error {
-	if isCallbackPath(c.Path()) || c.Request().BodyStream() == nil {
+	if c.Request().BodyStream() == nil {
+		return c.Next()
+	}
+	if isCallbackPath(c.Path()) {
+		defer func() {
+			if c.Locals(bodyReadKey{}) == nil {
+				closeUnread(c)
+			}
+		}()
 		return c.Next()
 	}
 	b, err := readBody(c, otherBodyLimit)

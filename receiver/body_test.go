@@ -86,6 +86,32 @@ func TestBodyNotReadBeforeAuthentication(t *testing.T) {
 	h.assertNothingStored()
 }
 
+// TestUnroutedCallbackPathClosesConnection: a request on a callback path that no route takes
+// (here 404) leaves its body unread; the connection must close rather than parse what is left
+// of the body (here a second request) as the next request.
+func TestUnroutedCallbackPathClosesConnection(t *testing.T) {
+	h := newHarness(t)
+	for _, path := range []string{"/v1/callbacks/a/b", "/v1/callbacks/" + testRouteToken} {
+		t.Run(path, func(t *testing.T) {
+			method := "POST"
+			if !strings.Contains(path, "/a/") {
+				method = "PATCH" // a method no callback route takes
+			}
+			smuggled := "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+			body := strings.Repeat("x", 20000) + smuggled
+			head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", method, path, len(body)-len(smuggled))
+			resp, b, _, br := rawExchange(t, h, head, []byte(body))
+			if resp.StatusCode < 400 || !resp.Close {
+				t.Errorf("answered %d %s (close %v), want an error and a closed connection", resp.StatusCode, b, resp.Close)
+			}
+			if next, err := http.ReadResponse(br, nil); err == nil {
+				t.Errorf("a second response (%d) came on the connection: the rest of the body was read as a request", next.StatusCode)
+			}
+		})
+	}
+	h.assertNothingStored()
+}
+
 // TestChunkedBodyOverLimit: a body without a length is read only up to the limit.
 func TestChunkedBodyOverLimit(t *testing.T) {
 	const limit = 4096

@@ -31,10 +31,9 @@ func (r *Receiver) handleCallback(c *fiber.Ctx) error {
 	defer cancel()
 
 	// The token is checked before a byte of the body is read (see body.go). Every answer that
-	// leaves the body unread closes the connection.
+	// leaves the body unread closes the connection (limitOtherBodies).
 	who, err := r.authenticate(ctx, c.Params("token"))
 	if err != nil {
-		closeUnread(c)
 		return r.reject(c, kindUnknown, logrus.Fields{}, err)
 	}
 	// The raw bytes, as sent: the signature covers them before any content decoding. They are
