@@ -39,7 +39,7 @@ const natsPullBuffer = 2
 // rows whose notice was dropped.
 const natsStreamMaxAge = 24 * time.Hour
 
-func natsOptions(cfg BusConfig, name string, wlog watermill.LoggerAdapter) []nats.Option {
+func natsOptions(name string, wlog watermill.LoggerAdapter) []nats.Option {
 	return []nats.Option{
 		nats.Name("scribehook " + name),
 		nats.Timeout(busConnectTimeout),
@@ -63,7 +63,7 @@ func openNATSBus(ctx context.Context, cfg BusConfig, wlog watermill.LoggerAdapte
 	if !validNATSName(cfg.Group) {
 		return nil, fmt.Errorf("group %q is not a JetStream consumer name: use letters, digits, '-' and '_'", cfg.Group)
 	}
-	nc, err := nats.Connect(cfg.URL, natsOptions(cfg, "bus", wlog)...)
+	nc, err := nats.Connect(cfg.URL, natsOptions("bus", wlog)...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the NATS broker: %w", err)
 	}
@@ -148,7 +148,7 @@ func (b *natsBus) publish(msg *message.Message) error {
 // starts after it (a message then is nacked, for another replica), and Close waits for those
 // under way, which the pipeline's consume loops see through, before closing the subscriber.
 func (b *natsBus) subscribe(_ context.Context, n int, onFatal func(error)) (*subscriptions, error) {
-	nc, err := nats.Connect(b.cfg.URL, natsOptions(b.cfg, "bus consumer", b.wlog)...)
+	nc, err := nats.Connect(b.cfg.URL, natsOptions("bus consumer", b.wlog)...)
 	if err != nil {
 		return nil, err
 	}
@@ -224,8 +224,7 @@ func (b *natsBus) close() error {
 // space, so scribehook.inbox is stored in scribehook_inbox.
 func natsStreamOf(subject string) string {
 	s := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+		if natsNameRune(r) {
 			return r
 		}
 		return '_'
@@ -246,17 +245,12 @@ func checkNATSSubject(s string) error {
 }
 
 func validNATSName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-		default:
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.IndexFunc(s, func(r rune) bool { return !natsNameRune(r) }) < 0
+}
+
+// natsNameRune: the characters that stream and consumer names take here.
+func natsNameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
 func (b *natsBus) nackOnStop() bool { return true }
