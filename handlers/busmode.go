@@ -135,7 +135,7 @@ func (b *busMode) run() {
 		go b.publishLoop()
 	}
 	go b.supervise(n)
-	go b.sweepLoop(n)
+	go b.sweepLoop()
 	go b.healthLoop()
 }
 
@@ -414,9 +414,9 @@ func (b *busMode) persistRow(ctx context.Context, id int64) error {
 
 // sweepLoop drains, at start then at jittered intervals, the keys of rows left pending for
 // longer than SweepGrace.
-func (b *busMode) sweepLoop(workers int) {
+func (b *busMode) sweepLoop() {
 	defer b.wg.Done()
-	b.sweep(b.p.cfg.SweepGrace, workers) // at start too: rows left by a previous run
+	b.sweep() // at start too: rows left by a previous run
 	for {
 		interval := jitter(b.p.cfg.SweepInterval)
 		if !b.ready() {
@@ -428,7 +428,7 @@ func (b *busMode) sweepLoop(workers int) {
 			return
 		case <-time.After(interval):
 		}
-		b.sweep(b.p.cfg.SweepGrace, workers)
+		b.sweep()
 	}
 }
 
@@ -437,11 +437,11 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// sweep drains every key that has a row pending for longer than grace, up to its newest such
-// row, with workers drains at once, in a random order of keys.
-func (b *busMode) sweep(grace time.Duration, workers int) {
+// sweep drains every key that has a row pending for longer than SweepGrace, up to its newest
+// such row, with Partitions drains at once, in a random order of keys.
+func (b *busMode) sweep() {
 	ctx := b.ctx
-	cutoff := time.Now().Add(-grace)
+	cutoff := time.Now().Add(-b.p.cfg.SweepGrace)
 	tops := map[string]int64{}
 	var after int64
 	for {
@@ -478,7 +478,7 @@ func (b *busMode) sweep(grace time.Duration, workers int) {
 		wg      sync.WaitGroup
 		handled atomic.Int64
 	)
-	for range workers {
+	for range b.p.cfg.Partitions {
 		wg.Go(func() {
 			for key := range work {
 				n, err := b.drainKey(ctx, key, tops[key])
