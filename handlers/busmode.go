@@ -589,13 +589,5 @@ func (p *Pipeline) runBus(ctx context.Context, routerErr <-chan error) error {
 	p.mu.Unlock()
 	p.log.WithFields(logrus.Fields{"bus": p.bus.bus.Driver(), "topic": p.bus.bus.Topic(), "broker": p.bus.bus.Redacted()}).
 		Info("processing notices from the broker")
-	select {
-	case <-ctx.Done():
-	case <-p.done:
-	case err := <-routerErr:
-		if err != nil {
-			return fmt.Errorf("handlers: router: %w", err)
-		}
-	}
-	return nil
+	return p.wait(ctx, routerErr)
 }

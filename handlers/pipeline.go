@@ -258,6 +258,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		go p.publishLoop(part)
 	}
 	go p.follow(ctx)
+	return p.wait(ctx, routerErr)
+}
+
+// wait is the end of Run: ctx ends, Close is called, or the router stops.
+func (p *Pipeline) wait(ctx context.Context, routerErr <-chan error) error {
 	select {
 	case <-ctx.Done():
 	case <-p.done:
