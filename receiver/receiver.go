@@ -176,14 +176,17 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	r.app = fiber.New(fiber.Config{
 		// Streamed bodies (body.go): a callback's token is checked before its body is read,
 		// and BodyLimit only bounds what fasthttp reads ahead.
-		StreamRequestBody:     true,
-		BodyLimit:             r.bodyLimit,
-		ReadTimeout:           readTimeout,
-		WriteTimeout:          r.writeTimeout,
-		IdleTimeout:           idleTimeout,
-		DisableStartupMessage: true,
-		ErrorHandler:          r.errorHandler,
-		JSONEncoder:           marshalPlain,
+		StreamRequestBody: true,
+		// fasthttp would otherwise parse a multipart body, files spilled to disk, before any
+		// handler ran: nothing here takes multipart forms.
+		DisablePreParseMultipartForm: true,
+		BodyLimit:                    r.bodyLimit,
+		ReadTimeout:                  readTimeout,
+		WriteTimeout:                 r.writeTimeout,
+		IdleTimeout:                  idleTimeout,
+		DisableStartupMessage:        true,
+		ErrorHandler:                 r.errorHandler,
+		JSONEncoder:                  marshalPlain,
 	})
 	r.app.Use(fiberrecover.New(fiberrecover.Config{
 		EnableStackTrace:  true,
