@@ -182,19 +182,26 @@ func (b *busMode) publishLoop() {
 		case n := <-b.notices:
 			b.publish(n)
 		case <-b.flush:
-			deadline := time.Now().Add(noticeFlushTimeout)
-			for {
-				select {
-				case n := <-b.notices:
-					if b.crashed.Load() || time.Now().After(deadline) {
-						b.dropped.Inc()
-						continue
-					}
-					b.publish(n)
-				default:
-					return
-				}
+			b.publishQueued()
+			return
+		}
+	}
+}
+
+// publishQueued publishes, at close, the notices still queued, until noticeFlushTimeout; the
+// rest are dropped, for the sweep.
+func (b *busMode) publishQueued() {
+	deadline := time.Now().Add(noticeFlushTimeout)
+	for {
+		select {
+		case n := <-b.notices:
+			if b.crashed.Load() || time.Now().After(deadline) {
+				b.dropped.Inc()
+				continue
 			}
+			b.publish(n)
+		default:
+			return
 		}
 	}
 }
