@@ -1,7 +1,7 @@
 // Package apitest generates deterministic wire-model bodies for tests and benchmarks: live
-// transcript callbacks like the sandbox sends and pre-recorded results of a given length, shaped
-// like bench/load's bodies (bench/load/bodies.go), so that a benchmark of one package measures
-// what the load runs send.
+// transcript callbacks like the sandbox sends and pre-recorded results of a given length. The
+// load runs (bench/load/bodies.go) build their bodies from the same generator, so a benchmark of
+// one package measures what the load runs send.
 package apitest
 
 import (

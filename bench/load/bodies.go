@@ -6,14 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 )
 
 // Body shapes the load tool sends.
@@ -48,57 +47,12 @@ func benchID(seed uint64, what string, n int) string {
 // every run.
 var baseTime = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
 
-// vocabulary gives English-like words of natural lengths; the text only has to look like
-// speech to the subtitle segmenter.
-var vocabulary = strings.Fields(`the a to and of in that is it you we for on this with be
-	have are was not but they at so what can do just about if there all like would one will our
-	know think going people time meeting project week really need because more work team then
-	said get make right also some how data next call customer update release question good
-	today yesterday tomorrow budget design review plan support issue number report change agree
-	everyone thanks morning product market quarter sales level point first last new important
-	maybe sure okay yes well actually probably different problem system service transcript`)
-
 // words is a deterministic word source.
 type words struct{ r *rand.Rand }
 
 func newWords(seed uint64, stream string) *words {
 	h := sha256.Sum256([]byte(stream))
 	return &words{rand.New(rand.NewPCG(seed, uint64(h[0])|uint64(h[1])<<8|uint64(h[2])<<16|uint64(h[3])<<24))}
-}
-
-func (w *words) word() string { return vocabulary[w.r.IntN(len(vocabulary))] }
-
-func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
-
-// utterance makes n timed words from start, returning the utterance and its end.
-func (w *words) utterance(start float64, n, speaker int) api.Utterance {
-	u := api.Utterance{Start: round3(start), Channel: 0, Language: "en", Speaker: &speaker}
-	t := start
-	texts := make([]string, 0, n)
-	conf := 0.0
-	for i := 0; i < n; i++ {
-		word := w.word()
-		if i == 0 {
-			word = strings.ToUpper(word[:1]) + word[1:]
-		}
-		if i == n-1 {
-			word += "."
-		} else if w.r.IntN(9) == 0 {
-			word += ","
-		}
-		// About 3 words a second with the gaps: a little faster than 20,000 words in two
-		// hours, so preRecordedResult only ever has to stretch the pauses.
-		dur := 0.08 + 0.035*float64(len(word)) + 0.04*w.r.Float64()
-		c := round3(0.8 + 0.2*w.r.Float64())
-		u.Words = append(u.Words, api.Word{Word: " " + word, Start: round3(t), End: round3(t + dur), Confidence: c})
-		texts = append(texts, word)
-		conf += c
-		t += dur + 0.01 + 0.05*w.r.Float64()
-	}
-	u.End = u.Words[len(u.Words)-1].End
-	u.Confidence = round3(conf / float64(n))
-	u.Text = strings.Join(texts, " ")
-	return u
 }
 
 // liveCallbacks generates n live transcript callbacks spread over sessions: each utterance of a
@@ -126,19 +80,11 @@ func liveCallbacks(seed uint64, n, sessions int) ([]callback, error) {
 		if final && pending[s] != nil {
 			utt = *pending[s]
 		} else {
-			u := src[s].utterance(clock[s], 4+src[s].r.IntN(12), uttN%2)
+			u := apitest.Utterance(src[s].r, clock[s], 4+src[s].r.IntN(12), uttN%2)
 			clock[s] = u.End + 0.3 + src[s].r.Float64()
 			pending[s] = &u
 			// The partial carries the first words the engine had at that point.
-			utt = u
-			k := max(1, len(u.Words)*2/3)
-			utt.Words = u.Words[:k]
-			utt.End = utt.Words[k-1].End
-			var texts []string
-			for _, w := range utt.Words {
-				texts = append(texts, strings.TrimSpace(w.Word))
-			}
-			utt.Text = strings.Join(texts, " ")
+			utt = apitest.Partial(u)
 			final = false
 		}
 		uttID := benchID(seed, ids[s]+"/utterance", uttN)
@@ -191,51 +137,9 @@ func liveDedupeKey(session string, body []byte) (string, error) {
 }
 
 // preRecordedResult is the result of a job of the given audio length with about wordCount
-// words: two speakers taking turns, utterances of 4–30 words, pauses between them, the whole
-// spread evenly over the audio.
+// words (api/apitest's generator, seeded per job).
 func preRecordedResult(seed uint64, jobID string, audio time.Duration, wordCount int) *api.Result {
-	w := newWords(seed, jobID)
-	secs := audio.Seconds()
-	var utts []api.Utterance
-	var texts []string
-	t := 0.5
-	left := wordCount
-	speaker := 0
-	for left > 0 {
-		n := min(left, 4+w.r.IntN(27))
-		u := w.utterance(t, n, speaker)
-		utts = append(utts, u)
-		texts = append(texts, u.Text)
-		left -= n
-		speaker = 1 - speaker
-		t = u.End + 0.3 + 0.7*w.r.Float64()
-	}
-	// Stretch the timeline so the words fill the audio's length, as 20,000 words fill two hours.
-	if end := utts[len(utts)-1].End; end > 0 && end < secs-1 {
-		k := (secs - 1) / end
-		for i := range utts {
-			u := &utts[i]
-			// Words keep their natural durations; only the gaps between utterances grow.
-			shift := round3(u.Start*k - u.Start)
-			u.Start = round3(u.Start + shift)
-			u.End = round3(u.End + shift)
-			for j := range u.Words {
-				u.Words[j].Start = round3(u.Words[j].Start + shift)
-				u.Words[j].End = round3(u.Words[j].End + shift)
-			}
-		}
-	}
-	return &api.Result{
-		Metadata: &api.Metadata{
-			AudioDuration: round3(secs), NumberOfDistinctChannels: 1,
-			BillingTime: round3(secs), TranscriptionTime: round3(secs / 20),
-		},
-		Transcription: &api.Transcription{
-			FullTranscript: strings.Join(texts, " "),
-			Languages:      []string{"en"},
-			Utterances:     utts,
-		},
-	}
+	return apitest.ResultFrom(newWords(seed, jobID).r, audio, wordCount)
 }
 
 // preRecordedCallbacks generates n job success callbacks of one shape, each for its own job.
