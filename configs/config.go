@@ -143,6 +143,9 @@ type ReceiverConfig struct {
 	// Partitions is how many deliveries are processed at once; deliveries of one job or
 	// session always share a partition (default 4).
 	Partitions int `yaml:"partitions"`
+	// TokenTTL is how long a per-job callback token minted by submit or live authenticates
+	// callbacks (default 7 days, docs/security.md).
+	TokenTTL time.Duration `yaml:"token_ttl"`
 }
 
 // Defaults of the configuration (DESIGN.md).
@@ -168,6 +171,7 @@ const (
 	DefaultArtifactsDir  = "artifacts"
 	DefaultBodyLimit     = 32 << 20
 	DefaultPartitions    = 4
+	DefaultTokenTTL      = 7 * 24 * time.Hour
 	DefaultSinkDir       = "./out"
 	DefaultSinkTimeout   = 10 * time.Second
 	DefaultSinkTopic     = "scribehook.events"
@@ -196,7 +200,7 @@ func Default() Config {
 		Sinks: []Sink{{
 			Name: "files", Kind: "file", Dir: DefaultSinkDir, Events: []string{"*"}, Timeout: DefaultSinkTimeout,
 		}},
-		Receiver: ReceiverConfig{BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions},
+		Receiver: ReceiverConfig{BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions, TokenTTL: DefaultTokenTTL},
 	}
 }
 

@@ -124,6 +124,10 @@ func (c Config) Validate() error {
 	if c.Receiver.Partitions < 1 || c.Receiver.Partitions > maxPartitions {
 		v.add("receiver.partitions", "must be between 1 and %d (got %d)", maxPartitions, c.Receiver.Partitions)
 	}
+	if c.Receiver.TokenTTL < time.Hour {
+		// A token must outlive the job it serves and the service's retries of its callback.
+		v.add("receiver.token_ttl", "must be at least 1h (got %s)", c.Receiver.TokenTTL)
+	}
 	return v.err()
 }
 

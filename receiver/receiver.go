@@ -67,6 +67,12 @@ type Config struct {
 	ReadToken string
 	// BodyLimit bounds a callback body in bytes, received and decoded; DefaultBodyLimit when 0.
 	BodyLimit int
+	// PublicURL is the base URL clients reach the receiver at (configs public_url). Links the
+	// receiver builds (paging) start from it, never from a request's Host header.
+	PublicURL string
+	// TokenTTL is how long a per-job callback token authenticates after it was minted;
+	// DefaultTokenTTL when 0. The service's callbacks and retries come well within it.
+	TokenTTL time.Duration
 
 	// Ready reports whether the processing side (the router) runs; nil counts as ready.
 	Ready func() bool
@@ -82,6 +88,9 @@ type Config struct {
 	// Now is the clock for signature timestamps; time.Now when nil.
 	Now func() time.Time
 }
+
+// DefaultTokenTTL is the lifetime of a per-job callback token (docs/security.md).
+const DefaultTokenTTL = 7 * 24 * time.Hour
 
 // Timeouts of the HTTP server and of the receiver's own work.
 const (
