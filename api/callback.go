@@ -91,6 +91,12 @@ func ClassifyCallbackPayload(body []byte) (Classified, json.RawMessage, error) {
 	if err != nil {
 		return Classified{}, nil, fmt.Errorf("%w: not a JSON object: %v", ErrUnclassified, err)
 	}
+	// The id authorises the delivery (a per-job token serves one job) and is the id applied.
+	// encoding/json matches member names in any case and the last match wins, so "id" and "Id"
+	// in one body could be read as two different jobs by two readers: such a body is refused.
+	if err := refuseCaseVariant(body, "", "id"); err != nil {
+		return Classified{}, nil, err
+	}
 	if head.Event == "" {
 		return Classified{}, nil, fmt.Errorf("%w: event is missing", ErrUnclassified)
 	}
@@ -120,6 +126,11 @@ func ClassifyCallbackPayload(body []byte) (Classified, json.RawMessage, error) {
 	}
 	if head.ID == nil {
 		var id string
+		if isObject {
+			if err := refuseCaseVariant(payload, "payload.", "id"); err != nil {
+				return Classified{}, nil, err
+			}
+		}
 		if raw, ok := member("id"); ok && json.Unmarshal(raw, &id) == nil && id != "" {
 			return Classified{Kind: CallbackAccountWebhook, Event: head.Event, JobID: id}, payload, nil
 		}
@@ -139,9 +150,57 @@ func ClassifyCallbackPayload(body []byte) (Classified, json.RawMessage, error) {
 		if raw, ok := member("type"); !ok || json.Unmarshal(raw, &t) != nil || t == "" {
 			return Classified{}, nil, fmt.Errorf("%w: live payload has no type", ErrUnclassified)
 		}
+		if err := refuseCaseVariant(payload, "payload.", "session_id"); err != nil {
+			return Classified{}, nil, err
+		}
+		// The message names its session too: one that names another session is not this
+		// session's message, whatever the envelope says.
+		if raw, ok := member("session_id"); ok && !isNull(raw) {
+			var sid string
+			if json.Unmarshal(raw, &sid) != nil || sid != "" && sid != c.JobID {
+				return Classified{}, nil, fmt.Errorf("%w: payload.session_id %s differs from id %q", ErrUnclassified, raw, c.JobID)
+			}
+		}
 		c.Kind, c.MessageType = CallbackLiveMessage, t
 	default:
 		return Classified{}, nil, fmt.Errorf("%w: event %q with this body", ErrUnclassified, head.Event)
 	}
 	return c, payload, nil
+}
+
+// refuseCaseVariant returns an ErrUnclassified error when the object obj has a member whose
+// name is name in another case (as encoding/json would match it), such as "Id" beside or
+// instead of "id". prefix names obj in the message.
+func refuseCaseVariant(obj []byte, prefix, name string) error {
+	m := objectMembers(obj)
+	for {
+		k, _, more := m.next()
+		if !more {
+			break
+		}
+		if plainKey(k) && len(k) != len(name) {
+			continue // an ASCII key of another length cannot fold to name
+		}
+		s, ok := keyName(k)
+		if !ok {
+			m.bad = true
+			break
+		}
+		if s != name && strings.EqualFold(s, name) {
+			return fmt.Errorf("%w: key %s%q is a case variant of %q: the body is ambiguous", ErrUnclassified, prefix, s, name)
+		}
+	}
+	if m.bad {
+		// Bytes the scanner does not take: the map decoding says which names are there.
+		var all map[string]json.RawMessage
+		if err := json.Unmarshal(obj, &all); err != nil {
+			return fmt.Errorf("%w: %snot an object: %v", ErrUnclassified, prefix, err)
+		}
+		for s := range all {
+			if s != name && strings.EqualFold(s, name) {
+				return fmt.Errorf("%w: key %s%q is a case variant of %q: the body is ambiguous", ErrUnclassified, prefix, s, name)
+			}
+		}
+	}
+	return nil
 }

@@ -335,7 +335,12 @@ func FuzzLiveMessage(f *testing.F) {
 			t.Fatalf("categories changed by encoding: %q -> %q", cats, got)
 		}
 		// Wrapped in a live callback, the message classifies as itself.
-		body := mustJSON(t, LiveCallback{ID: "s", Event: LiveEvent(m2.Type), Payload: *m2})
+		// (under its own session: a message of another session is refused, see below)
+		sid := "s"
+		if m2.SessionID != "" {
+			sid = m2.SessionID
+		}
+		body := mustJSON(t, LiveCallback{ID: sid, Event: LiveEvent(m2.Type), Payload: *m2})
 		cl, err := ClassifyCallback(body)
 		if m2.Type == "" {
 			if err == nil {
@@ -343,8 +348,14 @@ func FuzzLiveMessage(f *testing.F) {
 			}
 			return
 		}
-		if err != nil || cl.Kind != CallbackLiveMessage || cl.MessageType != m2.Type || cl.JobID != "s" {
+		if err != nil || cl.Kind != CallbackLiveMessage || cl.MessageType != m2.Type || cl.JobID != sid {
 			t.Fatalf("wrapped message classified as %+v, %v", cl, err)
+		}
+		if sid != "s" {
+			other := mustJSON(t, LiveCallback{ID: "s", Event: LiveEvent(m2.Type), Payload: *m2})
+			if _, err := ClassifyCallback(other); !errors.Is(err, ErrUnclassified) {
+				t.Fatalf("message of session %q classified under session s: %v", sid, err)
+			}
 		}
 		var back LiveCallback
 		if err := json.Unmarshal(body, &back); err != nil {

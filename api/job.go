@@ -61,9 +61,16 @@ type Job struct {
 	Extra         Extra           `json:"-"`
 }
 
+// UnmarshalJSON decodes a record and redacts its callback URLs (RedactRequestParams): every
+// record scribehook reads, from the service or from its store, is the way a per-job token
+// would come in, so this is where it stops.
 func (j *Job) UnmarshalJSON(b []byte) error {
 	type plain Job
-	return decodeKeeping(b, (*plain)(j), &j.Extra)
+	if err := decodeKeeping(b, (*plain)(j), &j.Extra); err != nil {
+		return err
+	}
+	j.RequestParams = RedactRequestParams(j.RequestParams)
+	return nil
 }
 
 func (j Job) MarshalJSON() ([]byte, error) {

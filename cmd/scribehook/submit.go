@@ -203,6 +203,8 @@ func recordSubmitted(ctx context.Context, st store.Store, id string, kind api.Jo
 	if err != nil {
 		return fmt.Errorf("encode request of job %s: %w", id, err)
 	}
+	// The params hold the callback URL, token included: it is redacted before anything keeps it.
+	raw = api.RedactRequestParams(raw)
 	rec := store.JobRecord{
 		Job: api.Job{
 			ID: id, Version: api.RecordVersion, Status: api.StatusQueued, CreatedAt: created, Kind: kind,
