@@ -6,10 +6,12 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -97,16 +99,32 @@ func (r *Receiver) authenticate(ctx context.Context, token string) (caller, erro
 		return caller{}, fmt.Errorf("look up token: %w", err)
 	case !tok.RevokedAt.IsZero():
 		return caller{}, unauthorized("callback token is revoked")
+	case r.now().Sub(tok.CreatedAt) > r.tokenTTL:
+		// Its job's callbacks, and the service's retries of them, came long ago, or never will.
+		return caller{}, unauthorized("callback token has expired")
 	}
 	return caller{route: jobRoute, hash: hash, token: tok}, nil
 }
 
-// checkJob makes sure a per-job token only serves its own job, binding an unbound token to the
-// job of its first delivery.
-func (r *Receiver) checkJob(ctx context.Context, who caller, jobID string) error {
-	if who.route != jobRoute || jobID == "" {
+// tokenKinds are the callback shapes a per-job token of each job kind may send: the service
+// sends a pre-recorded job's result or error, and a live session's messages, never the other's
+// and never an account webhook (those come on a static route).
+var tokenKinds = map[api.JobKind][]api.CallbackKind{
+	api.KindPreRecorded: {api.CallbackJobSuccess, api.CallbackJobError},
+	api.KindLive:        {api.CallbackLiveMessage},
+}
+
+// checkJob makes sure a per-job token only serves its own job and its kind of callbacks,
+// binding an unbound token to the job of its first delivery. A quarantined delivery (no kind,
+// no job) passes: it is kept for a look, and applies nothing.
+func (r *Receiver) checkJob(ctx context.Context, who caller, d store.Delivery) error {
+	if who.route != jobRoute || d.Kind == "" {
 		return nil
 	}
+	if !slices.Contains(tokenKinds[who.token.Kind], d.Kind) {
+		return unauthorized(fmt.Sprintf("token of a %s job cannot send a %s callback", who.token.Kind, d.Kind))
+	}
+	jobID := d.JobID
 	if who.token.JobID != "" {
 		if who.token.JobID != jobID {
 			return unauthorized("token is for another job")

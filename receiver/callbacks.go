@@ -75,7 +75,7 @@ func (r *Receiver) handleCallback(c *fiber.Ctx) error {
 	})
 	fields := deliveryFields(d)
 	kind := kindLabel(d)
-	if err := r.checkJob(ctx, who, d.JobID); err != nil {
+	if err := r.checkJob(ctx, who, d); err != nil {
 		return r.reject(c, kind, fields, err)
 	}
 	res, err := r.cfg.Ingester.Submit(ctx, d)

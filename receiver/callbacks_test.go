@@ -229,6 +229,10 @@ func TestJobTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := h2.jobToken(otherJob, api.KindPreRecorded)
+	otherLive := h2.jobToken(otherJob, api.KindLive)
+	liveTok := h2.jobToken(sessionID, api.KindLive)
+	preTok := h2.jobToken(jobID, api.KindPreRecorded)
+	expired := h2.jobTokenAt(jobID, api.KindPreRecorded, testNow.Add(-DefaultTokenTTL-time.Second))
 	for _, tc := range []struct {
 		name, token, msg string
 		body             []byte
@@ -236,7 +240,13 @@ func TestJobTokens(t *testing.T) {
 		{"unknown", unknown, "unknown callback token", successBody(t, jobID)},
 		{"revoked", revoked, "callback token is revoked", successBody(t, jobID)},
 		{"bound to another job", other, "token is for another job", successBody(t, jobID)},
-		{"live message for another session", other, "token is for another job", liveBody(t, sessionID, transcript("u1", true, "x"))},
+		{"live message for another session", otherLive, "token is for another job", liveBody(t, sessionID, transcript("u1", true, "x"))},
+		// A token serves its job's kind of callbacks only.
+		{"pre-recorded token, live message", preTok, "token of a pre-recorded job cannot send a live.message callback", liveBody(t, jobID, transcript("u1", true, "x"))},
+		{"live token, job result", liveTok, "token of a live job cannot send a job.success callback", successBody(t, sessionID)},
+		{"job token, account webhook", preTok, "token of a pre-recorded job cannot send a account.webhook callback",
+			[]byte(`{"event":"transcription.success","payload":{"id":"` + jobID + `"}}`)},
+		{"expired (minted 7 days and 1 s ago)", expired, "callback token has expired", successBody(t, jobID)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := h2.post(tc.token, tc.body, nil)

@@ -266,13 +266,19 @@ func (h *harness) assertNothingStored() {
 // jobToken mints and stores a per-job token bound to jobID ("" for unbound).
 func (h *harness) jobToken(jobID string, kind api.JobKind) string {
 	h.t.Helper()
+	return h.jobTokenAt(jobID, kind, testNow)
+}
+
+// jobTokenAt is jobToken minted at created.
+func (h *harness) jobTokenAt(jobID string, kind api.JobKind, created time.Time) string {
+	h.t.Helper()
 	tok, err := store.NewToken()
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.secrets = append(h.secrets, tok)
 	if err := h.store.CreateToken(context.Background(), store.Token{
-		Hash: store.HashToken(tok), JobID: jobID, Kind: kind, CreatedAt: testNow,
+		Hash: store.HashToken(tok), JobID: jobID, Kind: kind, CreatedAt: created,
 	}); err != nil {
 		h.t.Fatalf("create token: %v", err)
 	}

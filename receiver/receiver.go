@@ -111,6 +111,7 @@ type Receiver struct {
 	log          *logrus.Entry
 	now          func() time.Time
 	bodyLimit    int
+	tokenTTL     time.Duration
 	app          *fiber.App
 	routes       []staticRoute
 	readToken    [sha256.Size]byte
@@ -147,6 +148,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 		log:          cfg.Logger,
 		now:          cfg.Now,
 		bodyLimit:    cfg.BodyLimit,
+		tokenTTL:     cfg.TokenTTL,
 		closing:      make(chan struct{}),
 		heartbeat:    15 * time.Second,
 		pollEvery:    time.Second,
@@ -163,6 +165,9 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	r.cfg.Now = r.now
 	if r.bodyLimit <= 0 {
 		r.bodyLimit = DefaultBodyLimit
+	}
+	if r.tokenTTL <= 0 {
+		r.tokenTTL = DefaultTokenTTL
 	}
 	routes, err := compileRoutes(cfg.Routes)
 	if err != nil {
