@@ -18,6 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/netguard"
 )
 
 // DefaultWebhookTimeout bounds one webhook attempt when the spec gives none.
@@ -39,7 +40,7 @@ type WebhookSink struct {
 	name    string
 	url     *url.URL
 	guard   *Guard
-	dialer  *dialer
+	dialer  *netguard.Dialer
 	client  *http.Client
 	signers []*standardwebhooks.Webhook
 	timeout time.Duration
@@ -84,22 +85,11 @@ func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
 		timeout = DefaultWebhookTimeout
 	}
 
-	d := newDialer(guard, deps.Resolver)
-	var tr *http.Transport
-	if deps.Transport != nil {
-		tr = deps.Transport.Clone()
-	} else {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
-	}
-	// A proxy would be the address dialled, and the guard would check it instead of the
-	// target; webhooks go direct.
-	tr.Proxy = nil
-	tr.DialContext = d.DialContext
-	// Any of these would take over TLS dials from DialContext and skip the guard.
-	tr.DialTLSContext = nil
-	tr.DialTLS = nil
+	d := netguard.NewDialer(guard, deps.Resolver)
 	client := &http.Client{
-		Transport: tr,
+		// Webhooks go direct: the transport drops any proxy, which the guard would check
+		// instead of the target.
+		Transport: d.Transport(deps.Transport),
 		// A redirect would lead to a place the URL check never saw; 3xx is reported as a
 		// failure instead.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
