@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,8 @@ func newEnv(t *testing.T, mutate func(*sandbox.Config)) *env {
 		Engine:    eng,
 		Logger:    logrus.NewEntry(log),
 		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond}, Timeout: 2 * time.Second},
+		// The file server is on loopback, which the sandbox refuses unless allowed.
+		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	}
 	if mutate != nil {
 		mutate(&cfg)

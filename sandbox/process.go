@@ -1,12 +1,10 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -15,10 +13,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/sandbox/addons"
-	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/sandbox/engine"
 )
 
@@ -107,20 +105,13 @@ func (s *Server) transcribeSafely(ctx context.Context, id string, req *api.PreRe
 			res, err = nil, fail(http.StatusInternalServerError, "internal error while processing the audio")
 		}
 	}()
-	return s.transcribe(ctx, req)
+	return s.transcribe(ctx, s.log.WithField("job_id", id), req)
 }
 
-func (s *Server) transcribe(ctx context.Context, req *api.PreRecordedRequest) (*api.Result, *api.File, error) {
-	data, err := s.fetchAudio(ctx, req.AudioURL)
+func (s *Server) transcribe(ctx context.Context, log logrus.FieldLogger, req *api.PreRecordedRequest) (*api.Result, *api.File, error) {
+	a, err := s.loadAudio(ctx, log, req.AudioURL)
 	if err != nil {
 		return nil, nil, err
-	}
-	a, err := audio.Decode(bytes.NewReader(data), audio.Limits{MaxDuration: s.cfg.MaxAudioDuration})
-	if err != nil {
-		if errors.Is(err, audio.ErrTooLarge) {
-			return nil, nil, fail(http.StatusRequestEntityTooLarge, "audio is too long: %v", err)
-		}
-		return nil, nil, fail(http.StatusUnprocessableEntity, "audio could not be decoded: %v", err)
 	}
 	duration := round3(a.Duration().Seconds())
 	file := &api.File{
@@ -140,7 +131,7 @@ func (s *Server) transcribe(ctx context.Context, req *api.PreRecordedRequest) (*
 		SampleRate: 16000,
 		Languages:  langs,
 		Vocabulary: vocabularyWords(req.CustomVocabulary, req.CustomVocabularyConfig),
-		Sidecar:    s.fetchSidecar(ctx, req.AudioURL),
+		Sidecar:    s.fetchSidecar(ctx, log, req.AudioURL),
 	})
 	if err != nil {
 		var unsupported *engine.UnsupportedError
@@ -165,34 +156,6 @@ func (s *Server) transcribe(ctx context.Context, req *api.PreRecordedRequest) (*
 	return result, file, nil
 }
 
-// fetchAudio reads audio_url: files uploaded to this sandbox directly, anything else over
-// http(s) within the size limit.
-func (s *Server) fetchAudio(ctx context.Context, rawURL string) ([]byte, error) {
-	if f, ok := s.localFile(rawURL); ok {
-		return f.data, nil
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		return nil, fail(http.StatusBadRequest, "audio_url is not a valid URL: %v", err)
-	}
-	resp, err := s.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil, fail(http.StatusBadRequest, "audio_url could not be fetched: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return nil, fail(http.StatusBadRequest, "audio_url could not be fetched: %s answered %d", rawURL, resp.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, s.cfg.MaxUploadBytes+1))
-	if err != nil {
-		return nil, fail(http.StatusBadRequest, "audio_url could not be read: %v", err)
-	}
-	if int64(len(data)) > s.cfg.MaxUploadBytes {
-		return nil, fail(http.StatusRequestEntityTooLarge, "audio file exceeds %d bytes", s.cfg.MaxUploadBytes)
-	}
-	return data, nil
-}
-
 // localFile resolves an audio_url that points at this sandbox's own uploads.
 func (s *Server) localFile(rawURL string) (*storedFile, bool) {
 	u, err := url.Parse(rawURL)
@@ -204,39 +167,6 @@ func (s *Server) localFile(rawURL string) (*storedFile, bool) {
 		return nil, false
 	}
 	return s.files.get(id)
-}
-
-// fetchSidecar looks for the scripted engine's word list next to the audio (<url>.json). It is
-// optional: any failure means there is none.
-func (s *Server) fetchSidecar(ctx context.Context, rawURL string) []byte {
-	if _, ok := s.localFile(rawURL); ok {
-		return nil
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil
-	}
-	u.Path += ".json"
-	u.RawPath = ""
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil
-	}
-	resp, err := s.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil || !json.Valid(data) {
-		return nil
-	}
-	return data
 }
 
 func fileName(rawURL string) string {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -33,10 +34,20 @@ type Config struct {
 	Engine engine.Engine
 	// Workers bounds how many pre-recorded jobs are processed at once (default 2).
 	Workers int
-	// MaxBodyBytes bounds JSON request bodies (default 1 MiB); MaxUploadBytes uploads and
-	// fetched audio (default 1000 MB, the real service's limit).
+	// MaxBodyBytes bounds JSON request bodies (default 1 MiB); MaxUploadBytes uploads
+	// (default 1000 MB, the real service's limit).
 	MaxBodyBytes   int64
 	MaxUploadBytes int64
+	// AllowFetch lists the ranges an audio_url may reach although they are loopback, private,
+	// link-local, CGNAT or metadata addresses (DESIGN.md rule 5): anyone who can create a job
+	// chooses the URL, and the sandbox must not become their way into this machine or its
+	// network. Empty: public addresses only. A sandbox fed by local files needs 127.0.0.0/8.
+	AllowFetch []netip.Prefix
+	// MaxFetchBytes bounds the audio read from an audio_url (default 512 MiB); the body is
+	// decoded as it arrives, never held whole. A sidecar gets at most 16 MiB of it.
+	MaxFetchBytes int64
+	// FetchTimeout bounds one fetch of an audio_url, redirects and body included (default 60 s).
+	FetchTimeout time.Duration
 	// MaxAudioDuration bounds pre-recorded audio (default 135 minutes, as the real service).
 	MaxAudioDuration time.Duration
 	// ProcessingDelay holds each job in queued, then processing, for this long; tests use it to
@@ -52,7 +63,8 @@ type Config struct {
 	Callbacks CallbackPolicy
 	// Faults injects misbehaviour for tests; off by default.
 	Faults Faults
-	// HTTPClient fetches audio and sends callbacks (default: a client with timeouts).
+	// HTTPClient sends callbacks (default: a client with timeouts). Audio is fetched by a
+	// client of the sandbox's own, whose every connection goes through the AllowFetch guard.
 	HTTPClient *http.Client
 	// Logger receives the sandbox's logs (default: logrus standard logger).
 	Logger *logrus.Entry
@@ -66,6 +78,7 @@ type Server struct {
 	files    *fileStore
 	sessions *sessionStore
 	cb       *callbackSender
+	fetcher  *http.Client
 	queue    chan string
 	mux      *http.ServeMux
 
@@ -94,6 +107,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 1000 << 20
 	}
+	if cfg.MaxFetchBytes <= 0 {
+		cfg.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 60 * time.Second
+	}
 	if cfg.MaxAudioDuration <= 0 {
 		cfg.MaxAudioDuration = 135 * time.Minute
 	}
@@ -115,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		files:    newFileStore(),
 		sessions: newSessionStore(),
 		queue:    make(chan string, 4096),
+		fetcher:  newFetchClient(cfg.AllowFetch, cfg.FetchTimeout),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -136,6 +156,7 @@ func (s *Server) Close() error {
 	s.sessions.closeAll()
 	s.wg.Wait()
 	s.cb.wait()
+	s.fetcher.CloseIdleConnections()
 	return nil
 }
 
