@@ -16,7 +16,8 @@ import (
 
 // SubtitleConfig says how the pipeline renders subtitles when a job succeeds.
 type SubtitleConfig struct {
-	// Dir is where artifacts are written, as <Dir>/<job_id>/<name>. Empty: no subtitles.
+	// Dir is where artifacts are written, as <Dir>/<job_id>/<name>, <job_id> being
+	// sinks.PathSegment of the id. Empty: no subtitles.
 	Dir string
 	// Profile is the style profile; a job's own subtitles_config overrides its numbers.
 	Profile subtitles.Profile
@@ -58,7 +59,7 @@ func renderSubtitles(cfg SubtitleConfig, job *api.Job) (*renderedSubtitles, erro
 	out := &renderedSubtitles{event: sinks.SubtitlesReadyData{JobID: job.ID}}
 	now := time.Now().UTC()
 	add := func(name, format, lang string, content []byte) error {
-		path := filepath.Join(cfg.Dir, safeName(job.ID), name)
+		path := filepath.Join(cfg.Dir, sinks.PathSegment(job.ID), name)
 		if err := writeAtomic(path, content); err != nil {
 			return err
 		}
@@ -93,7 +94,7 @@ func renderSubtitles(cfg SubtitleConfig, job *api.Job) (*renderedSubtitles, erro
 		if format == "" || strings.ContainsAny(format, `/\.`) {
 			continue
 		}
-		if err := add(artifactName("service", lang, "."+format), format, lang, []byte(s.Subtitles)); err != nil {
+		if err := add(artifactName("service", lang, "."+sinks.PathSegment(format)), format, lang, []byte(s.Subtitles)); err != nil {
 			return nil, err
 		}
 	}
@@ -112,23 +113,13 @@ func appendFormat(list []subtitles.Format, f subtitles.Format) []subtitles.Forma
 	return append(list, f)
 }
 
-// artifactName is base[.lang]ext, e.g. subtitles.en.srt.
+// artifactName is base[.lang]ext, e.g. subtitles.en.srt. The language goes through the same
+// one-to-one mapping as the job id, so two tracks never share a file.
 func artifactName(base, lang, ext string) string {
 	if lang != "" {
-		return base + "." + safeName(lang) + ext
+		return base + "." + sinks.PathSegment(lang) + ext
 	}
 	return base + ext
-}
-
-// safeName keeps ids and language codes from escaping the artifact directory.
-func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-			return r
-		}
-		return '_'
-	}, s)
 }
 
 // writeAtomic writes content to path through a temporary file and a rename, with the file and

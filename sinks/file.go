@@ -3,6 +3,8 @@ package sinks
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +25,7 @@ import (
 //	<dir>/<job_id>/transcript.txt                             job.succeeded with a transcript
 //	<dir>/<job_id>/<name>                                     each file of subtitles.ready
 //
+// <job_id> is PathSegment of the id, as in the pipeline's artifact directory.
 // <created> is the event's created_at as 20060102T150405.000Z, so that a listing sorts in
 // time order. Every file is written whole (temporary file, fsync, rename, fsync of the
 // directory), so a reader sees the old content or the new, never a part; the names and
@@ -78,19 +81,19 @@ func (s *FileSink) Name() string { return s.name }
 // Close implements Sink; no file stays open between deliveries.
 func (s *FileSink) Close() error { return nil }
 
-// Deliver writes ev's files. Events that can never be written (a job id that is no file name,
-// data that does not decode) fail permanently; disk errors are retried.
+// Deliver writes ev's files. Events that can never be written (no job id, data that does not
+// decode) fail permanently; disk errors are retried.
 func (s *FileSink) Deliver(ctx context.Context, ev api.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkFileName("job_id", ev.JobID); err != nil {
-		return &Failure{Err: err, Permanent: true}
+	if ev.JobID == "" {
+		return &Failure{Err: errors.New("event has no job id to name its folder"), Permanent: true}
 	}
 	if ev.ID == "" {
 		return &Failure{Err: errors.New("event has no id to name its file"), Permanent: true}
 	}
-	jobDir := filepath.Join(s.dir, ev.JobID)
+	jobDir := filepath.Join(s.dir, PathSegment(ev.JobID))
 
 	var artifacts []artifact
 	switch ev.Type {
@@ -182,6 +185,53 @@ func checkFileName(field, name string) error {
 		return fmt.Errorf("%s is longer than 200 bytes", field)
 	}
 	return nil
+}
+
+// Bounds of PathSegment: an encoded id longer than maxSegment is cut to segmentKeep bytes and
+// followed by a hash of the whole id, which keeps the name under every file system's limit.
+const (
+	maxSegment  = 128
+	segmentKeep = 60
+)
+
+// PathSegment is the name of the folder of a job or live session (and of a language code in an
+// artifact's name) under the file sink's directory and the pipeline's artifact directory. Ids
+// come from outside, so the name must stay one harmless path segment, and no two ids may share
+// one: the pipeline and the file sink both call this, so that the same job lands in folders of
+// the same name and two jobs never write into one folder.
+//
+// Letters, digits, '-' and '_' stay as they are, and so does '.' when it is neither first nor
+// last (no ".", "..", hidden names, or names Windows would trim), so the usual ids keep their
+// folders. Every other byte becomes %XX (upper-case hex), which is why a name never holds a '%'
+// that is not such an escape, and decoding gives the id back. The empty id is "%". A name
+// longer than 128 bytes keeps its first 60 bytes (never a cut escape) followed by "%~" and the
+// SHA-256 of the whole id in hex: "%~" never occurs in an unhashed name, so the two kinds of
+// names never meet.
+func PathSegment(id string) string {
+	if id == "" {
+		return "%"
+	}
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		plain := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' ||
+			c == '.' && i > 0 && i < len(id)-1
+		if plain {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	name := b.String()
+	if len(name) <= maxSegment {
+		return name
+	}
+	keep := segmentKeep
+	if i := strings.LastIndexByte(name[:keep], '%'); i >= keep-2 {
+		keep = i // an escape cut in two would read as another byte
+	}
+	sum := sha256.Sum256([]byte(id))
+	return name[:keep] + "%~" + hex.EncodeToString(sum[:])
 }
 
 // safeNamePart keeps letters, digits, '.', '_' and '-', and writes '_' for anything else.
