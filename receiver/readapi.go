@@ -44,7 +44,8 @@ func (r *Receiver) listJobs(c *fiber.Ctx) error {
 	if err != nil {
 		return r.storeFailed(c, err)
 	}
-	base, path := c.BaseURL(), c.Path()
+	// Never c.BaseURL(): it comes from the Host header, which whoever sends the request picks.
+	base, path := strings.TrimRight(r.cfg.PublicURL, "/"), c.Path()
 	page := api.Page{
 		First:   pageURL(base, path, q, 0, limit),
 		Current: pageURL(base, path, q, offset, limit),
@@ -60,7 +61,8 @@ func (r *Receiver) listJobs(c *fiber.Ctx) error {
 	return c.JSON(page)
 }
 
-// pageURL is an absolute list URL carrying the filters, offset and limit, like the service's.
+// pageURL is a list URL carrying the filters, offset and limit, like the service's: absolute
+// under base (the configured public URL), or only path and query when base is empty.
 func pageURL(base, path string, q api.ListQuery, offset, limit int) string {
 	q.Offset, q.Limit = &offset, &limit
 	u := url.URL{Path: path, RawQuery: q.Values().Encode()}
