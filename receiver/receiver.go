@@ -94,9 +94,13 @@ const DefaultTokenTTL = 7 * 24 * time.Hour
 
 // Timeouts of the HTTP server and of the receiver's own work.
 const (
-	readTimeout  = 60 * time.Second // a 32 MiB body over a slow link
-	writeTimeout = 30 * time.Second // per response, and per event on a stream (see sse.go)
-	idleTimeout  = 120 * time.Second
+	readTimeout = 60 * time.Second // a 32 MiB body over a slow link, from the end of its headers
+	// headerTimeout bounds the wait for a request's first byte on a new connection, and for
+	// its line and headers: a connection that sends nothing, or its headers a byte at a time,
+	// is closed after it rather than after readTimeout.
+	headerTimeout = 10 * time.Second
+	writeTimeout  = 30 * time.Second // per response, and per event on a stream (see sse.go)
+	idleTimeout   = 120 * time.Second
 	// ingestTimeout bounds the wait for the inbox commit: past it the service gets a 503 and
 	// retries, rather than timing out on its side without knowing.
 	ingestTimeout = 15 * time.Second
@@ -129,6 +133,9 @@ type Receiver struct {
 	heartbeat    time.Duration
 	pollEvery    time.Duration
 	writeTimeout time.Duration
+	// headerTimeout is the server's read timeout until a request's headers are in (the
+	// constant), a field so that tests can shorten it.
+	headerTimeout time.Duration
 }
 
 // New checks cfg and builds the app with every route.
@@ -184,6 +191,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	if r.metrics, err = newMetrics(r.cfg.Metrics, r.backlog); err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}
+	r.headerTimeout = headerTimeout
 	if tune != nil {
 		tune(r)
 	}
@@ -195,13 +203,15 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 		// handler ran: nothing here takes multipart forms.
 		DisablePreParseMultipartForm: true,
 		BodyLimit:                    r.bodyLimit,
-		ReadTimeout:                  readTimeout,
-		WriteTimeout:                 r.writeTimeout,
-		IdleTimeout:                  idleTimeout,
-		DisableStartupMessage:        true,
-		ErrorHandler:                 r.errorHandler,
-		JSONEncoder:                  marshalPlain,
+		// Until the headers are in; preBody then gives the body readTimeout (server.go).
+		ReadTimeout:           r.headerTimeout,
+		WriteTimeout:          r.writeTimeout,
+		IdleTimeout:           idleTimeout,
+		DisableStartupMessage: true,
+		ErrorHandler:          r.errorHandler,
+		JSONEncoder:           marshalPlain,
 	})
+	r.hardenServer(r.app.Server())
 	r.app.Use(fiberrecover.New(fiberrecover.Config{
 		EnableStackTrace:  true,
 		StackTraceHandler: r.logPanic,
@@ -297,6 +307,10 @@ func (r *Receiver) errorHandler(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		status, msg = fe.Code, fe.Message
+		if status == fiber.StatusNotFound && isCallbackPath(c.Path()) {
+			// Fiber's message quotes the path, and a callback path holds a token.
+			msg = "no such callback route"
+		}
 	} else {
 		r.log.WithError(err).WithField("path", logPath(c.Path())).Error("request failed")
 	}
