@@ -67,6 +67,10 @@ type Config struct {
 	ReadToken string
 	// BodyLimit bounds a callback body in bytes, received and decoded; DefaultBodyLimit when 0.
 	BodyLimit int
+	// MaxConnsPerIP bounds the connections one client address (an IPv6 client's /64) holds
+	// at once under Serve; DefaultMaxConnsPerIP when 0, no bound when negative (behind a proxy
+	// that brings every delivery from one address and bounds clients itself).
+	MaxConnsPerIP int
 	// PublicURL is the base URL clients reach the receiver at (configs public_url). Links the
 	// receiver builds (paging) start from it, never from a request's Host header.
 	PublicURL string
@@ -136,6 +140,9 @@ type Receiver struct {
 	// headerTimeout is the server's read timeout until a request's headers are in (the
 	// constant), a field so that tests can shorten it.
 	headerTimeout time.Duration
+
+	// perAddr counts connections per client address for Serve; nil when unbounded.
+	perAddr *addrCounter
 }
 
 // New checks cfg and builds the app with every route.
@@ -192,6 +199,12 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}
 	r.headerTimeout = headerTimeout
+	switch n := cfg.MaxConnsPerIP; {
+	case n == 0:
+		r.perAddr = newAddrCounter(DefaultMaxConnsPerIP)
+	case n > 0:
+		r.perAddr = newAddrCounter(n)
+	}
 	if tune != nil {
 		tune(r)
 	}
@@ -264,7 +277,7 @@ func (r *Receiver) App() *fiber.App { return r.app }
 
 // Serve answers requests on ln until Shutdown.
 func (r *Receiver) Serve(ln net.Listener) error {
-	if err := r.app.Listener(lingerListener{ln}); err != nil {
+	if err := r.app.Listener(lingerListener{Listener: ln, perAddr: r.perAddr}); err != nil {
 		return fmt.Errorf("receiver: serve: %w", err)
 	}
 	return nil
