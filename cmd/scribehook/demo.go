@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -209,7 +210,11 @@ func runDemo(ctx context.Context, w io.Writer, opts demoOptions) (rep demoReport
 	td.add(stopFiles)
 
 	key := randomKey()
-	sb, err := sandbox.New(sandbox.Config{APIKey: key, Engine: eng, Logger: log.WithField("component", "sandbox")})
+	sb, err := sandbox.New(sandbox.Config{
+		APIKey: key, Engine: eng, Logger: log.WithField("component", "sandbox"),
+		// The sample is served on loopback, which the sandbox refuses to fetch unless allowed.
+		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+	})
 	if err != nil {
 		return rep, fmt.Errorf("start the sandbox: %w", err)
 	}

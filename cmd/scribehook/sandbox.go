@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook/internal/netguard"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sandbox/engine"
 )
@@ -20,6 +22,8 @@ func newSandboxCmd() *cobra.Command {
 		workers                                                             int
 		delay                                                               time.Duration
 		verbose                                                             bool
+		allowFetch                                                          []string
+		maxFetchBytes                                                       int64
 	)
 	cmd := &cobra.Command{
 		Use:   "sandbox",
@@ -27,7 +31,15 @@ func newSandboxCmd() *cobra.Command {
 		Long: `Runs every endpoint of the service on this machine: pre-recorded jobs, live sessions over
 WebSocket, lists, callbacks, uploads, with a speech engine that needs no account.
 
-The API key comes from --api-key or from the environment variable named by --api-key-env.`,
+The API key comes from --api-key or from the environment variable named by --api-key-env.
+
+Audio URLs are fetched from public addresses only: loopback (127.0.0.0/8, ::1, also written as
+::ffff:127.0.0.1), 0.0.0.0 and ::, private, link-local, carrier-grade NAT and cloud metadata
+addresses are refused when connecting, on every redirect, unless a range given with
+--allow-fetch covers them. To transcribe files served on this machine, pass
+--allow-fetch 127.0.0.0/8 (or upload them: POST /v2/upload). A job whose audio cannot be
+fetched, for whatever reason, fails with the same error 400 "audio_url could not be fetched";
+the reason is in the sandbox's log.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			key := apiKey
 			if key == "" {
@@ -52,9 +64,17 @@ The API key comes from --api-key or from the environment variable named by --api
 			if err != nil {
 				return err
 			}
+			allow, err := parseAllowFetch(allowFetch)
+			if err != nil {
+				return err
+			}
+			if maxFetchBytes <= 0 {
+				return fmt.Errorf("--max-fetch-bytes must be positive (got %d)", maxFetchBytes)
+			}
 			srv, err := sandbox.New(sandbox.Config{
 				APIKey: key, KeyHeader: keyHeader, PublicURL: publicURL, Engine: eng,
 				Workers: workers, ProcessingDelay: delay, Faults: f, Logger: logrus.NewEntry(log),
+				AllowFetch: allow, MaxFetchBytes: maxFetchBytes,
 			})
 			if err != nil {
 				return err
@@ -79,5 +99,20 @@ The API key comes from --api-key or from the environment variable named by --api
 	fl.IntVar(&workers, "workers", 2, "pre-recorded jobs processed at once")
 	fl.DurationVar(&delay, "processing-delay", 0, "time each job spends in queued and in processing")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "debug logs")
+	fl.StringArrayVar(&allowFetch, "allow-fetch", nil, "CIDR range (or address) audio URLs may reach although loopback, private or link-local, e.g. 127.0.0.0/8; repeatable (default: public addresses only)")
+	fl.Int64Var(&maxFetchBytes, "max-fetch-bytes", sandbox.DefaultMaxFetchBytes, "largest audio file fetched from an audio URL, in bytes")
 	return cmd
+}
+
+// parseAllowFetch reads the --allow-fetch values; a single address stands for itself alone.
+func parseAllowFetch(values []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range values {
+		p, err := netguard.ParsePrefix(v)
+		if err != nil {
+			return nil, fmt.Errorf("--allow-fetch: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

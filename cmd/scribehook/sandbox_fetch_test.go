@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// startSandboxCmd runs `scribehook sandbox` with args on a free loopback port and returns a
+// client of it; the command stops with the test.
+func startSandboxCmd(t *testing.T, args ...string) (*submitter.Client, *syncBuffer) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	const key = "sandbox-fetch-test-key"
+	logs := &syncBuffer{}
+	cmd := newRootCmd()
+	cmd.SetOut(logs)
+	cmd.SetErr(logs)
+	cmd.SetArgs(append([]string{"sandbox", "--listen", addr, "--api-key", key}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("the sandbox command did not stop")
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("sandbox command ended: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox did not answer: %v\n%s", err, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	client, err := submitter.New("http://"+addr, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, logs
+}
+
+func runSandboxJob(t *testing.T, client *submitter.Client, audioURL string) api.Job {
+	t.Helper()
+	created, err := client.CreatePreRecorded(context.Background(), api.PreRecordedRequest{AudioURL: audioURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		job, err := client.GetPreRecorded(context.Background(), created.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.Status.Final() {
+			return job
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("job %s did not finish", created.ID)
+	return api.Job{}
+}
+
+// `scribehook sandbox` refuses audio on loopback unless --allow-fetch covers it, and caps it
+// with --max-fetch-bytes.
+func TestSandboxCommandAllowFetch(t *testing.T) {
+	wav, err := demodata.ReadFile("demodata/sample.wav")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) }))
+	defer files.Close()
+	audioURL := files.URL + "/sample.wav"
+
+	failed := func(job api.Job) bool {
+		return job.Status == api.StatusError && job.ErrorCode != nil && *job.ErrorCode == 400 &&
+			strings.Contains(string(job.PostSessionMetadata), `"audio_url could not be fetched"`)
+	}
+
+	closedSandbox, logs := startSandboxCmd(t)
+	if job := runSandboxJob(t, closedSandbox, audioURL); !failed(job) {
+		t.Errorf("without --allow-fetch: status %s code %v %s, want 400 audio_url could not be fetched", job.Status, job.ErrorCode, job.PostSessionMetadata)
+	}
+	if !strings.Contains(logs.String(), "refused unless allow-listed") {
+		t.Errorf("the log does not say why:\n%s", logs.String())
+	}
+
+	open, _ := startSandboxCmd(t, "--allow-fetch", "10.0.0.0/8", "--allow-fetch", "127.0.0.0/8")
+	if job := runSandboxJob(t, open, audioURL); job.Status != api.StatusDone {
+		t.Errorf("with --allow-fetch 127.0.0.0/8: status %s code %v %s, want done", job.Status, job.ErrorCode, job.PostSessionMetadata)
+	}
+
+	capped, _ := startSandboxCmd(t, "--allow-fetch", "127.0.0.1", "--max-fetch-bytes", "1000")
+	if job := runSandboxJob(t, capped, audioURL); !failed(job) {
+		t.Errorf("with --max-fetch-bytes 1000: status %s code %v %s, want 400 audio_url could not be fetched", job.Status, job.ErrorCode, job.PostSessionMetadata)
+	}
+
+	for _, bad := range [][]string{{"--allow-fetch", "localhost"}, {"--allow-fetch", "10.0.0.0/33"}, {"--max-fetch-bytes", "0"}} {
+		cmd := newRootCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"sandbox", "--listen", "127.0.0.1:0", "--api-key", "k"}, bad...))
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("sandbox %v = %v, want an error naming %s", bad, err, bad[0])
+		}
+	}
+}
