@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -59,7 +60,8 @@ func testReplicas(t *testing.T, driver string) {
 	}
 	sb, err := sandbox.New(sandbox.Config{
 		APIKey: e2eKey, Engine: eng, Logger: quietLogger(),
-		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
+		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
+		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
 	})
 	if err != nil {
 		t.Fatal(err)

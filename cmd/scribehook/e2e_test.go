@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -66,7 +67,8 @@ func newLoopWith(t *testing.T, faults sandbox.Faults, with func(*serverOptions))
 	}
 	sb, err := sandbox.New(sandbox.Config{
 		APIKey: e2eKey, Engine: eng, Logger: quietLogger(), Faults: faults,
-		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
+		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
+		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -220,7 +221,8 @@ func newLoggedLoop(t *testing.T, log *logrus.Entry, apiKey string, with func(*se
 	}
 	sb, err := sandbox.New(sandbox.Config{
 		APIKey: apiKey, Engine: eng, Logger: log,
-		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}},
+		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
+		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,8 @@ func newCLIEnv(t *testing.T, mutate func(*sandbox.Config)) *cliEnv {
 	quiet.SetOutput(io.Discard)
 	scfg := sandbox.Config{
 		APIKey: cliTestKey, Engine: eng, Logger: logrus.NewEntry(quiet),
-		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}, Timeout: 5 * time.Second},
+		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
+		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}, Timeout: 5 * time.Second},
 	}
 	if mutate != nil {
 		mutate(&scfg)

@@ -2,8 +2,9 @@
 // sandbox (scripted engine), a receiver with its pipeline and sinks over a fresh SQLite store
 // (what `scribehook serve` runs), a file server with the sample recording, a webhook
 // destination that fails until told otherwise, and a small control API for the test. It seeds
-// one finished job, prints one line of JSON with the URLs and the read token, and runs until
-// its standard input closes or it gets SIGINT/SIGTERM.
+// one finished job and one whose audio source is a javascript: URL, prints one line of JSON
+// with the URLs, the read token and its data directory, and runs until its standard input
+// closes or it gets SIGINT/SIGTERM.
 //
 //	go run ./e2e/ui/launch [-sample cmd/scribehook/demodata/sample.wav] [-listen 127.0.0.1:0]
 //
@@ -23,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -104,7 +106,8 @@ func run(sample, listen string) error {
 	}
 	sb, err := sandbox.New(sandbox.Config{
 		APIKey: apiKey, Engine: eng, Logger: quiet, ProcessingDelay: 2500 * time.Millisecond,
-		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second}},
+		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
+		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second}},
 	})
 	if err != nil {
 		return err
@@ -158,6 +161,9 @@ func run(sample, listen string) error {
 	if err := e.waitDone(ctx, seeded); err != nil {
 		return err
 	}
+	if err := e.seedHostile(ctx); err != nil {
+		return fmt.Errorf("seed the hostile job: %w", err)
+	}
 
 	control := http.NewServeMux()
 	control.HandleFunc("POST /submit", e.handleSubmit)
@@ -181,6 +187,7 @@ func run(sample, listen string) error {
 	out, _ := json.Marshal(map[string]string{
 		"ui": e.serve + "/ui/", "serve": e.serve, "sandbox": sbURL, "api_key": apiKey, "key_header": "x-service-key",
 		"token": readToken, "control": controlURL, "files": e.files, "seeded_job": seeded,
+		"hostile_job": hostileJob, "data_dir": dir,
 	})
 	fmt.Println(string(out))
 	<-ctx.Done()
@@ -253,6 +260,23 @@ func (e *env) startServe(ctx context.Context, listen, dir string, log *logrus.En
 		cancel()
 		<-done
 	}, nil
+}
+
+// hostileJob is a finished job whose record names a javascript: URL as its audio source, as a
+// broken or hostile submitter could have it stored: the dashboard must show it as text.
+const hostileJob = "hostile-source-job"
+
+func (e *env) seedHostile(ctx context.Context) error {
+	created := time.Now().Add(-time.Hour)
+	completed := api.NewTime(created.Add(time.Minute))
+	return e.store.PutJob(ctx, store.JobRecord{
+		Job: api.Job{
+			ID: hostileJob, Version: api.RecordVersion, Status: api.StatusDone, Kind: api.KindPreRecorded,
+			CreatedAt: api.NewTime(created), CompletedAt: &completed,
+			File: &api.File{ID: "f-hostile", Filename: "hostile.wav", Source: "javascript:alert(1)", AudioDuration: 1, NumberOfChannels: 1},
+		},
+		Local: store.Local{Source: "submit", UpdatedAt: created},
+	})
 }
 
 // submit creates a pre-recorded job whose callback comes back to the receiver and records it as
