@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -134,19 +135,27 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 	}
 	// The callback lacks the record's own fields; the service's record is the truth when it
 	// can be read, the callback otherwise.
-	fetched, resolution := p.resolve(ctx, cb.ID, api.KindPreRecorded)
+	// The id the token was checked against (the classification's) is the one applied.
+	id := row.JobID
+	if done, err := p.finalAlready(ctx, row); done || err != nil {
+		return nil, err
+	}
+	fetched, resolution := p.resolve(ctx, id, api.KindPreRecorded)
 	var subs *renderedSubtitles
 	if cb.Error == nil {
 		var err error
-		if subs, err = p.subtitlesFor(ctx, cb.ID, fetched, cb.Payload); err != nil {
+		if subs, err = p.subtitlesFor(ctx, id, fetched, cb.Payload); err != nil {
 			return nil, err
 		}
 	}
 	var events []api.Event
 	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
-		rec, err := loadOrNew(ctx, tx, cb.ID, api.KindPreRecorded, row.ReceivedAt)
+		rec, err := loadOrNew(ctx, tx, id, api.KindPreRecorded, row.ReceivedAt)
 		if err != nil {
 			return err
+		}
+		if final := finalOf(rec); final != "" {
+			return p.setAside(ctx, tx, row, final)
 		}
 		if fetched != nil && fetched.Status.Final() {
 			rec.Job = *fetched
@@ -157,6 +166,7 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 			rec.Local.ErrorMessage = cb.Error.Message
 		}
 		rec.Local.Resolution = resolution
+		rec.Local.Final = row.Event
 		touch(&rec, row)
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
@@ -209,21 +219,32 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		category, _ = api.Category(&msg)
 	}
 	// The session's final record comes from the service once the session has ended.
+	id := row.JobID
 	var fetched *api.Job
 	var resolution string
 	var subs *renderedSubtitles
 	if msg.Type == api.MessageEndSession {
-		fetched, resolution = p.resolve(ctx, cb.ID, api.KindLive)
+		if done, err := p.finalAlready(ctx, row); done || err != nil {
+			return nil, err
+		}
+		fetched, resolution = p.resolve(ctx, id, api.KindLive)
 		if fetched != nil && fetched.Status == api.StatusDone {
-			if subs, err = p.subtitlesFor(ctx, cb.ID, fetched, nil); err != nil {
+			if subs, err = p.subtitlesFor(ctx, id, fetched, nil); err != nil {
 				return nil, err
 			}
 		}
 	}
 	var events []api.Event
 	err = p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+		rec, err := loadOrNew(ctx, tx, id, api.KindLive, row.ReceivedAt)
+		if err != nil {
+			return err
+		}
+		if final := finalOf(rec); final != "" {
+			return p.setAside(ctx, tx, row, final)
+		}
 		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
-			SessionID:  cb.ID,
+			SessionID:  id,
 			Type:       msg.Type,
 			Category:   category,
 			CreatedAt:  msg.CreatedAt.Time,
@@ -233,11 +254,10 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		}); err != nil {
 			return err
 		}
-		rec, err := loadOrNew(ctx, tx, cb.ID, api.KindLive, row.ReceivedAt)
-		if err != nil {
-			return err
-		}
 		updateLiveRecord(&rec.Job, &msg, row.ReceivedAt)
+		if msg.Type == api.MessageEndSession {
+			rec.Local.Final = row.Event
+		}
 		if fetched != nil && fetched.Status.Final() {
 			rec.Job = *fetched
 		}
@@ -252,7 +272,7 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 			ID:             eventID(row.DedupeKey, api.LiveEvent(msg.Type)),
 			Type:           api.LiveEvent(msg.Type),
 			CreatedAt:      api.NewTime(row.ReceivedAt),
-			JobID:          cb.ID,
+			JobID:          id,
 			Kind:           api.KindLive,
 			Category:       category,
 			CustomMetadata: rec.Job.CustomMetadata,
@@ -266,7 +286,7 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 	if err != nil {
 		return nil, err
 	}
-	p.feed.Publish(cb.ID)
+	p.feed.Publish(id)
 	p.wakeSinks(events)
 	return events, nil
 }
@@ -305,19 +325,26 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 	if len(wh.Event) > 5 && wh.Event[:5] == "live." {
 		kind = api.KindLive
 	}
-	fetched, resolution := p.resolve(ctx, wh.Payload.ID, kind)
+	id := row.JobID
+	if done, err := p.finalAlready(ctx, row); done || err != nil {
+		return nil, err
+	}
+	fetched, resolution := p.resolve(ctx, id, kind)
 	var subs *renderedSubtitles
 	if fetched != nil && fetched.Status == api.StatusDone {
 		var err error
-		if subs, err = p.subtitlesFor(ctx, wh.Payload.ID, fetched, nil); err != nil {
+		if subs, err = p.subtitlesFor(ctx, id, fetched, nil); err != nil {
 			return nil, err
 		}
 	}
 	var events []api.Event
 	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
-		rec, err := loadOrNew(ctx, tx, wh.Payload.ID, kind, row.ReceivedAt)
+		rec, err := loadOrNew(ctx, tx, id, kind, row.ReceivedAt)
 		if err != nil {
 			return err
+		}
+		if final := finalOf(rec); final != "" {
+			return p.setAside(ctx, tx, row, final)
 		}
 		if rec.Local.Source == "" || rec.Local.Source == "callback" {
 			rec.Local.Source = "webhook"
@@ -344,6 +371,13 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 			}
 		}
 		rec.Local.Resolution = resolution
+		if kind == api.KindPreRecorded && fetched != nil && fetched.Status.Final() {
+			// The service's own final record: the job's callback, if it comes, repeats it. A
+			// webhook left unresolved (no record, or not final yet) does not close the job: its
+			// callback still brings the result. A live session closes on its own end_session
+			// message only, which comes after its last messages.
+			rec.Local.Final = wh.Event
+		}
 		touch(&rec, row)
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
@@ -364,6 +398,95 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 	p.wakeSinks(events)
 	return events, nil
 }
+
+// finalOf is the event that made rec final, or "" while later deliveries may still change it.
+func finalOf(rec store.JobRecord) string {
+	if rec.Local.Final != "" {
+		return rec.Local.Final
+	}
+	// A record stored before Local.Final existed: a pre-recorded job that a delivery closed
+	// with its outcome (a result, or an error code; an unresolved webhook has neither).
+	if rec.Job.Kind == api.KindPreRecorded && rec.Local.Deliveries > 0 {
+		switch {
+		case rec.Job.Status == api.StatusDone && rec.Job.Result != nil:
+			return api.EventTranscriptionSuccess
+		case rec.Job.Status == api.StatusError && rec.Job.ErrorCode != nil:
+			return api.EventTranscriptionError
+		}
+	}
+	return ""
+}
+
+// setAside is what a delivery about a job already final does: nothing to the record, no event.
+// One that repeats the final outcome (the account webhook and the job's own callback both
+// announcing success) is a duplicate in effect, an account webhook of an earlier step is late;
+// any other (an error after success, a message after end_session) is kept in quarantine with
+// the reason, so an operator sees it. The row is marked done either way: the service has its
+// 2xx and must not retry.
+func (p *Pipeline) setAside(ctx context.Context, tx store.Tx, row store.InboxRow, final string) error {
+	switch {
+	case row.Event == final:
+		p.m.afterFinal.WithLabelValues("duplicate").Inc()
+		return nil
+	case row.Kind == api.CallbackAccountWebhook && !finalEvents[row.Event]:
+		// An account webhook of an earlier step (transcription.created, live.start_session…)
+		// delivered late: the service does not order its webhooks. Nothing to keep.
+		p.m.afterFinal.WithLabelValues("late").Inc()
+		return nil
+	}
+	reason := fmt.Sprintf("%s %s is final (%s applied): a later %s changes nothing", kindNoun(row), row.JobID, final, row.Event)
+	if err := tx.Quarantine(ctx, row, reason); err != nil {
+		return err
+	}
+	p.m.afterFinal.WithLabelValues("quarantined").Inc()
+	p.log.WithFields(logrus.Fields{"inbox_id": row.ID, "job_id": row.JobID, "event": row.Event}).Warn("delivery after the final one quarantined")
+	return nil
+}
+
+// finalEvents are the events that end a job or a session.
+var finalEvents = map[string]bool{
+	api.EventTranscriptionSuccess: true, api.EventTranscriptionError: true, api.EventLiveEndSession: true,
+}
+
+func kindNoun(row store.InboxRow) string {
+	if row.Kind == api.CallbackLiveMessage || strings.HasPrefix(row.Event, "live.") {
+		return "session"
+	}
+	return "job"
+}
+
+// finalAlready sets a row aside without the service's record or subtitles when its job is final
+// already: the work before Apply (a request to the service, rendering) is skipped. Apply checks
+// again in its transaction, which decides.
+func (p *Pipeline) finalAlready(ctx context.Context, row store.InboxRow) (bool, error) {
+	rec, err := p.cfg.Store.GetJob(ctx, row.JobID)
+	if err != nil || finalOf(rec) == "" {
+		return false, nil // unknown, unreadable or open: Apply decides
+	}
+	err = p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+		rec, err := tx.Job(ctx, row.JobID)
+		if err != nil {
+			return err
+		}
+		final := finalOf(rec)
+		if final == "" {
+			return errReopened
+		}
+		return p.setAside(ctx, tx, row, final)
+	})
+	switch {
+	case errors.Is(err, errReopened):
+		return false, nil
+	case errors.Is(err, store.ErrAlreadyApplied):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// errReopened rolls back finalAlready's transaction: not expected (a final record stays final).
+var errReopened = errors.New("job record is no longer final")
 
 // resolve reads the job from the service. Failing to read it is not a failure of the delivery:
 // the record keeps what the delivery carried, with the reason noted.

@@ -211,10 +211,10 @@ func TestEvents(t *testing.T) {
 		evs := collectEvents(t, r.p)
 		ids := ingest(t, s, r.p, job)
 		r.p.Committed(ids[0], "ev-job") // notified twice: still one event
-		// A marker behind the job in its partition, then its event: the job's are all out.
+		// A marker behind the job in its partition: once it is done, the job's events are all
+		// out. (It is a late account webhook: the job is final, so it changes nothing.)
 		marker := webhook(api.EventTranscriptionCreated, "ev-job")
-		ingest(t, s, r.p, marker)
-		evs.wait(t, "ev-job", api.EventJobCreated, 1)
+		waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, marker)...)
 		got := evs.wait(t, "ev-job", api.EventJobSucceeded, 1)
 		time.Sleep(20 * time.Millisecond) // a duplicate would be out by now; absence cannot be awaited
 		if got = evs.of("ev-job", api.EventJobSucceeded); len(got) != 1 {
@@ -235,8 +235,8 @@ func TestEvents(t *testing.T) {
 		} else if ev.ID != firstID {
 			t.Errorf("event id %s on reprocessing, first %s", ev.ID, firstID)
 		}
-		if created := evs.of("ev-job", api.EventJobCreated); created[0].ID == ev.ID {
-			t.Error("two deliveries share an event id")
+		if created := evs.of("ev-job", api.EventJobCreated); len(created) != 0 {
+			t.Errorf("a late transcription.created made %d events", len(created))
 		}
 	}
 

@@ -108,7 +108,16 @@ type Local struct {
 	// Resolution explains a thin webhook that could not be resolved to a full record (for
 	// example, no API key configured).
 	Resolution string `json:"resolution,omitempty"`
+	// Final is the event of the delivery whose applying made the record final
+	// (transcription.success, transcription.error, or live.end_session for a session's own
+	// end_session message). Once set, later deliveries about the job change nothing (DESIGN.md,
+	// rule 7).
+	Final string `json:"final,omitempty"`
 }
+
+// AfterFinalKey is the quarantine dedupe key of an inbox row set aside because its job was
+// already final.
+func AfterFinalKey(row InboxRow) string { return "after-final:" + row.DedupeKey }
 
 // JobRecord is a job as scribehook stores it: the service's own record shape plus Local.
 type JobRecord struct {
@@ -179,6 +188,11 @@ type Tx interface {
 	// that caused them (an outbox): a (sink, event id) pair already queued, delivered or dead is
 	// ignored, so a replayed row never delivers twice.
 	EnqueueSinkDeliveries(ctx context.Context, ds []SinkDelivery) error
+	// Quarantine keeps a copy of an inbox row in the quarantine with reason, for a delivery
+	// that authenticated and classified but must change nothing (a callback after its job's
+	// final one): the row is still marked done, and is visible with the quarantined deliveries.
+	// A row quarantined twice is kept once.
+	Quarantine(ctx context.Context, row InboxRow, reason string) error
 }
 
 // JobPage is a page of local job records, newest first.

@@ -51,6 +51,19 @@ func (t *tx) AppendLiveMessage(ctx context.Context, m store.LiveMessage) (int64,
 	return appendLiveMessage(ctx, t.q, m)
 }
 
+func (t *tx) Quarantine(ctx context.Context, row store.InboxRow, reason string) error {
+	h, err := encodeHeaders(row.Headers)
+	if err != nil {
+		return err
+	}
+	if _, err := t.q.ExecContext(ctx, `INSERT INTO quarantine (dedupe_key, route, reason, headers, body, received_at)
+		VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (dedupe_key) DO NOTHING`,
+		store.AfterFinalKey(row), text(row.Route), text(reason), nullString(h), blob(row.Body), timePtr(row.ReceivedAt)); err != nil {
+		return fmt.Errorf("quarantine inbox row %d: %w", row.ID, err)
+	}
+	return nil
+}
+
 func (t *tx) PutArtifact(ctx context.Context, a store.Artifact) error {
 	return putArtifact(ctx, t.q, a)
 }

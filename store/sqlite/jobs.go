@@ -36,6 +36,20 @@ func (t *tx) PutArtifact(ctx context.Context, a store.Artifact) error {
 	return putArtifact(t.w.ctx, t.w.conn, a)
 }
 
+func (t *tx) Quarantine(ctx context.Context, row store.InboxRow, reason string) error {
+	h, err := encodeHeaders(row.Headers)
+	if err != nil {
+		return err
+	}
+	// Not stQuarantineInsert: its RETURNING would leave the held connection's statement open.
+	if _, err := t.w.conn.ExecContext(t.w.ctx, `INSERT INTO quarantine (dedupe_key, route, reason, headers, body,
+		received_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING`,
+		store.AfterFinalKey(row), row.Route, reason, h, blob(row.Body), nullTime(row.ReceivedAt)); err != nil {
+		return fmt.Errorf("quarantine inbox row %d: %w", row.ID, err)
+	}
+	return nil
+}
+
 // PutJob stores a job record outside a delivery, replacing the one with the same id. Its
 // content comes from the caller, not from the inbox, so it commits durably.
 func (s *Store) PutJob(ctx context.Context, rec store.JobRecord) error {

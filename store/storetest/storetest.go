@@ -40,6 +40,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"IngestDuplicates", testIngestDuplicates},
 		{"IngestRejectsEmptyDedupeKey", testIngestEmptyKey},
 		{"Quarantine", testQuarantine},
+		{"QuarantineInApply", testQuarantineInApply},
 		{"InboxRowNotFound", testInboxRowNotFound},
 		{"PendingInboxPaging", testPendingInbox},
 		{"PendingInboxByKey", testPendingInboxByKey},
@@ -292,6 +293,47 @@ func testQuarantine(t *testing.T, s store.Store) {
 	// Quarantine is not the inbox.
 	if n := backlog(t, s); n != 1 {
 		t.Errorf("backlog = %d, want 1", n)
+	}
+}
+
+// A row applied by setting it aside (a callback after its job's final one) is done and kept in
+// the quarantine with its reason, once however often it is set aside.
+func testQuarantineInApply(t *testing.T, s store.Store) {
+	d := delivery("late-1")
+	d.Headers = map[string]string{"content-type": "application/json"}
+	id := ingest(t, s, d)[0].ID
+	row := inboxRow(t, s, id)
+	apply(t, s, id, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.Quarantine(ctx, row, "job is final"); err != nil {
+			return err
+		}
+		return tx.Quarantine(ctx, row, "job is final") // kept once
+	})
+	if got := inboxRow(t, s, id); got.Status != store.InboxDone {
+		t.Errorf("row status %s, want done", got.Status)
+	}
+	rows, err := s.Quarantined(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Reason != "job is final" || rows[0].Route != d.Route || !bytes.Equal(rows[0].Body, d.Body) ||
+		!mapsEqual(rows[0].Headers, d.Headers) || !rows[0].ReceivedAt.Equal(d.ReceivedAt) {
+		t.Fatalf("quarantine = %+v, want the row once with its reason", rows)
+	}
+	// Rolled back with its transaction, like every write of Apply.
+	id2 := ingest(t, s, delivery("late-2"))[0].ID
+	row2 := inboxRow(t, s, id2)
+	err = s.Apply(t.Context(), id2, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.Quarantine(ctx, row2, "x"); err != nil {
+			return err
+		}
+		return errors.New("boom")
+	})
+	if err == nil {
+		t.Fatal("Apply returned nil")
+	}
+	if rows, _ := s.Quarantined(t.Context(), 0); len(rows) != 1 {
+		t.Errorf("quarantine has %d rows after a rollback, want 1", len(rows))
 	}
 }
 

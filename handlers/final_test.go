@@ -1,0 +1,195 @@
+package handlers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/store"
+)
+
+// labelled reads one series of a counter vector.
+func labelled(tb testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// Once a job's final callback is applied, a later delivery for it changes nothing: one that
+// repeats the outcome is a duplicate in effect, any other is quarantined with the reason and
+// counted. Each delivery of a case is applied in turn; want is the record's state after all.
+func TestDeliveriesAfterFinalChangeNothing(t *testing.T) {
+	t.Parallel()
+	const metric = "scribehook_deliveries_after_final_total"
+	for _, tc := range []struct {
+		name      string
+		resolver  map[string]api.Job
+		first     store.Delivery
+		later     store.Delivery
+		dup       float64 // counted as duplicate
+		late      float64 // counted as late
+		reason    string  // quarantine reason; "" when none
+		status    api.JobStatus
+		errMsg    string
+		resultTxt string // the record's first utterance after both
+		events    []string
+	}{
+		{
+			name: "error after success", first: jobSuccess("j1", sampleResult("the real result"), ""), later: jobError("j1", 500, "attacker"),
+			reason: "job j1 is final (transcription.success applied): a later transcription.error changes nothing",
+			status: api.StatusDone, resultTxt: "the real result", events: []string{api.EventJobSucceeded},
+		},
+		{
+			name: "success after error", first: jobError("j2", 422, "bad audio"), later: jobSuccess("j2", sampleResult("forged"), ""),
+			reason: "job j2 is final (transcription.error applied): a later transcription.success changes nothing",
+			status: api.StatusError, errMsg: "bad audio", events: []string{api.EventJobFailed},
+		},
+		{
+			name:     "the account webhook repeats the callback's success",
+			resolver: map[string]api.Job{"j3": serviceJob("j3", api.KindPreRecorded, api.StatusDone)},
+			first:    jobSuccess("j3", sampleResult("from the callback"), ""), later: webhook(api.EventTranscriptionSuccess, "j3"),
+			dup: 1, status: api.StatusDone, resultTxt: "from the service", events: []string{api.EventJobSucceeded},
+		},
+		{
+			name:     "the callback repeats the resolved webhook's success",
+			resolver: map[string]api.Job{"j4": serviceJob("j4", api.KindPreRecorded, api.StatusDone)},
+			first:    webhook(api.EventTranscriptionSuccess, "j4"), later: jobSuccess("j4", sampleResult("forged"), ""),
+			dup: 1, status: api.StatusDone, resultTxt: "from the service", events: []string{api.EventJobSucceeded},
+		},
+		{
+			name:  "a late account webhook of an earlier step",
+			first: jobSuccess("j6", sampleResult("the result"), ""), later: webhook(api.EventTranscriptionCreated, "j6"),
+			late: 1, status: api.StatusDone, resultTxt: "the result", events: []string{api.EventJobSucceeded},
+		},
+		{
+			// Without the service's record the webhook does not close the job: the callback still
+			// brings the result.
+			name:  "an unresolved webhook leaves the job open for its callback",
+			first: webhook(api.EventTranscriptionSuccess, "j5"), later: jobSuccess("j5", sampleResult("the result"), ""),
+			status: api.StatusDone, resultTxt: "the result", events: []string{api.EventJobSucceeded, api.EventJobSucceeded},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := openStore(t)
+			reg := prometheus.NewRegistry()
+			cfg := handlers.Config{Store: s, Metrics: reg}
+			if tc.resolver != nil {
+				cfg.Resolver = &fakeResolver{jobs: tc.resolver}
+			}
+			r := start(t, cfg)
+			evs := collectEvents(t, r.p)
+			id := tc.first.JobID
+			waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, tc.first)...)
+			before := getJob(t, s, id)
+			waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, tc.later)...)
+			rec := getJob(t, s, id)
+			if rec.Job.Status != tc.status || rec.Local.ErrorMessage != tc.errMsg {
+				t.Errorf("status %s, error message %q", rec.Job.Status, rec.Local.ErrorMessage)
+			}
+			if tc.resultTxt != "" && (rec.Job.Result == nil || rec.Job.Result.Transcription.Utterances[0].Text != tc.resultTxt) {
+				t.Errorf("result %s, want %q", jsonOf(t, rec.Job.Result), tc.resultTxt)
+			}
+			q, err := s.Quarantined(context.Background(), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			quarantined := 0.0
+			if tc.reason != "" {
+				quarantined = 1
+				if len(q) != 1 || q[0].Reason != tc.reason || string(q[0].Body) != string(tc.later.Body) || q[0].Route != tc.later.Route {
+					t.Fatalf("quarantine %+v, want the later delivery with reason %q", q, tc.reason)
+				}
+				// Nothing of the record moved, not even its delivery count.
+				if jsonOf(t, rec) != jsonOf(t, before) {
+					t.Errorf("record changed:\n%s\n%s", jsonOf(t, before), jsonOf(t, rec))
+				}
+			} else if len(q) != 0 {
+				t.Errorf("quarantine %+v, want none", q)
+			}
+			if got := labelled(t, reg, metric, "outcome", "quarantined"); got != quarantined {
+				t.Errorf("quarantined counted %v, want %v", got, quarantined)
+			}
+			if got := labelled(t, reg, metric, "outcome", "late"); got != tc.late {
+				t.Errorf("late counted %v, want %v", got, tc.late)
+			}
+			if got := labelled(t, reg, metric, "outcome", "duplicate"); got != tc.dup {
+				t.Errorf("duplicates counted %v, want %v", got, tc.dup)
+			}
+			var types []string
+			for _, typ := range []string{api.EventJobSucceeded, api.EventJobFailed} {
+				for range evs.of(id, typ) {
+					types = append(types, typ)
+				}
+			}
+			if strings.Join(types, ",") != strings.Join(tc.events, ",") {
+				t.Errorf("events %v, want %v", types, tc.events)
+			}
+		})
+	}
+}
+
+// A live session's messages stop applying after its own end_session: a later message is
+// quarantined, not stored among the session's messages.
+func TestLiveMessagesAfterEndSession(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	reg := prometheus.NewRegistry()
+	r := start(t, handlers.Config{Store: s, Metrics: reg})
+	const session = "sess-end"
+	var ds []store.Delivery
+	for n, typ := range []api.MessageType{api.MessageStartSession, api.MessageEndSession} {
+		ds = append(ds, newLive(session, n, typ, nil).Delivery)
+	}
+	waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, ds...)...)
+	late := newLive(session, 7, api.MessageTranscript, map[string]any{"is_final": true, "utterance": map[string]any{"text": "forged"}})
+	waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, late.Delivery)...)
+	msgs := liveMessages(t, s, session)
+	if len(msgs) != 2 || msgs[1].Type != api.MessageEndSession {
+		t.Fatalf("stored %d messages, want start_session and end_session only", len(msgs))
+	}
+	q, _ := s.Quarantined(context.Background(), 10)
+	want := "session sess-end is final (live.end_session applied): a later live.transcript changes nothing"
+	if len(q) != 1 || q[0].Reason != want {
+		t.Fatalf("quarantine %+v", q)
+	}
+	if got := labelled(t, reg, "scribehook_deliveries_after_final_total", "outcome", "quarantined"); got != 1 {
+		t.Errorf("counted %v", got)
+	}
+}
+
+// The id applied is the id the receiver classified (and checked the token against), whatever
+// another reading of the body would give.
+func TestAppliedIDIsTheClassifiedID(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	r := start(t, handlers.Config{Store: s})
+	d := jobError("mine", 500, "x")
+	d.Body = []byte(`{"id":"other","event":"transcription.error","error":{"code":500,"message":"x"}}`)
+	waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, d)...)
+	if rec := getJob(t, s, "mine"); rec.Job.Status != api.StatusError {
+		t.Errorf("mine: %s", rec.Job.Status)
+	}
+	if _, err := s.GetJob(context.Background(), "other"); err == nil {
+		t.Errorf("a record for %q was written", "other")
+	}
+}
