@@ -43,6 +43,19 @@ export function announce(msg) {
   announceTimer = setTimeout(() => { region.textContent = msg; }, 50);
 }
 
+/**
+ * s as a link target when it is an absolute http or https URL, else null. Job fields come from
+ * the service and the job's submitter: any other scheme (javascript:, data:, file:) must never
+ * become a link, whatever the page's Content-Security-Policy would stop. The parsed form is
+ * returned, so the link goes exactly where the check looked.
+ */
+export function webURL(s) {
+  if (typeof s !== 'string' || !s) return null;
+  let u;
+  try { u = new URL(s); } catch { return null; }
+  return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : null;
+}
+
 export function fmtTime(iso) {
   if (!iso) return '—';
   const d = new Date(iso);

@@ -2,7 +2,7 @@
 import { APIError, apiURL, get } from './api.js';
 import {
   announce, every, fill, fmtBytes, fmtClock, fmtSeconds, h, json, section, shortId,
-  speakerName, statusBadge, timeEl,
+  speakerName, statusBadge, timeEl, webURL,
 } from './dom.js';
 
 const POLL_MS = 2000;
@@ -310,8 +310,9 @@ function artifactsTable(job) {
         link = h('a', { href: url, download: a.name }, `Download ${a.name}`);
       }
     }
+    // a.path stays out of the page: where the server keeps its files is none of the browser's business.
     return h('tr', {},
-      h('td', { 'data-label': 'Name' }, h('code', {}, a.name), h('div', { class: 'hint' }, `on the server: ${a.path}`)),
+      h('td', { 'data-label': 'Name' }, h('code', {}, a.name)),
       h('td', { 'data-label': 'Format' }, a.format),
       h('td', { 'data-label': 'Language' }, a.language || '—'),
       h('td', { 'data-label': 'Size', class: 'num' }, fmtBytes(a.size)),
@@ -323,6 +324,14 @@ function artifactsTable(job) {
     h('tbody', {}, rows)));
   el.revoke = () => blobs.forEach((u) => URL.revokeObjectURL(u));
   return el;
+}
+
+/** The job's audio source: a link only for http and https, other schemes as plain text. */
+function audioSource(source) {
+  if (!source) return '—';
+  const href = webURL(source);
+  return href ? h('a', { href, rel: 'noreferrer', class: 'id', id: 'audio-source' }, source)
+    : h('span', { class: 'id', id: 'audio-source' }, source);
 }
 
 export function jobPage(id) {
@@ -364,7 +373,7 @@ export function jobPage(id) {
       ['Completed', timeEl(job.completed_at)],
       ['Request id', job.request_id || '—'],
       ['Audio', file.filename ? `${file.filename}, ${fmtSeconds(file.audio_duration)}, ${file.number_of_channels} channel(s)` : '—'],
-      ['Audio source', file.source ? h('a', { href: file.source, rel: 'noreferrer', class: 'id' }, file.source) : '—'],
+      ['Audio source', audioSource(file.source)],
       ['Languages', ((job.result && job.result.transcription && job.result.transcription.languages) || []).join(', ') || '—'],
       ['Transcription time', md.transcription_time !== undefined ? fmtSeconds(md.transcription_time) : '—'],
     ];

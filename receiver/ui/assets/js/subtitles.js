@@ -1,7 +1,7 @@
 // Subtitle preview: the job's audio with its WebVTT track, the active cue highlighted as it
 // plays, and a rule report computed in the browser from the same file.
 import { APIError, apiURL, get, getText } from './api.js';
-import { fill, fmtClock, h, shortId } from './dom.js';
+import { fill, fmtClock, h, shortId, webURL } from './dom.js';
 import { PROFILES, checkCues, parseVTT } from './vtt.js';
 
 const RULES = {
@@ -59,7 +59,8 @@ export function subtitlePreview(id, q) {
     }
     const cues = parseVTT(text);
     const source = job.file && job.file.source;
-    const playable = source && /^https?:\/\//i.test(source);
+    const href = webURL(source);
+    const playable = Boolean(href);
 
     // Player
     const audioProblem = h('div', { role: 'alert' });
@@ -94,7 +95,7 @@ export function subtitlePreview(id, q) {
     let player;
     if (playable) {
       const track = h('track', { kind: 'subtitles', label: `Subtitles${lang ? ` (${lang})` : ''}`, srclang: lang || undefined, src: vttURL, default: true });
-      audio = h('audio', { controls: true, preload: 'auto', src: source, id: 'player', 'aria-describedby': 'audio-hint' }, track);
+      audio = h('audio', { controls: true, preload: 'auto', src: href, id: 'player', 'aria-describedby': 'audio-hint' }, track);
       track.track.mode = 'hidden'; // fire cuechange without drawing (an audio element draws nothing anyway)
       // The track's own cue events drive the highlight; playback time is the fallback when the
       // track cannot load.
@@ -123,7 +124,7 @@ export function subtitlePreview(id, q) {
       });
       player = h('div', {},
         audio,
-        h('p', { id: 'audio-hint', class: 'hint' }, 'Audio from the service: ', h('a', { href: source, rel: 'noreferrer', class: 'id' }, source)),
+        h('p', { id: 'audio-hint', class: 'hint' }, 'Audio from the service: ', h('a', { href, rel: 'noreferrer', class: 'id' }, source)),
         audioProblem);
     } else {
       player = h('p', { class: 'notice' }, source
