@@ -233,6 +233,17 @@ async function main() {
       await shot('05-job');
     });
 
+    await step('the job page names its artifacts but never shows where the server keeps them', async () => {
+      await page.locator('#artifacts code', { hasText: 'subtitles.en.srt' }).waitFor();
+      const text = await page.locator('body').innerText();
+      assert.ok(!text.includes(info.data_dir), `the page text shows a server path (${info.data_dir}):\n${text}`);
+      assert.ok(!(await page.content()).includes(info.data_dir), `the page's HTML holds a server path (${info.data_dir})`);
+      // The read API keeps the paths (DESIGN.md): without them this step would prove nothing.
+      const job = await page.evaluate(async (id) => (await fetch(`../v1/jobs/${encodeURIComponent(id)}`)).json(), jobId);
+      const paths = job.local.artifacts.map((a) => a.path);
+      assert.ok(paths.length > 0 && paths.every((p) => p.startsWith(info.data_dir)), `artifact paths: ${paths}`);
+    });
+
     await step('the subtitle preview plays the audio and the active cue changes', async () => {
       await page.getByRole('link', { name: 'Subtitle preview' }).click();
       await page.getByRole('heading', { level: 1, name: 'Subtitle preview' }).waitFor();
@@ -325,6 +336,20 @@ async function main() {
       const after = await control(info, 'GET', '/hook');
       assert.ok(after.received > before.received, `the hook received nothing after the replay: ${JSON.stringify(after)}`);
       await shot('10-sinks-replayed');
+    });
+
+    await step('a job whose audio source is a javascript: URL shows it as text, not as a link', async () => {
+      await page.evaluate((h) => { location.hash = h; }, `#/jobs/${encodeURIComponent(info.hostile_job)}`);
+      await page.getByRole('heading', { level: 1, name: new RegExp(info.hostile_job) }).waitFor();
+      const source = page.locator('#overview dt:text-is("Audio source") + dd');
+      await source.waitFor();
+      assert.equal(await source.innerText(), 'javascript:alert(1)');
+      assert.equal(await source.locator('a').count(), 0, 'the javascript: source is a link');
+      const links = await page.evaluate(() => [...document.querySelectorAll('a[href]')].map((a) => a.href));
+      const foreign = links.filter((u) => !/^(https?|blob):/i.test(u));
+      assert.deepEqual(foreign, [], 'links that are neither http, https nor blob');
+      await accessible(page, 'job with a javascript: source');
+      await shot('10b-job-hostile-source');
     });
 
     await step('every page is usable at 390 px: no sideways scrolling, labels, contrast (light and dark)', async () => {
