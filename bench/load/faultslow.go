@@ -15,7 +15,10 @@ import (
 // faultSlow opens, on loopback, a flood of idle connections, slow-header clients (slowloris)
 // and slow-body clients, holds them while ordinary callbacks keep coming, and checks that
 // memory stays bounded, that ordinary callbacks are still answered, that serve closes the slow
-// connections at its read timeout, and that its goroutines return to their count before.
+// connections at its read timeout, and that its goroutines return to their count before. The
+// slow clients come from many loopback addresses, each under serve's cap of connections per
+// address, as a botnet would; one more address opens more than the cap, and serve must answer
+// exactly the connections past it with 429 at once.
 func faultSlow(args []string) error {
 	fs := flag.NewFlagSet("fault slow", flag.ExitOnError)
 	var c common
@@ -27,6 +30,9 @@ func faultSlow(args []string) error {
 	hold := fs.Duration("hold", 70*time.Second, "how long the slow connections are held (serve's read timeout is 60 s)")
 	rate := fs.Float64("rate", 200, "ordinary callbacks per second meanwhile")
 	maxRSS := fs.Int("max-rss-mib", 150, "bound of serve's resident memory")
+	perAddr := fs.Int("per-addr", 200, "slow connections sharing one loopback source address (under serve's cap)")
+	addrCap := fs.Int("cap", 256, "serve's cap of connections per client address (receiver.DefaultMaxConnsPerIP)")
+	overCap := fs.Int("over-cap", 20, "connections one address opens past the cap")
 	_ = fs.Parse(args)
 
 	dir, cleanup, err := c.workdir()
@@ -75,19 +81,30 @@ func faultSlow(args []string) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	groups := map[string]*slowGroup{}
+	idle := func(ctx context.Context, _ net.Conn) { <-ctx.Done() }
+	dialed := 0
 	for _, g := range []struct {
 		name string
 		n    int
 		play func(ctx context.Context, conn net.Conn)
+		from func() net.IP
 	}{
-		{"idle", *flood, func(ctx context.Context, _ net.Conn) { <-ctx.Done() }},
-		{"slow headers", *slowHead, slowHeaders},
-		{"slow body", *slowBody, func(ctx context.Context, conn net.Conn) { slowBodyPlay(ctx, conn, *bodySize) }},
+		{"idle", *flood, idle, nil},
+		{"slow headers", *slowHead, slowHeaders, nil},
+		{"slow body", *slowBody, func(ctx context.Context, conn net.Conn) { slowBodyPlay(ctx, conn, *bodySize) }, nil},
+		{"one address over the cap", *addrCap + *overCap, idle, func() net.IP { return net.IPv4(127, 2, 0, 1) }},
 	} {
 		sg := &slowGroup{}
 		groups[g.name] = sg
 		for range g.n {
-			conn, err := net.DialTimeout("tcp", srv.addr, 5*time.Second)
+			from := net.IPv4(127, 1, byte(dialed / *perAddr / 256), byte(dialed / *perAddr % 256 + 1))
+			if g.from != nil {
+				from = g.from()
+			} else {
+				dialed++
+			}
+			d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: from}}
+			conn, err := d.Dial("tcp", srv.addr)
 			if err != nil {
 				sg.add(0, err)
 				continue
@@ -98,6 +115,11 @@ func faultSlow(args []string) error {
 				closed := make(chan time.Duration, 1)
 				go func() {
 					// The server closing the connection shows as EOF (or a reset) here.
+					var first [len("HTTP/1.1 429")]byte
+					n, _ := io.ReadFull(conn, first[:])
+					if string(first[:n]) == "HTTP/1.1 429" {
+						sg.refused()
+					}
 					_, _ = io.Copy(io.Discard, conn)
 					closed <- time.Since(opened)
 				}()
@@ -134,9 +156,16 @@ func faultSlow(args []string) error {
 	peak := sampler.stop()
 	fmt.Printf("ordinary callbacks meanwhile: %s\n", describeLoad(res))
 	var problems []string
-	for _, name := range []string{"idle", "slow headers", "slow body"} {
+	for _, name := range []string{"idle", "slow headers", "slow body", "one address over the cap"} {
 		g := groups[name]
 		fmt.Printf("%s: %s\n", name, g)
+		want := 0
+		if name == "one address over the cap" {
+			want = *overCap
+		}
+		if got := g.refusedCount(); got != want {
+			problems = append(problems, fmt.Sprintf("%s: %d connections answered 429, want %d", name, got, want))
+		}
 		if g.dialErrs > 0 {
 			problems = append(problems, fmt.Sprintf("%s: %d connections refused", name, g.dialErrs))
 		}
@@ -210,11 +239,11 @@ func slowHeaders(ctx context.Context, conn net.Conn) {
 	}
 }
 
-// slowBodyPlay announces a body of size bytes to an unknown token and sends one KiB per
-// second: the server reads bodies before the handler sees the token, so this is what anyone
-// who can reach the port can do.
+// slowBodyPlay announces a body of size bytes to a valid token and sends one KiB per second:
+// serve refuses a bad token on the headers alone, so only a holder of a token (or a sender on
+// a bad link) can hold a body open, until the read timeout.
 func slowBodyPlay(ctx context.Context, conn net.Conn, size int) {
-	head := fmt.Sprintf("POST /v1/callbacks/not-a-token HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+	head := fmt.Sprintf("POST "+callbackPath+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
 	if _, err := io.WriteString(conn, head); err != nil {
 		return
 	}
@@ -238,6 +267,7 @@ type slowGroup struct {
 	mu       sync.Mutex
 	closedIn []time.Duration // connections the server closed, after how long
 	open     int             // still open when the hold ended
+	n429     int             // connections answered 429 (over their address's cap)
 	dialErrs int
 	firstErr error
 }
@@ -258,10 +288,25 @@ func (g *slowGroup) add(d time.Duration, err error) {
 	}
 }
 
+func (g *slowGroup) refused() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n429++
+}
+
+func (g *slowGroup) refusedCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n429
+}
+
 func (g *slowGroup) String() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := fmt.Sprintf("%d closed by serve (after %s), %d still open at the end", len(g.closedIn), summarise(g.closedIn), g.open)
+	if g.n429 > 0 {
+		s += fmt.Sprintf(", %d answered 429", g.n429)
+	}
 	if g.dialErrs > 0 {
 		s += fmt.Sprintf(", %d refused (%v)", g.dialErrs, g.firstErr)
 	}
