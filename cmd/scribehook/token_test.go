@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// lockedBuffer collects log lines written from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// sandboxCallbackToken reads the callback token of a job from the sandbox's own record, raw
+// (api.Job redacts what it decodes): the service holds the URL in clear, and only it may.
+func sandboxCallbackToken(t *testing.T, base, kind, id string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/v2/"+kind+"/"+id, nil)
+	req.Header.Set("x-service-key", e2eKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rec struct {
+		RequestParams struct {
+			CallbackConfig struct {
+				URL string `json:"url"`
+			} `json:"callback_config"`
+		} `json:"request_params"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&rec); err != nil {
+		t.Fatal(err)
+	}
+	u := rec.RequestParams.CallbackConfig.URL
+	i := strings.LastIndex(u, "/v1/callbacks/")
+	if i < 0 || len(u) < i+len("/v1/callbacks/")+40 {
+		t.Fatalf("sandbox record of %s has callback URL %q", id, u)
+	}
+	return u[i+len("/v1/callbacks/"):]
+}
+
+// The per-job token is a capability: after a pre-recorded job and a live session created the
+// way submit and live create them, with a file sink and a webhook sink that fails into the
+// dead letters, the token is nowhere: not in the database's files, the sinks' files, the
+// webhook's bodies, the read API's answers or the logs.
+func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
+	var logs lockedBuffer
+	logger := logrus.New()
+	logger.SetOutput(&logs)
+	logger.SetLevel(logrus.DebugLevel)
+	logger.SetFormatter(&logrus.JSONFormatter{})
+
+	var hookMu sync.Mutex
+	var hookBodies [][]byte
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hookMu.Lock()
+		hookBodies = append(hookBodies, b)
+		hookMu.Unlock()
+		w.WriteHeader(http.StatusInternalServerError) // every event ends as a dead letter
+	}))
+	t.Cleanup(hook.Close)
+
+	out := filepath.Join(t.TempDir(), "out")
+	l := newLoopWith(t, sandbox.Faults{}, func(o *serverOptions) {
+		o.Logger = logrus.NewEntry(logger)
+		spec := sinks.Spec{
+			Name: "hook", Kind: "webhook", URL: hook.URL, SigningSecrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+			Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"job.*", "live.end_session"}},
+			Retry: []time.Duration{0}, BreakerThreshold: -1,
+		}
+		sk, err := sinks.New(spec, sinks.Deps{Logger: o.Logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Sinks = []sinkSetup{fileSink(t, out), {Spec: spec, Sink: sk}}
+	})
+	ctx := context.Background()
+	cfg := configs.Default()
+	cfg.PublicURL = "http://" + l.addr
+
+	// A pre-recorded job as `scribehook submit` creates it.
+	req := api.PreRecordedRequest{AudioURL: l.files.URL + "/sample.wav", CustomMetadata: json.RawMessage(`{"team":"sec"}`)}
+	jobID, err := submitJob(ctx, cfg, l.store, l.service, &req, http.MethodPost, func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A live session as `scribehook live` creates it.
+	token, hash, err := mintToken(ctx, l.store, api.KindLive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lreq := api.LiveRequest{SampleRate: api.Int(8000), Callback: api.Bool(true),
+		CallbackConfig: &api.LiveCallbackConfig{URL: callbackURL(cfg, token), MessagesConfig: allCategories(true)}}
+	created, err := l.service.CreateLive(ctx, lreq, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bindToken(ctx, l.store, hash, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordSubmitted(ctx, l.store, created.ID, api.KindLive, created.CreatedAt, lreq, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.service.StreamLive(ctx, created.URL, bytes.NewReader(l.wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec := l.waitJob(jobID)
+	l.waitJob(created.ID)
+	tokens := map[string]string{
+		"pre-recorded": sandboxCallbackToken(t, l.sandbox.URL, "pre-recorded", jobID),
+		"live":         sandboxCallbackToken(t, l.sandbox.URL, "live", created.ID),
+	}
+	if tokens["live"] != token {
+		t.Fatalf("the sandbox holds another live token")
+	}
+	// The record says where callbacks went, without the token.
+	if p, err := rec.Job.PreRecordedParams(); err != nil || p.CallbackConfig == nil ||
+		p.CallbackConfig.URL != "http://"+l.addr+"/v1/callbacks/[token]" {
+		t.Errorf("stored callback_config = %+v, %v", p.CallbackConfig, err)
+	}
+	waitUntil(t, "dead letters of every hook event", 60*time.Second, func() bool {
+		dl, _ := l.store.DeadLetters(ctx, "hook", time.Time{}, 0)
+		return len(dl) >= 3 // job.succeeded twice (job and session), live.end_session
+	})
+
+	places := map[string][]byte{}
+	read := func(path string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+l.addr+path, nil)
+		req.Header.Set("Authorization", "Bearer read-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		places["read API "+path] = b
+	}
+	for _, p := range []string{"/v1/jobs", "/v1/jobs/" + jobID, "/v1/jobs/" + created.ID, "/v1/deadletters",
+		"/v1/live/" + created.ID + "/messages"} {
+		read(p)
+	}
+	if !bytes.Contains(places["read API /v1/jobs/"+jobID], []byte(`/v1/callbacks/[token]`)) {
+		t.Errorf("GET /v1/jobs/%s does not show the redacted callback URL: %s", jobID, truncate(places["read API /v1/jobs/"+jobID]))
+	}
+	hookMu.Lock()
+	for i, b := range hookBodies {
+		places[fmt.Sprintf("webhook body %d", i)] = b
+	}
+	if len(hookBodies) < 3 {
+		t.Errorf("the webhook got %d bodies, want at least 3", len(hookBodies))
+	}
+	hookMu.Unlock()
+	l.stop() // the database's files are complete once it is closed
+	_ = filepath.WalkDir(filepath.Dir(l.dbPath), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			places["file "+path] = b
+		}
+		return nil
+	})
+	_ = filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			places["sink file "+path] = b
+		}
+		return nil
+	})
+	places["logs"] = logs.Bytes()
+	if len(places["logs"]) == 0 {
+		t.Fatal("no log lines captured")
+	}
+	sinkFiles := 0
+	for where, b := range places {
+		if strings.HasPrefix(where, "sink file ") {
+			sinkFiles++
+		}
+		for kind, tok := range tokens {
+			if bytes.Contains(b, []byte(tok)) {
+				t.Errorf("the %s token is in %s", kind, where)
+			}
+		}
+	}
+	if sinkFiles == 0 {
+		t.Error("the file sink wrote nothing")
+	}
+}
