@@ -119,6 +119,25 @@ func TestBadInputSuite(t *testing.T) {
 	if err := l.store.RevokeToken(ctx, store.HashToken(strings.TrimPrefix(revokedPath, "/v1/callbacks/"))); err != nil {
 		t.Fatal(err)
 	}
+	// A job whose final callback (an error) is applied before the cases run; a live token; a
+	// token minted eight days ago.
+	const finalJob = "12121212-0000-4000-8000-000000000012"
+	const sessA, sessB = "5e55a000-0000-4000-8000-00000000005a", "5e55b000-0000-4000-8000-00000000005b"
+	finalPath := tokenPath()
+	if code, body := l.post(finalPath, ctJSON, errorBody(finalJob, "")); code != 200 {
+		t.Fatalf("final delivery = %d %s", code, body)
+	}
+	livePath := strings.TrimPrefix(l.callbackURL(api.KindLive), "http://"+l.addr)
+	oldTok, _ := store.NewToken()
+	if err := l.store.CreateToken(ctx, store.Token{Hash: store.HashToken(oldTok), Kind: api.KindPreRecorded, CreatedAt: time.Now().Add(-8 * 24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	liveBody := func(id, payload string) []byte {
+		return []byte(`{"id":"` + id + `","event":"live.transcript","payload":` + payload + `}`)
+	}
+	transcriptOf := func(session string) string {
+		return `{"session_id":"` + session + `","created_at":"2026-11-24T10:00:00Z","type":"transcript","data":{"id":"u1","is_final":true,"utterance":{"text":"x","words":[]}}}`
+	}
 	// A signed webhook the service will retry below.
 	accepted := []byte(`{"event":"transcription.created","payload":{"id":"cccccccc-0000-4000-8000-00000000000c"}}`)
 	acceptedHeaders := signed(t, "msg_accepted", time.Now(), accepted)
@@ -205,12 +224,47 @@ func TestBadInputSuite(t *testing.T) {
 				}
 			}},
 
+		// The id that authorises is the id applied: keys that authorise, in another case, make a
+		// body ambiguous; it is kept in quarantine, nothing applied.
+		{name: "Id beside id", method: "POST", path: qPath, header: ctJSON,
+			body:   []byte(`{"id":"` + jobA + `","Id":"` + jobB + `","event":"transcription.error","error":{"code":500,"message":"x"}}`),
+			status: 200, msg: "quarantined", reason: `key "Id" is a case variant of "id"`, stored: badCounts{quarantine: 1}},
+		{name: "thin webhook with payload Id beside id", method: "POST", path: "/v1/callbacks/account-route-token",
+			header: signedWith("msg_case", now, []byte(`{"event":"transcription.success","payload":{"id":"`+jobA+`","ID":"`+jobB+`"}}`), "Content-Type", "application/json"),
+			body:   []byte(`{"event":"transcription.success","payload":{"id":"` + jobA + `","ID":"` + jobB + `"}}`),
+			status: 200, msg: "quarantined", reason: `key payload."ID" is a case variant of "id"`, stored: badCounts{quarantine: 1}},
+		{name: "live message naming another session", method: "POST", path: livePath, header: ctJSON, body: liveBody(sessA, transcriptOf(sessB)),
+			status: 200, msg: "quarantined", reason: `payload.session_id "` + sessB + `" differs from id`, stored: badCounts{quarantine: 1}},
+		{name: "live message with Session_ID beside session_id", method: "POST", path: livePath, header: ctJSON,
+			body:   liveBody(sessA, `{"session_id":"`+sessA+`","Session_ID":"`+sessB+`","created_at":"2026-11-24T10:00:00Z","type":"transcript","data":{"id":"u1","is_final":true,"utterance":{"text":"x","words":[]}}}`),
+			status: 200, msg: "quarantined", reason: `key payload."Session_ID" is a case variant of "session_id"`, stored: badCounts{quarantine: 1}},
+		// After the final callback nothing changes the job: stored (the service stops retrying),
+		// then set aside in quarantine with the reason.
+		{name: "success callback after the job's final error", method: "POST", path: finalPath, header: ctJSON,
+			body:   []byte(`{"id":"` + finalJob + `","event":"transcription.success","payload":{"metadata":{"audio_duration":1},"transcription":{"full_transcript":"forged","languages":["en"],"utterances":[]}}}`),
+			status: 200, msg: "stored", reason: "job " + finalJob + " is final (transcription.error applied): a later transcription.success changes nothing",
+			stored: badCounts{inbox: 1, quarantine: 1}, after: func(t *testing.T) {
+				rec, err := l.store.GetJob(ctx, finalJob)
+				if err != nil || rec.Job.Status != api.StatusError || rec.Job.Result != nil || rec.Local.ErrorMessage != "boom" || rec.Local.Deliveries != 1 {
+					t.Errorf("the final job changed: %v %s %+v", err, rec.Job.Status, rec.Local)
+				}
+			}},
+
 		// Rejected: nothing stored.
 		{name: "duplicate id keys: the last is another job", method: "POST", path: aPath, header: ctJSON,
 			body:   []byte(`{"id":"` + jobA + `","id":"` + jobB + `","event":"transcription.error","error":{"code":500,"message":"x"}}`),
 			status: 401, msg: "token is for another job"},
 		{name: "job token used for another job", method: "POST", path: aPath, header: ctJSON, body: errorBody(jobB, ""),
 			status: 401, msg: "token is for another job"},
+		// The token is bound to a job and its kind, for a while (issue 12).
+		{name: "pre-recorded token sending a live message", method: "POST", path: qPath, header: ctJSON, body: liveBody(sessA, transcriptOf(sessA)),
+			status: 401, msg: "token of a pre-recorded job cannot send a live.message callback"},
+		{name: "live token sending a job result", method: "POST", path: livePath, header: ctJSON, body: errorBody(sessA, ""),
+			status: 401, msg: "token of a live job cannot send a job.error callback"},
+		{name: "job token sending an account webhook", method: "POST", path: qPath, header: ctJSON, body: webhook,
+			status: 401, msg: "token of a pre-recorded job cannot send a account.webhook callback"},
+		{name: "token minted 8 days ago", method: "POST", path: "/v1/callbacks/" + oldTok, header: ctJSON, body: errorBody(jobB, ""),
+			status: 401, msg: "callback token has expired"},
 		{name: "oversized body", method: "POST", path: qPath, header: ctJSON, body: bytes.Repeat([]byte("x"), bodyLimit+1),
 			status: 413, msg: "request body exceeds 1048576 bytes"},
 		{name: "gzip bomb", method: "POST", path: qPath, header: with(ctJSON, "Content-Encoding", "gzip"), body: bomb.Bytes(),
