@@ -142,12 +142,13 @@ func TestFetchRefusesLoopbackUnlessAllowed(t *testing.T) {
 	wav := speechLike(t, 2, [][2]float64{{0.3, 1.5}}, 16000)
 	files := startOrigin(t, "127.0.0.1", serveFiles(map[string][]byte{"/a.wav": wav}))
 	port := files.port()
+	// Only loopback spellings: the other ranges are checked on addresses in internal/netguard,
+	// never dialled. Numeric spellings (2130706433) are netguard's too: should the guard not
+	// parse them, they would go to the machine's resolver.
 	urls := []string{
 		"http://127.0.0.1:" + port + "/a.wav",
 		"http://[::ffff:127.0.0.1]:" + port + "/a.wav",
 		"http://localhost:" + port + "/a.wav",
-		"http://2130706433:" + port + "/a.wav",
-		"http://0x7f.0.0.1:" + port + "/a.wav",
 		"http://0.0.0.0:" + port + "/a.wav",
 		"http://[::]:" + port + "/a.wav",
 		"http://[::1]:" + port + "/a.wav",
@@ -167,13 +168,13 @@ func TestFetchRefusesLoopbackUnlessAllowed(t *testing.T) {
 	}
 
 	allowing, _ := fetchEnv(t, []string{"127.0.0.0/8"}, nil)
-	for _, u := range urls[:5] {
+	for _, u := range urls[:3] {
 		if got := allowing.run(u); got.status != api.StatusDone || !got.file || got.words == "" {
 			t.Errorf("with 127.0.0.0/8 allowed, %s: %+v, want done", u, got)
 		}
 	}
-	if n := files.hits.Load(); n < 5 {
-		t.Errorf("the loopback server was reached %d times, want at least 5", n)
+	if n := files.hits.Load(); n < 3 {
+		t.Errorf("the loopback server was reached %d times, want at least 3", n)
 	}
 }
 
@@ -360,18 +361,17 @@ func TestFetchFailuresLookAlike(t *testing.T) {
 		c.FetchTimeout = 300 * time.Millisecond
 	})
 	cases := map[string]string{
-		"refused loopback":   "http://127.0.0.2:" + files.port() + "/a.wav",
-		"refused metadata":   "http://169.254.169.254/latest/meta-data/",
-		"refused private":    "http://10.0.0.1/a.wav",
-		"refused IPv6":       "http://[::1]:" + files.port() + "/a.wav",
-		"closed port":        closedURL,
-		"timeout":            files.srv.URL + "/hang.wav",
-		"over the limit":     files.srv.URL + "/big.wav",
-		"not found":          files.srv.URL + "/missing.wav",
-		"server error":       files.srv.URL + "/error.wav",
-		"truncated body":     files.srv.URL + "/truncated.wav",
-		"refused redirect":   files.srv.URL + "/redirect?port=" + files.port(),
-		"unresolvable octet": "http://256.0.0.1/a.wav",
+		"refused loopback": "http://127.0.0.2:" + files.port() + "/a.wav",
+		"refused mapped":   "http://[::ffff:127.0.0.2]:" + files.port() + "/a.wav",
+		"refused 0.0.0.0":  "http://0.0.0.0:" + files.port() + "/a.wav",
+		"refused IPv6":     "http://[::1]:" + files.port() + "/a.wav",
+		"closed port":      closedURL,
+		"timeout":          files.srv.URL + "/hang.wav",
+		"over the limit":   files.srv.URL + "/big.wav",
+		"not found":        files.srv.URL + "/missing.wav",
+		"server error":     files.srv.URL + "/error.wav",
+		"truncated body":   files.srv.URL + "/truncated.wav",
+		"refused redirect": files.srv.URL + "/redirect?port=" + files.port(),
 	}
 	for name, u := range cases {
 		if got := e.run(u); got != fetchFailed {
