@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -149,31 +150,57 @@ func TestDeliveriesAfterFinalChangeNothing(t *testing.T) {
 }
 
 // A live session's messages stop applying after its own end_session: a later message is
-// quarantined, not stored among the session's messages.
+// quarantined, not stored among the session's messages. One of its own messages delivered late
+// (created before the end, received within the hour: the service retries and reorders) is
+// still stored and forwarded, without changing the record.
 func TestLiveMessagesAfterEndSession(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	reg := prometheus.NewRegistry()
 	r := start(t, handlers.Config{Store: s, Metrics: reg})
+	evs := collectEvents(t, r.p)
 	const session = "sess-end"
 	var ds []store.Delivery
-	for n, typ := range []api.MessageType{api.MessageStartSession, api.MessageEndSession} {
-		ds = append(ds, newLive(session, n, typ, nil).Delivery)
+	for _, m := range []struct {
+		n   int
+		typ api.MessageType
+	}{{0, api.MessageStartSession}, {5, api.MessageEndSession}} {
+		ds = append(ds, newLive(session, m.n, m.typ, nil).Delivery)
 	}
 	waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, ds...)...)
-	late := newLive(session, 7, api.MessageTranscript, map[string]any{"is_final": true, "utterance": map[string]any{"text": "forged"}})
-	waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, late.Delivery)...)
+	ended := getJob(t, s, session)
+	final := func(n int, text string) live {
+		return newLive(session, n, api.MessageTranscript, map[string]any{"is_final": true, "utterance": map[string]any{"text": text}})
+	}
+	late := final(3, "said before the end") // created 3 ms in, before end_session (5 ms)
+	forged := final(7, "forged")            // created after the end
+	tooLate := final(4, "a day later")      // created before the end, received a day after it
+	tooLate.Delivery.ReceivedAt = baseTime.Add(24 * time.Hour)
+	for _, d := range []store.Delivery{late.Delivery, forged.Delivery, tooLate.Delivery} {
+		waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, d)...)
+	}
 	msgs := liveMessages(t, s, session)
-	if len(msgs) != 2 || msgs[1].Type != api.MessageEndSession {
-		t.Fatalf("stored %d messages, want start_session and end_session only", len(msgs))
+	if len(msgs) != 3 || msgs[2].Type != api.MessageTranscript || string(msgs[2].Payload) != string(late.Payload) {
+		t.Fatalf("stored %d messages, want start_session, end_session and the late transcript", len(msgs))
+	}
+	if rec := getJob(t, s, session); jsonOf(t, rec) != jsonOf(t, ended) {
+		t.Errorf("the ended session's record changed:\n%s\n%s", jsonOf(t, ended), jsonOf(t, rec))
+	}
+	if got := evs.wait(t, session, "live.transcript", 1); string(got[0].Data) != string(late.Payload) {
+		t.Errorf("event %s, want the late message", got[0].Data)
 	}
 	q, _ := s.Quarantined(context.Background(), 10)
 	want := "session sess-end is final (live.end_session applied): a later live.transcript changes nothing"
-	if len(q) != 1 || q[0].Reason != want {
-		t.Fatalf("quarantine %+v", q)
+	if len(q) != 2 || q[0].Reason != want || q[1].Reason != want || string(q[1].Body) != string(forged.Delivery.Body) ||
+		string(q[0].Body) != string(tooLate.Delivery.Body) {
+		t.Fatalf("quarantine %+v, want the forged and the day-late messages", q)
 	}
-	if got := labelled(t, reg, "scribehook_deliveries_after_final_total", "outcome", "quarantined"); got != 1 {
-		t.Errorf("counted %v", got)
+	const metric = "scribehook_deliveries_after_final_total"
+	if got := labelled(t, reg, metric, "outcome", "quarantined"); got != 2 {
+		t.Errorf("quarantined counted %v, want 2", got)
+	}
+	if got := labelled(t, reg, metric, "outcome", "late"); got != 1 {
+		t.Errorf("late counted %v, want 1", got)
 	}
 }
 

@@ -240,8 +240,12 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		if err != nil {
 			return err
 		}
+		late := false
 		if final := finalOf(rec); final != "" {
-			return p.setAside(ctx, tx, row, final)
+			if !lateMessage(rec, &msg, row) {
+				return p.setAside(ctx, tx, row, final)
+			}
+			late = true
 		}
 		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
 			SessionID:  id,
@@ -254,9 +258,27 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		}); err != nil {
 			return err
 		}
+		liveEvent := api.Event{
+			ID:             eventID(row.DedupeKey, api.LiveEvent(msg.Type)),
+			Type:           api.LiveEvent(msg.Type),
+			CreatedAt:      api.NewTime(row.ReceivedAt),
+			JobID:          id,
+			Kind:           api.KindLive,
+			Category:       category,
+			CustomMetadata: rec.Job.CustomMetadata,
+			Data:           payload,
+		}
+		events = []api.Event{liveEvent}
+		if late {
+			// Stored and forwarded, so nothing the session said is lost; the ended session's
+			// record stays as its end left it.
+			p.m.afterFinal.WithLabelValues("late").Inc()
+			return p.outbox(ctx, tx, row, rec.Job, &events, nil)
+		}
 		updateLiveRecord(&rec.Job, &msg, row.ReceivedAt)
 		if msg.Type == api.MessageEndSession {
 			rec.Local.Final = row.Event
+			rec.Local.EndedAt = msg.CreatedAt.Time
 		}
 		if fetched != nil && fetched.Status.Final() {
 			rec.Job = *fetched
@@ -268,16 +290,7 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
-		events = []api.Event{{
-			ID:             eventID(row.DedupeKey, api.LiveEvent(msg.Type)),
-			Type:           api.LiveEvent(msg.Type),
-			CreatedAt:      api.NewTime(row.ReceivedAt),
-			JobID:          id,
-			Kind:           api.KindLive,
-			Category:       category,
-			CustomMetadata: rec.Job.CustomMetadata,
-			Data:           payload,
-		}}
+		events[0].CustomMetadata = rec.Job.CustomMetadata
 		if msg.Type == api.MessageEndSession && rec.Job.Status.Final() {
 			events = append(events, jobEvent(row, rec.Job))
 		}
@@ -441,6 +454,20 @@ func (p *Pipeline) setAside(ctx context.Context, tx store.Tx, row store.InboxRow
 	p.m.afterFinal.WithLabelValues("quarantined").Inc()
 	p.log.WithFields(logrus.Fields{"inbox_id": row.ID, "job_id": row.JobID, "event": row.Event}).Warn("delivery after the final one quarantined")
 	return nil
+}
+
+// lateGrace bounds how long after a session's end a message of the session may still arrive:
+// the service retries failed callbacks and does not order them, so end_session can be applied
+// before an earlier message; a token cannot add to a session that ended long ago.
+const lateGrace = time.Hour
+
+// lateMessage reports whether msg is one of an ended session's own messages delivered late:
+// created before its end_session and received within lateGrace of it. Anything else after the
+// end is not the session's.
+func lateMessage(rec store.JobRecord, msg *api.LiveMessage, row store.InboxRow) bool {
+	end := rec.Local.EndedAt
+	return !end.IsZero() && msg.Type != api.MessageEndSession && !msg.CreatedAt.Time.After(end) &&
+		!row.ReceivedAt.After(end.Add(lateGrace))
 }
 
 // finalEvents are the events that end a job or a session.

@@ -113,6 +113,10 @@ type Local struct {
 	// end_session message). Once set, later deliveries about the job change nothing (DESIGN.md,
 	// rule 7).
 	Final string `json:"final,omitempty"`
+	// EndedAt is the created_at of a live session's own end_session message. A message of the
+	// session created before it and received within an hour of it is still stored and forwarded
+	// (the service retries and does not order its callbacks); it changes nothing else.
+	EndedAt time.Time `json:"ended_at,omitzero"`
 }
 
 // AfterFinalKey is the quarantine dedupe key of an inbox row set aside because its job was

@@ -116,7 +116,8 @@ func TestLiveStreamsAWAVFileWithCallbacksBack(t *testing.T) {
 	events := map[string]int{}
 	partials := 0
 	for _, cb := range e.serve.callbacks() {
-		if cb.JobID != id || !strings.HasPrefix(params.CallbackConfig.URL, e.serve.URL+"/v1/callbacks/"+cb.Token) {
+		// The record read back says where callbacks go, with the token redacted.
+		if cb.JobID != id || params.CallbackConfig.URL != e.serve.URL+"/v1/callbacks/[token]" {
 			t.Fatalf("callback for %s with token bound to %s", id, cb.JobID)
 		}
 		var lc api.LiveCallback
