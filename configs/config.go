@@ -146,6 +146,10 @@ type ReceiverConfig struct {
 	// TokenTTL is how long a per-job callback token minted by submit or live authenticates
 	// callbacks (default 7 days, docs/security.md).
 	TokenTTL time.Duration `yaml:"token_ttl"`
+	// MaxConnsPerIP bounds the connections one client address (an IPv6 client's /64) holds at
+	// once (default 256); -1 turns the bound off, for a proxy that brings every delivery from
+	// one address.
+	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
 }
 
 // Defaults of the configuration (DESIGN.md).
@@ -172,6 +176,7 @@ const (
 	DefaultBodyLimit     = 32 << 20
 	DefaultPartitions    = 4
 	DefaultTokenTTL      = 7 * 24 * time.Hour
+	DefaultMaxConnsPerIP = 256
 	DefaultSinkDir       = "./out"
 	DefaultSinkTimeout   = 10 * time.Second
 	DefaultSinkTopic     = "scribehook.events"
@@ -200,7 +205,7 @@ func Default() Config {
 		Sinks: []Sink{{
 			Name: "files", Kind: "file", Dir: DefaultSinkDir, Events: []string{"*"}, Timeout: DefaultSinkTimeout,
 		}},
-		Receiver: ReceiverConfig{BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions, TokenTTL: DefaultTokenTTL},
+		Receiver: ReceiverConfig{BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions, TokenTTL: DefaultTokenTTL, MaxConnsPerIP: DefaultMaxConnsPerIP},
 	}
 }
 

@@ -39,7 +39,7 @@ func TestDefaultsWithNoFile(t *testing.T) {
 			SweepInterval: 30 * time.Second, SweepGrace: 5 * time.Second, Queue: 10000, MaxLen: 100000},
 		Subtitles: SubtitlesConfig{Profile: "netflix-adult", Formats: []string{"srt", "vtt"}, Dir: "artifacts"},
 		Sinks:     []Sink{{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: 10 * time.Second}},
-		Receiver:  ReceiverConfig{BodyLimit: 32 << 20, Partitions: 4, TokenTTL: 7 * 24 * time.Hour},
+		Receiver:  ReceiverConfig{BodyLimit: 32 << 20, Partitions: 4, TokenTTL: 7 * 24 * time.Hour, MaxConnsPerIP: 256},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults =\n%#v\nwant\n%#v", cfg, want)
@@ -120,7 +120,7 @@ func TestFullYAML(t *testing.T) {
 			{Name: "stream", Kind: "redisstream", URL: "redis://127.0.0.1:6379", Topic: "scribehook.events", Events: []string{"*"}, Timeout: 10 * time.Second},
 			{Name: "log", Kind: "log", Events: []string{"job.*"}, Timeout: 90 * time.Second},
 		},
-		Receiver: ReceiverConfig{BodyLimit: 1 << 20, Partitions: 16, TokenTTL: 7 * 24 * time.Hour},
+		Receiver: ReceiverConfig{BodyLimit: 1 << 20, Partitions: 16, TokenTTL: 7 * 24 * time.Hour, MaxConnsPerIP: 256},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config =\n%#v\nwant\n%#v", cfg, want)
@@ -277,7 +277,7 @@ func TestValidationSentences(t *testing.T) {
 		{Name: "hook", Kind: "webhook", URL: "not a url", Events: []string{"", "live.[x"}, Categories: []string{"final_transcripts", "finals"}, Allow: []string{"10.0.0.0/8", "http://x"}, Timeout: time.Second},
 		{Name: "", Kind: "nats", Events: []string{"*"}, Timeout: time.Second},
 	}
-	cfg.Receiver = ReceiverConfig{BodyLimit: 0, Partitions: 1000, TokenTTL: time.Minute}
+	cfg.Receiver = ReceiverConfig{BodyLimit: 0, Partitions: 1000, TokenTTL: time.Minute, MaxConnsPerIP: -5}
 	err := cfg.Validate()
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
@@ -314,6 +314,7 @@ func TestValidationSentences(t *testing.T) {
 		`receiver.body_limit must be a positive number of bytes (got 0)`,
 		`receiver.partitions must be between 1 and 256 (got 1000)`,
 		`receiver.token_ttl must be at least 1h (got 1m0s)`,
+		`receiver.max_conns_per_ip must be a positive number of connections, or -1 for no bound (got -5)`,
 	}
 	got := ve.Sentences()
 	if !slices.Equal(got, want) {

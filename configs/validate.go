@@ -128,6 +128,9 @@ func (c Config) Validate() error {
 		// A token must outlive the job it serves and the service's retries of its callback.
 		v.add("receiver.token_ttl", "must be at least 1h (got %s)", c.Receiver.TokenTTL)
 	}
+	if n := c.Receiver.MaxConnsPerIP; n == 0 || n < -1 {
+		v.add("receiver.max_conns_per_ip", "must be a positive number of connections, or -1 for no bound (got %d)", n)
+	}
 	return v.err()
 }
 

@@ -107,7 +107,7 @@ Without a configuration file it runs on the defaults: SQLite in scribehook.db, l
 			srv, err := startServer(ctx, serverOptions{
 				Store: st, Listener: ln, Routes: routes, ReadToken: secrets.ReadToken, Service: service,
 				BodyLimit: int(cfg.Receiver.BodyLimit), Partitions: cfg.Receiver.Partitions, Logger: log,
-				PublicURL: cfg.PublicURL, TokenTTL: cfg.Receiver.TokenTTL,
+				PublicURL: cfg.PublicURL, TokenTTL: cfg.Receiver.TokenTTL, MaxConnsPerIP: cfg.Receiver.MaxConnsPerIP,
 				Subtitles: subs, Sinks: sinkSetups, Bus: bus,
 				SweepInterval: cfg.Bus.SweepInterval, SweepGrace: cfg.Bus.SweepGrace, NoticeQueue: cfg.Bus.Queue,
 			})

@@ -30,9 +30,10 @@ type serverOptions struct {
 	Partitions int
 	// PublicURL is where clients reach this server (paging links); TokenTTL bounds per-job
 	// callback tokens (receiver.Config).
-	PublicURL string
-	TokenTTL  time.Duration
-	Logger    *logrus.Entry
+	PublicURL     string
+	TokenTTL      time.Duration
+	MaxConnsPerIP int
+	Logger        *logrus.Entry
 	// Subtitles renders artifacts when jobs succeed (Dir empty: none).
 	Subtitles handlers.SubtitleConfig
 	// Sinks are built sinks with their specs; each gets its own durable queue and workers.
@@ -136,7 +137,7 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 	recv, err := receiver.New(receiver.Config{
 		Store: o.Store, Ingester: s.batcher, Notifier: pipeline, Live: pipeline.SessionFeed(),
 		Routes: o.Routes, ReadToken: o.ReadToken, BodyLimit: o.BodyLimit,
-		PublicURL: o.PublicURL, TokenTTL: o.TokenTTL,
+		PublicURL: o.PublicURL, TokenTTL: o.TokenTTL, MaxConnsPerIP: o.MaxConnsPerIP,
 		Ready: pipeline.Ready, Metrics: reg, Logger: o.Logger,
 		Notes: func() []string {
 			if !pipeline.BrokerUp() {
