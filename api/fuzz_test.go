@@ -256,6 +256,9 @@ func FuzzClassifyCallback(f *testing.F) {
 		c, err := ClassifyCallback(body)
 		// Exactly what the straightforward implementation gives, error text included.
 		refC, refPayload, refErr := referenceClassifyCallback(body)
+		if aerr := referenceAmbiguity(body, refC, refErr); aerr != nil {
+			refC, refPayload, refErr = Classified{}, nil, aerr
+		}
 		if c != refC || fmt.Sprint(err) != fmt.Sprint(refErr) {
 			t.Fatalf("classified as %+v, %v; the reference gives %+v, %v", c, err, refC, refErr)
 		}
@@ -414,4 +417,63 @@ func referenceClassifyCallback(body []byte) (Classified, json.RawMessage, error)
 		return Classified{}, nil, fmt.Errorf("%w: event %q with this body", ErrUnclassified, head.Event)
 	}
 	return c, head.Payload, nil
+}
+
+// referenceAmbiguity is the straightforward form of the rules issue 12 added to the
+// classification (the receiver's classify_test.go keeps the same reference for its
+// differential test): keys that authorise (id, a thin webhook's payload.id, a message's
+// payload.session_id) may not come in case variants, and a message may not name another
+// session. It runs beside referenceClassifyCallback (its result c and err), in the order the
+// classification checks.
+func referenceAmbiguity(body []byte, c Classified, err error) error {
+	var head struct {
+		ID      *string         `json:"id"`
+		Event   string          `json:"event"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if json.Unmarshal(body, &head) != nil {
+		return nil // not an object: the classification's error stands
+	}
+	variant := func(prefix string, obj []byte, name string) error {
+		dec := json.NewDecoder(bytes.NewReader(obj))
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return nil
+		}
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return nil
+			}
+			if k := t.(string); k != name && strings.EqualFold(k, name) {
+				return fmt.Errorf("%w: key %s%q is a case variant of %q: the body is ambiguous", ErrUnclassified, prefix, k, name)
+			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return nil
+			}
+		}
+		return nil
+	}
+	if err := variant("", body, "id"); err != nil {
+		return err
+	}
+	payloadIsObject := bytes.HasPrefix(bytes.TrimLeft(head.Payload, " \t\r\n"), []byte("{"))
+	if head.ID == nil && head.Event != "" && payloadIsObject {
+		return variant("payload.", head.Payload, "id")
+	}
+	if err != nil || c.Kind != CallbackLiveMessage {
+		return nil
+	}
+	if err := variant("payload.", head.Payload, "session_id"); err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(head.Payload, &m)
+	if raw, ok := m["session_id"]; ok && string(raw) != "null" {
+		var sid string
+		if json.Unmarshal(raw, &sid) != nil || sid != "" && sid != c.JobID {
+			return fmt.Errorf("%w: payload.session_id %s differs from id %q", ErrUnclassified, raw, c.JobID)
+		}
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ var locatedRE = regexp.MustCompile(`^config: (yaml: )?line [0-9]+: `)
 // wholeFile are the errors about the file as a whole, which have no single line to name.
 var wholeFile = []string{
 	"config: the file holds several YAML documents: keep one",
+	"config: " + errUTF16.Error(),
 }
 
 // FuzzLoad runs Load on any file, with one environment override: it must not panic nor hang,

@@ -84,12 +84,17 @@ func withLine(raw []byte, err error) error {
 	line := 1
 	if strings.Contains(rest, "UTF-8") || strings.Contains(rest, "control characters") {
 		if bytes.HasPrefix(raw, []byte{0xfe, 0xff}) || bytes.HasPrefix(raw, []byte{0xff, 0xfe}) {
-			return err // UTF-16: its lines are not counted here
+			// Its lines are not counted here, and the yaml package's own message (control
+			// characters) does not tell what is wrong.
+			return errUTF16
 		}
 		line = unreadableLine(bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")))
 	}
 	return fmt.Errorf("yaml: line %d: %s", line, rest)
 }
+
+// errUTF16 is the error of a file that starts with a UTF-16 (or UTF-32) byte order mark.
+var errUTF16 = errors.New("the file is UTF-16 or UTF-32 (it starts with a byte order mark): save it as UTF-8")
 
 // unreadableLine is the line of the first byte that is not UTF-8 or not a printable character.
 func unreadableLine(raw []byte) int {
