@@ -149,13 +149,15 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 		}
 	}
 	var events []api.Event
-	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+	var aside string
+	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) (err error) {
 		rec, err := loadOrNew(ctx, tx, id, api.KindPreRecorded, row.ReceivedAt)
 		if err != nil {
 			return err
 		}
 		if final := finalOf(rec); final != "" {
-			return p.setAside(ctx, tx, row, final)
+			aside, err = p.setAside(ctx, tx, row, final)
+			return err
 		}
 		if fetched != nil && fetched.Status.Final() {
 			rec.Job = *fetched
@@ -177,6 +179,7 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 	if err != nil {
 		return nil, err
 	}
+	p.countAside(aside, row)
 	p.wakeSinks(events)
 	return events, nil
 }
@@ -235,17 +238,19 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		}
 	}
 	var events []api.Event
-	err = p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+	var aside string
+	err = p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) (err error) {
+		aside, events = "", nil
 		rec, err := loadOrNew(ctx, tx, id, api.KindLive, row.ReceivedAt)
 		if err != nil {
 			return err
 		}
-		late := false
 		if final := finalOf(rec); final != "" {
 			if !lateMessage(rec, &msg, row) {
-				return p.setAside(ctx, tx, row, final)
+				aside, err = p.setAside(ctx, tx, row, final)
+				return err
 			}
-			late = true
+			aside = asideLate
 		}
 		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
 			SessionID:  id,
@@ -269,10 +274,9 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 			Data:           payload,
 		}
 		events = []api.Event{liveEvent}
-		if late {
+		if aside == asideLate {
 			// Stored and forwarded, so nothing the session said is lost; the ended session's
 			// record stays as its end left it.
-			p.m.afterFinal.WithLabelValues("late").Inc()
 			return p.outbox(ctx, tx, row, rec.Job, &events, nil)
 		}
 		updateLiveRecord(&rec.Job, &msg, row.ReceivedAt)
@@ -299,6 +303,7 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 	if err != nil {
 		return nil, err
 	}
+	p.countAside(aside, row)
 	p.feed.Publish(id)
 	p.wakeSinks(events)
 	return events, nil
@@ -351,13 +356,15 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 		}
 	}
 	var events []api.Event
-	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+	var aside string
+	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) (err error) {
 		rec, err := loadOrNew(ctx, tx, id, kind, row.ReceivedAt)
 		if err != nil {
 			return err
 		}
 		if final := finalOf(rec); final != "" {
-			return p.setAside(ctx, tx, row, final)
+			aside, err = p.setAside(ctx, tx, row, final)
+			return err
 		}
 		if rec.Local.Source == "" || rec.Local.Source == "callback" {
 			rec.Local.Source = "webhook"
@@ -408,6 +415,7 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 	if err != nil {
 		return nil, err
 	}
+	p.countAside(aside, row)
 	p.wakeSinks(events)
 	return events, nil
 }
@@ -436,24 +444,39 @@ func finalOf(rec store.JobRecord) string {
 // any other (an error after success, a message after end_session) is kept in quarantine with
 // the reason, so an operator sees it. The row is marked done either way: the service has its
 // 2xx and must not retry.
-func (p *Pipeline) setAside(ctx context.Context, tx store.Tx, row store.InboxRow, final string) error {
+func (p *Pipeline) setAside(ctx context.Context, tx store.Tx, row store.InboxRow, final string) (string, error) {
 	switch {
 	case row.Event == final:
-		p.m.afterFinal.WithLabelValues("duplicate").Inc()
-		return nil
+		return asideDuplicate, nil
 	case row.Kind == api.CallbackAccountWebhook && !finalEvents[row.Event]:
 		// An account webhook of an earlier step (transcription.created, live.start_session…)
 		// delivered late: the service does not order its webhooks. Nothing to keep.
-		p.m.afterFinal.WithLabelValues("late").Inc()
-		return nil
+		return asideLate, nil
 	}
 	reason := fmt.Sprintf("%s %s is final (%s applied): a later %s changes nothing", kindNoun(row), row.JobID, final, row.Event)
 	if err := tx.Quarantine(ctx, row, reason); err != nil {
-		return err
+		return "", err
 	}
-	p.m.afterFinal.WithLabelValues("quarantined").Inc()
-	p.log.WithFields(logrus.Fields{"inbox_id": row.ID, "job_id": row.JobID, "event": row.Event}).Warn("delivery after the final one quarantined")
-	return nil
+	return asideQuarantined, nil
+}
+
+// Outcomes of a delivery about a job already final (scribehook_deliveries_after_final_total).
+const (
+	asideDuplicate   = "duplicate"
+	asideLate        = "late"
+	asideQuarantined = "quarantined"
+)
+
+// countAside counts what setAside decided, once its transaction has committed (a rolled-back
+// attempt is retried and must not count twice).
+func (p *Pipeline) countAside(outcome string, row store.InboxRow) {
+	if outcome == "" {
+		return
+	}
+	p.m.afterFinal.WithLabelValues(outcome).Inc()
+	if outcome == asideQuarantined {
+		p.log.WithFields(logrus.Fields{"inbox_id": row.ID, "job_id": row.JobID, "event": row.Event}).Warn("delivery after the final one quarantined")
+	}
 }
 
 // lateGrace bounds how long after a session's end a message of the session may still arrive:
@@ -490,7 +513,8 @@ func (p *Pipeline) finalAlready(ctx context.Context, row store.InboxRow) (bool, 
 	if err != nil || finalOf(rec) == "" {
 		return false, nil // unknown, unreadable or open: Apply decides
 	}
-	err = p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+	var aside string
+	err = p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) (err error) {
 		rec, err := tx.Job(ctx, row.JobID)
 		if err != nil {
 			return err
@@ -499,7 +523,8 @@ func (p *Pipeline) finalAlready(ctx context.Context, row store.InboxRow) (bool, 
 		if final == "" {
 			return errReopened
 		}
-		return p.setAside(ctx, tx, row, final)
+		aside, err = p.setAside(ctx, tx, row, final)
+		return err
 	})
 	switch {
 	case errors.Is(err, errReopened):
@@ -509,6 +534,7 @@ func (p *Pipeline) finalAlready(ctx context.Context, row store.InboxRow) (bool, 
 	case err != nil:
 		return false, err
 	}
+	p.countAside(aside, row)
 	return true, nil
 }
 
