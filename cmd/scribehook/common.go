@@ -13,12 +13,10 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
-	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/postgres"
-	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
 )
 
@@ -57,61 +55,13 @@ func apiKeySecrets(cfg configs.Config) (configs.Secrets, error) {
 
 // openStore opens the store the configuration names.
 func openStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
-	switch cfg.Store.Driver {
-	case "sqlite":
-		st, err := sqlite.Open(ctx, sqlite.Options{Path: cfg.Store.DSN, Synchronous: cfg.Store.Synchronous})
-		if err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
-		}
-		return st, nil
-	case "postgres":
-		// Pool size: the DSN's pool_max_conns, else postgres.DefaultMaxConns.
-		st, err := postgres.Open(ctx, postgres.Options{DSN: cfg.Store.DSN})
-		if err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
-		}
-		return st, nil
-	}
-	return nil, fmt.Errorf("unknown store driver %q: use sqlite or postgres", cfg.Store.Driver)
-}
-
-// openBus connects to the broker the configuration names; nil for the in-process bus. Its
-// errors name bus.url, redacted.
-func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handlers.Bus, error) {
-	if cfg.Bus.Driver == "" || cfg.Bus.Driver == "gochannel" {
-		return nil, nil
-	}
-	bus, err := handlers.OpenBus(ctx, handlers.BusConfig{
-		Driver: cfg.Bus.Driver, URL: cfg.Bus.URL, Topic: cfg.Bus.Topic, Group: cfg.Bus.Group,
-		Consumer: cfg.Bus.Consumer, ClaimAfter: cfg.Bus.ClaimAfter, MaxLen: busMaxLen(cfg.Bus.MaxLen),
-		Logger: log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bus.url %s (bus.driver %s): %w", configs.RedactBusURL(cfg.Bus.URL), cfg.Bus.Driver, err)
-	}
-	return bus, nil
-}
-
-// busMaxLen maps bus.max_len (0: unbounded) to the handlers' MaxLen (0: the default,
-// negative: unbounded).
-func busMaxLen(n int64) int64 {
-	if n == 0 {
-		return -1
-	}
-	return n
+	return scribehook.OpenStore(ctx, cfg)
 }
 
 // serviceClient is a client of the configured service, authenticated with the API key.
 func serviceClient(cfg configs.Config, secrets configs.Secrets, opts ...submitter.Option) (*submitter.Client, error) {
-	if secrets.APIKey == "" {
-		return nil, fmt.Errorf("environment variable %s is empty: set it to the service API key (or name another variable in service.api_key_env)", cfg.Service.APIKeyEnv)
-	}
-	all := append([]submitter.Option{submitter.WithKeyHeader(cfg.Service.KeyHeader)}, opts...)
-	return submitter.New(cfg.Service.BaseURL, secrets.APIKey, all...)
+	return scribehook.ServiceClient(cfg, secrets.APIKey, opts...)
 }
-
-// callbackURL is where the service sends the callbacks of the job that token serves.
-func callbackURL(cfg configs.Config, token string) string { return cfg.CallbackURL(token) }
 
 // stderrLogger logs warnings (reconnections, retries) to the command's stderr; verbose adds
 // every call.

@@ -26,6 +26,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/sandbox"
@@ -264,33 +265,27 @@ func runDemo(ctx context.Context, w io.Writer, opts demoOptions) (rep demoReport
 		return rep, fmt.Errorf("open the log sink's file: %w", err)
 	}
 	td.add(eventsLog.Close) // after serve has stopped: the log sink writes until then
-	subs, err := subtitleSetup(cfg)
-	if err != nil {
-		return rep, err
-	}
-	sinkSetups, err := demoSinks(cfg, eventsLog, log)
-	if err != nil {
-		return rep, err
-	}
 	client, err := serviceClient(cfg, configs.Secrets{APIKey: key}, submitter.WithLogger(log.WithField("component", "submitter")))
 	if err != nil {
 		return rep, err
 	}
-	srv, err := startServer(ctx, serverOptions{
-		Store: st, Listener: serveLn, Service: client,
-		BodyLimit: int(cfg.Receiver.BodyLimit), Partitions: cfg.Receiver.Partitions, Logger: log.WithField("component", "serve"),
-		Subtitles: subs, Sinks: sinkSetups,
-	})
+	// serve, as `scribehook serve` runs it, except that its log sink writes to the events file
+	// (standard output is the demo's own) and the read API stays off.
+	kit, err := scribehook.New(ctx, cfg, scribehook.WithStore(st), scribehook.WithService(client),
+		scribehook.WithSecrets(configs.Secrets{APIKey: key}), scribehook.WithLogger(log.WithField("component", "serve")),
+		scribehook.WithSinkOutput(eventsLog))
 	if err != nil {
-		for _, sk := range sinkSetups {
-			_ = sk.Sink.Close()
-		}
 		return rep, fmt.Errorf("start serve: %w", err)
 	}
+	if err := kit.Start(ctx); err != nil {
+		_ = kit.Close()
+		return rep, fmt.Errorf("start serve: %w", err)
+	}
+	go func() { _ = kit.Serve(serveLn) }()
 	td.add(func() error {
 		stopCtx, cancel := context.WithTimeout(context.Background(), demoStopTimeout)
 		defer cancel()
-		if err := srv.Shutdown(stopCtx); err != nil {
+		if err := kit.Shutdown(stopCtx); err != nil {
 			return fmt.Errorf("stop serve: %w", err)
 		}
 		return nil
@@ -495,37 +490,6 @@ func demoConfig(p demoPaths, listen, serviceURL string) configs.Config {
 	return cfg
 }
 
-// demoSinks builds the configured sinks as serve does, except that log sinks write to
-// eventsLog: buildSinks points them at standard output, which is the demo's own.
-func demoSinks(cfg configs.Config, eventsLog io.Writer, log *logrus.Entry) ([]sinkSetup, error) {
-	others := cfg
-	others.Sinks = nil
-	var logSinks []configs.Sink
-	for _, s := range cfg.Sinks {
-		if s.Kind == sinks.KindLog {
-			logSinks = append(logSinks, s)
-		} else {
-			others.Sinks = append(others.Sinks, s)
-		}
-	}
-	out, err := buildSinks(others, configs.Secrets{}, log)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range logSinks {
-		spec := sinks.Spec{Name: s.Name, Kind: s.Kind, Ordered: s.Ordered, Timeout: s.Timeout, Filter: sinks.Filter{Events: s.Events}}
-		sk, err := sinks.New(spec, sinks.Deps{Logger: log.WithField("sink", s.Name), Stdout: eventsLog})
-		if err != nil {
-			for _, done := range out {
-				_ = done.Sink.Close()
-			}
-			return nil, fmt.Errorf("sink %s: %w", s.Name, err)
-		}
-		out = append(out, sinkSetup{Spec: spec, Sink: sk})
-	}
-	return out, nil
-}
-
 // demoWaitJob reads the local store until serve has processed the job's final callback. Like
 // `submit --wait`, it never asks the service; it says every few seconds that it still waits.
 func demoWaitJob(ctx context.Context, st store.Store, id string, timeout time.Duration, say func(string, ...any)) (store.JobRecord, time.Duration, error) {
@@ -682,10 +646,6 @@ type demoLiveResult struct {
 func demoLive(ctx context.Context, cfg configs.Config, st store.Store, client *submitter.Client, wav []byte, f audio.Format,
 	realtime bool, sampleSeconds float64, engineName string, say func(string, ...any)) (demoLiveResult, error) {
 	var res demoLiveResult
-	token, hash, err := mintToken(ctx, st, api.KindLive)
-	if err != nil {
-		return res, err
-	}
 	req := api.LiveRequest{
 		Encoding: string(f.Encoding), SampleRate: api.Int(f.SampleRate), BitDepth: api.Int(f.BitDepth), Channels: api.Int(f.Channels),
 		// The sample pauses about a second between sentences: 0.3 s of silence ends each
@@ -693,23 +653,13 @@ func demoLive(ctx context.Context, cfg configs.Config, st store.Store, client *s
 		Endpointing:    api.Float(0.3),
 		LanguageConfig: &api.LanguageConfig{Languages: []string{"en"}},
 		CustomMetadata: json.RawMessage(`{"source":"scribehook demo"}`),
-		Callback:       api.Bool(true),
-		CallbackConfig: &api.LiveCallbackConfig{URL: callbackURL(cfg, token)},
 	}
-	created, err := client.CreateLive(ctx, req, "")
+	subm := &scribehook.Submitter{Store: st, Service: client, PublicURL: cfg.PublicURL}
+	created, err := subm.StartLive(ctx, req, "")
 	if err != nil {
-		_ = st.RevokeToken(context.WithoutCancel(ctx), hash)
 		return res, fmt.Errorf("create the live session: %w", err)
 	}
 	res.id = created.ID
-	if err := bindToken(ctx, st, hash, created.ID); err != nil {
-		return res, err
-	}
-	params := req
-	params.CustomMetadata = nil // the service keeps it at the top of the record
-	if err := recordSubmitted(ctx, st, created.ID, api.KindLive, created.CreatedAt, params, req.CustomMetadata); err != nil {
-		return res, err
-	}
 	pace := fmt.Sprintf("in real time (%.0f s; --fast skips the pacing)", sampleSeconds)
 	if !realtime {
 		pace = "as fast as possible"

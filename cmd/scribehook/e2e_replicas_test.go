@@ -30,7 +30,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
@@ -251,20 +253,13 @@ type replicaServer struct {
 	name  string
 	addr  string
 	store store.Store
-	srv   *server
+	srv   *scribehook.Kit
 }
 
 func startReplicaServer(t *testing.T, name, dsn, driver, brokerURL string, client *submitter.Client, out, hookURL, secret string) *replicaServer {
 	t.Helper()
 	st, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
 	if err != nil {
-		t.Fatal(err)
-	}
-	bus, err := handlers.OpenBus(context.Background(), handlers.BusConfig{
-		Driver: driver, URL: brokerURL, Consumer: name, ClaimAfter: 5 * time.Second, Logger: quietLogger(),
-	})
-	if err != nil {
-		_ = st.Close()
 		t.Fatal(err)
 	}
 	hookSpec := sinks.Spec{
@@ -283,7 +278,8 @@ func startReplicaServer(t *testing.T, name, dsn, driver, brokerURL string, clien
 		Store: st, Listener: ln, Service: client, ReadToken: "read-token", Logger: quietLogger(),
 		Routes: []receiver.Route{{Name: "account", Token: "account-route-token"}},
 		Sinks:  []sinkSetup{fileSink(t, out), {Spec: hookSpec, Sink: hookSink}},
-		Bus:    bus, SweepInterval: 2 * time.Second, SweepGrace: time.Second,
+		Bus: configs.BusConfig{Driver: driver, URL: brokerURL, Consumer: name, ClaimAfter: 5 * time.Second,
+			SweepInterval: 2 * time.Second, SweepGrace: time.Second},
 	})
 	if err != nil {
 		_ = st.Close()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
@@ -40,7 +41,7 @@ type loop struct {
 	service *submitter.Client
 	dbPath  string
 	store   store.Store
-	srv     *server
+	srv     *scribehook.Kit
 	addr    string
 	wav     []byte
 	sidecar []byte

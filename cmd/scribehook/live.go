@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/submitter"
@@ -168,23 +169,10 @@ func runLive(cmd *cobra.Command, lf *liveFlags) error {
 	}
 	defer st.Close()
 
-	token, hash, err := mintToken(ctx, st, api.KindLive)
+	req.CallbackConfig = &api.LiveCallbackConfig{MessagesConfig: mc}
+	subm := &scribehook.Submitter{Store: st, Service: client, PublicURL: cfg.PublicURL}
+	created, err := subm.StartLive(ctx, req, lf.region)
 	if err != nil {
-		return err
-	}
-	req.Callback = api.Bool(true)
-	req.CallbackConfig = &api.LiveCallbackConfig{URL: callbackURL(cfg, token), MessagesConfig: mc}
-	created, err := client.CreateLive(ctx, req, lf.region)
-	if err != nil {
-		_ = st.RevokeToken(context.WithoutCancel(ctx), hash)
-		return err
-	}
-	if err := bindToken(ctx, st, hash, created.ID); err != nil {
-		return err
-	}
-	params := req
-	params.CustomMetadata = nil
-	if err := recordSubmitted(ctx, st, created.ID, api.KindLive, created.CreatedAt, params, req.CustomMetadata); err != nil {
 		return err
 	}
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/store"
@@ -136,7 +137,7 @@ func TestLiveStreamsAWAVFileWithCallbacksBack(t *testing.T) {
 	t.Logf("callbacks: %v (%d partials)", events, partials)
 
 	rec, err := e.openStore().GetJob(context.Background(), id)
-	if err != nil || rec.Job.Kind != api.KindLive || rec.Local.Source != sourceSubmit || string(rec.Job.CustomMetadata) != `{"src":"test"}` {
+	if err != nil || rec.Job.Kind != api.KindLive || rec.Local.Source != scribehook.SourceSubmit || string(rec.Job.CustomMetadata) != `{"src":"test"}` {
 		t.Fatalf("record = %+v, %v", rec, err)
 	}
 	tok, err := e.openStore().LookupToken(context.Background(), store.HashToken(e.serve.callbacks()[0].Token))

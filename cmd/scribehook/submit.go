@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/store"
@@ -21,9 +21,6 @@ import (
 // pollInterval is how often --wait reads the local store. Reading SQLite is cheap and the
 // service is never asked.
 const pollInterval = 200 * time.Millisecond
-
-// sourceSubmit marks records that scribehook created itself (store.Local.Source).
-const sourceSubmit = "submit"
 
 func newSubmitCmd() *cobra.Command {
 	var (
@@ -132,90 +129,11 @@ replaced.`,
 	return cmd
 }
 
-// submitJob mints and stores a callback token, creates the job with its callback pointing
-// back, binds the token to the job and records the job locally. It returns the job id.
+// submitJob creates the job through the kit's Submitter: its callback points back at serve.
 func submitJob(ctx context.Context, cfg configs.Config, st store.Store, client *submitter.Client,
 	req *api.PreRecordedRequest, method string, warn func(string, ...any)) (string, error) {
-	if req.CallbackURL != "" {
-		warn("callback_url of --params is dropped: the callback goes to scribehook")
-		req.CallbackURL = ""
-	}
-	if req.CallbackConfig != nil && req.CallbackConfig.URL != "" {
-		warn("callback_config.url of --params is replaced: the callback goes to scribehook")
-	}
-	token, hash, err := mintToken(ctx, st, api.KindPreRecorded)
-	if err != nil {
-		return "", err
-	}
-	req.Callback = api.Bool(true)
-	req.CallbackConfig = &api.CallbackConfig{URL: callbackURL(cfg, token), Method: method}
-	created, err := client.CreatePreRecorded(ctx, *req)
-	if err != nil {
-		// The token serves no job: revoke it so that it never authenticates anything.
-		_ = st.RevokeToken(context.WithoutCancel(ctx), hash)
-		return "", err
-	}
-	if err := bindToken(ctx, st, hash, created.ID); err != nil {
-		return created.ID, err
-	}
-	params := *req
-	params.CustomMetadata = nil // the service keeps it at the top of the record
-	if err := recordSubmitted(ctx, st, created.ID, api.KindPreRecorded, api.NewTime(time.Now()), params, req.CustomMetadata); err != nil {
-		return created.ID, err
-	}
-	return created.ID, nil
-}
-
-// mintToken makes a per-job callback token and stores its hash; the job id is bound once the
-// service has assigned it.
-func mintToken(ctx context.Context, st store.Store, kind api.JobKind) (string, []byte, error) {
-	token, err := store.NewToken()
-	if err != nil {
-		return "", nil, err
-	}
-	hash := store.HashToken(token)
-	if err := st.CreateToken(ctx, store.Token{Hash: hash, Kind: kind, CreatedAt: time.Now()}); err != nil {
-		return "", nil, fmt.Errorf("store callback token: %w", err)
-	}
-	return token, hash, nil
-}
-
-// bindToken ties the token to the job. A callback that arrived first has bound it already to
-// the same job, which BindToken accepts; another job would mean a token minted twice.
-func bindToken(ctx context.Context, st store.Store, hash []byte, jobID string) error {
-	err := st.BindToken(ctx, hash, jobID)
-	if errors.Is(err, store.ErrTokenBound) {
-		if t, lerr := st.LookupToken(ctx, hash); lerr == nil && t.JobID == jobID {
-			return nil
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("bind callback token to job %s: %w", jobID, err)
-	}
-	return nil
-}
-
-// recordSubmitted stores the job as scribehook knows it right after creating it, unless a
-// callback was processed first: its record is newer and must not be overwritten, which
-// CreateJob guarantees atomically.
-func recordSubmitted(ctx context.Context, st store.Store, id string, kind api.JobKind, created api.Time, params any, metadata json.RawMessage) error {
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return fmt.Errorf("encode request of job %s: %w", id, err)
-	}
-	// The params hold the callback URL, token included: it is redacted before anything keeps it.
-	raw = api.RedactRequestParams(raw)
-	rec := store.JobRecord{
-		Job: api.Job{
-			ID: id, Version: api.RecordVersion, Status: api.StatusQueued, CreatedAt: created, Kind: kind,
-			CustomMetadata: metadata, RequestParams: raw,
-		},
-		Local: store.Local{Source: sourceSubmit, UpdatedAt: time.Now()},
-	}
-	if _, err := st.CreateJob(ctx, rec); err != nil {
-		return fmt.Errorf("record job %s: %w", id, err)
-	}
-	return nil
+	s := &scribehook.Submitter{Store: st, Service: client, PublicURL: cfg.PublicURL, Warnf: warn}
+	return s.Submit(ctx, *req, method)
 }
 
 // waitForJob reads the local store every pollInterval until the job is done or failed, with
@@ -229,28 +147,18 @@ func waitForJob(ctx context.Context, st store.Store, id string, timeout time.Dur
 	}
 	p := newProgress(w, id, cfg.PublicURL)
 	defer p.done()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		rec, err := st.GetJob(ctx, id)
-		switch {
-		case err == nil && rec.Job.Status.Final():
-			return rec, time.Since(start), nil
-		case err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil:
-			return store.JobRecord{}, 0, fmt.Errorf("read job %s: %w", id, err)
-		}
-		p.update(time.Since(start), rec.Job.Status)
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return store.JobRecord{}, 0, fmt.Errorf("no callback for job %s within %s: is `scribehook serve` running with this configuration "+
-					"(the same store) and reachable by the service at %s? The job may still finish: see `scribehook jobs show %s`",
-					id, timeout, cfg.PublicURL, id)
-			}
-			return store.JobRecord{}, 0, fmt.Errorf("stopped waiting for job %s (it goes on at the service): %w", id, ctx.Err())
-		case <-tick.C:
-		}
+	rec, err := scribehook.WaitJob(ctx, st, id, pollInterval, func(status api.JobStatus) { p.update(time.Since(start), status) })
+	switch {
+	case err == nil:
+		return rec, time.Since(start), nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return store.JobRecord{}, 0, fmt.Errorf("no callback for job %s within %s: is `scribehook serve` running with this configuration "+
+			"(the same store) and reachable by the service at %s? The job may still finish: see `scribehook jobs show %s`",
+			id, timeout, cfg.PublicURL, id)
+	case errors.Is(err, context.Canceled):
+		return store.JobRecord{}, 0, fmt.Errorf("stopped waiting for job %s (it goes on at the service): %w", id, ctx.Err())
 	}
+	return store.JobRecord{}, 0, err
 }
 
 // progressEvery spaces the plain progress lines written when stderr is not a terminal.

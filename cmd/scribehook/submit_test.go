@@ -20,6 +20,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sandbox/engine"
@@ -266,7 +267,7 @@ func TestSubmitWaitsForTheCallbackInTheLocalStore(t *testing.T) {
 		t.Fatalf("token = %+v, %v", tok, err)
 	}
 	rec, err := st.GetJob(context.Background(), id)
-	if err != nil || rec.Job.Status != api.StatusDone || rec.Local.Source != sourceSubmit || string(rec.Job.CustomMetadata) != `{"team":"captions"}` {
+	if err != nil || rec.Job.Status != api.StatusDone || rec.Local.Source != scribehook.SourceSubmit || string(rec.Job.CustomMetadata) != `{"team":"captions"}` {
 		t.Fatalf("record = %+v %+v, %v", rec.Job.Status, rec.Local, err)
 	}
 }
@@ -286,11 +287,11 @@ func TestSubmitJSONOutputWithoutWait(t *testing.T) {
 	if json.Unmarshal([]byte(out), &got) != nil || got.ID == "" {
 		t.Fatalf("stdout = %s", out)
 	}
-	if !strings.Contains(errOut, "callback_url of --params is dropped") || !strings.Contains(errOut, "callback_config.url of --params is replaced") {
+	if !strings.Contains(errOut, "callback_url of the request is dropped") || !strings.Contains(errOut, "callback_config.url of the request is replaced") {
 		t.Fatalf("stderr = %s", errOut)
 	}
 	rec, err := e.openStore().GetJob(context.Background(), got.ID)
-	if err != nil || rec.Job.Status != api.StatusQueued || rec.Job.Kind != api.KindPreRecorded || rec.Local.Source != sourceSubmit {
+	if err != nil || rec.Job.Status != api.StatusQueued || rec.Job.Kind != api.KindPreRecorded || rec.Local.Source != scribehook.SourceSubmit {
 		t.Fatalf("record = %+v, %v", rec, err)
 	}
 	var sent api.PreRecordedRequest

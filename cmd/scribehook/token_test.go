@@ -17,10 +17,12 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
 )
 
@@ -118,23 +120,13 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A live session as `scribehook live` creates it.
-	token, hash, err := mintToken(ctx, l.store, api.KindLive)
+	subm := &scribehook.Submitter{Store: l.store, Service: l.service, PublicURL: cfg.PublicURL}
+	created, err := subm.StartLive(ctx, api.LiveRequest{SampleRate: api.Int(8000),
+		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: allCategories(true)}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lreq := api.LiveRequest{SampleRate: api.Int(8000), Callback: api.Bool(true),
-		CallbackConfig: &api.LiveCallbackConfig{URL: callbackURL(cfg, token), MessagesConfig: allCategories(true)}}
-	created, err := l.service.CreateLive(ctx, lreq, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bindToken(ctx, l.store, hash, created.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := recordSubmitted(ctx, l.store, created.ID, api.KindLive, created.CreatedAt, lreq, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.service.StreamLive(ctx, created.URL, bytes.NewReader(l.wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
+	if err := subm.Stream(ctx, created, bytes.NewReader(l.wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
 		t.Fatal(err)
 	}
 	rec := l.waitJob(jobID)
@@ -143,8 +135,8 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 		"pre-recorded": sandboxCallbackToken(t, l.sandbox.URL, "pre-recorded", jobID),
 		"live":         sandboxCallbackToken(t, l.sandbox.URL, "live", created.ID),
 	}
-	if tokens["live"] != token {
-		t.Fatalf("the sandbox holds another live token")
+	if tok, err := l.store.LookupToken(ctx, store.HashToken(tokens["live"])); err != nil || tok.JobID != created.ID || tok.Kind != api.KindLive {
+		t.Fatalf("the sandbox's live token is not the session's: %+v, %v", tok, err)
 	}
 	// The record says where callbacks went, without the token.
 	if p, err := rec.Job.PreRecordedParams(); err != nil || p.CallbackConfig == nil ||

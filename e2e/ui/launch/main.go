@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,12 +32,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/handlers"
-	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/sinks"
@@ -64,15 +62,16 @@ func main() {
 }
 
 type env struct {
-	service *submitter.Client
-	store   store.Store
-	serve   string // base URL of the receiver
-	files   string
-	wav     []byte
-	healthy atomic.Bool
-	hooks   atomic.Int64 // deliveries accepted by the webhook destination
-	refused atomic.Int64
-	wg      sync.WaitGroup
+	service   *submitter.Client
+	submitter *scribehook.Submitter
+	store     store.Store
+	serve     string // base URL of the receiver
+	files     string
+	wav       []byte
+	healthy   atomic.Bool
+	hooks     atomic.Int64 // deliveries accepted by the webhook destination
+	refused   atomic.Int64
+	wg        sync.WaitGroup
 }
 
 func run(sample, listen string) error {
@@ -141,7 +140,7 @@ func run(sample, listen string) error {
 		return err
 	}
 
-	// serve, assembled as cmd/scribehook's startServer does.
+	// serve: the kit, as `scribehook serve` runs it.
 	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
 	if err != nil {
 		return err
@@ -195,71 +194,42 @@ func run(sample, listen string) error {
 	return nil
 }
 
-// startServe runs the receiver, the pipeline (subtitles in srt and vtt) and two sinks: files
+// startServe runs serve (scribehook.Kit) with subtitles in srt and vtt and two sinks: files
 // under dir, and a webhook to the failing destination with a short retry schedule, so that
 // dead letters appear within a second, and its breaker opens after 3 failures for 3 s.
 func (e *env) startServe(ctx context.Context, listen, dir string, log *logrus.Entry) (func(), error) {
-	reg := prometheus.NewRegistry()
-	dispatch := sinks.NewDispatcher(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store), Metrics: reg, Logger: log})
-	specs := []sinks.Spec{
-		{Name: "files", Kind: sinks.KindFile, Dir: filepath.Join(dir, "out"), Filter: sinks.Filter{Events: []string{"*"}}},
-		{Name: "captions-hook", Kind: sinks.KindWebhook, URL: e.files + "/hook", Allow: []string{"127.0.0.0/8"},
-			Filter: sinks.Filter{Events: []string{"job.succeeded"}}, Retry: []time.Duration{0, 200 * time.Millisecond}, Timeout: 2 * time.Second,
-			BreakerThreshold: 3, BreakerCooldown: 3 * time.Second},
-	}
-	for _, spec := range specs {
-		sk, err := sinks.New(spec, sinks.Deps{Logger: log})
-		if err != nil {
-			return nil, err
-		}
-		if err := dispatch.Add(spec, sk); err != nil {
-			return nil, err
-		}
-	}
-	profile, _ := subtitles.ProfileByName(subtitles.NetflixAdult)
-	pipeline, err := handlers.New(handlers.Config{
-		Store: e.store, Resolver: resolver{e.service}, Metrics: reg, Logger: log, Sinks: specs, Wake: dispatch.Wake,
-		Subtitles: handlers.SubtitleConfig{Dir: filepath.Join(dir, "subtitles"), Profile: profile, Formats: []subtitles.Format{subtitles.SRT, subtitles.VTT}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	go func() { _ = dispatch.Run(runCtx) }()
-	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(runCtx) }()
-	select {
-	case <-pipeline.Running():
-	case err := <-done:
-		cancel()
-		return nil, err
-	}
-	batcher := store.NewBatcher(e.store, store.BatcherOptions{})
-	recv, err := receiver.New(receiver.Config{
-		Store: e.store, Ingester: batcher, Notifier: pipeline, Live: pipeline.Live(),
-		ReadToken: readToken, Ready: pipeline.Ready, Metrics: reg, Logger: log,
-	})
-	if err != nil {
-		cancel()
-		return nil, err
-	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	e.serve = "http://" + ln.Addr().String()
-	go func() { _ = recv.Serve(ln) }()
-	return func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer scancel()
-		_ = recv.Shutdown(sctx)
-		_ = batcher.Close()
-		_ = pipeline.Close()
-		_ = dispatch.Close()
-		cancel()
-		<-done
-	}, nil
+	cfg := configs.Default()
+	cfg.PublicURL = e.serve
+	cfg.Subtitles = configs.SubtitlesConfig{Profile: subtitles.NetflixAdult, Formats: []string{"srt", "vtt"}, Dir: filepath.Join(dir, "subtitles")}
+	cfg.Sinks = []configs.Sink{{Name: "files", Kind: sinks.KindFile, Dir: filepath.Join(dir, "out"), Events: []string{"*"}, Timeout: configs.DefaultSinkTimeout}}
+	hook := sinks.Spec{Name: "captions-hook", Kind: sinks.KindWebhook, URL: e.files + "/hook", Allow: []string{"127.0.0.0/8"},
+		Filter: sinks.Filter{Events: []string{"job.succeeded"}}, Retry: []time.Duration{0, 200 * time.Millisecond}, Timeout: 2 * time.Second,
+		BreakerThreshold: 3, BreakerCooldown: 3 * time.Second}
+	hookSink, err := sinks.New(hook, sinks.Deps{Logger: log})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	kit, err := scribehook.New(ctx, cfg, scribehook.WithStore(e.store), scribehook.WithService(e.service),
+		scribehook.WithSecrets(configs.Secrets{APIKey: apiKey, ReadToken: readToken}), scribehook.WithLogger(log),
+		scribehook.WithSink(hook, hookSink))
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	if err := kit.Start(ctx); err != nil {
+		_ = ln.Close()
+		_ = kit.Close()
+		return nil, err
+	}
+	go func() { _ = kit.Serve(ln) }()
+	e.submitter = &scribehook.Submitter{Store: e.store, Service: e.service, PublicURL: e.serve}
+	return func() { _ = kit.Close() }, nil
 }
 
 // hostileJob is a finished job whose record names a javascript: URL as its audio source, as a
@@ -279,39 +249,16 @@ func (e *env) seedHostile(ctx context.Context) error {
 	})
 }
 
-// submit creates a pre-recorded job whose callback comes back to the receiver and records it as
-// queued, as `scribehook submit` does.
+// submit creates a pre-recorded job whose callback comes back to serve, as `scribehook submit`
+// does.
 func (e *env) submit(ctx context.Context, audioURL string, metadata json.RawMessage) (string, error) {
-	tok, err := store.NewToken()
-	if err != nil {
-		return "", err
-	}
-	hash := store.HashToken(tok)
-	if err := e.store.CreateToken(ctx, store.Token{Hash: hash, Kind: api.KindPreRecorded, CreatedAt: time.Now()}); err != nil {
-		return "", err
-	}
-	req := api.PreRecordedRequest{
-		AudioURL: audioURL, Callback: api.Bool(true),
-		CallbackConfig: &api.CallbackConfig{URL: e.serve + "/v1/callbacks/" + tok, Method: http.MethodPost},
-		Subtitles:      api.Bool(true), SubtitlesConfig: &api.SubtitlesConfig{Formats: []string{"srt", "vtt"}},
+	return e.submitter.Submit(ctx, api.PreRecordedRequest{
+		AudioURL:  audioURL,
+		Subtitles: api.Bool(true), SubtitlesConfig: &api.SubtitlesConfig{Formats: []string{"srt", "vtt"}},
 		Diarization: api.Bool(true), Sentences: api.Bool(true), Summarization: api.Bool(true),
 		SentimentAnalysis: api.Bool(true), // the sandbox has no model for it: a failed add-on
 		CustomMetadata:    metadata,
-	}
-	created, err := e.service.CreatePreRecorded(ctx, req)
-	if err != nil {
-		return "", err
-	}
-	if err := e.store.BindToken(ctx, hash, created.ID); err != nil && !errors.Is(err, store.ErrTokenBound) {
-		return "", err
-	}
-	params, _ := json.Marshal(req)
-	_, err = e.store.CreateJob(ctx, store.JobRecord{
-		Job: api.Job{ID: created.ID, Version: api.RecordVersion, Status: api.StatusQueued, CreatedAt: api.NewTime(time.Now()),
-			Kind: api.KindPreRecorded, CustomMetadata: metadata, RequestParams: params},
-		Local: store.Local{Source: "submit", UpdatedAt: time.Now()},
-	})
-	return created.ID, err
+	}, http.MethodPost)
 }
 
 func (e *env) waitDone(ctx context.Context, id string) error {
@@ -350,23 +297,15 @@ func (e *env) handleSubmit(w http.ResponseWriter, r *http.Request) {
 // handleLive creates a live session with every category on and streams the sample to it in
 // real time, in the background.
 func (e *env) handleLive(w http.ResponseWriter, r *http.Request) {
-	tok, err := store.NewToken()
-	if err == nil {
-		err = e.store.CreateToken(r.Context(), store.Token{Hash: store.HashToken(tok), Kind: api.KindLive, CreatedAt: time.Now()})
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
 	on := api.Bool(true)
 	all := api.MessagesConfig{
 		ReceivePartialTranscripts: on, ReceiveFinalTranscripts: on, ReceiveSpeechEvents: on,
 		ReceivePreProcessingEvents: on, ReceiveRealtimeProcessingEvents: on, ReceivePostProcessingEvents: on,
 		ReceiveAcknowledgments: on, ReceiveErrors: on, ReceiveLifecycleEvents: on,
 	}
-	created, err := e.service.CreateLive(r.Context(), api.LiveRequest{
-		SampleRate: api.Int(8000), Endpointing: api.Float(0.3), Callback: api.Bool(true),
-		CallbackConfig: &api.LiveCallbackConfig{URL: e.serve + "/v1/callbacks/" + tok, MessagesConfig: all},
+	created, err := e.submitter.StartLive(r.Context(), api.LiveRequest{
+		SampleRate: api.Int(8000), Endpointing: api.Float(0.3),
+		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: all},
 		PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
 	}, "")
 	if err != nil {
@@ -384,15 +323,6 @@ func (e *env) handleLive(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	writeJSON(w, map[string]string{"id": created.ID})
-}
-
-type resolver struct{ c *submitter.Client }
-
-func (r resolver) GetJob(ctx context.Context, id string, kind api.JobKind) (api.Job, error) {
-	if kind == api.KindLive {
-		return r.c.GetLive(ctx, id)
-	}
-	return r.c.GetPreRecorded(ctx, id)
 }
 
 func serveHTTP(ctx context.Context, addr string, h http.Handler) (string, error) {

@@ -1,0 +1,153 @@
+package scribehook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/postgres"
+	"github.com/scribehook/scribehook/store/sqlite"
+	"github.com/scribehook/scribehook/submitter"
+	"github.com/scribehook/scribehook/subtitles"
+)
+
+// OpenStore opens the store cfg names (store.driver, store.dsn). The caller closes it.
+func OpenStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
+	switch cfg.Store.Driver {
+	case "sqlite":
+		st, err := sqlite.Open(ctx, sqlite.Options{Path: cfg.Store.DSN, Synchronous: cfg.Store.Synchronous})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return st, nil
+	case "postgres":
+		// Pool size: the DSN's pool_max_conns, else postgres.DefaultMaxConns.
+		st, err := postgres.Open(ctx, postgres.Options{DSN: cfg.Store.DSN})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("store.driver %q: use sqlite or postgres", cfg.Store.Driver)
+}
+
+// ServiceClient is a client of the configured service (service.base_url, service.key_header)
+// authenticated with apiKey.
+func ServiceClient(cfg configs.Config, apiKey string, opts ...submitter.Option) (*submitter.Client, error) {
+	if apiKey == "" {
+		return nil, fmt.Errorf("environment variable %s is empty: set it to the service API key (or name another variable in service.api_key_env)", cfg.Service.APIKeyEnv)
+	}
+	all := append([]submitter.Option{submitter.WithKeyHeader(cfg.Service.KeyHeader)}, opts...)
+	return submitter.New(cfg.Service.BaseURL, apiKey, all...)
+}
+
+// openBus connects to the broker cfg names; nil for the in-process bus. Its errors name
+// bus.url, redacted.
+func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handlers.Bus, error) {
+	if cfg.Bus.Driver == "" || cfg.Bus.Driver == "gochannel" {
+		return nil, nil
+	}
+	maxLen := cfg.Bus.MaxLen
+	if maxLen == 0 {
+		maxLen = -1 // bus.max_len 0 is unbounded; the handlers' 0 is their default
+	}
+	bus, err := handlers.OpenBus(ctx, handlers.BusConfig{
+		Driver: cfg.Bus.Driver, URL: cfg.Bus.URL, Topic: cfg.Bus.Topic, Group: cfg.Bus.Group,
+		Consumer: cfg.Bus.Consumer, ClaimAfter: cfg.Bus.ClaimAfter, MaxLen: maxLen,
+		Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus.url %s (bus.driver %s): %w", configs.RedactBusURL(cfg.Bus.URL), cfg.Bus.Driver, err)
+	}
+	return bus, nil
+}
+
+// SubtitleConfig is the pipeline's subtitle rendering as cfg.Subtitles describes it.
+func SubtitleConfig(cfg configs.Config) (handlers.SubtitleConfig, error) {
+	profile, err := subtitles.ProfileByName(cfg.Subtitles.Profile)
+	if err != nil {
+		return handlers.SubtitleConfig{}, fmt.Errorf("subtitles.profile: %w", err)
+	}
+	out := handlers.SubtitleConfig{Dir: cfg.Subtitles.Dir, Profile: profile}
+	for i, name := range cfg.Subtitles.Formats {
+		f, err := subtitles.ParseFormat(name)
+		if err != nil {
+			return handlers.SubtitleConfig{}, fmt.Errorf("subtitles.formats[%d]: %w", i, err)
+		}
+		out.Formats = append(out.Formats, f)
+	}
+	if len(out.Formats) == 0 {
+		out.Dir = ""
+	}
+	return out, nil
+}
+
+// SinkSpecs turns the configured sinks into specs, with their secrets.
+func SinkSpecs(cfg configs.Config, secrets configs.Secrets) []sinks.Spec {
+	out := make([]sinks.Spec, 0, len(cfg.Sinks))
+	for _, c := range cfg.Sinks {
+		spec := sinks.Spec{
+			Name: c.Name, Kind: c.Kind, Ordered: c.Ordered, Dir: c.Dir, Timeout: c.Timeout,
+			Allow: c.Allow, Topic: c.Topic,
+			Filter: sinks.Filter{Events: c.Events},
+		}
+		switch c.Kind {
+		case sinks.KindWebhook:
+			spec.URL = c.URL
+		case sinks.KindRedisStream, sinks.KindNATS:
+			spec.BrokerURL = c.URL
+		}
+		if secret := secrets.Sinks[c.Name]; secret != "" {
+			spec.SigningSecrets = strings.FieldsFunc(secret, func(r rune) bool { return r == ' ' || r == ',' })
+		}
+		for _, cat := range c.Categories {
+			spec.Filter.Categories = append(spec.Filter.Categories, api.MessageCategory(cat))
+		}
+		for _, k := range c.Kinds {
+			spec.Filter.Kinds = append(spec.Filter.Kinds, api.JobKind(k))
+		}
+		if c.CustomMetadata != "" {
+			spec.Filter.CustomMetadata = json.RawMessage(c.CustomMetadata)
+		}
+		out = append(out, spec)
+	}
+	return out
+}
+
+// routesOf lists the static callback routes of the secrets, by name.
+func routesOf(secrets configs.Secrets) []receiver.Route {
+	names := make([]string, 0, len(secrets.Routes))
+	for name := range secrets.Routes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	routes := make([]receiver.Route, 0, len(names))
+	for _, name := range names {
+		r := secrets.Routes[name]
+		routes = append(routes, receiver.Route{Name: name, Token: r.Token, SigningSecrets: r.SigningSecrets})
+	}
+	return routes
+}
+
+// sinkStatus shows the dispatcher's statistics on the read API.
+func sinkStatus(stats []sinks.SinkStats) []receiver.SinkStatus {
+	out := make([]receiver.SinkStatus, 0, len(stats))
+	for _, st := range stats {
+		out = append(out, receiver.SinkStatus{
+			Name: st.Name, Depth: st.Depth, InFlight: st.InFlight, ConsecutiveFailures: st.ConsecutiveFailures,
+			Breaker: string(st.Breaker), BreakerOpenUntil: st.BreakerOpenUntil, Disabled: st.Disabled,
+			DisabledReason: st.DisabledReason, Delivered: st.Delivered, Failed: st.Failed, Dead: st.Dead,
+		})
+	}
+	return out
+}

@@ -1,0 +1,400 @@
+package scribehook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// DefaultShutdownTimeout bounds Run's stop and Close: in-flight requests finish and commit,
+// handlers finish their current rows, sinks settle their deliveries in flight.
+const DefaultShutdownTimeout = 20 * time.Second
+
+// Kit is scribehook assembled from a configuration: store, receiver, pipeline and sinks. Build
+// it with New, start it with Start (or Run), receive callbacks with Serve, Mount or Handler,
+// and stop it with Shutdown (or Close). Its methods are safe for concurrent use.
+type Kit struct {
+	cfg      configs.Config
+	log      *logrus.Entry
+	store    store.Store
+	ownStore bool
+	service  *submitter.Client
+	secrets  configs.Secrets
+	reg      *prometheus.Registry
+	dispatch *sinks.Dispatcher
+	pipeline *handlers.Pipeline
+	batcher  *store.Batcher
+	recv     *receiver.Receiver
+	sinks    int
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	done    chan error // the pipeline's Run
+	served  []chan error
+	lns     []net.Listener
+}
+
+// New builds the kit cfg describes, with what only Go can give passed as options. Secrets
+// come from the environment variables cfg names (or WithSecrets). The store is opened (or
+// WithStore's used), sinks built, the broker connected; nothing runs until Start. On error,
+// everything New opened is closed again.
+func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	secrets := o.secrets
+	if secrets == nil {
+		s, err := cfg.Secrets(os.Environ())
+		if err != nil {
+			return nil, err
+		}
+		secrets = &s
+	}
+	log := logrus.NewEntry(logrus.StandardLogger())
+	if o.logger != nil {
+		log = o.logger.WithFields(logrus.Fields{})
+	}
+	k := &Kit{cfg: cfg, log: log, secrets: *secrets}
+	// undo closes, newest first, what New opened when it fails half-way.
+	var undo []func()
+	built := false
+	defer func() {
+		if !built {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	var err error
+
+	k.store = o.store
+	if k.store == nil {
+		if k.store, err = OpenStore(ctx, cfg); err != nil {
+			return nil, err
+		}
+		k.ownStore = true
+		undo = append(undo, func() { _ = k.store.Close() })
+	}
+	k.service = o.service
+	if k.service == nil && secrets.APIKey != "" {
+		copts := []submitter.Option{submitter.WithLogger(log.WithField("component", "submitter"))}
+		if o.httpClient != nil {
+			copts = append(copts, submitter.WithHTTPClient(o.httpClient))
+		}
+		if k.service, err = ServiceClient(cfg, secrets.APIKey, copts...); err != nil {
+			return nil, err
+		}
+	}
+	if k.service == nil {
+		log.Warnf("%s is not set: callbacks are stored as they come, account webhooks stay unresolved", cfg.Service.APIKeyEnv)
+	}
+	subs, err := SubtitleConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	k.reg = prometheus.NewRegistry()
+	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	k.dispatch = sinks.NewDispatcher(sinks.DispatcherConfig{
+		Queue: handlers.SinkQueue(k.store), Metrics: k.reg, Logger: log.WithField("component", "sinks"),
+	})
+	undo = append(undo, func() { _ = k.dispatch.Close() })
+	var specs []sinks.Spec
+	add := func(spec sinks.Spec, sk sinks.Sink) error {
+		if err := k.dispatch.Add(spec, sk); err != nil {
+			_ = sk.Close()
+			return fmt.Errorf("sink %s: %w", spec.Name, err)
+		}
+		specs = append(specs, spec)
+		return nil
+	}
+	for i, spec := range SinkSpecs(cfg, *secrets) {
+		sk, err := sinks.New(spec, sinks.Deps{Logger: log.WithField("sink", spec.Name), Transport: o.sinkTransport, Stdout: o.sinkOutput})
+		if err != nil {
+			return nil, fmt.Errorf("sinks[%d] (%s): %w", i, spec.Name, err)
+		}
+		if err := add(spec, sk); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range o.sinks {
+		if err := add(c.spec, c.sink); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range o.handlers {
+		spec, sk, err := h.sink(log)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(spec, sk); err != nil {
+			return nil, err
+		}
+	}
+	k.sinks = len(specs)
+
+	bus, err := openBus(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case bus != nil && cfg.Store.Driver == "sqlite":
+		log.Warnf("bus.driver %s with store.driver sqlite: replicas cannot share a SQLite file, so run one replica, or use store.driver postgres", cfg.Bus.Driver)
+	case bus == nil && cfg.Store.Driver == "postgres":
+		// Measured (docs/scaling.md): two replicas on the in-process bus stored most sessions
+		// out of order.
+		log.Warn("bus.driver gochannel with store.driver postgres: run one replica only; several replicas need bus.driver redisstream or nats, or live sessions lose their order")
+	}
+	var resolver handlers.Resolver
+	if k.service != nil {
+		resolver = serviceResolver{k.service}
+	}
+	k.pipeline, err = handlers.New(handlers.Config{
+		Store: k.store, Resolver: resolver, Partitions: cfg.Receiver.Partitions, Metrics: k.reg, Logger: log,
+		Subtitles: subs, Sinks: specs, Wake: k.dispatch.Wake,
+		Bus: bus, SweepInterval: cfg.Bus.SweepInterval, SweepGrace: cfg.Bus.SweepGrace, NoticeQueue: cfg.Bus.Queue,
+	})
+	if err != nil {
+		if bus != nil {
+			_ = bus.Close()
+		}
+		return nil, err
+	}
+	undo = append(undo, func() { _ = k.pipeline.Close() })
+	k.batcher = store.NewBatcher(k.store, store.BatcherOptions{})
+	undo = append(undo, func() { _ = k.batcher.Close() })
+	if secrets.ReadToken == "" {
+		log.Warnf("%s is not set: the local read API is disabled", cfg.ReadTokenEnv)
+	}
+	pipeline, dispatch := k.pipeline, k.dispatch
+	k.recv, err = receiver.New(receiver.Config{
+		Store: k.store, Ingester: k.batcher, Notifier: pipeline, Live: pipeline.SessionFeed(),
+		Routes: routesOf(*secrets), ReadToken: secrets.ReadToken, BodyLimit: int(cfg.Receiver.BodyLimit),
+		PublicURL: cfg.PublicURL, TokenTTL: cfg.Receiver.TokenTTL, MaxConnsPerIP: cfg.Receiver.MaxConnsPerIP,
+		Ready: pipeline.Ready, Metrics: k.reg, Logger: log, Now: o.now,
+		Notes: func() []string {
+			if !pipeline.BrokerUp() {
+				return []string{"bus: the broker does not answer; deliveries are stored and processed by the sweep until it is back"}
+			}
+			return nil
+		},
+		Sinks: func() []receiver.SinkStatus { return sinkStatus(dispatch.Stats()) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	built = true
+	return k, nil
+}
+
+// Start runs the sinks and the pipeline: deliveries queued or committed before the last stop
+// are processed at once. Routes mounted before Start already commit what they acknowledge; it
+// is processed once Start has run.
+func (k *Kit) Start(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case k.stopped:
+		return errors.New("scribehook: start after shutdown")
+	case k.started:
+		return nil
+	}
+	// A process killed with deliveries in flight left their leases behind; on SQLite this
+	// process is the queue's only worker, so they go out now rather than when the leases end.
+	// (PostgreSQL does nothing here: other replicas' leases are alive.)
+	if n, err := k.store.ReleaseSinkLeases(ctx); err != nil {
+		return fmt.Errorf("release sink leases: %w", err)
+	} else if n > 0 {
+		k.log.WithField("deliveries", n).Info("released the sink leases of the previous run")
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// Sinks start first: deliveries queued before the last stop go out at once.
+	go func() {
+		if err := k.dispatch.Run(runCtx); err != nil {
+			k.log.WithError(err).Error("sink dispatcher stopped")
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- k.pipeline.Run(runCtx) }()
+	select {
+	case <-k.pipeline.Running():
+	case err := <-done:
+		cancel()
+		return fmt.Errorf("start pipeline: %w", err)
+	}
+	k.started, k.cancel, k.done = true, cancel, done
+	return nil
+}
+
+// Serve answers callbacks (and the read API, health, metrics and dashboard) on ln with the
+// kit's own server, until Shutdown; it returns nil then. The server refuses bad tokens and
+// ambiguous framing on the headers alone and caps connections per client address
+// (receiver.max_conns_per_ip). Start must have been called.
+func (k *Kit) Serve(ln net.Listener) error {
+	k.mu.Lock()
+	if !k.started || k.stopped {
+		k.mu.Unlock()
+		_ = ln.Close()
+		return errors.New("scribehook: serve before start or after shutdown")
+	}
+	served := make(chan error, 1)
+	k.served = append(k.served, served)
+	k.lns = append(k.lns, ln)
+	k.mu.Unlock()
+	err := k.recv.Serve(ln)
+	served <- err
+	return err
+}
+
+// Run starts the kit, serves on cfg.Listen until ctx ends, then shuts down within
+// DefaultShutdownTimeout: what `scribehook serve` does.
+func (k *Kit) Run(ctx context.Context) error {
+	if err := k.Start(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", k.cfg.Listen)
+	if err != nil {
+		_ = k.Close()
+		return fmt.Errorf("listen on %s: %w", k.cfg.Listen, err)
+	}
+	return k.RunListener(ctx, ln)
+}
+
+// RunListener is Run on a listener the caller opened.
+func (k *Kit) RunListener(ctx context.Context, ln net.Listener) error {
+	if err := k.Start(ctx); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- k.Serve(ln) }()
+	k.log.WithFields(logrus.Fields{
+		"listen": ln.Addr().String(), "public_url": k.cfg.PublicURL, "store": configs.RedactURL(k.cfg.Store.DSN),
+		"bus": k.cfg.Bus.Driver, "sinks": k.sinks,
+	}).Info("scribehook serving")
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		k.log.Info("shutting down: finishing in-flight requests, then the pipeline")
+	case serveErr = <-served:
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), DefaultShutdownTimeout)
+	defer cancel()
+	err := k.Shutdown(stopCtx)
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return err
+}
+
+// Shutdown stops the kit in the order that loses nothing: the HTTP server first (in-flight
+// requests finish and commit), then the group committer, then the pipeline (handlers finish
+// their current rows; the rest stay pending for the next start), then the sinks (deliveries in
+// flight settle), and closes the store if New opened it. Routes mounted elsewhere answer 503
+// from then on; the program stops its own server first.
+func (k *Kit) Shutdown(ctx context.Context) error {
+	k.mu.Lock()
+	if k.stopped {
+		k.mu.Unlock()
+		return nil
+	}
+	k.stopped = true
+	served, lns := k.served, k.lns
+	k.mu.Unlock()
+
+	var errs []error
+	if err := k.recv.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop receiver: %w", err))
+	}
+	// fasthttp only knows a listener once Serve has run; a stop right after the start must
+	// still free the port.
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+	for _, ch := range served {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
+	if err := k.batcher.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop group commit: %w", err))
+	}
+	if err := k.pipeline.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop pipeline: %w", err))
+	}
+	// Deliveries in flight settle (delivered or rescheduled), the rest wait in the store; the
+	// dispatcher closes the sinks it was given.
+	if err := k.dispatch.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop sinks: %w", err))
+	}
+	if k.cancel != nil {
+		k.cancel()
+		select {
+		case <-k.done:
+		case <-ctx.Done():
+		}
+	}
+	if k.ownStore {
+		if err := k.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close is Shutdown within DefaultShutdownTimeout.
+func (k *Kit) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultShutdownTimeout)
+	defer cancel()
+	return k.Shutdown(ctx)
+}
+
+// Store is the kit's store: jobs, live messages, artifacts, dead letters.
+func (k *Kit) Store() store.Store { return k.store }
+
+// Config is the configuration the kit was built from.
+func (k *Kit) Config() configs.Config { return k.cfg }
+
+// Service is the client of the service, nil without an API key.
+func (k *Kit) Service() *submitter.Client { return k.service }
+
+// Receiver is the kit's receiver, for what Mount and Handler do not cover.
+func (k *Kit) Receiver() *receiver.Receiver { return k.recv }
+
+// Metrics is the registry /metrics serves; a program may add its own collectors.
+func (k *Kit) Metrics() *prometheus.Registry { return k.reg }
+
+// serviceResolver reads jobs from the service for the handlers.
+type serviceResolver struct{ c *submitter.Client }
+
+func (r serviceResolver) GetJob(ctx context.Context, id string, kind api.JobKind) (api.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if kind == api.KindLive {
+		return r.c.GetLive(ctx, id)
+	}
+	return r.c.GetPreRecorded(ctx, id)
+}

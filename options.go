@@ -1,0 +1,76 @@
+package scribehook
+
+import (
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// Option gives New what a configuration file cannot: a logger, clients, a clock, extra sinks
+// and event handlers.
+type Option func(*options)
+
+type options struct {
+	logger        logrus.FieldLogger
+	secrets       *configs.Secrets
+	store         store.Store
+	service       *submitter.Client
+	httpClient    *http.Client
+	sinkTransport *http.Transport
+	sinkOutput    io.Writer
+	now           func() time.Time
+	sinks         []customSink
+	handlers      []EventHandler
+}
+
+type customSink struct {
+	spec sinks.Spec
+	sink sinks.Sink
+}
+
+// WithLogger logs through l (default: logrus's standard logger). Secrets never reach it.
+func WithLogger(l logrus.FieldLogger) Option { return func(o *options) { o.logger = l } }
+
+// WithSecrets gives the secrets instead of reading the environment variables the configuration
+// names (for a program that keeps them elsewhere).
+func WithSecrets(s configs.Secrets) Option { return func(o *options) { o.secrets = &s } }
+
+// WithStore runs on st instead of opening store.driver/store.dsn; the caller keeps closing it.
+func WithStore(st store.Store) Option { return func(o *options) { o.store = st } }
+
+// WithService uses c to reach the service (resolving thin webhooks, submitting jobs) instead of
+// a client built from service.base_url and the API key.
+func WithService(c *submitter.Client) Option { return func(o *options) { o.service = c } }
+
+// WithHTTPClient is the HTTP client of the service client New builds.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpClient = c } }
+
+// WithSinkTransport is the base transport of webhook sinks (a test certificate, a proxy-free
+// transport); the address guard still wraps every connection.
+func WithSinkTransport(t *http.Transport) Option { return func(o *options) { o.sinkTransport = t } }
+
+// WithSinkOutput is where log sinks write (default standard output).
+func WithSinkOutput(w io.Writer) Option { return func(o *options) { o.sinkOutput = w } }
+
+// WithClock is the clock of signature timestamps and token lifetimes (default time.Now).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithSink adds a sink the program built: one of the sinks package's kinds, or its own
+// implementation of sinks.Sink. It gets the same durable queue, retries, breaker and dead
+// letters as the configured sinks; spec gives its name, filter, order and schedule (Kind is
+// informative). The kit closes it.
+func WithSink(spec sinks.Spec, sink sinks.Sink) Option {
+	return func(o *options) { o.sinks = append(o.sinks, customSink{spec: spec, sink: sink}) }
+}
+
+// WithEventHandler calls h.Func for every event its filter takes (see EventHandler).
+func WithEventHandler(h EventHandler) Option {
+	return func(o *options) { o.handlers = append(o.handlers, h) }
+}
