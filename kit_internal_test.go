@@ -1,0 +1,450 @@
+package scribehook
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sandbox/engine"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+const testKey = "kit-test-key"
+
+func quiet() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}
+
+// world is a sandbox of the service and a file server with the demo's recording, on loopback.
+type world struct {
+	service *submitter.Client
+	sandbox string
+	audio   string // URL of the WAV; its sidecar is audio + ".json"
+	wav     []byte
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	wav, err := os.ReadFile("cmd/scribehook/demodata/sample.wav")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecar, err := os.ReadFile("cmd/scribehook/demodata/sample.wav.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.NewRegistry().New(engine.ScriptedName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(sandbox.Config{
+		APIKey: testKey, Engine: eng, Logger: quiet(),
+		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(sb.Handler())
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) })
+	mux.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
+	files := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		files.Close()
+		hs.CloseClientConnections()
+		hs.Close()
+		sb.Close()
+	})
+	client, err := submitter.New(hs.URL, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{service: client, sandbox: hs.URL, audio: files.URL + "/sample.wav", wav: wav}
+}
+
+// kitConfig is the default configuration on a database in dir, listening on ln.
+func kitConfig(dir string, ln net.Listener, serviceURL string) configs.Config {
+	cfg := configs.Default()
+	cfg.Listen = ln.Addr().String()
+	cfg.PublicURL = "http://" + ln.Addr().String()
+	cfg.Service.BaseURL = serviceURL
+	cfg.Store.DSN = filepath.Join(dir, "scribehook.db")
+	cfg.Subtitles.Dir = filepath.Join(dir, "artifacts")
+	cfg.Sinks = nil
+	return cfg
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// startKit builds, starts and serves a kit; it is shut down at the end of the test.
+func startKit(t *testing.T, cfg configs.Config, ln net.Listener, opts ...Option) *Kit {
+	t.Helper()
+	opts = append([]Option{WithLogger(quiet()), WithSecrets(configs.Secrets{APIKey: testKey})}, opts...)
+	k, err := New(context.Background(), cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = k.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := k.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return k
+}
+
+// recorder is an event handler that keeps what it was given.
+type recorder struct {
+	mu     sync.Mutex
+	events []api.Event
+}
+
+func (r *recorder) handle(_ context.Context, ev api.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+	return nil
+}
+
+func (r *recorder) of(jobID string) []api.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []api.Event
+	for _, ev := range r.events {
+		if ev.JobID == jobID {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func allCategories() api.MessagesConfig {
+	on := api.Bool(true)
+	return api.MessagesConfig{
+		ReceivePartialTranscripts: on, ReceiveFinalTranscripts: on, ReceiveSpeechEvents: on,
+		ReceivePreProcessingEvents: on, ReceiveRealtimeProcessingEvents: on, ReceivePostProcessingEvents: on,
+		ReceiveAcknowledgments: on, ReceiveErrors: on, ReceiveLifecycleEvents: on,
+	}
+}
+
+// Go event handlers get every event of a sandbox job and of a live session, each once, the
+// session's in the order its messages were stored (Ordered), with typed helpers decoding them.
+func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
+	w := newWorld(t)
+	ln := listen(t)
+	cfg := kitConfig(t.TempDir(), ln, w.sandbox)
+	all := &recorder{}
+	var mu sync.Mutex
+	var succeeded []string // first utterance of each job.succeeded, through JobSucceeded
+	var finals []string    // final transcripts, through LiveMessage
+	k := startKit(t, cfg, ln,
+		WithService(w.service),
+		WithEventHandler(EventHandler{Name: "all", Ordered: true, Func: all.handle}),
+		WithEventHandler(EventHandler{Name: "succeeded", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}, Kinds: []api.JobKind{api.KindPreRecorded}},
+			Func: JobSucceeded(func(_ context.Context, _ api.Event, job api.Job) error {
+				mu.Lock()
+				defer mu.Unlock()
+				succeeded = append(succeeded, job.Result.Transcription.Utterances[0].Text)
+				return nil
+			})}),
+		WithEventHandler(EventHandler{Name: "finals", Filter: FinalTranscripts(), Ordered: true,
+			Func: LiveMessage(func(_ context.Context, _ api.Event, msg api.LiveMessage) error {
+				var d api.TranscriptData
+				if err := msg.DecodeData(&d); err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				finals = append(finals, d.Utterance.Text)
+				return nil
+			})}),
+	)
+	ctx := context.Background()
+	subm, err := k.Submitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobID, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := subm.StartLive(ctx, api.LiveRequest{SampleRate: api.Int(8000), Endpointing: api.Float(0.3),
+		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: allCategories()}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := subm.Stream(ctx, session, bytes.NewReader(w.wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if rec, err := WaitJob(waitCtx, k.Store(), jobID, 0, nil); err != nil || rec.Job.Status != api.StatusDone {
+		t.Fatalf("job: %v %s", err, rec.Job.Status)
+	}
+	if _, err := WaitJob(waitCtx, k.Store(), session.ID, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := k.Store().LiveMessages(ctx, session.ID, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The session's events: one per stored message, then, with its end, job.succeeded and
+	// subtitles.ready; the job's: job.succeeded and subtitles.ready.
+	waitFor(t, fmt.Sprintf("every event at the handler (%d messages stored)", len(msgs)), 30*time.Second, func() bool {
+		return len(all.of(session.ID)) == len(msgs)+2 && len(all.of(jobID)) == 2
+	})
+	time.Sleep(200 * time.Millisecond) // a duplicate would be out by now
+	got := all.of(session.ID)
+	if len(got) != len(msgs)+2 {
+		t.Fatalf("%d session events, want %d", len(got), len(msgs)+2)
+	}
+	seen := map[string]bool{}
+	for i, m := range msgs {
+		ev := got[i]
+		if seen[ev.ID] {
+			t.Fatalf("event %s twice", ev.ID)
+		}
+		seen[ev.ID] = true
+		if ev.Type != api.LiveEvent(m.Type) || string(ev.Data) != string(m.Payload) || ev.Category != m.Category {
+			t.Fatalf("event %d is %s %s, stored message %d is %s %s", i, ev.Type, ev.Data, m.Seq, m.Type, m.Payload)
+		}
+	}
+	if end := got[len(msgs):]; end[0].Type != api.EventJobSucceeded || end[0].Kind != api.KindLive || end[1].Type != api.EventSubtitlesReady {
+		t.Errorf("the session's last events are %s (%s), %s", end[0].Type, end[0].Kind, end[1].Type)
+	}
+	var jobTypes []string
+	for _, ev := range all.of(jobID) {
+		jobTypes = append(jobTypes, ev.Type)
+	}
+	slices.Sort(jobTypes)
+	if strings.Join(jobTypes, ",") != "job.succeeded,subtitles.ready" {
+		t.Errorf("job events %v", jobTypes)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(succeeded) != 1 || succeeded[0] != "Welcome to scribehook" {
+		t.Errorf("JobSucceeded saw %q", succeeded)
+	}
+	var wantFinals []string
+	for _, m := range msgs {
+		var lm api.LiveMessage
+		if err := lm.UnmarshalJSON(m.Payload); err == nil && m.Type == api.MessageTranscript && lm.TranscriptIsFinal() {
+			var d api.TranscriptData
+			_ = lm.DecodeData(&d)
+			wantFinals = append(wantFinals, d.Utterance.Text)
+		}
+	}
+	if len(wantFinals) == 0 || strings.Join(finals, "|") != strings.Join(wantFinals, "|") {
+		t.Errorf("final transcripts %q, stored %q", finals, wantFinals)
+	}
+}
+
+// A failing handler is retried on its schedule, then its event is dead-lettered; replayed, it
+// is delivered with the same event id.
+func TestEventHandlerRetriesDeadLettersAndReplays(t *testing.T) {
+	w := newWorld(t)
+	ln := listen(t)
+	cfg := kitConfig(t.TempDir(), ln, w.sandbox)
+	var mu sync.Mutex
+	failing := true
+	var calls []string
+	k := startKit(t, cfg, ln, WithService(w.service), WithEventHandler(EventHandler{
+		Name: "flaky", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}},
+		Retry: []time.Duration{0, 20 * time.Millisecond, 20 * time.Millisecond},
+		Func: func(_ context.Context, ev api.Event) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, ev.ID)
+			if failing {
+				return errors.New("database down")
+			}
+			return nil
+		},
+	}))
+	ctx := context.Background()
+	subm, _ := k.Submitter()
+	jobID, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead []store.SinkDelivery
+	waitFor(t, "the dead letter", 30*time.Second, func() bool {
+		dead, _ = k.Store().DeadLetters(ctx, "flaky", time.Time{}, 0)
+		return len(dead) == 1
+	})
+	if dead[0].Attempts != 3 || dead[0].LastError != "database down" || dead[0].Event.JobID != jobID {
+		t.Fatalf("dead letter %+v", dead[0])
+	}
+	mu.Lock()
+	if len(calls) != 3 {
+		t.Errorf("%d calls before the dead letter, want 3", len(calls))
+	}
+	failing = false
+	mu.Unlock()
+	if err := k.Store().ReplayDeadLetter(ctx, dead[0].ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	k.dispatch.Wake("flaky")
+	waitFor(t, "the replayed delivery", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) == 4
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if calls[3] != dead[0].EventID {
+		t.Errorf("replayed event %s, the dead letter's %s", calls[3], dead[0].EventID)
+	}
+	if d, _ := k.Store().DeadLetters(ctx, "flaky", time.Time{}, 0); len(d) != 0 {
+		t.Errorf("dead letters after the replay: %d", len(d))
+	}
+}
+
+// envChild makes the test binary a kit process for TestEventHandlerCalledAfterKill.
+const envChild = "SCRIBEHOOK_KIT_CHILD"
+
+// TestMain lets the test binary run as the child of TestEventHandlerCalledAfterKill.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(envChild); spec != "" {
+		os.Exit(runChild(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// runChild serves a kit on the database and port of spec ("dsn listen service") whose event
+// handler says "called <event id>" on stdout and then never returns: it is killed there.
+func runChild(spec string) int {
+	parts := strings.Fields(spec)
+	ln, err := net.Listen("tcp", parts[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cfg := configs.Default()
+	cfg.Listen, cfg.PublicURL, cfg.Service.BaseURL = parts[1], "http://"+parts[1], parts[2]
+	cfg.Store.DSN, cfg.Sinks, cfg.Subtitles.Formats = parts[0], nil, nil
+	k, err := New(context.Background(), cfg, WithLogger(quiet()), WithSecrets(configs.Secrets{APIKey: testKey}),
+		WithEventHandler(EventHandler{Name: "billing", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}},
+			Func: func(ctx context.Context, ev api.Event) error {
+				fmt.Printf("called %s\n", ev.ID)
+				select {} // killed while handling
+			}}))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := k.Start(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ready")
+	_ = k.Serve(ln)
+	return 0
+}
+
+// A process killed with kill -9 while its handler runs (the delivery committed, the event
+// queued, the handler called but not done): the next process on the same store calls the
+// handler again with the same event.
+func TestEventHandlerCalledAfterKill(t *testing.T) {
+	w := newWorld(t)
+	dir := t.TempDir()
+	ln := listen(t)
+	addr := ln.Addr().String()
+	_ = ln.Close() // the child listens there
+	dsn := filepath.Join(dir, "scribehook.db")
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), envChild+"="+dsn+" "+addr+" "+w.sandbox)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		t.Fatalf("child said %q", lines.Text())
+	}
+	// The job is submitted as `scribehook submit` would, beside the running child.
+	cfg := configs.Default()
+	cfg.Store.DSN = dsn
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subm := &Submitter{Store: st, Service: w.service, PublicURL: "http://" + addr}
+	jobID, err := subm.Submit(context.Background(), api.PreRecordedRequest{AudioURL: w.audio}, "")
+	_ = st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "called ") {
+		t.Fatalf("child said %q", lines.Text())
+	}
+	eventID := strings.TrimPrefix(lines.Text(), "called ")
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	// The next process: the handler is called with the same event, for the same job.
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg2 := kitConfig(dir, ln2, w.sandbox)
+	rec := &recorder{}
+	startKit(t, cfg2, ln2, WithService(w.service), WithEventHandler(EventHandler{Name: "billing",
+		Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}}, Func: rec.handle}))
+	waitFor(t, "the handler after the restart", 30*time.Second, func() bool { return len(rec.of(jobID)) > 0 })
+	if got := rec.of(jobID); len(got) != 1 || got[0].ID != eventID || got[0].Type != api.EventJobSucceeded {
+		t.Fatalf("after the restart the handler got %+v, want event %s once", got, eventID)
+	}
+}
