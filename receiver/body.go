@@ -3,9 +3,10 @@ package receiver
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
-	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -81,22 +82,35 @@ func answerUnread(c *fiber.Ctx, err error, limit int) error {
 	return writeError(c, fiber.StatusBadRequest, "request body could not be read")
 }
 
-// limitOtherBodies reads the body of every request that is not a callback (bounded by
-// otherBodyLimit) before its handler runs, so that handlers may use c.Body() and form values
-// as usual; a callback's body is read by handleCallback itself, after its token is checked.
-// Any answer on a callback path that leaves the body unread (a rejected token, a path or
-// method no route takes, a panic) closes the connection: the rest of the body must not be
-// parsed as the next request.
+// readRouteBody is readBody for a route of the receiver. On a server other than Serve's (Mount
+// in a parent app whose ReadTimeout may be none at all), a streamed body gets readTimeout from
+// now, as preBody gives it under Serve; the deadline is lifted once the body is in, since the
+// parent's server may leave the connection's deadline alone for its next request.
+func (r *Receiver) readRouteBody(c *fiber.Ctx, limit int) ([]byte, error) {
+	if c.Request().BodyStream() != nil && c.App() != r.app {
+		if conn := c.Context().Conn(); conn != nil {
+			if err := conn.SetReadDeadline(time.Now().Add(readTimeout)); err != nil {
+				return nil, fmt.Errorf("set read deadline: %w", err)
+			}
+			defer func() { _ = conn.SetReadDeadline(time.Time{}) }()
+		}
+	}
+	return readBody(c, limit)
+}
+
+// limitOtherBodies is the app-level pass of the standalone app (Serve, App): it reads the body
+// of every request that is not a callback (bounded by otherBodyLimit) before routing, so that
+// requests no route takes are read too and the connection stays usable; routes read their own
+// bodies whatever the app (readOtherBody, callbackRoute). It runs before any route matched, so
+// it goes by the app's own layout: callbacks at callbackPath. Any answer on a callback path that
+// leaves the body unread closes the connection: the rest of the body must not be parsed as the
+// next request.
 func (r *Receiver) limitOtherBodies(c *fiber.Ctx) error {
 	if c.Request().BodyStream() == nil {
 		return c.Next()
 	}
 	if isCallbackPath(c.Path()) {
-		defer func() {
-			if c.Locals(bodyReadKey{}) == nil {
-				closeUnread(c)
-			}
-		}()
+		defer closeIfUnread(c)
 		return c.Next()
 	}
 	b, err := readBody(c, otherBodyLimit)
@@ -107,10 +121,18 @@ func (r *Receiver) limitOtherBodies(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// callbackPrefix starts the path of every callback route (register).
-const callbackPrefix = "/v1/callbacks/"
+// closeIfUnread closes the connection after a request whose streamed body was not read to its
+// end (bodyReadKey).
+func closeIfUnread(c *fiber.Ctx) {
+	if c.Locals(bodyReadKey{}) == nil {
+		closeUnread(c)
+	}
+}
 
-// isCallbackPath matches /v1/callbacks/… the way Fiber routes it (case-insensitively).
+// isCallbackPath matches the standalone app's callback paths, /v1/callbacks/…, the way Fiber
+// routes them (case-insensitively). Only what runs before routing on that app, or on Serve's
+// server, may go by it: everywhere else the route that matched decides (callbackRoute).
 func isCallbackPath(p string) bool {
-	return len(p) > len(callbackPrefix) && strings.EqualFold(p[:len(callbackPrefix)], callbackPrefix)
+	_, callback, _ := splitCallbackPath(p)
+	return callback
 }

@@ -1,12 +1,6 @@
 package receiver
 
 import (
-	"context"
-	"errors"
-	"strconv"
-	"strings"
-	"time"
-
 	"github.com/gofiber/fiber/v2"
 	"github.com/sirupsen/logrus"
 
@@ -20,114 +14,30 @@ type ackBody struct {
 	ID     int64  `json:"id"`
 }
 
-// handleCallback is POST|PUT /v1/callbacks/:token: authenticate, copy, classify, commit, and
-// only then answer 2xx.
+// handleCallback is the Fiber route of the callback endpoint (serveCallback).
 func (r *Receiver) handleCallback(c *fiber.Ctx) error {
-	start := time.Now()
-	// The commit must not depend on the request's lifetime (fasthttp has no per-request
-	// cancellation anyway), but it must not hang either: past ingestTimeout the service gets a
-	// 503 and retries.
-	ctx, cancel := context.WithTimeout(context.Background(), ingestTimeout)
-	defer cancel()
-
-	// The token is checked before a byte of the body is read (see body.go). Every answer that
-	// leaves the body unread closes the connection (limitOtherBodies).
-	who, err := r.authenticate(ctx, c.Params("token"))
-	if err != nil {
-		return r.reject(c, kindUnknown, logrus.Fields{}, err)
-	}
-	// The raw bytes, as sent: the signature covers them before any content decoding. They are
-	// read into a buffer of our own, which the batcher may keep after the handler returns.
-	raw, err := readBody(c, r.bodyLimit)
-	if err != nil {
-		if errors.Is(err, errBodyTooLarge) {
-			r.metrics.delivery(kindUnknown, outcomeTooLarge)
-		} else {
-			// The client stopped sending (or the read timed out): nothing to store, and nobody
-			// is likely listening for the answer.
-			r.metrics.delivery(kindUnknown, outcomeError)
-			r.log.WithField("route", who.route).WithError(err).Warn("callback body could not be read")
-		}
-		return answerUnread(c, err, r.bodyLimit)
-	}
-	if len(who.secrets) > 0 {
-		if err := verifySignature(func(k string) string { return c.Get(k) }, raw, who.secrets, r.now()); err != nil {
-			return r.reject(c, kindUnknown, logrus.Fields{"route": who.route}, err)
-		}
-	}
-	encoding := strings.Clone(c.Get(fiber.HeaderContentEncoding))
-	body, undecodable, err := decodeBody(raw, encoding, r.bodyLimit)
-	if errors.Is(err, errTooLarge) {
-		r.metrics.delivery(kindUnknown, outcomeTooLarge)
-		return writeError(c, fiber.StatusRequestEntityTooLarge, "decoded request body exceeds "+strconv.Itoa(r.bodyLimit)+" bytes")
-	}
-	headers := requestHeaders(c)
-	if undecodable != "" && encoding != "" {
-		// The body is stored still encoded; keep what is needed to decode it later.
-		headers["content-encoding"] = encoding
-	}
-	d := buildDelivery(inbound{
-		Route:       who.route,
-		Body:        body,
-		Headers:     headers,
-		Undecodable: undecodable,
-		ReceivedAt:  r.now().UTC(),
-	})
-	fields := deliveryFields(d)
-	kind := kindLabel(d)
-	if err := r.checkJob(ctx, who, d); err != nil {
-		return r.reject(c, kind, fields, err)
-	}
-	res, err := r.cfg.Ingester.Submit(ctx, d)
-	if err != nil {
-		r.metrics.delivery(kind, outcomeError)
-		r.log.WithFields(fields).WithError(err).Error("delivery not stored; asking the service to retry")
+	a := r.serveCallback(c.Params("token"), fiberCallback{r, c})
+	if a.retryAfter {
 		c.Set(fiber.HeaderRetryAfter, retryAfter)
-		return writeError(c, fiber.StatusServiceUnavailable, "delivery not stored, retry later")
 	}
-	ack := ackBody{ID: res.ID}
-	switch {
-	case res.Duplicate:
-		ack.Status = outcomeDuplicate
-	case res.Quarantined:
-		ack.Status = outcomeQuarantined
-		r.log.WithFields(fields).WithField("reason", d.Quarantine).Warn("delivery quarantined")
-	default:
-		ack.Status = outcomeStored
-		if r.cfg.Notifier != nil {
-			r.cfg.Notifier.Committed(res.ID, d.PartitionKey)
-		}
+	if a.bodyFailed {
+		closeUnread(c)
 	}
-	r.metrics.delivery(kind, ack.Status)
-	r.metrics.ack.Observe(time.Since(start).Seconds())
-	return c.Status(fiber.StatusOK).JSON(ack)
+	// Every other answer that leaves a streamed body unread closes the connection too
+	// (callbackRoute).
+	return sendJSON(c.Status(a.status), a.body)
 }
 
-// reject answers an authentication failure with 401, or a store failure met while
-// authenticating with 503 so that the service retries.
-func (r *Receiver) reject(c *fiber.Ctx, kind string, fields logrus.Fields, err error) error {
-	var ae *authError
-	if errors.As(err, &ae) {
-		r.metrics.delivery(kind, outcomeUnauthorized)
-		r.log.WithFields(fields).WithField("reason", ae.msg).Warn("callback rejected")
-		return writeError(c, fiber.StatusUnauthorized, ae.msg)
-	}
-	r.metrics.delivery(kind, outcomeError)
-	r.log.WithFields(fields).WithError(err).Error("callback not authenticated: store failed")
-	c.Set(fiber.HeaderRetryAfter, retryAfter)
-	return writeError(c, fiber.StatusServiceUnavailable, "cannot check the token now, retry later")
+// fiberCallback is a callback request carried by Fiber.
+type fiberCallback struct {
+	r *Receiver
+	c *fiber.Ctx
 }
 
-// requestHeaders copies the headers worth keeping, by lower-case name.
-func requestHeaders(c *fiber.Ctx) map[string]string {
-	h := make(map[string]string, len(keptHeaders))
-	for _, name := range keptHeaders {
-		if v := c.Get(name); v != "" {
-			// c.Get points into Fiber's reused buffer: clone what outlives the handler.
-			h[name] = strings.Clone(v)
-		}
-	}
-	return h
+func (f fiberCallback) header(name string) string { return f.c.Get(name) }
+
+func (f fiberCallback) body(limit int) ([]byte, error) {
+	return f.r.readRouteBody(f.c, limit)
 }
 
 // deliveryFields are the log fields naming what a delivery is about.

@@ -60,7 +60,7 @@ func (r *Receiver) deadLetters(c *fiber.Ctx) error {
 			CreatedAt: api.NewTime(d.CreatedAt), Event: d.Event,
 		})
 	}
-	return c.JSON(out)
+	return sendJSON(c, out)
 }
 
 // replayDeadLetter is POST /v1/deadletters/:id/replay: the delivery goes back to its sink's
@@ -78,5 +78,5 @@ func (r *Receiver) replayDeadLetter(c *fiber.Ctx) error {
 		}
 		return r.storeFailed(c, err)
 	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "queued", "id": id})
+	return sendJSON(c.Status(fiber.StatusAccepted), fiber.Map{"status": "queued", "id": id})
 }

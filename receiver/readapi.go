@@ -58,7 +58,7 @@ func (r *Receiver) listJobs(c *fiber.Ctx) error {
 	for _, rec := range jobs.Items {
 		page.Items = append(page.Items, rec.Job)
 	}
-	return c.JSON(page)
+	return sendJSON(c, page)
 }
 
 // pageURL is a list URL carrying the filters, offset and limit, like the service's: absolute
@@ -75,7 +75,7 @@ func writeValidation(c *fiber.Ctx, err error) error {
 	if errors.As(err, &ve) {
 		body.ValidationErrors = ve.Sentences()
 	}
-	return c.Status(fiber.StatusBadRequest).JSON(body)
+	return sendJSON(c.Status(fiber.StatusBadRequest), body)
 }
 
 func (r *Receiver) storeFailed(c *fiber.Ctx, err error) error {
@@ -193,7 +193,7 @@ func (r *Receiver) liveMessages(c *fiber.Ctx) error {
 	for _, m := range msgs {
 		out = append(out, viewOf(m))
 	}
-	return c.JSON(out)
+	return sendJSON(c, out)
 }
 
 // queryInt reads an integer parameter between lo and hi (hi < 0: no upper bound), def when

@@ -14,10 +14,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/receiver/ui"
@@ -230,32 +228,8 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 		StackTraceHandler: r.logPanic,
 	}))
 	r.app.Use(r.limitOtherBodies)
-	r.register()
+	r.register(r.app, MountOptions{ReadAPI: true, Health: true, Metrics: true, Dashboard: true})
 	return r, nil
-}
-
-func (r *Receiver) register() {
-	a := r.app
-	a.Post(callbackPrefix+":token", r.handleCallback)
-	a.Put(callbackPrefix+":token", r.handleCallback)
-
-	a.Get("/healthz", r.healthz)
-	a.Get("/readyz", r.readyz)
-	a.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(r.cfg.Metrics, promhttp.HandlerOpts{})))
-
-	// The bearer check sits on each read route, not on a /v1 group: a group's middleware would
-	// also run for /v1/callbacks.
-	a.Get("/v1/jobs", r.readAccess, r.listJobs)
-	a.Get("/v1/jobs/:id", r.readAccess, r.getJob)
-	a.Get("/v1/jobs/:id/subtitles.:format", r.readAccess, r.subtitles)
-	a.Get("/v1/live/:id/messages", r.readAccess, r.liveMessages)
-	a.Get("/v1/live/:id/events", r.readAccess, r.liveEvents)
-	a.Get("/v1/deadletters", r.readAccess, r.deadLetters)
-	a.Get("/v1/sinks", r.readAccess, r.sinkStatus)
-	a.Post("/v1/deadletters/:id/replay", r.readAccess, r.replayDeadLetter)
-
-	// The dashboard (receiver/ui): embedded assets, sign-in and sign-out.
-	r.ui.Mount(a)
 }
 
 // readAccess is requireReadToken, or, on a request without an Authorization header, the
@@ -272,10 +246,14 @@ func (r *Receiver) readAccess(c *fiber.Ctx) error {
 	return r.requireReadToken(c)
 }
 
-// App is the Fiber app, for mounting or for app.Test.
+// App is the standalone Fiber app that Serve runs, every route at its root: for app.Test, or
+// for app.Mount in a parent app, where its routes keep their own limits (as with Mount) but
+// the app's server settings, and the refusals Serve makes on the headers, do not come along.
 func (r *Receiver) App() *fiber.App { return r.app }
 
-// Serve answers requests on ln until Shutdown.
+// Serve answers requests on ln until Shutdown, with the server-level protections of the
+// standalone app: refusals on the headers alone (server.go), timeouts, the per-address cap
+// (Config.MaxConnsPerIP) and the short drain of closed connections (linger.go).
 func (r *Receiver) Serve(ln net.Listener) error {
 	if err := r.app.Listener(lingerListener{Listener: ln, perAddr: r.perAddr}); err != nil {
 		return fmt.Errorf("receiver: serve: %w", err)
@@ -284,7 +262,9 @@ func (r *Receiver) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting connections, ends event streams and waits for in-flight requests
-// (each of which commits or fails its delivery) until ctx is done.
+// (each of which commits or fails its delivery) until ctx is done. Mounted (Mount, Handler),
+// it ends the event streams and turns /readyz to 503; the parent's server is the parent's to
+// shut down.
 func (r *Receiver) Shutdown(ctx context.Context) error {
 	r.closeOnce.Do(func() { close(r.closing) })
 	if err := r.app.ShutdownWithContext(ctx); err != nil {
@@ -310,7 +290,19 @@ type apiError struct {
 }
 
 func writeError(c *fiber.Ctx, status int, msg string) error {
-	return c.Status(status).JSON(apiError{Error: msg, Status: status})
+	return sendJSON(c.Status(status), apiError{Error: msg, Status: status})
+}
+
+// sendJSON is c.JSON with the receiver's encoder (marshalPlain): mounted, c.JSON would use
+// the parent app's.
+func sendJSON(c *fiber.Ctx, v any) error {
+	b, err := marshalPlain(v)
+	if err != nil {
+		return fmt.Errorf("encode answer: %w", err)
+	}
+	c.Response().SetBodyRaw(b)
+	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+	return nil
 }
 
 // errorHandler answers errors that reach Fiber (no route, body over the limit, panics) in the
@@ -320,34 +312,45 @@ func (r *Receiver) errorHandler(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		status, msg = fe.Code, fe.Message
-		if status == fiber.StatusNotFound && isCallbackPath(c.Path()) {
+		if status == fiber.StatusNotFound && r.onCallbackPath(c) {
 			// Fiber's message quotes the path, and a callback path holds a token.
 			msg = "no such callback route"
 		}
 	} else {
-		r.log.WithError(err).WithField("path", logPath(c.Path())).Error("request failed")
+		r.log.WithError(err).WithField("path", r.LogPath(c)).Error("request failed")
 	}
 	return writeError(c, status, msg)
 }
 
 func (r *Receiver) logPanic(c *fiber.Ctx, e any) {
 	r.log.WithFields(logrus.Fields{
-		"path": logPath(c.Path()), "panic": fmt.Sprint(e), "stack": string(debug.Stack()),
+		"path": r.LogPath(c), "panic": fmt.Sprint(e), "stack": string(debug.Stack()),
 	}).Error("handler panicked")
 }
 
-// logPath is a request path fit for the logs: the token of a callback URL is a secret. Fiber
-// routes paths case-insensitively, so the prefix is matched the same way.
-func logPath(p string) string {
-	if isCallbackPath(p) {
-		return p[:len(callbackPrefix)] + "…"
+// LogPath is the path of c fit for a log line: the route's pattern (…/v1/callbacks/:token)
+// for the receiver's callback routes, whose paths hold a secret token, the path otherwise. A
+// parent app that logs its requests (fiber's logger middleware, with a custom tag) can use it
+// for the routes Mount registered: it knows them by the route that matched, after c.Next.
+func (r *Receiver) LogPath(c *fiber.Ctx) string {
+	if r.onCallbackPath(c) {
+		if rt := c.Route(); c.Locals(callbackRouteKey{}) != nil && rt != nil && strings.Contains(rt.Path, callbackPath) {
+			return rt.Path
+		}
+		return callbackPath + "…"
 	}
-	return p
+	return c.Path()
+}
+
+// onCallbackPath says whether c is a callback request: by the route that matched
+// (callbackRoute), or, before routing or with no route, by the standalone app's layout.
+func (r *Receiver) onCallbackPath(c *fiber.Ctx) bool {
+	return c.Locals(callbackRouteKey{}) != nil || (c.App() == r.app && isCallbackPath(c.Path()))
 }
 
 // healthz says the process answers; it checks nothing else.
 func (r *Receiver) healthz(c *fiber.Ctx) error {
-	return c.JSON(fiber.Map{"status": "ok"})
+	return sendJSON(c, fiber.Map{"status": "ok"})
 }
 
 // readyz says whether deliveries can be taken now: the store answers and the router runs.
@@ -369,10 +372,10 @@ func (r *Receiver) readyz(c *fiber.Ctx) error {
 	}
 	if r.cfg.Notes != nil {
 		if notes := r.cfg.Notes(); len(notes) > 0 {
-			return c.JSON(fiber.Map{"status": "ready", "notes": notes})
+			return sendJSON(c, fiber.Map{"status": "ready", "notes": notes})
 		}
 	}
-	return c.JSON(fiber.Map{"status": "ready"})
+	return sendJSON(c, fiber.Map{"status": "ready"})
 }
 
 // marshalPlain encodes JSON without HTML escaping: page links keep a readable "&" instead of

@@ -107,20 +107,14 @@ func framingError(raw []byte) (int, string) {
 const msgNotChunked = "unsupported transfer coding: only chunked is accepted"
 
 // callbackTarget reads the token of a callback request from its headers the way Fiber will
-// route it (case-insensitive prefix, trailing slashes dropped, the raw path segment as the
-// token): callback says the path is under callbackPrefix, routed that a callback route takes it.
+// route it on the standalone app, whose callback routes are at callbackPath (splitCallbackPath).
 func callbackTarget(h *fasthttp.RequestHeader) (token string, callback, routed bool) {
 	u := fasthttp.AcquireURI()
 	defer fasthttp.ReleaseURI(u)
 	if err := u.Parse(h.Host(), h.RequestURI()); err != nil {
 		return "", false, false // fasthttp answers it 400 when it parses the URI itself
 	}
-	p := string(u.PathOriginal())
-	if !isCallbackPath(p) {
-		return "", false, false
-	}
-	token = strings.TrimRight(p[len(callbackPrefix):], "/")
-	return token, true, token != "" && !strings.Contains(token, "/")
+	return splitCallbackPath(string(u.PathOriginal()))
 }
 
 // refuseOrContinue answers the requests preBody refused, in the receiver's JSON shape, and

@@ -26,11 +26,11 @@ type SinkStatus struct {
 // sinkStatus is GET /v1/sinks.
 func (r *Receiver) sinkStatus(c *fiber.Ctx) error {
 	if r.cfg.Sinks == nil {
-		return c.JSON([]SinkStatus{})
+		return sendJSON(c, []SinkStatus{})
 	}
 	out := r.cfg.Sinks()
 	if out == nil {
 		out = []SinkStatus{}
 	}
-	return c.JSON(out)
+	return sendJSON(c, out)
 }

@@ -23,13 +23,16 @@
 package ui
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"mime"
 	"net/url"
@@ -125,19 +128,25 @@ func New(cfg Config) *UI {
 	return u
 }
 
-// Mount registers the dashboard's routes on r.
-func (u *UI) Mount(r fiber.Router) {
-	r.Get("/ui", func(c *fiber.Ctx) error {
+// Mount registers the dashboard's routes on r, each behind the handlers of before (the
+// receiver's own guard: a route mounted in another app gets nothing else). Every link and
+// fetch of the pages is relative to the page, so the dashboard works under any prefix.
+func (u *UI) Mount(r fiber.Router, before ...fiber.Handler) {
+	route := func(h fiber.Handler) []fiber.Handler {
+		return append(append([]fiber.Handler(nil), before...), h)
+	}
+	r.Get("/ui", route(func(c *fiber.Ctx) error {
 		// Routing is not strict: /ui and /ui/ both land here. Relative links need the slash.
+		// The route's own path carries whatever prefix the dashboard is mounted under.
 		if !strings.HasSuffix(string(c.Request().URI().Path()), "/") {
-			return c.Redirect("/ui/", fiber.StatusMovedPermanently)
+			return c.Redirect(strings.TrimRight(c.Route().Path, "/")+"/", fiber.StatusMovedPermanently)
 		}
 		return u.serve(c, "index.html")
-	})
-	r.Get("/ui/login", func(c *fiber.Ctx) error { return u.serve(c, "login.html") })
-	r.Post("/ui/login", u.login)
-	r.Post("/ui/logout", u.logout)
-	r.Get("/ui/*", func(c *fiber.Ctx) error { return u.serve(c, c.Params("*")) })
+	})...)
+	r.Get("/ui/login", route(func(c *fiber.Ctx) error { return u.serve(c, "login.html") })...)
+	r.Post("/ui/login", route(u.login)...)
+	r.Post("/ui/logout", route(u.logout)...)
+	r.Get("/ui/*", route(func(c *fiber.Ctx) error { return u.serve(c, c.Params("*")) })...)
 }
 
 // securityHeaders apply to every page and asset: nothing but the dashboard's own scripts and
@@ -156,7 +165,7 @@ func (u *UI) serve(c *fiber.Ctx, name string) error {
 	}
 	a, ok := u.files[name]
 	if !ok {
-		return c.Status(fiber.StatusNotFound).JSON(fiber.Map{"error": "no such dashboard file: " + name, "status": fiber.StatusNotFound})
+		return sendError(c, fiber.StatusNotFound, "no such dashboard file: "+name)
 	}
 	securityHeaders(c)
 	c.Set(fiber.HeaderCacheControl, "no-cache") // revalidate: the binary may have changed
@@ -200,7 +209,7 @@ func (u *UI) login(c *fiber.Ctx) error {
 
 func (u *UI) logout(c *fiber.Ctx) error {
 	if !sameOrigin(c) {
-		return c.Status(fiber.StatusForbidden).JSON(fiber.Map{"error": ErrCrossOrigin.Error(), "status": fiber.StatusForbidden})
+		return sendError(c, fiber.StatusForbidden, ErrCrossOrigin.Error())
 	}
 	c.Cookie(&fiber.Cookie{
 		Name: CookieName, Value: "", Path: "/", Expires: time.Unix(1, 0),
@@ -282,4 +291,18 @@ func sameOrigin(c *fiber.Ctx) bool {
 	}
 	o, err := url.Parse(origin)
 	return err == nil && o.Host != "" && strings.EqualFold(o.Host, string(c.Request().Host()))
+}
+
+// sendError answers {"error": msg, "status": status} as the receiver does (no HTML escaping),
+// whatever JSON encoder the app the dashboard is mounted in has.
+func sendError(c *fiber.Ctx, status int, msg string) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fiber.Map{"error": msg, "status": status}); err != nil {
+		return fmt.Errorf("encode error: %w", err)
+	}
+	c.Status(status).Response().SetBodyRaw(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+	return nil
 }

@@ -1,0 +1,172 @@
+package receiver
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// MountOptions says which routes Mount (and Handler) register besides the callback routes,
+// which they always register. Paths are relative to where the receiver is mounted.
+type MountOptions struct {
+	// ReadAPI registers the local read API: GET /v1/jobs, /v1/jobs/:id,
+	// /v1/jobs/:id/subtitles.:format, /v1/live/:id/messages, /v1/live/:id/events,
+	// /v1/deadletters, /v1/sinks and POST /v1/deadletters/:id/replay (Config.ReadToken as a
+	// bearer token, or the dashboard's cookie).
+	ReadAPI bool
+	// Health registers GET /healthz and GET /readyz.
+	Health bool
+	// Metrics registers GET /metrics (Config.Metrics, in Prometheus' text format).
+	Metrics bool
+	// Dashboard registers the dashboard under /ui/. Its pages reach the read API and /metrics
+	// by paths relative to their own, so it needs ReadAPI and Metrics under the same prefix.
+	Dashboard bool
+}
+
+// Mount registers the receiver's routes on rt, under whatever prefix rt has (an app, a group
+// such as app.Group("/hooks"), or an app later mounted with app.Mount): the callback routes
+// POST|PUT /v1/callbacks/:token, and the others opts asks for. The callback URLs the service
+// is given must then carry the prefix: Config.PublicURL is where the receiver is reached,
+// prefix included ("https://example.com/hooks"), which the read API's paging links start from.
+//
+// Every route carries its own guarantees, since a parent app's settings do not come from the
+// receiver (Fiber's Mount keeps only routes): the callback token is checked before the body is
+// used; a callback body is bounded by Config.BodyLimit, before and after content decoding
+// (413), and other bodies by 1 MiB; answers, errors and panics are answered in the receiver's
+// JSON shape, whatever the parent's ErrorHandler and JSONEncoder; the receiver's logs never
+// hold a token (the route that matched tells a callback, not the path); a streamed body gets
+// 60 s to arrive, a commit 15 s (then 503 and Retry-After), an event stream 30 s per event.
+//
+// What the parent app must set, and why:
+//
+//   - StreamRequestBody: true, for the token to be checked before the body is received. Without
+//     it fasthttp reads a whole body, up to the parent's BodyLimit, before any handler runs: the
+//     token is still checked before the body is used or stored, but an unauthenticated sender
+//     can make the parent read (and hold) BodyLimit bytes per request.
+//   - BodyLimit at least Config.BodyLimit (32 MiB by default), unless it streams: without
+//     streaming, a body over the parent's BodyLimit (Fiber's default is 4 MiB) is refused by
+//     the parent itself, with its own 413, before the receiver sees it, and a finished job's
+//     result can be larger than 4 MiB. With StreamRequestBody the parent's BodyLimit only bounds
+//     what fasthttp reads ahead, and the receiver's limit applies.
+//   - DisablePreParseMultipartForm: true: otherwise fasthttp parses a multipart body, spilling
+//     its files to disk, before any handler runs, streamed or not.
+//   - ReadTimeout (e.g. 10 s), IdleTimeout and WriteTimeout: how long the parent waits for a
+//     request's headers (and, without streaming, its body) and for a client to read an answer
+//     is the parent server's; Fiber's defaults are no limit at all.
+//
+// What it need not set: the receiver's ErrorHandler, JSONEncoder, recover middleware, body
+// reading or limits for its routes. What Mount cannot give: Serve's refusals on the headers
+// alone (a bad token or framing answered before fasthttp waits for the body) and its
+// per-address connection cap; run Serve on a port of its own for those.
+func (r *Receiver) Mount(rt fiber.Router, opts MountOptions) {
+	r.register(rt, opts)
+}
+
+// register puts the routes opts asks for, and the callback routes, on rt. Each carries its
+// middleware with it (callbackRoute, otherRoute): under Mount nothing else of the receiver's
+// runs before it.
+func (r *Receiver) register(rt fiber.Router, opts MountOptions) {
+	rt.Post(callbackPath+":token", r.callbackRoute, r.handleCallback)
+	rt.Put(callbackPath+":token", r.callbackRoute, r.handleCallback)
+	// Any other path under callbackPath or method on it: answered here, where the route tells
+	// that the path holds a token, rather than by the app's 404 and 405, which quote the path.
+	rt.All(callbackPath+"+", r.callbackRoute, r.callbackNotRouted)
+	r.registerOthers(rt, opts)
+}
+
+// registerOthers puts the routes other than the callbacks on rt.
+func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
+	other := func(h ...fiber.Handler) []fiber.Handler {
+		return append([]fiber.Handler{r.otherRoute}, h...)
+	}
+	if opts.Health {
+		rt.Get("/healthz", other(r.healthz)...)
+		rt.Get("/readyz", other(r.readyz)...)
+	}
+	if opts.Metrics {
+		rt.Get("/metrics", other(adaptor.HTTPHandler(promhttp.HandlerFor(r.cfg.Metrics, promhttp.HandlerOpts{})))...)
+	}
+	if opts.ReadAPI {
+		// The bearer check sits on each read route, not on a /v1 group: a group's middleware
+		// would also run for /v1/callbacks.
+		rt.Get("/v1/jobs", other(r.readAccess, r.listJobs)...)
+		rt.Get("/v1/jobs/:id", other(r.readAccess, r.getJob)...)
+		rt.Get("/v1/jobs/:id/subtitles.:format", other(r.readAccess, r.subtitles)...)
+		rt.Get("/v1/live/:id/messages", other(r.readAccess, r.liveMessages)...)
+		rt.Get("/v1/live/:id/events", other(r.readAccess, r.liveEvents)...)
+		rt.Get("/v1/deadletters", other(r.readAccess, r.deadLetters)...)
+		rt.Get("/v1/sinks", other(r.readAccess, r.sinkStatus)...)
+		rt.Post("/v1/deadletters/:id/replay", other(r.readAccess, r.replayDeadLetter)...)
+	}
+	if opts.Dashboard {
+		// The dashboard (receiver/ui): embedded assets, sign-in and sign-out.
+		r.ui.Mount(rt, r.otherRoute)
+	}
+}
+
+// callbackRouteKey marks in a request's locals that a callback route matched it: its path
+// holds a token (LogPath, errorHandler).
+type callbackRouteKey struct{}
+
+// callbackRoute comes first on every callback route. It marks the request as a callback, makes
+// the connection close after an answer that leaves a streamed body unread (the rest of the body
+// must not be parsed as the next request), and runs the route under guard.
+func (r *Receiver) callbackRoute(c *fiber.Ctx) error {
+	c.Locals(callbackRouteKey{}, true)
+	if c.Request().BodyStream() != nil {
+		defer closeIfUnread(c)
+	}
+	return r.guard(c)
+}
+
+// otherRoute comes first on every route that is not a callback: it reads the body (streamed
+// or not) bounded by otherBodyLimit, so that handlers may use c.Body() and form values as
+// usual, and runs the route under guard.
+func (r *Receiver) otherRoute(c *fiber.Ctx) error {
+	return r.guardFunc(c, func() error {
+		req := c.Request()
+		if req.BodyStream() != nil || len(req.Body()) > otherBodyLimit {
+			b, err := r.readRouteBody(c, otherBodyLimit)
+			if err != nil {
+				return answerUnread(c, err, otherBodyLimit)
+			}
+			req.SetBodyRaw(b)
+		}
+		return c.Next()
+	})
+}
+
+// guard runs the rest of the route.
+func (r *Receiver) guard(c *fiber.Ctx) error { return r.guardFunc(c, c.Next) }
+
+// guardFunc runs next with the receiver's own panic recovery and error answers: under Mount the
+// parent app may have neither a recover middleware nor an ErrorHandler that keeps tokens out of
+// its answers and logs. An error is answered here and never reaches the app's ErrorHandler.
+func (r *Receiver) guardFunc(c *fiber.Ctx, next func() error) (err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			r.logPanic(c, e)
+			perr, ok := e.(error)
+			if !ok {
+				perr = fmt.Errorf("%v", e)
+			}
+			err = r.errorHandler(c, perr)
+		}
+	}()
+	if err := next(); err != nil {
+		return r.errorHandler(c, err)
+	}
+	return nil
+}
+
+// callbackNotRouted answers a callback path no callback route takes: another method on a
+// callback URL (405), or a path with more segments (404).
+func (r *Receiver) callbackNotRouted(c *fiber.Ctx) error {
+	if tok := strings.TrimRight(c.Params("+"), "/"); tok != "" && !strings.Contains(tok, "/") {
+		return r.errorHandler(c, fiber.ErrMethodNotAllowed)
+	}
+	return r.errorHandler(c, fiber.ErrNotFound)
+}
