@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -58,12 +57,14 @@ type harness struct {
 
 // harnessOption adjusts the configuration or, before the app is built, the receiver.
 type harnessOption struct {
-	cfg func(*Config)
-	rcv func(*Receiver)
+	cfg   func(*Config)
+	rcv   func(*Receiver)
+	setup setupKind
 }
 
 func withConfig(f func(*Config)) harnessOption     { return harnessOption{cfg: f} }
 func withReceiver(f func(*Receiver)) harnessOption { return harnessOption{rcv: f} }
+func withSetup(s setupKind) harnessOption          { return harnessOption{setup: s} }
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
@@ -116,22 +117,15 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	if err != nil {
 		t.Fatalf("new receiver: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
+	var setup setupKind
+	for _, o := range opts {
+		if o.setup != "" {
+			setup = o.setup
+		}
 	}
-	h.base = "http://" + ln.Addr().String()
-	served := make(chan error, 1)
-	go func() { served <- h.rcv.Serve(ln) }()
+	stop := h.serve(setup)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := h.rcv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
+		stop()
 		_ = h.batcher.Close()
 		_ = st.Close()
 		// Secrets and tokens never reach the logs.

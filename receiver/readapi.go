@@ -45,7 +45,7 @@ func (r *Receiver) listJobs(c *fiber.Ctx) error {
 		return r.storeFailed(c, err)
 	}
 	// Never c.BaseURL(): it comes from the Host header, which whoever sends the request picks.
-	base, path := strings.TrimRight(r.cfg.PublicURL, "/"), c.Path()
+	base, path := strings.TrimRight(r.cfg.PublicURL, "/"), linkPath(c, "/v1/jobs", r.cfg.PublicURL != "")
 	page := api.Page{
 		First:   pageURL(base, path, q, 0, limit),
 		Current: pageURL(base, path, q, offset, limit),
@@ -59,6 +59,32 @@ func (r *Receiver) listJobs(c *fiber.Ctx) error {
 		page.Items = append(page.Items, rec.Job)
 	}
 	return sendJSON(c, page)
+}
+
+// mountPrefixKey holds in a request's locals the prefix http.StripPrefix took off a request
+// that Handler passes to Fiber: the Fiber app does not see it in the path.
+type mountPrefixKey struct{}
+
+// linkPath is the path of c to put in a link, c being on the route whose path, relative to the
+// receiver's root, is route: relative to that root when the link starts from the public URL
+// (which includes any prefix the receiver is mounted under, as callback URLs do), the whole path
+// the client sent otherwise.
+func linkPath(c *fiber.Ctx, route string, fromPublicURL bool) string {
+	p := c.Path()
+	if prefix, ok := c.Locals(mountPrefixKey{}).(string); ok {
+		if fromPublicURL {
+			return p
+		}
+		return prefix + p
+	}
+	if !fromPublicURL || c.Route() == nil {
+		return p
+	}
+	prefix := strings.TrimSuffix(c.Route().Path, route)
+	if len(p) >= len(prefix) && strings.EqualFold(p[:len(prefix)], prefix) {
+		return p[len(prefix):]
+	}
+	return p
 }
 
 // pageURL is a list URL carrying the filters, offset and limit, like the service's: absolute

@@ -65,6 +65,12 @@ func (r *Receiver) liveEvents(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/event-stream; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set("X-Accel-Buffering", "no") // proxies must not hold events back
+	if c.App() != r.app && c.App().Config().WriteTimeout <= 0 {
+		// Each flush sets the connection's write deadline (flush); a server without a
+		// WriteTimeout of its own (a parent app's, by default) never lifts it, so the connection
+		// must not carry another request after the stream.
+		c.Context().SetConnectionClose()
+	}
 	c.Status(fiber.StatusOK).Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer cancel()
 		r.runStream(w, st)
