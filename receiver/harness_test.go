@@ -117,7 +117,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	if err != nil {
 		t.Fatalf("new receiver: %v", err)
 	}
-	var setup setupKind
+	setup := setupStandalone
 	for _, o := range opts {
 		if o.setup != "" {
 			setup = o.setup

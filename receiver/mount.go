@@ -46,21 +46,30 @@ type MountOptions struct {
 //     it fasthttp reads a whole body, up to the parent's BodyLimit, before any handler runs: the
 //     token is still checked before the body is used or stored, but an unauthenticated sender
 //     can make the parent read (and hold) BodyLimit bytes per request.
+//
 //   - BodyLimit at least Config.BodyLimit (32 MiB by default), unless it streams: without
 //     streaming, a body over the parent's BodyLimit (Fiber's default is 4 MiB) is refused by
 //     the parent itself, with its own 413, before the receiver sees it, and a finished job's
 //     result can be larger than 4 MiB. With StreamRequestBody the parent's BodyLimit only bounds
 //     what fasthttp reads ahead, and the receiver's limit applies.
+//
 //   - DisablePreParseMultipartForm: true: otherwise fasthttp parses a multipart body, spilling
 //     its files to disk, before any handler runs, streamed or not.
+//
 //   - ReadTimeout (e.g. 10 s), IdleTimeout and WriteTimeout: how long the parent waits for a
 //     request's headers (and, without streaming, its body) and for a client to read an answer
 //     is the parent server's; Fiber's defaults are no limit at all.
 //
+//   - Its listener wrapped with Listener (parent.Listener(rcv.Listener(ln))): a client still
+//     sending a body that the route refused (too large, bad token) then reads the answer
+//     rather than a connection reset, and one client address holds at most
+//     Config.MaxConnsPerIP connections.
+//
 // What it need not set: the receiver's ErrorHandler, JSONEncoder, recover middleware, body
 // reading or limits for its routes. What Mount cannot give: Serve's refusals on the headers
-// alone (a bad token or framing answered before fasthttp waits for the body) and its
-// per-address connection cap; run Serve on a port of its own for those.
+// alone (a bad token or ambiguous framing answered before fasthttp waits for the body, and
+// without quoting the request in fasthttp's own error answers); run Serve on a port of its own
+// for those.
 func (r *Receiver) Mount(rt fiber.Router, opts MountOptions) {
 	r.register(rt, opts)
 }

@@ -420,3 +420,37 @@ func (h *harness) doChunked(path string, body []byte) response {
 	b, _ := io.ReadAll(resp.Body)
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
+
+// TestMountedPublicURL: with the public URL (which includes the prefix, as callback URLs do),
+// paging links name the prefix once.
+func TestMountedPublicURL(t *testing.T) {
+	for _, s := range setups() {
+		t.Run(string(s), func(t *testing.T) {
+			public := "https://example.com/base"
+			if s != setupStandalone {
+				public += mountPrefix
+			}
+			h := newHarness(t, withSetup(s), withConfig(func(c *Config) { c.PublicURL = public }))
+			r := h.read("/v1/jobs?limit=5")
+			if first, _ := r.json(t)["first"].(string); first != public+"/v1/jobs?limit=5&offset=0" {
+				t.Errorf("first %q, want under %s", first, public)
+			}
+		})
+	}
+}
+
+// TestStreamingParentTakesLargerBodies: a parent that streams bodies lets the receiver's limit
+// decide, though its own BodyLimit (1 MiB) is lower, announced or chunked.
+func TestStreamingParentTakesLargerBodies(t *testing.T) {
+	h := newHarness(t, withSetup(setupFiberStreaming), withConfig(func(c *Config) { c.BodyLimit = 4 << 20 }))
+	big := bigErrorBody(t, "11111111-0000-4000-8000-00000000000b", 2<<20)
+	if a := h.ack(h.post(testRouteToken, big, nil)); a.Status != "stored" {
+		t.Errorf("announced: %+v", a)
+	}
+	big = bigErrorBody(t, "11111111-0000-4000-8000-00000000000c", 2<<20)
+	if r := h.doChunked("/v1/callbacks/"+testRouteToken, big); r.status != http.StatusOK {
+		t.Errorf("chunked: %d %s", r.status, r.body)
+	}
+	huge := bigErrorBody(t, "11111111-0000-4000-8000-00000000000d", 5<<20)
+	wantAnswer(t, h.post(testRouteToken, huge, nil), http.StatusRequestEntityTooLarge, `{"error":"request body exceeds 4194304 bytes","status":413}`)
+}

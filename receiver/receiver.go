@@ -255,10 +255,20 @@ func (r *Receiver) App() *fiber.App { return r.app }
 // standalone app: refusals on the headers alone (server.go), timeouts, the per-address cap
 // (Config.MaxConnsPerIP) and the short drain of closed connections (linger.go).
 func (r *Receiver) Serve(ln net.Listener) error {
-	if err := r.app.Listener(lingerListener{Listener: ln, perAddr: r.perAddr}); err != nil {
+	if err := r.app.Listener(r.Listener(ln)); err != nil {
 		return fmt.Errorf("receiver: serve: %w", err)
 	}
 	return nil
+}
+
+// Listener wraps ln, a plain TCP listener, with the connection handling of Serve, for a parent
+// app's server (Mount) or an http.Server (Handler): at most Config.MaxConnsPerIP connections
+// per client address (the next answered 429 and closed), and a short drain of what a client
+// still sends after its connection is closed. Without the drain, a client still sending a body
+// refused on its length or token (413, 401) can lose the answer to a connection reset. Wrap the
+// TCP listener under any TLS: the 429 is written in clear.
+func (r *Receiver) Listener(ln net.Listener) net.Listener {
+	return lingerListener{Listener: ln, perAddr: r.perAddr}
 }
 
 // Shutdown stops accepting connections, ends event streams and waits for in-flight requests

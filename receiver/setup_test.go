@@ -15,12 +15,13 @@ type setupKind string
 
 const (
 	// setupStandalone: Serve on a loopback listener, every route at the root.
-	setupStandalone setupKind = ""
+	setupStandalone setupKind = "standalone"
 	// setupFiber: Mount under /hooks in a parent fiber.New() that sets nothing (Fiber's
 	// defaults: no streaming, a 4 MiB BodyLimit, no timeouts, its own error handler).
 	setupFiber setupKind = "fiber"
-	// setupFiberStreaming: Mount under /hooks in a parent that streams bodies, with a parent
-	// BodyLimit (1 MiB) below the receiver's.
+	// setupFiberStreaming: Mount under /hooks in a parent set as Mount says: it streams bodies,
+	// parses no multipart forms, has timeouts and the receiver's Listener, and a BodyLimit
+	// (1 MiB) below the receiver's.
 	setupFiberStreaming setupKind = "fiber-streaming"
 	// setupNetHTTP: Handler under http.StripPrefix("/hooks", …) in a ServeMux, on httptest.
 	setupNetHTTP setupKind = "net/http"
@@ -60,7 +61,10 @@ func (h *harness) serve(s setupKind) (stop func()) {
 	case setupFiber, setupFiberStreaming:
 		var cfg fiber.Config
 		if s == setupFiberStreaming {
-			cfg = fiber.Config{StreamRequestBody: true, DisablePreParseMultipartForm: true, BodyLimit: 1 << 20}
+			cfg = fiber.Config{
+				StreamRequestBody: true, DisablePreParseMultipartForm: true, BodyLimit: 1 << 20,
+				ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute,
+			}
 		}
 		cfg.DisableStartupMessage = true
 		parent := fiber.New(cfg)
@@ -68,6 +72,9 @@ func (h *harness) serve(s setupKind) (stop func()) {
 		h.rcv.Mount(parent.Group(mountPrefix), everything())
 		ln := listenLoopback(h)
 		h.base = "http://" + ln.Addr().String() + mountPrefix
+		if s == setupFiberStreaming {
+			ln = h.rcv.Listener(ln)
+		}
 		served := make(chan error, 1)
 		go func() { served <- parent.Listener(ln) }()
 		return func() {
