@@ -1,0 +1,32 @@
+package scribehook
+
+import (
+	"net"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/scribehook/scribehook/receiver"
+)
+
+// Mount registers the kit's callback routes (POST|PUT /v1/callbacks/:token) on r, under
+// whatever prefix r has, and the read API, health, metrics and dashboard routes opts asks for.
+// Each route enforces the kit's body limit, token check and log redaction itself; what the
+// parent app must still set (StreamRequestBody, BodyLimit, DisablePreParseMultipartForm,
+// timeouts, the Listener wrapper) is in receiver.Receiver.Mount's documentation. public_url
+// must include the prefix: it is the base of the callback URLs handed to the service.
+//
+// Callbacks mounted before Start are committed and acknowledged; they are processed once
+// Start has run.
+func (k *Kit) Mount(r fiber.Router, opts receiver.MountOptions) { k.recv.Mount(r, opts) }
+
+// Handler is the kit's routes as a net/http handler, for programs without Fiber: callbacks are
+// served natively (streamed, the token checked before the body is read), the rest as Mount
+// does. Under a prefix, strip it: mux.Handle("/hooks/", http.StripPrefix("/hooks", kit.Handler(opts))).
+func (k *Kit) Handler(opts receiver.MountOptions) http.Handler { return k.recv.Handler(opts) }
+
+// Listener wraps the TCP listener of a program's own server (a parent Fiber app with Mount, an
+// http.Server with Handler) with what Serve does on its connections: a cap per client address
+// (receiver.max_conns_per_ip) and a drain that lets a client read a refusal (413, 401) while it
+// still sends its body.
+func (k *Kit) Listener(ln net.Listener) net.Listener { return k.recv.Listener(ln) }
