@@ -42,8 +42,9 @@ type MountOptions struct {
 //
 // What the parent app must set, and why:
 //
-//   - StreamRequestBody: true, for the token to be checked before the body is received. Without
-//     it fasthttp reads a whole body, up to the parent's BodyLimit, before any handler runs: the
+//   - StreamRequestBody: true, for the token to be checked before the body is received (all
+//     but the first 8 KiB, which fasthttp waits for before any handler runs). Without it
+//     fasthttp reads a whole body, up to the parent's BodyLimit, before any handler runs: the
 //     token is still checked before the body is used or stored, but an unauthenticated sender
 //     can make the parent read (and hold) BodyLimit bytes per request.
 //

@@ -157,6 +157,12 @@ func TestCallbacksEverywhere(t *testing.T) {
 				wantAnswer(t, r, http.StatusNotFound, `{"error":"no such callback route","status":404}`)
 			})
 
+			t.Run("other bodies bounded by 1 MiB", func(t *testing.T) {
+				form := "token=" + strings.Repeat("x", otherBodyLimit)
+				r := h.do(http.MethodPost, "/ui/login", []byte(form), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+				wantAnswer(t, r, http.StatusRequestEntityTooLarge, `{"error":"request body exceeds 1048576 bytes","status":413}`)
+			})
+
 			t.Run("read API, health and dashboard under the prefix", func(t *testing.T) {
 				if r := h.do(http.MethodGet, "/healthz", nil, nil); r.status != http.StatusOK || string(r.body) != `{"status":"ok"}` {
 					t.Errorf("healthz: %d %s", r.status, r.body)
