@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/wmlog"
 )
 
 // Bus drivers: besides the in-process GoChannel (no Bus at all), a broker shared by several
@@ -143,7 +144,7 @@ func OpenBus(ctx context.Context, cfg BusConfig) (*Bus, error) {
 	if strings.ContainsAny(cfg.Topic, " \t\r\n*>") {
 		return nil, fmt.Errorf("topic %q may not contain white space, '*' or '>'", cfg.Topic)
 	}
-	wlog := newBusLogger(cfg.Logger.WithFields(logrus.Fields{"component": "bus", "bus": cfg.Driver}))
+	wlog := wmlog.NewLimited(cfg.Logger.WithFields(logrus.Fields{"component": "bus", "bus": cfg.Driver}), busLogEvery)
 	var (
 		drv busDriver
 		err error
@@ -202,59 +203,6 @@ func scrubSecret(err error, raw string) error {
 	return errors.New(msg)
 }
 
-// busLogger routes the Watermill broker clients' logs to logrus: their errors repeat every
-// few hundred milliseconds while a broker is down, so each distinct message is logged as a
-// warning at most once per busLogEvery, the rest at debug.
-type busLogger struct {
-	l   *logrus.Entry
-	lim *logLimiter
-}
-
+// busLogEvery is how often one distinct error of the broker clients is logged as a warning:
+// while a broker is down they repeat it every few hundred milliseconds.
 const busLogEvery = 30 * time.Second
-
-func newBusLogger(l *logrus.Entry) busLogger {
-	return busLogger{l: l, lim: &logLimiter{last: map[string]time.Time{}}}
-}
-
-func (b busLogger) Error(msg string, err error, fields watermill.LogFields) {
-	e := b.l.WithFields(logrus.Fields(fields)).WithError(err)
-	if b.lim.allow(msg) {
-		e.Warn(msg)
-		return
-	}
-	e.Debug(msg)
-}
-
-func (b busLogger) Info(msg string, fields watermill.LogFields) {
-	b.l.WithFields(logrus.Fields(fields)).Debug(msg)
-}
-
-func (b busLogger) Debug(msg string, fields watermill.LogFields) {
-	b.l.WithFields(logrus.Fields(fields)).Debug(msg)
-}
-
-func (b busLogger) Trace(string, watermill.LogFields) {}
-
-func (b busLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
-	return busLogger{l: b.l.WithFields(logrus.Fields(fields)), lim: b.lim}
-}
-
-// logLimiter lets one message through per key and period.
-type logLimiter struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-func (l *logLimiter) allow(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if t, ok := l.last[key]; ok && now.Sub(t) < busLogEvery {
-		return false
-	}
-	if len(l.last) > 1000 {
-		clear(l.last)
-	}
-	l.last[key] = now
-	return true
-}

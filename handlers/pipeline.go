@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,9 +20,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
-	logrusslog "github.com/sirupsen/logrus/hooks/slog"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/wmlog"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
@@ -147,7 +146,7 @@ func New(cfg Config) (_ *Pipeline, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
-	wlog := watermillLogger(cfg.Logger)
+	wlog := wmlog.New(cfg.Logger.WithField("component", "watermill"))
 	p := &Pipeline{
 		cfg:    cfg,
 		log:    cfg.Logger.WithField("component", "handlers"),
@@ -527,12 +526,4 @@ func (q *partition) close() {
 	case q.wake <- struct{}{}:
 	default:
 	}
-}
-
-// watermillLogger routes Watermill's logs to logrus, with its chatty info demoted to debug.
-func watermillLogger(l *logrus.Entry) watermill.LoggerAdapter {
-	h := logrusslog.NewHandler(l.Logger, nil)
-	return watermill.NewSlogLoggerWithLevelMapping(slog.New(h).With("component", "watermill"), map[slog.Level]slog.Level{
-		slog.LevelInfo: slog.LevelDebug,
-	})
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	wmjetstream "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/jetstream"
 	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -18,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/wmlog"
 )
 
 // DefaultTopic is the stream (Redis) or subject (NATS) of broker sinks without a topic.
@@ -78,7 +78,7 @@ func NewRedisStream(spec Spec, deps Deps) (*BrokerSink, error) {
 	}
 	log := deps.Logger.WithField("sink", spec.Name)
 	client := redis.NewClient(opts)
-	pub, err := redisstream.NewPublisher(redisstream.PublisherConfig{Client: client}, wmLogger{log})
+	pub, err := redisstream.NewPublisher(redisstream.PublisherConfig{Client: client}, wmlog.New(log))
 	if err != nil {
 		_ = client.Close()
 		return nil, specErr(spec, "BrokerURL", fmt.Errorf("redis publisher: %w", err))
@@ -127,7 +127,7 @@ func NewNATS(spec Spec, deps Deps) (*BrokerSink, error) {
 	}
 	pub, err := wmjetstream.NewPublisher(wmjetstream.PublisherConfig{
 		Conn:   nc,
-		Logger: wmLogger{log},
+		Logger: wmlog.New(log),
 		// Watermill's JetStream publisher sends to the Name of the stream configuration it
 		// computes for a topic; the subject is the topic itself. Streams are provisioned
 		// separately (natsStreams), with a name that streams accept.
@@ -334,26 +334,4 @@ func (n *natsStreams) forget(subject string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.known, subject)
-}
-
-// wmLogger sends Watermill's logs to logrus. Watermill's info messages are per-connection
-// chatter, so they go to debug; trace is dropped.
-type wmLogger struct{ l logrus.FieldLogger }
-
-func (w wmLogger) Error(msg string, err error, fields watermill.LogFields) {
-	w.l.WithFields(logrus.Fields(fields)).WithError(err).Error(msg)
-}
-
-func (w wmLogger) Info(msg string, fields watermill.LogFields) {
-	w.l.WithFields(logrus.Fields(fields)).Debug(msg)
-}
-
-func (w wmLogger) Debug(msg string, fields watermill.LogFields) {
-	w.l.WithFields(logrus.Fields(fields)).Debug(msg)
-}
-
-func (w wmLogger) Trace(string, watermill.LogFields) {}
-
-func (w wmLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
-	return wmLogger{w.l.WithFields(logrus.Fields(fields))}
 }
