@@ -3,12 +3,12 @@ package handlers
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/atomicfile"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/subtitles"
@@ -60,7 +60,7 @@ func renderSubtitles(cfg SubtitleConfig, job *api.Job) (*renderedSubtitles, erro
 	now := time.Now().UTC()
 	add := func(name, format, lang string, content []byte) error {
 		path := filepath.Join(cfg.Dir, sinks.PathSegment(job.ID), name)
-		if err := writeAtomic(path, content); err != nil {
+		if err := writeArtifact(path, content); err != nil {
 			return err
 		}
 		out.artifacts = append(out.artifacts, store.Artifact{
@@ -122,39 +122,13 @@ func artifactName(base, lang, ext string) string {
 	return base + ext
 }
 
-// writeAtomic writes content to path through a temporary file and a rename, with the file and
-// the directory synced: a reader never sees half a file, and a crash leaves the old one or the
-// new one.
-func writeAtomic(path string, content []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// writeArtifact writes an artifact whole, its directory created (and synced) if missing.
+func writeArtifact(path string, content []byte) error {
+	if err := atomicfile.MkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("create artifact directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, content); err != nil {
 		return fmt.Errorf("write artifact: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write artifact: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync artifact: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write artifact: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write artifact: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write artifact: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/atomicfile"
 )
 
 // The file sink's layout, per job or live session:
@@ -69,7 +69,7 @@ func NewFile(spec Spec, deps Deps) (*FileSink, error) {
 	if err != nil {
 		return nil, specErr(spec, "Dir", err)
 	}
-	if err := mkdirSync(dir); err != nil {
+	if err := atomicfile.MkdirAll(dir); err != nil {
 		return nil, specErr(spec, "Dir", err)
 	}
 	return &FileSink{name: spec.Name, dir: dir, log: deps.Logger.WithField("sink", spec.Name)}, nil
@@ -117,16 +117,16 @@ func (s *FileSink) Deliver(ctx context.Context, ev api.Event) error {
 	if err != nil {
 		return &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
 	}
-	if err := mkdirSync(filepath.Join(jobDir, eventsDir)); err != nil {
+	if err := atomicfile.MkdirAll(filepath.Join(jobDir, eventsDir)); err != nil {
 		return err
 	}
 	for _, a := range artifacts {
-		if err := writeFileAtomic(filepath.Join(jobDir, a.name), a.content); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(jobDir, a.name), a.content); err != nil {
 			return err
 		}
 	}
 	path := filepath.Join(jobDir, eventsDir, EventFileName(ev))
-	if err := writeFileAtomic(path, body); err != nil {
+	if err := atomicfile.WriteFile(path, body); err != nil {
 		return err
 	}
 	s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "files": len(artifacts) + 1}).Debug("event written")
@@ -362,76 +362,4 @@ func transcriptClock(sec float64) string {
 	m := tenths / 600 % 60
 	s := tenths / 10 % 60
 	return fmt.Sprintf("%02d:%02d:%02d.%d", h, m, s, tenths%10)
-}
-
-// writeFileAtomic replaces path with content: written and synced under a temporary name in the
-// same directory, renamed over path, and the directory synced, so that after a crash path
-// holds the old content or the new, and nobody ever reads half a file.
-func writeFileAtomic(path string, content []byte) (err error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(content); err != nil {
-		return fmt.Errorf("write %s: %w", base, err)
-	}
-	// CreateTemp makes 0600; these are outputs meant to be read by other tools.
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("chmod %s: %w", base, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", base, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", base, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename into %s: %w", base, err)
-	}
-	if err = syncDir(dir); err != nil {
-		return err
-	}
-	return nil
-}
-
-// mkdirSync creates dir and its missing parents, syncing each parent after a creation so the
-// new entry survives a crash.
-func mkdirSync(dir string) error {
-	dir = filepath.Clean(dir)
-	if fi, err := os.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		return nil
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := mkdirSync(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("create directory: %w", err)
-	}
-	return syncDir(parent)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory for sync: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory: %w", err)
-	}
-	return nil
 }

@@ -1,0 +1,82 @@
+// Package atomicfile writes files that readers never see half-written and a crash never
+// leaves torn: the artifact directory and the file sink share it.
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile replaces path with content: written and synced under a temporary name in the
+// same directory, renamed over path, and the directory synced, so that after a crash path
+// holds the old content or the new, and nobody ever reads half a file.
+func WriteFile(path string, content []byte) (err error) {
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(content); err != nil {
+		return fmt.Errorf("write %s: %w", base, err)
+	}
+	// CreateTemp makes 0600; these are outputs meant to be read by other tools.
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("chmod %s: %w", base, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", base, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", base, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename into %s: %w", base, err)
+	}
+	if err = syncDir(dir); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MkdirAll creates dir and its missing parents, syncing each parent after a creation so the
+// new entry survives a crash.
+func MkdirAll(dir string) error {
+	dir = filepath.Clean(dir)
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create directory: %w", err)
+	}
+	return syncDir(parent)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory for sync: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	return nil
+}
