@@ -1,0 +1,236 @@
+// Command fiberapp is a Fiber application of its own — its own routes, its own server — that
+// receives the transcription service's callbacks through scribehook, mounted under /hooks:
+//
+//   - GET  /hello                      the app's own route, untouched by the kit;
+//   - POST /transcribe?audio_url=URL   creates a job whose callback comes back to /hooks;
+//   - /hooks/v1/callbacks/:token       the kit's callback routes;
+//   - /hooks/v1/jobs…, /hooks/healthz  the kit's read API (bearer SCRIBEHOOK_READ_TOKEN) and health.
+//
+// A Go event handler prints the transcript of every job.succeeded to standard output.
+//
+// Configuration comes from flags, whose defaults come from the environment; the service key
+// and the read API's token come only from the environment (SCRIBEHOOK_API_KEY,
+// SCRIBEHOOK_READ_TOKEN), so that they never show in a process list.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/scribehook/scribehook"
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/sinks"
+)
+
+// hooksPrefix is where the kit is mounted in the app; public_url must end with it, since the
+// service is handed callback URLs under it.
+const hooksPrefix = "/hooks"
+
+// config is what the program needs to know from its environment.
+type config struct {
+	Listen     string // address of the app (host:port; port 0 picks one)
+	PublicURL  string // where the service reaches /hooks, prefix included; "" derives it from Listen
+	ServiceURL string // base URL of the transcription service
+	Store      string // SQLite file of the kit's store
+	Artifacts  string // directory of rendered subtitles
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.Listen, "listen", envOr("LISTEN_ADDR", "127.0.0.1:8080"), "address the app listens on (env LISTEN_ADDR)")
+	flag.StringVar(&cfg.PublicURL, "public-url", os.Getenv("SCRIBEHOOK_PUBLIC_URL"),
+		"URL at which the service reaches "+hooksPrefix+", prefix included (env SCRIBEHOOK_PUBLIC_URL; default http://<listen>"+hooksPrefix+")")
+	flag.StringVar(&cfg.ServiceURL, "service-url", envOr("SCRIBEHOOK_SERVICE_BASE_URL", configs.DefaultServiceURL), "base URL of the service (env SCRIBEHOOK_SERVICE_BASE_URL)")
+	flag.StringVar(&cfg.Store, "store", envOr("SCRIBEHOOK_STORE_DSN", "fiberapp.db"), "SQLite file of the kit's store (env SCRIBEHOOK_STORE_DSN)")
+	flag.StringVar(&cfg.Artifacts, "artifacts", envOr("SCRIBEHOOK_SUBTITLES_DIR", "artifacts"), "directory of rendered subtitles (env SCRIBEHOOK_SUBTITLES_DIR)")
+	flag.Parse()
+
+	// The first SIGINT or SIGTERM starts a graceful stop; stop() restores the default, so a
+	// second one kills the program at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	if err := run(ctx, cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "fiberapp:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends, then stops the app, then the kit. It writes its own lines (the
+// address, the transcripts) to out; the kit logs to standard error through logrus.
+func run(ctx context.Context, cfg config, out io.Writer) (err error) {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = ln.Close()
+		}
+	}()
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String() + hooksPrefix
+	}
+
+	kcfg := configs.Default()
+	kcfg.PublicURL = publicURL
+	kcfg.Service.BaseURL = cfg.ServiceURL
+	kcfg.Store.DSN = cfg.Store
+	kcfg.Subtitles.Dir = cfg.Artifacts
+	// The default configuration also writes every event to files under ./out; here the Go
+	// handler below is the only consumer.
+	kcfg.Sinks = nil
+
+	w := &lockedWriter{w: out} // handlers run concurrently: one block of lines at a time
+	kit, err := scribehook.New(ctx, kcfg, scribehook.WithEventHandler(scribehook.EventHandler{
+		Name:   "print-transcript",
+		Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}},
+		Func:   scribehook.JobSucceeded(printTranscript(w)),
+	}))
+	if err != nil {
+		return fmt.Errorf("build the kit: %w", err)
+	}
+	// Until the end of run, a failure must still stop the kit (a no-op once it has stopped).
+	defer func() {
+		if cerr := kit.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("stop the kit: %w", cerr)
+		}
+	}()
+	// The submitter needs the service key: without one this program has nothing to submit with.
+	sub, err := kit.Submitter()
+	if err != nil {
+		return fmt.Errorf("submitter: %w", err)
+	}
+	if err := kit.Start(ctx); err != nil {
+		return fmt.Errorf("start the kit: %w", err)
+	}
+
+	// The settings receiver.Receiver.Mount's documentation asks of a parent app.
+	app := fiber.New(fiber.Config{
+		// The callback token is checked before the body is received, and a sender with a bad
+		// token cannot make the app read and hold a whole body.
+		StreamRequestBody: true,
+		// With streaming this only bounds fasthttp's read-ahead; the kit's routes enforce
+		// receiver.body_limit themselves. At least that much, so that the app never refuses a
+		// finished job's large result before the kit sees it.
+		BodyLimit: int(kcfg.Receiver.BodyLimit),
+		// Otherwise fasthttp parses multipart bodies, spilling files to disk, before any handler.
+		DisablePreParseMultipartForm: true,
+		// Fiber's defaults are no limits at all.
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           time.Minute,
+		DisableStartupMessage: true,
+	})
+	app.Get("/hello", func(c *fiber.Ctx) error {
+		return c.SendString("hello from the app's own route\n")
+	})
+	app.Post("/transcribe", func(c *fiber.Ctx) error {
+		audioURL := c.Query("audio_url")
+		if audioURL == "" {
+			return fiber.NewError(fiber.StatusBadRequest, "audio_url is required")
+		}
+		// fasthttp's context is not cancelled when the client leaves: bound the call instead.
+		sctx, cancel := context.WithTimeout(c.UserContext(), 30*time.Second)
+		defer cancel()
+		id, err := sub.Submit(sctx, api.PreRecordedRequest{AudioURL: audioURL}, "")
+		if err != nil {
+			// A job may exist even though recording it failed; its id is worth returning.
+			return c.Status(fiber.StatusBadGateway).JSON(fiber.Map{"id": id, "error": err.Error()})
+		}
+		return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"id": id})
+	})
+	kit.Mount(app.Group(hooksPrefix), receiver.MountOptions{ReadAPI: true, Health: true})
+
+	served := make(chan error, 1)
+	// kit.Listener caps connections per client address and lets a client still sending a
+	// refused body read its 401 or 413.
+	go func() { served <- app.Listener(kit.Listener(ln)) }()
+	fmt.Fprintf(w, "listening on http://%s (callbacks at %s)\n", ln.Addr(), publicURL)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+		serveErr = fmt.Errorf("serve: %w", serveErr)
+	}
+	fmt.Fprintln(w, "shutting down")
+	stopCtx, cancel := context.WithTimeout(context.Background(), scribehook.DefaultShutdownTimeout)
+	defer cancel()
+	// The app first: its in-flight callbacks finish and commit; then the kit, whose pipeline
+	// and handlers finish their current events (the rest wait in the store for the next start).
+	appErr := app.ShutdownWithContext(stopCtx)
+	if appErr != nil {
+		appErr = fmt.Errorf("stop the app: %w", appErr)
+	}
+	kitErr := kit.Shutdown(stopCtx)
+	if kitErr != nil {
+		kitErr = fmt.Errorf("stop the kit: %w", kitErr)
+	}
+	if err := errors.Join(serveErr, appErr, kitErr); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "stopped")
+	return nil
+}
+
+// printTranscript prints each finished job's utterances. A handler is called at least once per
+// event: after a crash the same event comes again with the same ID. A real program records the
+// IDs it has handled in its own database, in the transaction of its work; this one only prints,
+// so a set in memory is enough.
+func printTranscript(out io.Writer) func(context.Context, api.Event, api.Job) error {
+	var seen sync.Map
+	return func(_ context.Context, ev api.Event, job api.Job) error {
+		if _, dup := seen.LoadOrStore(ev.ID, true); dup {
+			return nil
+		}
+		var b strings.Builder
+		var utterances []api.Utterance
+		if job.Result != nil && job.Result.Transcription != nil {
+			utterances = job.Result.Transcription.Utterances
+		}
+		fmt.Fprintf(&b, "job %s succeeded, %d utterances:\n", job.ID, len(utterances))
+		for _, u := range utterances {
+			fmt.Fprintf(&b, "  [%.2fs-%.2fs] %s\n", u.Start, u.End, u.Text)
+		}
+		_, err := io.WriteString(out, b.String())
+		return err
+	}
+}
+
+// lockedWriter serialises writes, so that concurrent handlers' blocks do not interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
