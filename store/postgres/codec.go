@@ -3,23 +3,13 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
-
-// querier is what *sql.DB and *sql.Tx share, so reads and writes can run in or out of a
-// transaction.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
 
 // text makes s storable in a text column: PostgreSQL refuses NUL and invalid UTF-8 there, and
 // a JSON string can decode to either. Both become U+FFFD, the replacement Go's own JSON
@@ -56,62 +46,6 @@ func limitArg(limit int) sql.NullInt64 {
 	return sql.NullInt64{Int64: int64(limit), Valid: true}
 }
 
-// blob keeps an empty body a zero-length bytea: database/sql binds a nil slice as NULL.
-func blob(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}
-
-// encodeHeaders gives the JSONB text of the headers, NULL for none. JSONB refuses the escape
-// \u0000, so keys and values go through text first.
-func encodeHeaders(h map[string]string) (sql.NullString, error) {
-	if h == nil {
-		return sql.NullString{}, nil
-	}
-	clean := make(map[string]string, len(h))
-	for k, v := range h {
-		clean[text(k)] = text(v)
-	}
-	b, err := json.Marshal(clean)
-	if err != nil {
-		return sql.NullString{}, fmt.Errorf("encode headers: %w", err)
-	}
-	return sql.NullString{String: string(b), Valid: true}, nil
-}
-
-func decodeHeaders(s sql.NullString) (map[string]string, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	var h map[string]string
-	if err := json.Unmarshal([]byte(s.String), &h); err != nil {
-		return nil, fmt.Errorf("decode headers: %w", err)
-	}
-	return h, nil
-}
-
-// notFound maps sql.ErrNoRows to store.ErrNotFound so callers never see driver errors.
-func notFound(err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	return err
-}
-
-// oneRow reports store.ErrNotFound when an UPDATE by id changed nothing.
-func oneRow(res sql.Result) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return store.ErrNotFound
-	}
-	return nil
-}
-
 // nullString and timePtr give the element of a column array: nil is NULL.
 func nullString(s sql.NullString) *string {
 	if !s.Valid {
@@ -130,7 +64,7 @@ func timePtr(t time.Time) *time.Time {
 // reserveIDs takes n values of a BIGSERIAL sequence, ascending. Rows get their ids before they
 // are inserted so that ids follow the caller's order while the rows themselves are inserted in
 // key order (see Ingest).
-func reserveIDs(ctx context.Context, q querier, sequence string, n int) ([]int64, error) {
+func reserveIDs(ctx context.Context, q sqlcore.Querier, sequence string, n int) ([]int64, error) {
 	rows, err := q.QueryContext(ctx, `SELECT nextval($1::regclass) AS id FROM generate_series(1, $2) ORDER BY id`,
 		sequence, n)
 	if err != nil {

@@ -3,15 +3,14 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // Ingest stores the deliveries in one transaction: classified ones in the inbox, quarantined
@@ -95,14 +94,14 @@ func insertInbox(ctx context.Context, tx *sql.Tx, ds []store.Delivery, rows []*p
 	)
 	for i, p := range rows {
 		d := &ds[p.idx]
-		h, err := encodeHeaders(d.Headers)
+		h, err := sqlcore.EncodeHeaders(d.Headers, text)
 		if err != nil {
 			return nil, fmt.Errorf("delivery %d: %w", p.idx, err)
 		}
 		ids[i], keys[i], routes[i], kinds[i], events[i], jobs[i] = p.id, p.key, text(d.Route), text(string(d.Kind)),
 			text(d.Event), text(d.JobID)
 		mtypes[i], cats[i], parts[i] = text(string(d.MessageType)), text(string(d.Category)), text(d.PartitionKey)
-		headers[i], bodies[i], received[i] = nullString(h), blob(d.Body), timePtr(d.ReceivedAt)
+		headers[i], bodies[i], received[i] = nullString(h), sqlcore.Blob(d.Body), timePtr(d.ReceivedAt)
 	}
 	return tx.QueryContext(ctx, `INSERT INTO inbox (id, dedupe_key, route, kind, event, job_id, message_type,
 			category, partition_key, headers, body, received_at)
@@ -128,12 +127,12 @@ func insertQuarantine(ctx context.Context, tx *sql.Tx, ds []store.Delivery, rows
 	)
 	for i, p := range rows {
 		d := &ds[p.idx]
-		h, err := encodeHeaders(d.Headers)
+		h, err := sqlcore.EncodeHeaders(d.Headers, text)
 		if err != nil {
 			return nil, fmt.Errorf("delivery %d: %w", p.idx, err)
 		}
 		ids[i], keys[i], routes[i], reasons[i] = p.id, p.key, text(d.Route), text(d.Quarantine)
-		headers[i], bodies[i], received[i] = nullString(h), blob(d.Body), timePtr(d.ReceivedAt)
+		headers[i], bodies[i], received[i] = nullString(h), sqlcore.Blob(d.Body), timePtr(d.ReceivedAt)
 	}
 	return tx.QueryContext(ctx, `INSERT INTO quarantine (id, dedupe_key, route, reason, headers, body, received_at)
 		SELECT id, dedupe_key, route, reason, headers::jsonb, body, received_at
@@ -225,15 +224,10 @@ func scanKeyIDs(rows *sql.Rows, into map[string]int64) error {
 	return rows.Err()
 }
 
-// QuarantineKey is the dedupe key of a quarantined delivery, the same as the SQLite store's:
-// the delivery's own key cannot be trusted, since its body could not be read, so a resent body
-// on the same route is the duplicate. The NUL separator keeps ("a", "bc") and ("ab", "c") apart.
+// QuarantineKey is the dedupe key of a quarantined delivery, shared with the SQLite store so
+// that both dedupe a resent body alike.
 func QuarantineKey(route string, body []byte) string {
-	h := sha256.New()
-	h.Write([]byte(route))
-	h.Write([]byte{0})
-	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil))
+	return sqlcore.QuarantineKey(route, body)
 }
 
 const inboxColumns = `id, dedupe_key, route, kind, event, job_id, message_type, category,
@@ -255,7 +249,7 @@ func scanInbox(sc interface{ Scan(...any) error }) (store.InboxRow, error) {
 	r.Status = store.InboxStatus(status)
 	r.ReceivedAt, r.ProcessedAt = timeOf(received), timeOf(process)
 	var err error
-	if r.Headers, err = decodeHeaders(headers); err != nil {
+	if r.Headers, err = sqlcore.DecodeHeaders(headers); err != nil {
 		return store.InboxRow{}, err
 	}
 	return r, nil
@@ -306,7 +300,7 @@ func queryInbox(ctx context.Context, db *sql.DB, query string, args ...any) ([]s
 func (s *Store) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
 	r, err := scanInbox(s.db.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inbox WHERE id = $1`, id))
 	if err != nil {
-		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, notFound(err))
+		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, sqlcore.NotFound(err))
 	}
 	return r, nil
 }
@@ -324,7 +318,7 @@ func (s *Store) Apply(ctx context.Context, inboxID int64, fn func(ctx context.Co
 	defer func() { _ = sqlTx.Rollback() }()
 	var status string
 	if err := sqlTx.QueryRowContext(ctx, `SELECT status FROM inbox WHERE id = $1 FOR UPDATE`, inboxID).Scan(&status); err != nil {
-		return fmt.Errorf("apply inbox row %d: %w", inboxID, notFound(err))
+		return fmt.Errorf("apply inbox row %d: %w", inboxID, sqlcore.NotFound(err))
 	}
 	if store.InboxStatus(status) == store.InboxDone {
 		return fmt.Errorf("apply inbox row %d: %w", inboxID, store.ErrAlreadyApplied)
@@ -352,7 +346,7 @@ func (s *Store) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg strin
 	defer func() { _ = tx.Rollback() }()
 	var status string
 	if err := tx.QueryRowContext(ctx, `SELECT status FROM inbox WHERE id = $1 FOR UPDATE`, inboxID).Scan(&status); err != nil {
-		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, notFound(err))
+		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, sqlcore.NotFound(err))
 	}
 	if store.InboxStatus(status) == store.InboxDone {
 		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, store.ErrAlreadyApplied)
@@ -398,7 +392,7 @@ func (s *Store) Quarantined(ctx context.Context, limit int) ([]store.QuarantineR
 		if err := rows.Scan(&q.ID, &q.Route, &q.Reason, &headers, &q.Body, &received); err != nil {
 			return nil, fmt.Errorf("quarantined: %w", err)
 		}
-		if q.Headers, err = decodeHeaders(headers); err != nil {
+		if q.Headers, err = sqlcore.DecodeHeaders(headers); err != nil {
 			return nil, fmt.Errorf("quarantined: %w", err)
 		}
 		q.ReceivedAt = timeOf(received)

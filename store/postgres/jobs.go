@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // tx is the store.Tx given to Apply's function: the same statements as the Store's, bound to
@@ -52,13 +52,13 @@ func (t *tx) AppendLiveMessage(ctx context.Context, m store.LiveMessage) (int64,
 }
 
 func (t *tx) Quarantine(ctx context.Context, row store.InboxRow, reason string) error {
-	h, err := encodeHeaders(row.Headers)
+	h, err := sqlcore.EncodeHeaders(row.Headers, text)
 	if err != nil {
 		return err
 	}
 	if _, err := t.q.ExecContext(ctx, `INSERT INTO quarantine (dedupe_key, route, reason, headers, body, received_at)
 		VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (dedupe_key) DO NOTHING`,
-		store.AfterFinalKey(row), text(row.Route), text(reason), nullString(h), blob(row.Body), timePtr(row.ReceivedAt)); err != nil {
+		store.AfterFinalKey(row), text(row.Route), text(reason), nullString(h), sqlcore.Blob(row.Body), timePtr(row.ReceivedAt)); err != nil {
 		return fmt.Errorf("quarantine inbox row %d: %w", row.ID, err)
 	}
 	return nil
@@ -108,19 +108,12 @@ func deriveColumns(j *api.Job) jobColumns {
 
 // writeJob inserts rec, replacing an existing record when replace is set; it reports whether
 // a row was written.
-func writeJob(ctx context.Context, q querier, rec store.JobRecord, replace bool) (bool, error) {
-	if rec.Job.ID == "" {
-		return false, errors.New("put job: empty id")
+func writeJob(ctx context.Context, q sqlcore.Querier, rec store.JobRecord, replace bool) (bool, error) {
+	record, local, err := sqlcore.EncodeJob(rec)
+	if err != nil {
+		return false, err
 	}
 	cols := deriveColumns(&rec.Job)
-	record, err := json.Marshal(rec.Job)
-	if err != nil {
-		return false, fmt.Errorf("put job %s: encode record: %w", rec.Job.ID, err)
-	}
-	local, err := json.Marshal(rec.Local)
-	if err != nil {
-		return false, fmt.Errorf("put job %s: encode local: %w", rec.Job.ID, err)
-	}
 	conflict := `ON CONFLICT (id) DO NOTHING`
 	if replace {
 		conflict = `ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, status = excluded.status,
@@ -141,28 +134,17 @@ func writeJob(ctx context.Context, q querier, rec store.JobRecord, replace bool)
 	return n > 0, nil
 }
 
-func getJob(ctx context.Context, q querier, id string) (store.JobRecord, error) {
+func getJob(ctx context.Context, q sqlcore.Querier, id string) (store.JobRecord, error) {
 	var (
 		record []byte
 		local  string
 	)
 	if err := q.QueryRowContext(ctx, `SELECT record, local FROM jobs WHERE id = $1`, text(id)).Scan(&record, &local); err != nil {
-		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, notFound(err))
+		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, sqlcore.NotFound(err))
 	}
-	rec, err := decodeJob(record, []byte(local))
+	rec, err := sqlcore.DecodeJob(record, []byte(local))
 	if err != nil {
 		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, err)
-	}
-	return rec, nil
-}
-
-func decodeJob(record, local []byte) (store.JobRecord, error) {
-	var rec store.JobRecord
-	if err := json.Unmarshal(record, &rec.Job); err != nil {
-		return store.JobRecord{}, fmt.Errorf("decode record: %w", err)
-	}
-	if err := json.Unmarshal(local, &rec.Local); err != nil {
-		return store.JobRecord{}, fmt.Errorf("decode local: %w", err)
 	}
 	return rec, nil
 }
@@ -203,7 +185,7 @@ func (s *Store) ListJobs(ctx context.Context, q api.ListQuery) (store.JobPage, e
 }
 
 // listPage reads the page, and one more row to tell whether another page follows.
-func listPage(ctx context.Context, q querier, where string, args []any, offset, limit int) (store.JobPage, error) {
+func listPage(ctx context.Context, q sqlcore.Querier, where string, args []any, offset, limit int) (store.JobPage, error) {
 	n := len(args)
 	rows, err := q.QueryContext(ctx, `SELECT record, local FROM jobs`+where+
 		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2),
@@ -225,7 +207,7 @@ func listPage(ctx context.Context, q querier, where string, args []any, offset, 
 			page.More = true
 			break
 		}
-		rec, err := decodeJob(record, []byte(local))
+		rec, err := sqlcore.DecodeJob(record, []byte(local))
 		if err != nil {
 			return store.JobPage{}, err
 		}
@@ -235,7 +217,7 @@ func listPage(ctx context.Context, q querier, where string, args []any, offset, 
 }
 
 // listMatching filters the light columns with Matches, then reads the page's records.
-func listMatching(ctx context.Context, q querier, where string, args []any, lq api.ListQuery, offset, limit int) (store.JobPage, error) {
+func listMatching(ctx context.Context, q sqlcore.Querier, where string, args []any, lq api.ListQuery, offset, limit int) (store.JobPage, error) {
 	ids, more, err := matchingIDs(ctx, q, where, args, lq, offset, limit)
 	if err != nil {
 		return store.JobPage{}, err
@@ -259,7 +241,7 @@ func listMatching(ctx context.Context, q querier, where string, args []any, lq a
 		if err := rows.Scan(&id, &record, &local); err != nil {
 			return store.JobPage{}, err
 		}
-		rec, err := decodeJob(record, []byte(local))
+		rec, err := sqlcore.DecodeJob(record, []byte(local))
 		if err != nil {
 			return store.JobPage{}, fmt.Errorf("job %s: %w", id, err)
 		}
@@ -278,7 +260,7 @@ func listMatching(ctx context.Context, q querier, where string, args []any, lq a
 	return page, nil
 }
 
-func matchingIDs(ctx context.Context, q querier, where string, args []any, lq api.ListQuery, offset, limit int) ([]string, bool, error) {
+func matchingIDs(ctx context.Context, q sqlcore.Querier, where string, args []any, lq api.ListQuery, offset, limit int) ([]string, bool, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, status, kind, created_at, custom_metadata FROM jobs`+where+
 		` ORDER BY created_at DESC, id DESC`, args...)
 	if err != nil {
@@ -393,7 +375,7 @@ func (s *Store) LiveMessages(ctx context.Context, sessionID string, afterSeq int
 // ends, so a concurrent Apply of the same session, on any replica, waits here and then reads
 // the committed number (or the old one, when this transaction rolls back): numbers follow
 // commit order, without gaps or repeats.
-func appendLiveMessage(ctx context.Context, q querier, m store.LiveMessage) (int64, error) {
+func appendLiveMessage(ctx context.Context, q sqlcore.Querier, m store.LiveMessage) (int64, error) {
 	if m.SessionID == "" {
 		return 0, errors.New("append live message: empty session id")
 	}
@@ -406,14 +388,14 @@ func appendLiveMessage(ctx context.Context, q querier, m store.LiveMessage) (int
 		SELECT $1, next.last_seq, $2, $3, $4, $5, $6, $7 FROM next
 		RETURNING seq`,
 		text(m.SessionID), text(string(m.Type)), text(string(m.Category)), nullTime(m.CreatedAt),
-		nullTime(m.ReceivedAt), m.InboxID, blob(m.Payload)).Scan(&seq); err != nil {
+		nullTime(m.ReceivedAt), m.InboxID, sqlcore.Blob(m.Payload)).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("append live message to %s: %w", m.SessionID, err)
 	}
 	return seq, nil
 }
 
 // putArtifact stores an artifact, replacing the job's artifact of the same name.
-func putArtifact(ctx context.Context, q querier, a store.Artifact) error {
+func putArtifact(ctx context.Context, q sqlcore.Querier, a store.Artifact) error {
 	if a.JobID == "" || a.Name == "" {
 		return errors.New("put artifact: job id and name are required")
 	}

@@ -52,6 +52,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // DefaultMaxConns is the pool size when neither Options.MaxConns nor the DSN's pool_max_conns
@@ -268,7 +269,7 @@ func migrationLockKey(schema string) int64 {
 }
 
 // schemaVersion is the highest applied migration, 0 for a new schema.
-func schemaVersion(ctx context.Context, q querier) (int, error) {
+func schemaVersion(ctx context.Context, q sqlcore.Querier) (int, error) {
 	var exists bool
 	if err := q.QueryRowContext(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
 		return 0, fmt.Errorf("postgres: read schema version: %w", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // Statuses of sink_deliveries rows (the third is "delivered").
@@ -69,7 +70,7 @@ type sinkRow struct {
 // Ids, which order the deliveries of a key, are reserved in the caller's order, and the rows
 // inserted in (sink, event id) order, for the reason Ingest gives: two transactions queueing
 // the same events never wait for each other in a cycle.
-func enqueueSinkDeliveries(ctx context.Context, q querier, ds []store.SinkDelivery, now time.Time) error {
+func enqueueSinkDeliveries(ctx context.Context, q sqlcore.Querier, ds []store.SinkDelivery, now time.Time) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -221,7 +222,7 @@ func (s *Store) CompleteSinkDelivery(ctx context.Context, id int64) error {
 	if err != nil {
 		return fmt.Errorf("complete sink delivery %d: %w", id, err)
 	}
-	if err := oneRow(res); err != nil {
+	if err := sqlcore.OneRow(res); err != nil {
 		return fmt.Errorf("complete sink delivery %d: %w", id, err)
 	}
 	return nil
@@ -237,7 +238,7 @@ func (s *Store) RetrySinkDelivery(ctx context.Context, id int64, next time.Time,
 	if err != nil {
 		return fmt.Errorf("retry sink delivery %d: %w", id, err)
 	}
-	if err := oneRow(res); err != nil {
+	if err := sqlcore.OneRow(res); err != nil {
 		return fmt.Errorf("retry sink delivery %d: %w", id, s.whyNot(ctx, id, sinkQueued, err))
 	}
 	return nil
@@ -252,7 +253,7 @@ func (s *Store) KillSinkDelivery(ctx context.Context, id int64, errMsg string, a
 	if err != nil {
 		return fmt.Errorf("kill sink delivery %d: %w", id, err)
 	}
-	if err := oneRow(res); err != nil {
+	if err := sqlcore.OneRow(res); err != nil {
 		return fmt.Errorf("kill sink delivery %d: %w", id, s.whyNot(ctx, id, sinkQueued, err))
 	}
 	return nil
@@ -303,7 +304,7 @@ func (s *Store) ReplayDeadLetter(ctx context.Context, id int64, now time.Time) e
 	if err != nil {
 		return fmt.Errorf("replay dead letter %d: %w", id, err)
 	}
-	if err := oneRow(res); err != nil {
+	if err := sqlcore.OneRow(res); err != nil {
 		return fmt.Errorf("replay dead letter %d: %w", id, s.whyNot(ctx, id, sinkDead, err))
 	}
 	return nil

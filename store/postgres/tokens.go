@@ -8,6 +8,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // CreateToken stores a new token; a hash already stored is an error (the primary key's unique
@@ -33,7 +34,7 @@ func (s *Store) LookupToken(ctx context.Context, hash []byte) (store.Token, erro
 	)
 	if err := s.db.QueryRowContext(ctx, `SELECT hash, job_id, kind, created_at, revoked_at FROM tokens
 		WHERE hash = $1`, hash).Scan(&t.Hash, &t.JobID, &kind, &created, &revoked); err != nil {
-		return store.Token{}, fmt.Errorf("lookup token: %w", notFound(err))
+		return store.Token{}, fmt.Errorf("lookup token: %w", sqlcore.NotFound(err))
 	}
 	t.Kind = api.JobKind(kind)
 	t.CreatedAt, t.RevokedAt = timeOf(created), timeOf(revoked)
@@ -56,7 +57,7 @@ func (s *Store) BindToken(ctx context.Context, hash []byte, jobID string) error 
 	defer func() { _ = tx.Rollback() }()
 	var current string
 	if err := tx.QueryRowContext(ctx, `SELECT job_id FROM tokens WHERE hash = $1 FOR UPDATE`, hash).Scan(&current); err != nil {
-		return fmt.Errorf("bind token: %w", notFound(err))
+		return fmt.Errorf("bind token: %w", sqlcore.NotFound(err))
 	}
 	switch current {
 	case jobID:
@@ -81,7 +82,7 @@ func (s *Store) RevokeToken(ctx context.Context, hash []byte) error {
 	if err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}
-	if err := oneRow(res); err != nil {
+	if err := sqlcore.OneRow(res); err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}
 	return nil

@@ -2,15 +2,14 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // Ingest stores the deliveries in one transaction: classified ones in the inbox, quarantined
@@ -48,13 +47,13 @@ func (s *Store) Ingest(ctx context.Context, ds []store.Delivery) ([]store.Ingest
 }
 
 func ingestInbox(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestResult, error) {
-	headers, err := encodeHeaders(d.Headers)
+	headers, err := sqlcore.EncodeHeaders(d.Headers, nil)
 	if err != nil {
 		return store.IngestResult{}, err
 	}
 	var id int64
 	err = w.stmt(stInboxInsert).QueryRowContext(w.ctx, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
-		string(d.MessageType), string(d.Category), d.PartitionKey, headers, blob(d.Body),
+		string(d.MessageType), string(d.Category), d.PartitionKey, headers, sqlcore.Blob(d.Body),
 		nullTime(d.ReceivedAt)).Scan(&id)
 	switch {
 	case err == nil:
@@ -70,13 +69,13 @@ func ingestInbox(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestRe
 }
 
 func ingestQuarantine(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestResult, error) {
-	headers, err := encodeHeaders(d.Headers)
+	headers, err := sqlcore.EncodeHeaders(d.Headers, nil)
 	if err != nil {
 		return store.IngestResult{}, err
 	}
 	key := QuarantineKey(d.Route, d.Body)
 	var id int64
-	err = w.stmt(stQuarantineInsert).QueryRowContext(w.ctx, key, d.Route, d.Quarantine, headers, blob(d.Body),
+	err = w.stmt(stQuarantineInsert).QueryRowContext(w.ctx, key, d.Route, d.Quarantine, headers, sqlcore.Blob(d.Body),
 		nullTime(d.ReceivedAt)).Scan(&id)
 	switch {
 	case err == nil:
@@ -90,15 +89,10 @@ func ingestQuarantine(ctx context.Context, w *wtx, d *store.Delivery) (store.Ing
 	return store.IngestResult{ID: id, Quarantined: true, Duplicate: true}, nil
 }
 
-// QuarantineKey is the dedupe key of a quarantined delivery: the delivery's own key cannot be
-// trusted, since its body could not be read, so a resent body on the same route is the
-// duplicate. The NUL separator keeps ("a", "bc") and ("ab", "c") apart.
+// QuarantineKey is the dedupe key of a quarantined delivery, shared with the PostgreSQL store
+// so that both dedupe a resent body alike.
 func QuarantineKey(route string, body []byte) string {
-	h := sha256.New()
-	h.Write([]byte(route))
-	h.Write([]byte{0})
-	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil))
+	return sqlcore.QuarantineKey(route, body)
 }
 
 const inboxColumns = `id, dedupe_key, route, kind, event, job_id, message_type, category,
@@ -119,7 +113,7 @@ func scanInbox(sc interface{ Scan(...any) error }) (store.InboxRow, error) {
 	r.Kind, r.MessageType, r.Category = api.CallbackKind(kind), api.MessageType(mtype), api.MessageCategory(cat)
 	r.Status = store.InboxStatus(status)
 	var err error
-	if r.Headers, err = decodeHeaders(headers); err != nil {
+	if r.Headers, err = sqlcore.DecodeHeaders(headers); err != nil {
 		return store.InboxRow{}, err
 	}
 	if r.ReceivedAt, err = parseTime(received); err != nil {
@@ -183,17 +177,9 @@ func queryInbox(ctx context.Context, db *sql.DB, query string, args ...any) ([]s
 func (s *Store) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
 	r, err := scanInbox(s.r.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inbox WHERE id = ?`, id))
 	if err != nil {
-		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, notFound(err))
+		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, sqlcore.NotFound(err))
 	}
 	return r, nil
-}
-
-// notFound maps sql.ErrNoRows to store.ErrNotFound so callers never see driver errors.
-func notFound(err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	return err
 }
 
 // Apply runs fn and marks the inbox row done in one IMMEDIATE transaction, committed as a
@@ -213,11 +199,11 @@ func (s *Store) Apply(ctx context.Context, inboxID int64, fn func(ctx context.Co
 	if err != nil {
 		return fmt.Errorf("apply inbox row %d: mark done: %w", inboxID, err)
 	}
-	if err := oneRow(res); err != nil {
+	if err := sqlcore.OneRow(res); err != nil {
 		// Done already, or no such row.
 		var status string
 		if err := w.stmt(stInboxStatus).QueryRowContext(w.ctx, inboxID).Scan(&status); err != nil {
-			return fmt.Errorf("apply inbox row %d: %w", inboxID, notFound(err))
+			return fmt.Errorf("apply inbox row %d: %w", inboxID, sqlcore.NotFound(err))
 		}
 		return fmt.Errorf("apply inbox row %d: %w", inboxID, store.ErrAlreadyApplied)
 	}
@@ -241,7 +227,7 @@ func (s *Store) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg strin
 	defer w.rollback()
 	var status string
 	if err := w.stmt(stInboxStatus).QueryRowContext(w.ctx, inboxID).Scan(&status); err != nil {
-		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, notFound(err))
+		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, sqlcore.NotFound(err))
 	}
 	if store.InboxStatus(status) == store.InboxDone {
 		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, store.ErrAlreadyApplied)
@@ -285,7 +271,7 @@ func (s *Store) Quarantined(ctx context.Context, limit int) ([]store.QuarantineR
 		if err := rows.Scan(&q.ID, &q.Route, &q.Reason, &headers, &q.Body, &received); err != nil {
 			return nil, fmt.Errorf("quarantined: %w", err)
 		}
-		if q.Headers, err = decodeHeaders(headers); err != nil {
+		if q.Headers, err = sqlcore.DecodeHeaders(headers); err != nil {
 			return nil, fmt.Errorf("quarantined: %w", err)
 		}
 		if q.ReceivedAt, err = parseTime(received); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // tx is the store.Tx given to Apply's function: the Store's statements, bound to Apply's
@@ -37,14 +38,14 @@ func (t *tx) PutArtifact(ctx context.Context, a store.Artifact) error {
 }
 
 func (t *tx) Quarantine(ctx context.Context, row store.InboxRow, reason string) error {
-	h, err := encodeHeaders(row.Headers)
+	h, err := sqlcore.EncodeHeaders(row.Headers, nil)
 	if err != nil {
 		return err
 	}
 	// Not stQuarantineInsert: its RETURNING would leave the held connection's statement open.
 	if _, err := t.w.conn.ExecContext(t.w.ctx, `INSERT INTO quarantine (dedupe_key, route, reason, headers, body,
 		received_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING`,
-		store.AfterFinalKey(row), row.Route, reason, h, blob(row.Body), nullTime(row.ReceivedAt)); err != nil {
+		store.AfterFinalKey(row), row.Route, reason, h, sqlcore.Blob(row.Body), nullTime(row.ReceivedAt)); err != nil {
 		return fmt.Errorf("quarantine inbox row %d: %w", row.ID, err)
 	}
 	return nil
@@ -113,20 +114,13 @@ func deriveColumns(j *api.Job) (jobColumns, error) {
 // writeJob runs the job insert st (stJobReplace or stJobCreate) for rec and reports whether a
 // row was written.
 func writeJob(ctx context.Context, st *sql.Stmt, rec store.JobRecord) (bool, error) {
-	if rec.Job.ID == "" {
-		return false, errors.New("put job: empty id")
+	record, local, err := sqlcore.EncodeJob(rec)
+	if err != nil {
+		return false, err
 	}
 	cols, err := deriveColumns(&rec.Job)
 	if err != nil {
 		return false, fmt.Errorf("put job %s: %w", rec.Job.ID, err)
-	}
-	record, err := json.Marshal(rec.Job)
-	if err != nil {
-		return false, fmt.Errorf("put job %s: encode record: %w", rec.Job.ID, err)
-	}
-	local, err := json.Marshal(rec.Local)
-	if err != nil {
-		return false, fmt.Errorf("put job %s: encode local: %w", rec.Job.ID, err)
 	}
 	res, err := st.ExecContext(ctx, rec.Job.ID, string(rec.Job.Kind), string(rec.Job.Status), cols.createdAt, cols.completedAt,
 		cols.metadata, string(record), string(local))
@@ -140,29 +134,18 @@ func writeJob(ctx context.Context, st *sql.Stmt, rec store.JobRecord) (bool, err
 	return n > 0, nil
 }
 
-func getJob(ctx context.Context, q querier, id string) (store.JobRecord, error) {
+func getJob(ctx context.Context, q sqlcore.Querier, id string) (store.JobRecord, error) {
 	return scanJob(q.QueryRowContext(ctx, `SELECT record, local FROM jobs WHERE id = ?`, id), id)
 }
 
 func scanJob(row *sql.Row, id string) (store.JobRecord, error) {
 	var record, local []byte
 	if err := row.Scan(&record, &local); err != nil {
-		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, notFound(err))
+		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, sqlcore.NotFound(err))
 	}
-	rec, err := decodeJob(record, local)
+	rec, err := sqlcore.DecodeJob(record, local)
 	if err != nil {
 		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, err)
-	}
-	return rec, nil
-}
-
-func decodeJob(record, local []byte) (store.JobRecord, error) {
-	var rec store.JobRecord
-	if err := json.Unmarshal(record, &rec.Job); err != nil {
-		return store.JobRecord{}, fmt.Errorf("decode record: %w", err)
-	}
-	if err := json.Unmarshal(local, &rec.Local); err != nil {
-		return store.JobRecord{}, fmt.Errorf("decode local: %w", err)
 	}
 	return rec, nil
 }
@@ -207,7 +190,7 @@ func (s *Store) ListJobs(ctx context.Context, q api.ListQuery) (store.JobPage, e
 	return page, nil
 }
 
-func pageIDs(ctx context.Context, q querier, query string, args []any, lq api.ListQuery, offset, limit int) ([]string, bool, error) {
+func pageIDs(ctx context.Context, q sqlcore.Querier, query string, args []any, lq api.ListQuery, offset, limit int) ([]string, bool, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, false, err
@@ -345,7 +328,7 @@ func appendLiveMessage(ctx context.Context, st *sql.Stmt, m store.LiveMessage) (
 }
 
 // putArtifact stores an artifact, replacing the job's artifact of the same name.
-func putArtifact(ctx context.Context, q querier, a store.Artifact) error {
+func putArtifact(ctx context.Context, q sqlcore.Querier, a store.Artifact) error {
 	if a.JobID == "" || a.Name == "" {
 		return errors.New("put artifact: job id and name are required")
 	}

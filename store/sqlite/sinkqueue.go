@@ -13,6 +13,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // Statuses of sink_deliveries rows (the third is "delivered").
@@ -221,7 +222,7 @@ func (s *Store) updateSinkDelivery(ctx context.Context, op string, st stmtID, ar
 	if err != nil {
 		return err
 	}
-	if err := oneRow(res); err != nil {
+	if err := sqlcore.OneRow(res); err != nil {
 		return err
 	}
 	if err := w.commit(); err != nil {
@@ -306,7 +307,7 @@ func (s *Store) ReplayDeadLetter(ctx context.Context, id int64, now time.Time) e
 	if err != nil {
 		return fmt.Errorf("replay dead letter %d: %w", id, err)
 	}
-	if err := oneRow(res); err != nil {
+	if err := sqlcore.OneRow(res); err != nil {
 		w.rollback()
 		return fmt.Errorf("replay dead letter %d: %w", id, s.whyNot(ctx, id, sinkDead, err))
 	}
@@ -324,18 +325,6 @@ func (s *Store) SinkDepth(ctx context.Context, sink string) (int64, error) {
 		return 0, fmt.Errorf("sink depth of %s: %w", sink, err)
 	}
 	return n, nil
-}
-
-// oneRow reports store.ErrNotFound when an UPDATE by id changed nothing.
-func oneRow(res sql.Result) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return store.ErrNotFound
-	}
-	return nil
 }
 
 // whyNot explains an UPDATE that matched no row although it may exist: the row's actual status

@@ -80,6 +80,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // Synchronous settings Options.Synchronous accepts.
@@ -143,7 +144,7 @@ type Store struct {
 
 	// beforeCommit, when set (tests), runs inside every write transaction just before COMMIT,
 	// on the writer connection.
-	beforeCommit func(op string, q querier)
+	beforeCommit func(op string, q sqlcore.Querier)
 
 	closeOnce sync.Once
 	closeErr  error

@@ -9,6 +9,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // CreateToken stores a new token; a hash already stored is an error.
@@ -41,7 +42,7 @@ func (s *Store) LookupToken(ctx context.Context, hash []byte) (store.Token, erro
 	)
 	if err := s.r.QueryRowContext(ctx, `SELECT hash, job_id, kind, created_at, revoked_at FROM tokens
 		WHERE hash = ?`, hash).Scan(&t.Hash, &t.JobID, &kind, &created, &revoked); err != nil {
-		return store.Token{}, fmt.Errorf("lookup token: %w", notFound(err))
+		return store.Token{}, fmt.Errorf("lookup token: %w", sqlcore.NotFound(err))
 	}
 	t.Kind = api.JobKind(kind)
 	var err error
@@ -68,7 +69,7 @@ func (s *Store) BindToken(ctx context.Context, hash []byte, jobID string) error 
 	defer w.rollback()
 	var current string
 	if err := w.conn.QueryRowContext(w.ctx, `SELECT job_id FROM tokens WHERE hash = ?`, hash).Scan(&current); err != nil {
-		return fmt.Errorf("bind token: %w", notFound(err))
+		return fmt.Errorf("bind token: %w", sqlcore.NotFound(err))
 	}
 	switch current {
 	case jobID:
@@ -99,7 +100,7 @@ func (s *Store) RevokeToken(ctx context.Context, hash []byte) error {
 	if err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}
-	if err := oneRow(res); err != nil {
+	if err := sqlcore.OneRow(res); err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}
 	if err := w.commit(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // syncRecorder records, for every write transaction, the synchronous setting of the writer
@@ -24,7 +25,7 @@ type syncRecorder struct {
 
 func recordSync(t *testing.T, s *Store) *syncRecorder {
 	r := &syncRecorder{t: t, at: map[string][]int{}}
-	s.beforeCommit = func(op string, q querier) {
+	s.beforeCommit = func(op string, q sqlcore.Querier) {
 		var level int
 		if err := q.QueryRowContext(context.Background(), `PRAGMA synchronous`).Scan(&level); err != nil {
 			t.Errorf("read synchronous in %s: %v", op, err)

@@ -1,0 +1,128 @@
+// Package sqlcore is what the SQL stores (store/sqlite, store/postgres) share: the encoding of
+// the contract's values into columns and back, the row loops, the mapping of driver errors to
+// the contract's, and the migrations runner. Each store keeps what really differs between the
+// databases: its SQL text, its locking, SQLite's held writer and group commit, PostgreSQL's
+// leases and sequences. One copy of the shared part keeps the two stores from drifting.
+package sqlcore
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/scribehook/scribehook/store"
+)
+
+// Querier is what *sql.DB, *sql.Tx and *sql.Conn share, so reads and writes can run in or out
+// of a transaction.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Scanner is a row of either *sql.Row or *sql.Rows.
+type Scanner interface{ Scan(dest ...any) error }
+
+// NotFound maps sql.ErrNoRows to store.ErrNotFound so callers never see driver errors.
+func NotFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// OneRow reports store.ErrNotFound when an UPDATE by id changed nothing.
+func OneRow(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// Blob keeps an empty body a zero-length blob: database/sql binds a nil slice as NULL.
+func Blob(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// QuarantineKey is the dedupe key of a quarantined delivery: the delivery's own key cannot be
+// trusted, since its body could not be read, so a resent body on the same route is the
+// duplicate. The NUL separator keeps ("a", "bc") and ("ab", "c") apart. Both stores use it, so
+// a database moved from one to the other dedupes the same way.
+func QuarantineKey(route string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(route))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// EncodeHeaders gives the JSON text of the headers, NULL for none. clean, when not nil, is
+// applied to every key and value first (PostgreSQL's JSONB refuses the escape \u0000).
+func EncodeHeaders(h map[string]string, clean func(string) string) (sql.NullString, error) {
+	if h == nil {
+		return sql.NullString{}, nil
+	}
+	if clean != nil {
+		c := make(map[string]string, len(h))
+		for k, v := range h {
+			c[clean(k)] = clean(v)
+		}
+		h = c
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return sql.NullString{}, fmt.Errorf("encode headers: %w", err)
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+// DecodeHeaders reads what EncodeHeaders stored.
+func DecodeHeaders(s sql.NullString) (map[string]string, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var h map[string]string
+	if err := json.Unmarshal([]byte(s.String), &h); err != nil {
+		return nil, fmt.Errorf("decode headers: %w", err)
+	}
+	return h, nil
+}
+
+// EncodeJob gives the stored JSON of a record and of its local part; the record's bytes are
+// what GetJob decodes, so a record comes back exactly as json.Marshal gave it.
+func EncodeJob(rec store.JobRecord) (record, local []byte, err error) {
+	if rec.Job.ID == "" {
+		return nil, nil, errors.New("put job: empty id")
+	}
+	if record, err = json.Marshal(rec.Job); err != nil {
+		return nil, nil, fmt.Errorf("put job %s: encode record: %w", rec.Job.ID, err)
+	}
+	if local, err = json.Marshal(rec.Local); err != nil {
+		return nil, nil, fmt.Errorf("put job %s: encode local: %w", rec.Job.ID, err)
+	}
+	return record, local, nil
+}
+
+// DecodeJob reads what EncodeJob stored.
+func DecodeJob(record, local []byte) (store.JobRecord, error) {
+	var rec store.JobRecord
+	if err := json.Unmarshal(record, &rec.Job); err != nil {
+		return store.JobRecord{}, fmt.Errorf("decode record: %w", err)
+	}
+	if err := json.Unmarshal(local, &rec.Local); err != nil {
+		return store.JobRecord{}, fmt.Errorf("decode local: %w", err)
+	}
+	return rec, nil
+}
