@@ -40,7 +40,7 @@ func TestProgramEndToEnd(t *testing.T) {
 
 	bin := filepath.Join(t.TempDir(), "fiberapp")
 	// `go test` puts its own toolchain first on PATH, so this is the same go.
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, ".")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -218,6 +218,9 @@ func cleanEnv() []string {
 	}
 	return env
 }
+
+// buildFlags are the flags of the program's build (race_test.go adds -race).
+var buildFlags []string
 
 var client = &http.Client{Timeout: 30 * time.Second}
 
