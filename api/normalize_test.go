@@ -114,7 +114,7 @@ func TestEffectiveHelpers(t *testing.T) {
 
 func TestLiveSettings(t *testing.T) {
 	defaults := LiveSettings{
-		Encoding: "wav/pcm", BitDepth: 16, SampleRate: 16000, Channels: 1, Model: "<default_model>",
+		Encoding: "wav/pcm", BitDepth: 16, SampleRate: 16000, Channels: 1, Model: "solaria-1",
 		Endpointing: 0.05, MaximumDurationWithoutEndpointing: 5, SpeechThreshold: 0.6,
 	}
 	cases := []struct {
@@ -165,7 +165,7 @@ func TestLiveWithDefaults(t *testing.T) {
 	if mustMarshal(t, r) != orig {
 		t.Fatalf("WithDefaults changed its receiver: %s", mustMarshal(t, r))
 	}
-	want := `{"encoding":"wav/ulaw","bit_depth":8,"sample_rate":16000,"channels":2,"model":"\u003cdefault_model\u003e","endpointing":0.05,"maximum_duration_without_endpointing":5,"pre_processing":{"audio_enhancer":true,"speech_threshold":0.6},"callback":true,"callback_config":{"url":"https://h.example.com/"},"x_new":1}`
+	want := `{"encoding":"wav/ulaw","bit_depth":8,"sample_rate":16000,"channels":2,"model":"solaria-1","endpointing":0.05,"maximum_duration_without_endpointing":5,"pre_processing":{"audio_enhancer":true,"speech_threshold":0.6},"callback":true,"callback_config":{"url":"https://h.example.com/"},"x_new":1}`
 	if got := mustMarshal(t, d); got != want {
 		t.Errorf("WithDefaults()\n got %s\nwant %s", got, want)
 	}

@@ -336,8 +336,17 @@ const (
 	DefaultLiveEndpointing                       = 0.05
 	DefaultLiveMaximumDurationWithoutEndpointing = 5.0
 	DefaultSpeechThreshold                       = 0.6
-	DefaultLiveModel                             = "<default_model>"
+	// DefaultLiveModel is the model of a session that names none: the official SDKs type the
+	// field as this one name and document it as the default. The interface writes it
+	// <default_model> (LiveModelPlaceholder).
+	DefaultLiveModel = "solaria-1"
+	// LiveModelPlaceholder is the interface's name for the default model, still accepted since
+	// clients written from the interface send it.
+	LiveModelPlaceholder = "<default_model>"
 )
+
+// LiveModels is the one list of model names a live session accepts, the default first.
+func LiveModels() []string { return []string{DefaultLiveModel, LiveModelPlaceholder} }
 
 // LiveRequest is the body that creates a live session (§2.4). The region travels as a query
 // parameter, not in the body.

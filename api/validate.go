@@ -459,9 +459,7 @@ func (r *LiveRequest) Validate() error {
 	c.intOneOf("sample_rate", r.SampleRate, 8000, 16000, 32000, 44100, 48000)
 	c.intBetween("channels", r.Channels, 1, 8)
 	c.metadata("custom_metadata", r.CustomMetadata)
-	if r.Model != "" && r.Model != DefaultLiveModel {
-		c.add("model", "must be %s (got %s)", DefaultLiveModel, quote(r.Model))
-	}
+	c.oneOf("model", r.Model, LiveModels()...)
 	c.floatBetween("endpointing", r.Endpointing, 0.01, 10)
 	c.floatBetween("maximum_duration_without_endpointing", r.MaximumDurationWithoutEndpointing, 5, 60)
 	if r.LanguageConfig != nil {

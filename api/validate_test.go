@@ -387,7 +387,9 @@ func TestLiveValidate(t *testing.T) {
 		{"channels 9", `"channels":9`, []string{"channels must be between 1 and 8 (got 9)"}},
 		{"channels 0", `"channels":0`, []string{"channels must be between 1 and 8 (got 0)"}},
 
-		{"model other", `"model":"solaria-1"`, []string{`model must be <default_model> (got "solaria-1")`}},
+		{"model solaria-1", `"model":"solaria-1"`, nil},
+		{"model placeholder", `"model":"<default_model>"`, nil},
+		{"model other", `"model":"solaria-2"`, []string{`model must be one of solaria-1, <default_model> (got "solaria-2")`}},
 
 		{"endpointing low bound", `"endpointing":0.01`, nil},
 		{"endpointing high bound", `"endpointing":10`, nil},
@@ -454,7 +456,7 @@ func TestLiveValidateAllAtOnce(t *testing.T) {
 		"sample_rate must be one of 8000, 16000, 32000, 44100, 48000 (got 1)",
 		"channels must be between 1 and 8 (got 9)",
 		"custom_metadata must be a JSON object (got number)",
-		`model must be <default_model> (got "m")`,
+		`model must be one of solaria-1, <default_model> (got "m")`,
 		"endpointing must be between 0.01 and 10 (got 0)",
 		"maximum_duration_without_endpointing must be between 5 and 60 (got 100)",
 		"pre_processing.speech_threshold must be between 0 and 1 (got -1)",
