@@ -39,11 +39,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"io/fs"
-	"path"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -61,7 +57,7 @@ const DefaultMaxConns = 10
 
 // ErrSchemaTooNew is returned by Open for a database written by a newer scribehook: its schema
 // has migrations this binary does not know, and writing to it could corrupt them.
-var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+var ErrSchemaTooNew = sqlcore.ErrSchemaTooNew
 
 // Options configures Open.
 type Options struct {
@@ -151,50 +147,11 @@ func (s *Store) setup(ctx context.Context, cfg *pgx.ConnConfig, maxConns int) er
 	return nil
 }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations reads the embedded files, named NNNN_description.sql, in version order.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("read migrations: %w", err)
-	}
-	var ms []migration
-	for _, e := range entries {
-		prefix, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive version and '_'", e.Name())
-		}
-		b, err := fs.ReadFile(migrationFiles, path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
-		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].name, ms[i].name, ms[i].version)
-		}
-	}
-	return ms, nil
-}
-
 // migrate applies the pending migrations in one transaction, under an advisory lock keyed by
 // the schema: replicas starting at once wait for each other, and the later ones find the
 // schema current. It writes nothing when the schema is already current, so a role that may
 // only read still opens the store.
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	latest := ms[len(ms)-1].version
 	var schema sql.NullString
 	if err := s.db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		return fmt.Errorf("postgres: read current schema: %w", err)
@@ -202,61 +159,29 @@ func (s *Store) migrate(ctx context.Context) error {
 	if !schema.Valid {
 		return errors.New("postgres: no schema of the search_path exists: create it or fix search_path in the DSN")
 	}
-	current, err := schemaVersion(ctx, s.db)
-	if err != nil {
-		return err
-	}
-	if current > latest {
-		return fmt.Errorf("postgres: schema version %d, binary knows up to %d: %w", current, latest, ErrSchemaTooNew)
-	}
-	if current == latest {
-		return nil
-	}
-
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("postgres: migrate: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	// Held until COMMIT; concurrent CREATE TABLE IF NOT EXISTS alone is not safe (two sessions
-	// can both pass the check and one then fails on a duplicate catalog row).
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey(schema.String)); err != nil {
-		return fmt.Errorf("postgres: migrate: lock: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		applied_at TIMESTAMPTZ NOT NULL
-	)`); err != nil {
-		return fmt.Errorf("postgres: create schema_migrations: %w", err)
-	}
-	// Read again under the lock: another replica may have migrated meanwhile.
-	if current, err = schemaVersion(ctx, tx); err != nil {
-		return err
-	}
-	if current > latest {
-		return fmt.Errorf("postgres: schema version %d, binary knows up to %d: %w", current, latest, ErrSchemaTooNew)
-	}
-	var applied []string
-	for _, m := range ms {
-		if m.version <= current {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("postgres: migration %s: %w", m.name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, now())`,
-			m.version); err != nil {
-			return fmt.Errorf("postgres: migration %s: record version: %w", m.name, err)
-		}
-		applied = append(applied, m.name)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("postgres: migrate: commit: %w", err)
-	}
-	for _, name := range applied {
-		s.log.WithFields(logrus.Fields{"migration": name, "schema": schema.String}).Info("postgres: migration applied")
-	}
-	return nil
+	return sqlcore.Migrator{
+		Files:   migrationFiles,
+		Prefix:  "postgres: ",
+		Version: schemaVersion,
+		CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			applied_at TIMESTAMPTZ NOT NULL
+		)`,
+		Record: func(ctx context.Context, tx *sql.Tx, version int) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, now())`, version)
+			return err
+		},
+		// Held until COMMIT; concurrent CREATE TABLE IF NOT EXISTS alone is not safe (two
+		// sessions can both pass the check and one then fails on a duplicate catalog row).
+		Lock: func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey(schema.String))
+			return err
+		},
+		OneTransaction: true,
+		Applied: func(name string) {
+			s.log.WithFields(logrus.Fields{"migration": name, "schema": schema.String}).Info("postgres: migration applied")
+		},
+	}.Run(ctx, s.db)
 }
 
 // migrationLockKey is the advisory lock of one schema's migrations: schemas of one database

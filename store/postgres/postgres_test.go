@@ -20,6 +20,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/store/storetest"
 )
@@ -99,7 +100,7 @@ func TestContract(t *testing.T) {
 
 func TestMigrationsRecorded(t *testing.T) {
 	s := open(t, newSchema(t))
-	ms, err := migrations()
+	ms, err := sqlcore.LoadMigrations(migrationFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +108,8 @@ func TestMigrationsRecorded(t *testing.T) {
 	if err := s.db.QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &latest); err != nil {
 		t.Fatal(err)
 	}
-	if n != len(ms) || latest != ms[len(ms)-1].version {
-		t.Errorf("schema_migrations has %d rows up to %d, want %d up to %d", n, latest, len(ms), ms[len(ms)-1].version)
+	if n != len(ms) || latest != ms[len(ms)-1].Version {
+		t.Errorf("schema_migrations has %d rows up to %d, want %d up to %d", n, latest, len(ms), ms[len(ms)-1].Version)
 	}
 }
 
@@ -130,7 +131,7 @@ func TestConcurrentOpen(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = stores[i].Close() })
 	}
-	ms, _ := migrations()
+	ms, _ := sqlcore.LoadMigrations(migrationFiles)
 	var n int
 	if err := stores[0].db.QueryRowContext(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil {
 		t.Fatal(err)

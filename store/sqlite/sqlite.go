@@ -66,10 +66,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
-	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +95,7 @@ const (
 
 // ErrSchemaTooNew is returned by Open for a database written by a newer scribehook: its schema
 // has migrations this binary does not know, and writing to it could corrupt them.
-var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+var ErrSchemaTooNew = sqlcore.ErrSchemaTooNew
 
 // Options configures Open.
 type Options struct {
@@ -284,106 +281,27 @@ func readerDSN(o Options) string {
 	return fileURI(o.Path) + "?" + v.Encode()
 }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations reads the embedded files, named NNNN_description.sql, in version order.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("read migrations: %w", err)
-	}
-	var ms []migration
-	for _, e := range entries {
-		prefix, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive version and '_'", e.Name())
-		}
-		b, err := fs.ReadFile(migrationFiles, path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
-		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].name, ms[i].name, ms[i].version)
-		}
-	}
-	return ms, nil
-}
-
-// migrate applies the pending migrations, each in its own transaction together with its
-// schema_migrations row. It writes nothing when the schema is current, so a read-only
-// database file still opens (for listing) and fails only on writes.
+// migrate applies the pending migrations, each in its own IMMEDIATE transaction (the writer
+// pool begins them so).
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	latest := ms[len(ms)-1].version
-	current, err := s.schemaVersion(ctx, s.w)
-	if err != nil {
-		return err
-	}
-	if current > latest {
-		return fmt.Errorf("schema version %d, binary knows up to %d: %w", current, latest, ErrSchemaTooNew)
-	}
-	if current == latest {
-		return nil
-	}
-	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		applied_at TEXT NOT NULL
-	) STRICT`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
-	}
-	for _, m := range ms {
-		if m.version <= current {
-			continue
-		}
-		if err := s.applyMigration(ctx, m); err != nil {
+	return sqlcore.Migrator{
+		Files:   migrationFiles,
+		Version: schemaVersion,
+		CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			applied_at TEXT NOT NULL
+		) STRICT`,
+		Record: func(ctx context.Context, tx *sql.Tx, version int) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+				version, formatTime(time.Now()))
 			return err
-		}
-	}
-	return nil
-}
-
-func (s *Store) applyMigration(ctx context.Context, m migration) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	// Another process may have migrated between our read and our BEGIN IMMEDIATE.
-	var done int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
-	}
-	if done > 0 {
-		return nil
-	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
-		m.version, formatTime(time.Now())); err != nil {
-		return fmt.Errorf("migration %s: record version: %w", m.name, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migration %s: commit: %w", m.name, err)
-	}
-	s.log.WithField("migration", m.name).Info("sqlite: migration applied")
-	return nil
+		},
+		Applied: func(name string) { s.log.WithField("migration", name).Info("sqlite: migration applied") },
+	}.Run(ctx, s.w)
 }
 
 // schemaVersion is the highest applied migration, 0 for a new database.
-func (s *Store) schemaVersion(ctx context.Context, db *sql.DB) (int, error) {
+func schemaVersion(ctx context.Context, db sqlcore.Querier) (int, error) {
 	var n int
 	if err := db.QueryRowContext(ctx,
 		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {

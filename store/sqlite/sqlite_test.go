@@ -15,6 +15,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 	"github.com/scribehook/scribehook/store/storetest"
 )
 
@@ -247,7 +248,7 @@ func TestSchemaTooNew(t *testing.T) {
 
 func TestMigrationsRecorded(t *testing.T) {
 	s := openTemp(t, Options{})
-	ms, err := migrations()
+	ms, err := sqlcore.LoadMigrations(migrationFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,8 +256,8 @@ func TestMigrationsRecorded(t *testing.T) {
 	if err := s.r.QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &max); err != nil {
 		t.Fatal(err)
 	}
-	if n != len(ms) || max != ms[len(ms)-1].version {
-		t.Errorf("schema_migrations has %d rows up to %d, want %d up to %d", n, max, len(ms), ms[len(ms)-1].version)
+	if n != len(ms) || max != ms[len(ms)-1].Version {
+		t.Errorf("schema_migrations has %d rows up to %d, want %d up to %d", n, max, len(ms), ms[len(ms)-1].Version)
 	}
 	var mode string
 	if err := s.r.QueryRowContext(t.Context(), `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {

@@ -1,0 +1,148 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrSchemaTooNew is returned by a store's Open for a database written by a newer scribehook:
+// its schema has migrations this binary does not know, and writing to it could corrupt them.
+var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+
+// Migration is one embedded file, named NNNN_description.sql.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// LoadMigrations reads the files of the directory migrations of files, in version order.
+func LoadMigrations(files fs.FS) ([]Migration, error) {
+	entries, err := fs.ReadDir(files, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var ms []Migration
+	for _, e := range entries {
+		prefix, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(prefix)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a positive version and '_'", e.Name())
+		}
+		b, err := fs.ReadFile(files, path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
+		}
+		ms = append(ms, Migration{Version: v, Name: e.Name(), SQL: string(b)})
+	}
+	if len(ms) == 0 {
+		return nil, errors.New("read migrations: none embedded")
+	}
+	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].Name, ms[i].Name, ms[i].Version)
+		}
+	}
+	return ms, nil
+}
+
+// Migrator applies a store's embedded migrations, each together with its schema_migrations
+// row. It writes nothing when the schema is current, so a database that may only be read
+// still opens (for listing) and fails only on writes.
+type Migrator struct {
+	Files fs.FS
+	// Prefix starts every error message (the store's name, or "").
+	Prefix string
+	// Version reads the highest applied migration, 0 when schema_migrations does not exist.
+	Version func(ctx context.Context, q Querier) (int, error)
+	// CreateTable creates schema_migrations when it does not exist.
+	CreateTable string
+	// Record inserts the schema_migrations row of version.
+	Record func(ctx context.Context, tx *sql.Tx, version int) error
+	// Lock, when set, runs first in every migration transaction: concurrent CREATE TABLE IF
+	// NOT EXISTS alone is not safe on PostgreSQL.
+	Lock func(ctx context.Context, tx *sql.Tx) error
+	// OneTransaction applies every pending migration in one transaction (PostgreSQL, whose DDL
+	// is transactional and whose lock is per transaction); otherwise each migration has its own
+	// (SQLite: a long first migration does not hold the write lock for the later ones).
+	OneTransaction bool
+	// Applied is told the name of each migration once it is committed.
+	Applied func(name string)
+}
+
+// Run applies the pending migrations. The version is read again inside each transaction,
+// after its lock: another process may have migrated in the meantime.
+func (m Migrator) Run(ctx context.Context, db *sql.DB) error {
+	ms, err := LoadMigrations(m.Files)
+	if err != nil {
+		return fmt.Errorf("%s%w", m.Prefix, err)
+	}
+	latest := ms[len(ms)-1].Version
+	current, err := m.Version(ctx, db)
+	if err != nil {
+		return err
+	}
+	for current < latest {
+		if current, err = m.step(ctx, db, ms, current); err != nil {
+			return err
+		}
+	}
+	if current > latest {
+		return fmt.Errorf("%sschema version %d, binary knows up to %d: %w", m.Prefix, current, latest, ErrSchemaTooNew)
+	}
+	return nil
+}
+
+// step runs one migration transaction and returns the version it leaves.
+func (m Migrator) step(ctx context.Context, db *sql.DB, ms []Migration, before int) (int, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return before, fmt.Errorf("%smigrate: begin: %w", m.Prefix, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if m.Lock != nil {
+		if err := m.Lock(ctx, tx); err != nil {
+			return before, fmt.Errorf("%smigrate: lock: %w", m.Prefix, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, m.CreateTable); err != nil {
+		return before, fmt.Errorf("%screate schema_migrations: %w", m.Prefix, err)
+	}
+	current, err := m.Version(ctx, tx)
+	if err != nil {
+		return before, err
+	}
+	var applied []string
+	for _, mg := range ms {
+		if mg.Version <= current {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, mg.SQL); err != nil {
+			return before, fmt.Errorf("%smigration %s: %w", m.Prefix, mg.Name, err)
+		}
+		if err := m.Record(ctx, tx, mg.Version); err != nil {
+			return before, fmt.Errorf("%smigration %s: record version: %w", m.Prefix, mg.Name, err)
+		}
+		applied, current = append(applied, mg.Name), mg.Version
+		if !m.OneTransaction {
+			break
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return before, fmt.Errorf("%smigrate: commit: %w", m.Prefix, err)
+	}
+	if m.Applied != nil {
+		for _, name := range applied {
+			m.Applied(name)
+		}
+	}
+	return current, nil
+}
