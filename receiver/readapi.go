@@ -109,18 +109,31 @@ func (r *Receiver) storeFailed(c *fiber.Ctx, err error) error {
 	return writeError(c, fiber.StatusServiceUnavailable, "store unavailable")
 }
 
-// localView is the local object of GET /v1/jobs/:id.
-type localView struct {
+// LocalView is the "local" member of a job in GET /v1/jobs/:id (and in the CLI's JSON): what
+// scribehook knows beyond the service's record.
+type LocalView struct {
 	store.Local
-	Artifacts []artifactView `json:"artifacts"`
+	Artifacts []ArtifactView `json:"artifacts"`
+	// LiveMessages is the number of a session's stored messages, where counted (the CLI).
+	LiveMessages *int64 `json:"live_messages,omitempty"`
 }
 
-type artifactView struct {
+// ArtifactView is one artifact of a job in its LocalView.
+type ArtifactView struct {
 	Name     string `json:"name"`
 	Format   string `json:"format"`
 	Language string `json:"language,omitempty"`
 	Path     string `json:"path"`
 	Size     int64  `json:"size"`
+}
+
+// NewLocalView is the local member of a job with its artifacts.
+func NewLocalView(local store.Local, arts []store.Artifact) LocalView {
+	v := LocalView{Local: local, Artifacts: make([]ArtifactView, 0, len(arts))}
+	for _, a := range arts {
+		v.Artifacts = append(v.Artifacts, ArtifactView{Name: a.Name, Format: a.Format, Language: a.Language, Path: a.Path, Size: a.Size})
+	}
+	return v
 }
 
 // getJob is GET /v1/jobs/:id: the service's job record shape plus a local object.
@@ -139,38 +152,32 @@ func (r *Receiver) getJob(c *fiber.Ctx) error {
 	if err != nil {
 		return r.storeFailed(c, err)
 	}
-	local := localView{Local: rec.Local, Artifacts: make([]artifactView, 0, len(arts))}
-	for _, a := range arts {
-		local.Artifacts = append(local.Artifacts, artifactView{
-			Name: a.Name, Format: a.Format, Language: a.Language, Path: a.Path, Size: a.Size,
-		})
-	}
-	b, err := jobWithLocal(rec.Job, local)
+	b, err := JobJSON(rec.Job, NewLocalView(rec.Local, arts))
 	if err != nil {
-		return fmt.Errorf("encode job %s: %w", id, err)
+		return err
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(b)
 }
 
-// jobWithLocal writes the job exactly as the service would and appends "local" as its last
-// member, so that the service's members keep their order and unknown members survive.
-func jobWithLocal(j api.Job, local localView) ([]byte, error) {
+// JobJSON writes the job exactly as the service would and appends "local" as its last member,
+// so that the service's members keep their order and unknown members survive.
+func JobJSON(j api.Job, local LocalView) (json.RawMessage, error) {
 	if _, clash := j.Extra["local"]; clash {
 		j.Extra = maps.Clone(j.Extra)
 		delete(j.Extra, "local")
 	}
 	jb, err := json.Marshal(j)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
 	lb, err := json.Marshal(local)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
 	jb = bytes.TrimSpace(jb)
 	if len(jb) < 2 || jb[0] != '{' || jb[len(jb)-1] != '}' {
-		return nil, errors.New("job does not encode as an object")
+		return nil, fmt.Errorf("encode job %s: not an object", j.ID)
 	}
 	out := make([]byte, 0, len(jb)+len(lb)+16)
 	out = append(out, jb[:len(jb)-1]...)

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"time"
 
@@ -14,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scribehook/scribehook"
-	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
@@ -84,59 +80,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// localView is the "local" member of a job as the CLI prints it: the shape of the read API's
-// GET /v1/jobs/{id}, plus the number of stored live messages.
-type localView struct {
-	store.Local
-	Artifacts    []artifactView `json:"artifacts"`
-	LiveMessages *int64         `json:"live_messages,omitempty"`
-}
-
-type artifactView struct {
-	Name     string `json:"name"`
-	Format   string `json:"format"`
-	Language string `json:"language,omitempty"`
-	Path     string `json:"path"`
-	Size     int64  `json:"size"`
-}
-
-func newLocalView(rec store.JobRecord, arts []store.Artifact) localView {
-	v := localView{Local: rec.Local, Artifacts: make([]artifactView, 0, len(arts))}
-	for _, a := range arts {
-		v.Artifacts = append(v.Artifacts, artifactView{Name: a.Name, Format: a.Format, Language: a.Language, Path: a.Path, Size: a.Size})
-	}
-	return v
-}
-
-// recordJSON writes the job exactly as the service would, with "local" appended as its last
-// member, so that the service's members keep their order and unknown members survive.
-func recordJSON(j api.Job, local localView) (json.RawMessage, error) {
-	if _, clash := j.Extra["local"]; clash {
-		j.Extra = maps.Clone(j.Extra)
-		delete(j.Extra, "local")
-	}
-	jb, err := json.Marshal(j)
-	if err != nil {
-		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
-	}
-	lb, err := json.Marshal(local)
-	if err != nil {
-		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
-	}
-	jb = bytes.TrimSpace(jb)
-	if len(jb) < 2 || jb[0] != '{' || jb[len(jb)-1] != '}' {
-		return nil, fmt.Errorf("encode job %s: not an object", j.ID)
-	}
-	out := make([]byte, 0, len(jb)+len(lb)+16)
-	out = append(out, jb[:len(jb)-1]...)
-	if len(bytes.TrimSpace(jb[1:len(jb)-1])) > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, `"local":`...)
-	out = append(out, lb...)
-	return append(out, '}'), nil
 }
 
 // seconds renders a duration in seconds with one decimal, as the job summaries do.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -84,7 +85,7 @@ func newJobsListCmd() *cobra.Command {
 			if lf.output == "json" {
 				items := make([]json.RawMessage, 0, len(recs))
 				for _, r := range recs {
-					b, err := recordJSON(r.Job, localView{Local: r.Local})
+					b, err := receiver.JobJSON(r.Job, receiver.LocalView{Local: r.Local})
 					if err != nil {
 						return err
 					}
@@ -135,7 +136,7 @@ func newJobsShowCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("read artifacts of %s: %w", id, err)
 			}
-			local := newLocalView(rec, arts)
+			local := receiver.NewLocalView(rec.Local, arts)
 			if rec.Job.Kind == api.KindLive {
 				n, err := countLiveMessages(cmd, st, id)
 				if err != nil {
@@ -144,7 +145,7 @@ func newJobsShowCmd() *cobra.Command {
 				local.LiveMessages = &n
 			}
 			if output == "json" {
-				b, err := recordJSON(rec.Job, local)
+				b, err := receiver.JobJSON(rec.Job, local)
 				if err != nil {
 					return err
 				}
@@ -176,7 +177,7 @@ func countLiveMessages(cmd *cobra.Command, st store.Store, id string) (int64, er
 }
 
 // writeJobDetails prints one job as aligned "name value" lines.
-func writeJobDetails(w io.Writer, rec store.JobRecord, local localView) error {
+func writeJobDetails(w io.Writer, rec store.JobRecord, local receiver.LocalView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(name, value string) { fmt.Fprintf(tw, "%s\t%s\n", name, cell(value)) }
 	when := func(t time.Time) string {

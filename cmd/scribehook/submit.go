@@ -14,6 +14,7 @@ import (
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
 )
@@ -102,7 +103,7 @@ replaced.`,
 				if err != nil {
 					return fmt.Errorf("read artifacts of %s: %w", id, err)
 				}
-				b, err := recordJSON(rec.Job, newLocalView(rec, arts))
+				b, err := receiver.JobJSON(rec.Job, receiver.NewLocalView(rec.Local, arts))
 				if err != nil {
 					return err
 				}
