@@ -154,9 +154,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		// sending its headers slowly.
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
-		// No ReadTimeout or WriteTimeout for the whole server: the kit bounds its callback
-		// bodies (60 s) and each event of its event streams (30 s) itself, and a server-wide
-		// WriteTimeout would cut a live session's event stream.
+		// net/http's WriteTimeout runs from the end of the headers, so it must outlast a
+		// callback's body (the kit gives it 60 s to arrive) and its commit (15 s). The kit's
+		// event streams move their own deadline forward at each event. No ReadTimeout: the kit
+		// bounds the bodies of its routes itself, and this program's routes take none.
+		WriteTimeout: 2 * time.Minute,
 	}
 	served := make(chan error, 1)
 	// kit.Listener caps connections per client address and lets a client still sending a
