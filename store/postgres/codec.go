@@ -29,14 +29,6 @@ func nullTime(t time.Time) sql.NullTime {
 	return sql.NullTime{Time: t, Valid: true}
 }
 
-// timeOf is the stored time, the zero time for NULL.
-func timeOf(t sql.NullTime) time.Time {
-	if !t.Valid {
-		return time.Time{}
-	}
-	return t.Time
-}
-
 // limitArg maps the contract's "zero or less means no limit" to LIMIT NULL, which PostgreSQL
 // reads as no limit.
 func limitArg(limit int) sql.NullInt64 {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
@@ -230,36 +229,11 @@ func QuarantineKey(route string, body []byte) string {
 	return sqlcore.QuarantineKey(route, body)
 }
 
-const inboxColumns = `id, dedupe_key, route, kind, event, job_id, message_type, category,
-	partition_key, headers, body, received_at, status, attempts, last_error, processed_at`
-
-func scanInbox(sc interface{ Scan(...any) error }) (store.InboxRow, error) {
-	var (
-		r                 store.InboxRow
-		kind, mtype, cat  string
-		status            string
-		headers           sql.NullString
-		received, process sql.NullTime
-	)
-	if err := sc.Scan(&r.ID, &r.DedupeKey, &r.Route, &kind, &r.Event, &r.JobID, &mtype, &cat,
-		&r.PartitionKey, &headers, &r.Body, &received, &status, &r.Attempts, &r.LastError, &process); err != nil {
-		return store.InboxRow{}, err
-	}
-	r.Kind, r.MessageType, r.Category = api.CallbackKind(kind), api.MessageType(mtype), api.MessageCategory(cat)
-	r.Status = store.InboxStatus(status)
-	r.ReceivedAt, r.ProcessedAt = timeOf(received), timeOf(process)
-	var err error
-	if r.Headers, err = sqlcore.DecodeHeaders(headers); err != nil {
-		return store.InboxRow{}, err
-	}
-	return r, nil
-}
-
 // PendingInbox lists pending rows with id > afterID in id order, at most limit (no limit
 // when limit <= 0). With several replicas ids are not committed in id order: a row may appear
 // below a cursor that already passed it, which is why the pipeline also sweeps from 0.
 func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]store.InboxRow, error) {
-	out, err := queryInbox(ctx, s.db, `SELECT `+inboxColumns+` FROM inbox
+	out, err := sqlcore.Query(ctx, s.db, sqlcore.ScanInbox, `SELECT `+sqlcore.InboxColumns+` FROM inbox
 		WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT $2`, afterID, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pending inbox: %w", err)
@@ -270,7 +244,7 @@ func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]s
 // PendingInboxByKey lists the pending rows of partitionKey with id <= uptoID in id order, at
 // most limit (no limit when limit <= 0).
 func (s *Store) PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]store.InboxRow, error) {
-	out, err := queryInbox(ctx, s.db, `SELECT `+inboxColumns+` FROM inbox
+	out, err := sqlcore.Query(ctx, s.db, sqlcore.ScanInbox, `SELECT `+sqlcore.InboxColumns+` FROM inbox
 		WHERE status = 'pending' AND partition_key = $1 AND id <= $2 ORDER BY id LIMIT $3`, partitionKey, uptoID, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
@@ -278,27 +252,9 @@ func (s *Store) PendingInboxByKey(ctx context.Context, partitionKey string, upto
 	return out, nil
 }
 
-// queryInbox runs query, which selects inboxColumns, and scans its rows.
-func queryInbox(ctx context.Context, db *sql.DB, query string, args ...any) ([]store.InboxRow, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.InboxRow
-	for rows.Next() {
-		r, err := scanInbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
 // InboxRow returns one inbox row, store.ErrNotFound when there is none.
 func (s *Store) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
-	r, err := scanInbox(s.db.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inbox WHERE id = $1`, id))
+	r, err := sqlcore.ScanInbox(s.db.QueryRowContext(ctx, `SELECT `+sqlcore.InboxColumns+` FROM inbox WHERE id = $1`, id))
 	if err != nil {
 		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, sqlcore.NotFound(err))
 	}
@@ -376,29 +332,9 @@ func (s *Store) InboxBacklog(ctx context.Context) (int64, error) {
 // Quarantined lists quarantined deliveries newest first, at most limit (no limit when
 // limit <= 0).
 func (s *Store) Quarantined(ctx context.Context, limit int) ([]store.QuarantineRow, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, route, reason, headers, body, received_at
+	out, err := sqlcore.Query(ctx, s.db, sqlcore.ScanQuarantine, `SELECT `+sqlcore.QuarantineColumns+`
 		FROM quarantine ORDER BY id DESC LIMIT $1`, limitArg(limit))
 	if err != nil {
-		return nil, fmt.Errorf("quarantined: %w", err)
-	}
-	defer rows.Close()
-	var out []store.QuarantineRow
-	for rows.Next() {
-		var (
-			q        store.QuarantineRow
-			headers  sql.NullString
-			received sql.NullTime
-		)
-		if err := rows.Scan(&q.ID, &q.Route, &q.Reason, &headers, &q.Body, &received); err != nil {
-			return nil, fmt.Errorf("quarantined: %w", err)
-		}
-		if q.Headers, err = sqlcore.DecodeHeaders(headers); err != nil {
-			return nil, fmt.Errorf("quarantined: %w", err)
-		}
-		q.ReceivedAt = timeOf(received)
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("quarantined: %w", err)
 	}
 	return out, nil

@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,26 +136,6 @@ func enqueueSinkDeliveries(ctx context.Context, q sqlcore.Querier, ds []store.Si
 	return nil
 }
 
-const sinkColumns = `id, sink, event_id, event, order_key, attempts, next_attempt_at, last_error,
-	created_at, failed_at`
-
-func scanSinkDelivery(sc interface{ Scan(...any) error }) (store.SinkDelivery, error) {
-	var (
-		d                     store.SinkDelivery
-		ev                    []byte
-		next, created, failed sql.NullTime
-	)
-	if err := sc.Scan(&d.ID, &d.Sink, &d.EventID, &ev, &d.OrderKey, &d.Attempts, &next, &d.LastError,
-		&created, &failed); err != nil {
-		return store.SinkDelivery{}, err
-	}
-	if err := json.Unmarshal(ev, &d.Event); err != nil {
-		return store.SinkDelivery{}, fmt.Errorf("decode event of sink delivery %d: %w", d.ID, err)
-	}
-	d.NextAttempt, d.CreatedAt, d.FailedAt = timeOf(next), timeOf(created), timeOf(failed)
-	return d, nil
-}
-
 // ClaimSinkDeliveries leases up to limit due deliveries of the sink (no limit when
 // limit <= 0). Due means queued, next_attempt_at <= now and no lease, or a lease that ended
 // before now (its holder died or overran). "Oldest first" is (next_attempt_at, id).
@@ -188,21 +167,13 @@ func (s *Store) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bo
 			ORDER BY d.next_attempt_at, d.id
 			LIMIT $5
 			FOR UPDATE SKIP LOCKED)
-		RETURNING `+sinkColumns,
+		RETURNING `+sqlcore.SinkColumns,
 		now.Add(lease), text(sink), now, ordered, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
 	}
-	defer rows.Close()
-	var out []store.SinkDelivery
-	for rows.Next() {
-		d, err := scanSinkDelivery(rows)
-		if err != nil {
-			return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlcore.Collect(rows, sqlcore.ScanSinkDelivery)
+	if err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
 	}
 	// RETURNING gives rows in no promised order.
@@ -263,7 +234,7 @@ func (s *Store) KillSinkDelivery(ctx context.Context, id int64, errMsg string, a
 // sink or of all (sink ""), failed at or after since unless it is zero, at most limit (no limit
 // when limit <= 0).
 func (s *Store) DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]store.SinkDelivery, error) {
-	query := `SELECT ` + sinkColumns + ` FROM sink_deliveries WHERE status = 'dead'`
+	query := `SELECT ` + sqlcore.SinkColumns + ` FROM sink_deliveries WHERE status = 'dead'`
 	var args []any
 	if sink != "" {
 		args = append(args, text(sink))
@@ -279,16 +250,8 @@ func (s *Store) DeadLetters(ctx context.Context, sink string, since time.Time, l
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
-	defer rows.Close()
-	var out []store.SinkDelivery
-	for rows.Next() {
-		d, err := scanSinkDelivery(rows)
-		if err != nil {
-			return nil, fmt.Errorf("dead letters: %w", err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlcore.Collect(rows, sqlcore.ScanSinkDelivery)
+	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
 	return out, nil

@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
-	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
@@ -27,17 +25,11 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 
 // LookupToken finds a token by hash, revoked or not; store.ErrNotFound when unknown.
 func (s *Store) LookupToken(ctx context.Context, hash []byte) (store.Token, error) {
-	var (
-		t                store.Token
-		kind             string
-		created, revoked sql.NullTime
-	)
-	if err := s.db.QueryRowContext(ctx, `SELECT hash, job_id, kind, created_at, revoked_at FROM tokens
-		WHERE hash = $1`, hash).Scan(&t.Hash, &t.JobID, &kind, &created, &revoked); err != nil {
+	t, err := sqlcore.ScanToken(s.db.QueryRowContext(ctx, `SELECT `+sqlcore.TokenColumns+` FROM tokens
+		WHERE hash = $1`, hash))
+	if err != nil {
 		return store.Token{}, fmt.Errorf("lookup token: %w", sqlcore.NotFound(err))
 	}
-	t.Kind = api.JobKind(kind)
-	t.CreatedAt, t.RevokedAt = timeOf(created), timeOf(revoked)
 	return t, nil
 }
 

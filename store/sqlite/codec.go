@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"database/sql"
-	"fmt"
 	"time"
 )
 
@@ -17,18 +16,4 @@ func nullTime(t time.Time) sql.NullString {
 		return sql.NullString{}
 	}
 	return sql.NullString{String: formatTime(t), Valid: true}
-}
-
-func parseTime(s sql.NullString) (time.Time, error) {
-	if !s.Valid || s.String == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s.String)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("stored time %q: %w", s.String, err)
-	}
-	if t.IsZero() {
-		return time.Time{}, nil
-	}
-	return t, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
@@ -95,36 +94,6 @@ func QuarantineKey(route string, body []byte) string {
 	return sqlcore.QuarantineKey(route, body)
 }
 
-const inboxColumns = `id, dedupe_key, route, kind, event, job_id, message_type, category,
-	partition_key, headers, body, received_at, status, attempts, last_error, processed_at`
-
-func scanInbox(sc interface{ Scan(...any) error }) (store.InboxRow, error) {
-	var (
-		r                 store.InboxRow
-		kind, mtype, cat  string
-		status            string
-		headers           sql.NullString
-		received, process sql.NullString
-	)
-	if err := sc.Scan(&r.ID, &r.DedupeKey, &r.Route, &kind, &r.Event, &r.JobID, &mtype, &cat,
-		&r.PartitionKey, &headers, &r.Body, &received, &status, &r.Attempts, &r.LastError, &process); err != nil {
-		return store.InboxRow{}, err
-	}
-	r.Kind, r.MessageType, r.Category = api.CallbackKind(kind), api.MessageType(mtype), api.MessageCategory(cat)
-	r.Status = store.InboxStatus(status)
-	var err error
-	if r.Headers, err = sqlcore.DecodeHeaders(headers); err != nil {
-		return store.InboxRow{}, err
-	}
-	if r.ReceivedAt, err = parseTime(received); err != nil {
-		return store.InboxRow{}, err
-	}
-	if r.ProcessedAt, err = parseTime(process); err != nil {
-		return store.InboxRow{}, err
-	}
-	return r, nil
-}
-
 // limitArg maps the contract's "zero or less means no limit" to SQLite's LIMIT -1.
 func limitArg(limit int) int {
 	if limit <= 0 {
@@ -136,7 +105,7 @@ func limitArg(limit int) int {
 // PendingInbox lists pending rows with id > afterID in id order, at most limit (no limit
 // when limit <= 0).
 func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]store.InboxRow, error) {
-	out, err := queryInbox(ctx, s.r, `SELECT `+inboxColumns+` FROM inbox
+	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanInbox, `SELECT `+sqlcore.InboxColumns+` FROM inbox
 		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`, afterID, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pending inbox: %w", err)
@@ -147,7 +116,7 @@ func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]s
 // PendingInboxByKey lists the pending rows of partitionKey with id <= uptoID in id order, at
 // most limit (no limit when limit <= 0).
 func (s *Store) PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]store.InboxRow, error) {
-	out, err := queryInbox(ctx, s.r, `SELECT `+inboxColumns+` FROM inbox
+	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanInbox, `SELECT `+sqlcore.InboxColumns+` FROM inbox
 		WHERE status = 'pending' AND partition_key = ? AND id <= ? ORDER BY id LIMIT ?`, partitionKey, uptoID, limitArg(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
@@ -155,27 +124,9 @@ func (s *Store) PendingInboxByKey(ctx context.Context, partitionKey string, upto
 	return out, nil
 }
 
-// queryInbox runs query, which selects inboxColumns, and scans its rows.
-func queryInbox(ctx context.Context, db *sql.DB, query string, args ...any) ([]store.InboxRow, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.InboxRow
-	for rows.Next() {
-		r, err := scanInbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
 // InboxRow returns one inbox row, store.ErrNotFound when there is none.
 func (s *Store) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
-	r, err := scanInbox(s.r.QueryRowContext(ctx, `SELECT `+inboxColumns+` FROM inbox WHERE id = ?`, id))
+	r, err := sqlcore.ScanInbox(s.r.QueryRowContext(ctx, `SELECT `+sqlcore.InboxColumns+` FROM inbox WHERE id = ?`, id))
 	if err != nil {
 		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, sqlcore.NotFound(err))
 	}
@@ -256,30 +207,9 @@ func (s *Store) InboxBacklog(ctx context.Context) (int64, error) {
 // Quarantined lists quarantined deliveries newest first, at most limit (no limit when
 // limit <= 0).
 func (s *Store) Quarantined(ctx context.Context, limit int) ([]store.QuarantineRow, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, route, reason, headers, body, received_at
+	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanQuarantine, `SELECT `+sqlcore.QuarantineColumns+`
 		FROM quarantine ORDER BY id DESC LIMIT ?`, limitArg(limit))
 	if err != nil {
-		return nil, fmt.Errorf("quarantined: %w", err)
-	}
-	defer rows.Close()
-	var out []store.QuarantineRow
-	for rows.Next() {
-		var (
-			q                 store.QuarantineRow
-			headers, received sql.NullString
-		)
-		if err := rows.Scan(&q.ID, &q.Route, &q.Reason, &headers, &q.Body, &received); err != nil {
-			return nil, fmt.Errorf("quarantined: %w", err)
-		}
-		if q.Headers, err = sqlcore.DecodeHeaders(headers); err != nil {
-			return nil, fmt.Errorf("quarantined: %w", err)
-		}
-		if q.ReceivedAt, err = parseTime(received); err != nil {
-			return nil, fmt.Errorf("quarantined: %w", err)
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("quarantined: %w", err)
 	}
 	return out, nil

@@ -139,13 +139,9 @@ func getJob(ctx context.Context, q sqlcore.Querier, id string) (store.JobRecord,
 }
 
 func scanJob(row *sql.Row, id string) (store.JobRecord, error) {
-	var record, local []byte
-	if err := row.Scan(&record, &local); err != nil {
-		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, sqlcore.NotFound(err))
-	}
-	rec, err := sqlcore.DecodeJob(record, local)
+	rec, err := sqlcore.ScanJob(row)
 	if err != nil {
-		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, err)
+		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, sqlcore.NotFound(err))
 	}
 	return rec, nil
 }
@@ -280,34 +276,10 @@ func listFilter(q api.ListQuery) (string, []any) {
 // LiveMessages lists a session's messages with Seq > afterSeq in order, at most limit (no
 // limit when limit <= 0).
 func (s *Store) LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.LiveMessage, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT session_id, seq, type, category, created_at, received_at,
-		inbox_id, payload FROM live_messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanLiveMessage, `SELECT `+sqlcore.LiveColumns+`
+		FROM live_messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		sessionID, afterSeq, limitArg(limit))
 	if err != nil {
-		return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
-	}
-	defer rows.Close()
-	var out []store.LiveMessage
-	for rows.Next() {
-		var (
-			m                 store.LiveMessage
-			mtype, cat        string
-			created, received sql.NullString
-			payload           []byte
-		)
-		if err := rows.Scan(&m.SessionID, &m.Seq, &mtype, &cat, &created, &received, &m.InboxID, &payload); err != nil {
-			return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
-		}
-		m.Type, m.Category, m.Payload = api.MessageType(mtype), api.MessageCategory(cat), payload
-		if m.CreatedAt, err = parseTime(created); err != nil {
-			return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
-		}
-		if m.ReceivedAt, err = parseTime(received); err != nil {
-			return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
 	}
 	return out, nil
@@ -344,27 +316,9 @@ func putArtifact(ctx context.Context, q sqlcore.Querier, a store.Artifact) error
 
 // Artifacts lists a job's artifacts by name.
 func (s *Store) Artifacts(ctx context.Context, jobID string) ([]store.Artifact, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT job_id, name, format, language, path, size, created_at
+	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanArtifact, `SELECT `+sqlcore.ArtifactColumns+`
 		FROM artifacts WHERE job_id = ? ORDER BY name`, jobID)
 	if err != nil {
-		return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
-	}
-	defer rows.Close()
-	var out []store.Artifact
-	for rows.Next() {
-		var (
-			a       store.Artifact
-			created sql.NullString
-		)
-		if err := rows.Scan(&a.JobID, &a.Name, &a.Format, &a.Language, &a.Path, &a.Size, &created); err != nil {
-			return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
-		}
-		if a.CreatedAt, err = parseTime(created); err != nil {
-			return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
 	}
 	return out, nil

@@ -100,35 +100,6 @@ func sameEvent(a, b *api.Event) bool {
 		bytes.Equal(a.Data, b.Data) && (a.Data == nil) == (b.Data == nil)
 }
 
-const sinkColumns = `id, sink, event_id, event, order_key, attempts, next_attempt_at, last_error,
-	created_at, failed_at`
-
-func scanSinkDelivery(sc interface{ Scan(...any) error }) (store.SinkDelivery, error) {
-	var (
-		d                     store.SinkDelivery
-		ev                    string
-		next, created, failed sql.NullString
-	)
-	if err := sc.Scan(&d.ID, &d.Sink, &d.EventID, &ev, &d.OrderKey, &d.Attempts, &next, &d.LastError,
-		&created, &failed); err != nil {
-		return store.SinkDelivery{}, err
-	}
-	if err := json.Unmarshal([]byte(ev), &d.Event); err != nil {
-		return store.SinkDelivery{}, fmt.Errorf("decode event of sink delivery %d: %w", d.ID, err)
-	}
-	var err error
-	if d.NextAttempt, err = parseTime(next); err != nil {
-		return store.SinkDelivery{}, err
-	}
-	if d.CreatedAt, err = parseTime(created); err != nil {
-		return store.SinkDelivery{}, err
-	}
-	if d.FailedAt, err = parseTime(failed); err != nil {
-		return store.SinkDelivery{}, err
-	}
-	return d, nil
-}
-
 // ClaimSinkDeliveries leases up to limit due deliveries of the sink (no limit when
 // limit <= 0) in one IMMEDIATE transaction, so two claimers never get the same row. Due means
 // queued, next_attempt_at <= now and no lease, or a lease that ended before now (its holder
@@ -154,19 +125,8 @@ func (s *Store) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bo
 	if err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
 	}
-	defer rows.Close()
-	var out []store.SinkDelivery
-	for rows.Next() {
-		d, err := scanSinkDelivery(rows)
-		if err != nil {
-			return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
-	}
-	if err := rows.Close(); err != nil {
+	out, err := sqlcore.Collect(rows, sqlcore.ScanSinkDelivery)
+	if err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
 	}
 	if err := w.commit(); err != nil {
@@ -260,7 +220,7 @@ func (s *Store) ReleaseSinkLeases(ctx context.Context) (int64, error) {
 // sink or of all (sink ""), failed at or after since unless it is zero, at most limit (no limit
 // when limit <= 0).
 func (s *Store) DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]store.SinkDelivery, error) {
-	query := `SELECT ` + sinkColumns + ` FROM sink_deliveries WHERE status = 'dead'`
+	query := `SELECT ` + sqlcore.SinkColumns + ` FROM sink_deliveries WHERE status = 'dead'`
 	var args []any
 	if sink != "" {
 		query += ` AND sink = ?`
@@ -276,16 +236,8 @@ func (s *Store) DeadLetters(ctx context.Context, sink string, since time.Time, l
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
-	defer rows.Close()
-	var out []store.SinkDelivery
-	for rows.Next() {
-		d, err := scanSinkDelivery(rows)
-		if err != nil {
-			return nil, fmt.Errorf("dead letters: %w", err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := sqlcore.Collect(rows, sqlcore.ScanSinkDelivery)
+	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
 	return out, nil

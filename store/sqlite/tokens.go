@@ -2,12 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
@@ -35,22 +33,10 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 
 // LookupToken finds a token by hash, revoked or not; store.ErrNotFound when unknown.
 func (s *Store) LookupToken(ctx context.Context, hash []byte) (store.Token, error) {
-	var (
-		t                store.Token
-		kind             string
-		created, revoked sql.NullString
-	)
-	if err := s.r.QueryRowContext(ctx, `SELECT hash, job_id, kind, created_at, revoked_at FROM tokens
-		WHERE hash = ?`, hash).Scan(&t.Hash, &t.JobID, &kind, &created, &revoked); err != nil {
+	t, err := sqlcore.ScanToken(s.r.QueryRowContext(ctx, `SELECT `+sqlcore.TokenColumns+` FROM tokens
+		WHERE hash = ?`, hash))
+	if err != nil {
 		return store.Token{}, fmt.Errorf("lookup token: %w", sqlcore.NotFound(err))
-	}
-	t.Kind = api.JobKind(kind)
-	var err error
-	if t.CreatedAt, err = parseTime(created); err != nil {
-		return store.Token{}, fmt.Errorf("lookup token: %w", err)
-	}
-	if t.RevokedAt, err = parseTime(revoked); err != nil {
-		return store.Token{}, fmt.Errorf("lookup token: %w", err)
 	}
 	return t, nil
 }

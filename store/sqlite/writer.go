@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // durability says how a write transaction commits; see "Durability" in the package
@@ -90,7 +92,7 @@ var stmtSQL = [numStmts]string{
 						AND e.id < d.id))
 			ORDER BY d.next_attempt_at, d.id
 			LIMIT ?5)
-		RETURNING ` + sinkColumns,
+		RETURNING ` + sqlcore.SinkColumns,
 	stSinkComplete: `UPDATE sink_deliveries SET status = 'delivered',
 		delivered_at = coalesce(delivered_at, ?), lease_until = NULL, failed_at = NULL WHERE id = ?`,
 	stSinkRetry: `UPDATE sink_deliveries SET attempts = attempts + 1,

@@ -1,0 +1,201 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// Time scans a time column of either store: SQLite keeps UTC text in RFC 3339 (see
+// store/sqlite's storage format), PostgreSQL a TIMESTAMPTZ the driver gives as a time.Time.
+// NULL, an empty text and the zero time all read as the zero time, where "not yet" is a state.
+type Time struct{ T time.Time }
+
+// Scan implements sql.Scanner.
+func (t *Time) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		t.T = time.Time{}
+	case time.Time:
+		t.T = v
+	case string:
+		return t.parse(v)
+	case []byte:
+		return t.parse(string(v))
+	default:
+		return fmt.Errorf("stored time of type %T", src)
+	}
+	return nil
+}
+
+func (t *Time) parse(s string) error {
+	t.T = time.Time{}
+	if s == "" {
+		return nil
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("stored time %q: %w", s, err)
+	}
+	if !v.IsZero() {
+		t.T = v
+	}
+	return nil
+}
+
+// Query runs query on q and scans every row with scan.
+func Query[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(rows, scan)
+}
+
+// Collect scans every row with scan and closes rows; no rows is a nil slice. The close is
+// checked: on SQLite's held writer connection, a statement left open would outlive its
+// transaction.
+func Collect[T any](rows *sql.Rows, scan func(Scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, rows.Close()
+}
+
+// The columns each Scan function reads, in its order.
+const (
+	InboxColumns = `id, dedupe_key, route, kind, event, job_id, message_type, category,
+	partition_key, headers, body, received_at, status, attempts, last_error, processed_at`
+	QuarantineColumns = `id, route, reason, headers, body, received_at`
+	LiveColumns       = `session_id, seq, type, category, created_at, received_at, inbox_id, payload`
+	ArtifactColumns   = `job_id, name, format, language, path, size, created_at`
+	SinkColumns       = `id, sink, event_id, event, order_key, attempts, next_attempt_at, last_error,
+	created_at, failed_at`
+	TokenColumns = `hash, job_id, kind, created_at, revoked_at`
+)
+
+// ScanInbox reads InboxColumns.
+func ScanInbox(sc Scanner) (store.InboxRow, error) {
+	var (
+		r                 store.InboxRow
+		kind, mtype, cat  string
+		status            string
+		headers           sql.NullString
+		received, process Time
+	)
+	if err := sc.Scan(&r.ID, &r.DedupeKey, &r.Route, &kind, &r.Event, &r.JobID, &mtype, &cat,
+		&r.PartitionKey, &headers, &r.Body, &received, &status, &r.Attempts, &r.LastError, &process); err != nil {
+		return store.InboxRow{}, err
+	}
+	r.Kind, r.MessageType, r.Category = api.CallbackKind(kind), api.MessageType(mtype), api.MessageCategory(cat)
+	r.Status = store.InboxStatus(status)
+	r.ReceivedAt, r.ProcessedAt = received.T, process.T
+	var err error
+	if r.Headers, err = DecodeHeaders(headers); err != nil {
+		return store.InboxRow{}, err
+	}
+	return r, nil
+}
+
+// ScanQuarantine reads QuarantineColumns.
+func ScanQuarantine(sc Scanner) (store.QuarantineRow, error) {
+	var (
+		q        store.QuarantineRow
+		headers  sql.NullString
+		received Time
+	)
+	if err := sc.Scan(&q.ID, &q.Route, &q.Reason, &headers, &q.Body, &received); err != nil {
+		return store.QuarantineRow{}, err
+	}
+	q.ReceivedAt = received.T
+	var err error
+	if q.Headers, err = DecodeHeaders(headers); err != nil {
+		return store.QuarantineRow{}, err
+	}
+	return q, nil
+}
+
+// ScanLiveMessage reads LiveColumns.
+func ScanLiveMessage(sc Scanner) (store.LiveMessage, error) {
+	var (
+		m                 store.LiveMessage
+		mtype, cat        string
+		created, received Time
+		payload           []byte
+	)
+	if err := sc.Scan(&m.SessionID, &m.Seq, &mtype, &cat, &created, &received, &m.InboxID, &payload); err != nil {
+		return store.LiveMessage{}, err
+	}
+	m.Type, m.Category, m.Payload = api.MessageType(mtype), api.MessageCategory(cat), payload
+	m.CreatedAt, m.ReceivedAt = created.T, received.T
+	return m, nil
+}
+
+// ScanArtifact reads ArtifactColumns.
+func ScanArtifact(sc Scanner) (store.Artifact, error) {
+	var (
+		a       store.Artifact
+		created Time
+	)
+	if err := sc.Scan(&a.JobID, &a.Name, &a.Format, &a.Language, &a.Path, &a.Size, &created); err != nil {
+		return store.Artifact{}, err
+	}
+	a.CreatedAt = created.T
+	return a, nil
+}
+
+// ScanSinkDelivery reads SinkColumns.
+func ScanSinkDelivery(sc Scanner) (store.SinkDelivery, error) {
+	var (
+		d                     store.SinkDelivery
+		ev                    []byte
+		next, created, failed Time
+	)
+	if err := sc.Scan(&d.ID, &d.Sink, &d.EventID, &ev, &d.OrderKey, &d.Attempts, &next, &d.LastError,
+		&created, &failed); err != nil {
+		return store.SinkDelivery{}, err
+	}
+	if err := json.Unmarshal(ev, &d.Event); err != nil {
+		return store.SinkDelivery{}, fmt.Errorf("decode event of sink delivery %d: %w", d.ID, err)
+	}
+	d.NextAttempt, d.CreatedAt, d.FailedAt = next.T, created.T, failed.T
+	return d, nil
+}
+
+// ScanToken reads TokenColumns.
+func ScanToken(sc Scanner) (store.Token, error) {
+	var (
+		t                store.Token
+		kind             string
+		created, revoked Time
+	)
+	if err := sc.Scan(&t.Hash, &t.JobID, &kind, &created, &revoked); err != nil {
+		return store.Token{}, err
+	}
+	t.Kind = api.JobKind(kind)
+	t.CreatedAt, t.RevokedAt = created.T, revoked.T
+	return t, nil
+}
+
+// ScanJob reads the columns record and local of a job.
+func ScanJob(sc Scanner) (store.JobRecord, error) {
+	var record, local []byte
+	if err := sc.Scan(&record, &local); err != nil {
+		return store.JobRecord{}, err
+	}
+	return DecodeJob(record, local)
+}

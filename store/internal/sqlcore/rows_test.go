@@ -1,0 +1,33 @@
+package sqlcore
+
+import (
+	"testing"
+	"time"
+)
+
+// Time must read both stores' columns as their own code did: SQLite's text, PostgreSQL's
+// time.Time, NULL and the zero time as "not yet".
+func TestTimeScan(t *testing.T) {
+	at := time.Date(2026, 11, 22, 1, 39, 0, 123456789, time.UTC)
+	cases := []struct {
+		src  any
+		want time.Time
+	}{
+		{nil, time.Time{}},
+		{"", time.Time{}},
+		{"0001-01-01T00:00:00.000000000Z", time.Time{}},
+		{"2026-11-22T01:39:00.123456789Z", at},
+		{[]byte("2026-11-22T01:39:00.123456789Z"), at},
+		{at, at},
+	}
+	for _, c := range cases {
+		var got Time
+		if err := got.Scan(c.src); err != nil || !got.T.Equal(c.want) || got.T.IsZero() != c.want.IsZero() {
+			t.Errorf("Scan(%v) = %v, %v; want %v", c.src, got.T, err, c.want)
+		}
+	}
+	var bad Time
+	if err := bad.Scan("yesterday"); err == nil {
+		t.Error("Scan of text that is no time succeeded")
+	}
+}
