@@ -79,3 +79,7 @@ func reserveIDs(ctx context.Context, q sqlcore.Querier, sequence string, n int) 
 	}
 	return ids, nil
 }
+
+// reader is sqlcore.Reader under a name that makes the embedded field unexported: Store gets
+// the read methods without an exported field of an internal type.
+type reader = sqlcore.Reader

@@ -229,38 +229,6 @@ func QuarantineKey(route string, body []byte) string {
 	return sqlcore.QuarantineKey(route, body)
 }
 
-// PendingInbox lists pending rows with id > afterID in id order, at most limit (no limit
-// when limit <= 0). With several replicas ids are not committed in id order: a row may appear
-// below a cursor that already passed it, which is why the pipeline also sweeps from 0.
-func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]store.InboxRow, error) {
-	out, err := sqlcore.Query(ctx, s.db, sqlcore.ScanInbox, `SELECT `+sqlcore.InboxColumns+` FROM inbox
-		WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT $2`, afterID, limitArg(limit))
-	if err != nil {
-		return nil, fmt.Errorf("pending inbox: %w", err)
-	}
-	return out, nil
-}
-
-// PendingInboxByKey lists the pending rows of partitionKey with id <= uptoID in id order, at
-// most limit (no limit when limit <= 0).
-func (s *Store) PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]store.InboxRow, error) {
-	out, err := sqlcore.Query(ctx, s.db, sqlcore.ScanInbox, `SELECT `+sqlcore.InboxColumns+` FROM inbox
-		WHERE status = 'pending' AND partition_key = $1 AND id <= $2 ORDER BY id LIMIT $3`, partitionKey, uptoID, limitArg(limit))
-	if err != nil {
-		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
-	}
-	return out, nil
-}
-
-// InboxRow returns one inbox row, store.ErrNotFound when there is none.
-func (s *Store) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
-	r, err := sqlcore.ScanInbox(s.db.QueryRowContext(ctx, `SELECT `+sqlcore.InboxColumns+` FROM inbox WHERE id = $1`, id))
-	if err != nil {
-		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, sqlcore.NotFound(err))
-	}
-	return r, nil
-}
-
 // Apply runs fn and marks the inbox row done in one transaction that holds the row's lock from
 // the start: another replica applying the same row waits, then finds it done. fn may call the
 // Store's own methods (they use other connections of the pool), but those do not see fn's
@@ -318,24 +286,4 @@ func (s *Store) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg strin
 		return fmt.Errorf("mark inbox row %d failed: commit: %w", inboxID, err)
 	}
 	return nil
-}
-
-// InboxBacklog counts pending rows.
-func (s *Store) InboxBacklog(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE status = 'pending'`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("inbox backlog: %w", err)
-	}
-	return n, nil
-}
-
-// Quarantined lists quarantined deliveries newest first, at most limit (no limit when
-// limit <= 0).
-func (s *Store) Quarantined(ctx context.Context, limit int) ([]store.QuarantineRow, error) {
-	out, err := sqlcore.Query(ctx, s.db, sqlcore.ScanQuarantine, `SELECT `+sqlcore.QuarantineColumns+`
-		FROM quarantine ORDER BY id DESC LIMIT $1`, limitArg(limit))
-	if err != nil {
-		return nil, fmt.Errorf("quarantined: %w", err)
-	}
-	return out, nil
 }

@@ -80,11 +80,6 @@ func (s *Store) CreateJob(ctx context.Context, rec store.JobRecord) (bool, error
 	return writeJob(ctx, s.db, rec, false)
 }
 
-// GetJob returns a job record, store.ErrNotFound when unknown.
-func (s *Store) GetJob(ctx context.Context, id string) (store.JobRecord, error) {
-	return getJob(ctx, s.db, id)
-}
-
 // jobColumns are the indexed copies of a record's fields, derived from the record exactly as
 // its JSON encodes them, so the SQL filters of ListJobs agree with api.ListQuery.Matches run
 // on the decoded record.
@@ -135,11 +130,7 @@ func writeJob(ctx context.Context, q sqlcore.Querier, rec store.JobRecord, repla
 }
 
 func getJob(ctx context.Context, q sqlcore.Querier, id string) (store.JobRecord, error) {
-	rec, err := sqlcore.ScanJob(q.QueryRowContext(ctx, `SELECT record, local FROM jobs WHERE id = $1`, text(id)))
-	if err != nil {
-		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, sqlcore.NotFound(err))
-	}
-	return rec, nil
+	return sqlcore.GetJob(ctx, q, `SELECT record, local FROM jobs WHERE id = $1`, text(id), id)
 }
 
 // ListJobs pages the jobs that pass q's filters, newest first (created_at, then id, both
@@ -332,18 +323,6 @@ func listFilter(q api.ListQuery) (string, []any) {
 	return " WHERE " + strings.Join(conds, " AND "), args
 }
 
-// LiveMessages lists a session's messages with Seq > afterSeq in order, at most limit (no
-// limit when limit <= 0).
-func (s *Store) LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.LiveMessage, error) {
-	out, err := sqlcore.Query(ctx, s.db, sqlcore.ScanLiveMessage, `SELECT `+sqlcore.LiveColumns+`
-		FROM live_messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-		text(sessionID), afterSeq, limitArg(limit))
-	if err != nil {
-		return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
-	}
-	return out, nil
-}
-
 // appendLiveMessage takes the session's next number from its live_sequences row and inserts
 // the message, in one statement. The upsert locks the counter row until Apply's transaction
 // ends, so a concurrent Apply of the same session, on any replica, waits here and then reads
@@ -382,14 +361,4 @@ func putArtifact(ctx context.Context, q sqlcore.Querier, a store.Artifact) error
 		return fmt.Errorf("put artifact %s of %s: %w", a.Name, a.JobID, err)
 	}
 	return nil
-}
-
-// Artifacts lists a job's artifacts by name.
-func (s *Store) Artifacts(ctx context.Context, jobID string) ([]store.Artifact, error) {
-	out, err := sqlcore.Query(ctx, s.db, sqlcore.ScanArtifact, `SELECT `+sqlcore.ArtifactColumns+`
-		FROM artifacts WHERE job_id = $1 ORDER BY name`, text(jobID))
-	if err != nil {
-		return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
-	}
-	return out, nil
 }

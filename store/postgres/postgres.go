@@ -75,6 +75,8 @@ type Options struct {
 // Store is the PostgreSQL store.Store. Every method is safe for concurrent use, from any
 // number of processes sharing the database.
 type Store struct {
+	// The read methods, shared with the SQLite store.
+	*reader
 	db  *sql.DB
 	log *logrus.Entry
 
@@ -126,7 +128,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// Connections are recycled now and then so that a replica follows a failover or a
 	// configuration reload of the server without being restarted.
 	db.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, log: opts.Logger}
+	s := &Store{db: db, log: opts.Logger, reader: sqlcore.NewReader(db, sqlcore.Dialect{
+		Numbered: true,
+		Text:     text,
+		Time:     func(t time.Time) any { return t },
+		Limit:    func(n int) any { return limitArg(n) },
+	})}
 	if err := s.setup(ctx, cfg, maxConns); err != nil {
 		_ = s.Close()
 		return nil, err

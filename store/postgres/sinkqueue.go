@@ -230,33 +230,6 @@ func (s *Store) KillSinkDelivery(ctx context.Context, id int64, errMsg string, a
 	return nil
 }
 
-// DeadLetters lists dead letters by failed_at, newest first (ties: newest id first), of one
-// sink or of all (sink ""), failed at or after since unless it is zero, at most limit (no limit
-// when limit <= 0).
-func (s *Store) DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]store.SinkDelivery, error) {
-	query := `SELECT ` + sqlcore.SinkColumns + ` FROM sink_deliveries WHERE status = 'dead'`
-	var args []any
-	if sink != "" {
-		args = append(args, text(sink))
-		query += fmt.Sprintf(` AND sink = $%d`, len(args))
-	}
-	if !since.IsZero() {
-		args = append(args, since)
-		query += fmt.Sprintf(` AND failed_at >= $%d`, len(args))
-	}
-	args = append(args, limitArg(limit))
-	query += fmt.Sprintf(` ORDER BY failed_at DESC, id DESC LIMIT $%d`, len(args))
-	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
-	}
-	out, err := sqlcore.Collect(rows, sqlcore.ScanSinkDelivery)
-	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
-	}
-	return out, nil
-}
-
 // ReplayDeadLetter queues a dead letter again, due at now, with no attempts and no lease; its
 // last error stays for the record. Only dead letters replay: a queued or delivered delivery,
 // like an unknown id, is store.ErrNotFound.
@@ -271,16 +244,6 @@ func (s *Store) ReplayDeadLetter(ctx context.Context, id int64, now time.Time) e
 		return fmt.Errorf("replay dead letter %d: %w", id, s.whyNot(ctx, id, sinkDead, err))
 	}
 	return nil
-}
-
-// SinkDepth counts the sink's queued deliveries, leased or not, due or not.
-func (s *Store) SinkDepth(ctx context.Context, sink string) (int64, error) {
-	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sink_deliveries
-		WHERE sink = $1 AND status = 'queued'`, text(sink)).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sink depth of %s: %w", sink, err)
-	}
-	return n, nil
 }
 
 // ReleaseSinkLeases does nothing and returns 0: several replicas share a PostgreSQL store, so

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"database/sql"
 	"time"
+
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // timeLayout has a fixed width for years 0000 to 9999 in UTC, so text order is time order.
@@ -17,3 +19,7 @@ func nullTime(t time.Time) sql.NullString {
 	}
 	return sql.NullString{String: formatTime(t), Valid: true}
 }
+
+// reader is sqlcore.Reader under a name that makes the embedded field unexported: Store gets
+// the read methods without an exported field of an internal type.
+type reader = sqlcore.Reader

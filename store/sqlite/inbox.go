@@ -102,37 +102,6 @@ func limitArg(limit int) int {
 	return limit
 }
 
-// PendingInbox lists pending rows with id > afterID in id order, at most limit (no limit
-// when limit <= 0).
-func (s *Store) PendingInbox(ctx context.Context, afterID int64, limit int) ([]store.InboxRow, error) {
-	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanInbox, `SELECT `+sqlcore.InboxColumns+` FROM inbox
-		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`, afterID, limitArg(limit))
-	if err != nil {
-		return nil, fmt.Errorf("pending inbox: %w", err)
-	}
-	return out, nil
-}
-
-// PendingInboxByKey lists the pending rows of partitionKey with id <= uptoID in id order, at
-// most limit (no limit when limit <= 0).
-func (s *Store) PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]store.InboxRow, error) {
-	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanInbox, `SELECT `+sqlcore.InboxColumns+` FROM inbox
-		WHERE status = 'pending' AND partition_key = ? AND id <= ? ORDER BY id LIMIT ?`, partitionKey, uptoID, limitArg(limit))
-	if err != nil {
-		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
-	}
-	return out, nil
-}
-
-// InboxRow returns one inbox row, store.ErrNotFound when there is none.
-func (s *Store) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
-	r, err := sqlcore.ScanInbox(s.r.QueryRowContext(ctx, `SELECT `+sqlcore.InboxColumns+` FROM inbox WHERE id = ?`, id))
-	if err != nil {
-		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, sqlcore.NotFound(err))
-	}
-	return r, nil
-}
-
 // Apply runs fn and marks the inbox row done in one IMMEDIATE transaction, committed as a
 // derived transaction (see "Durability" in the package documentation). fn must write through
 // tx only (see the package documentation) and should be quick: the writer is held, and
@@ -193,24 +162,4 @@ func (s *Store) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg strin
 		return fmt.Errorf("mark inbox row %d failed: commit: %w", inboxID, err)
 	}
 	return nil
-}
-
-// InboxBacklog counts pending rows.
-func (s *Store) InboxBacklog(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM inbox WHERE status = 'pending'`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("inbox backlog: %w", err)
-	}
-	return n, nil
-}
-
-// Quarantined lists quarantined deliveries newest first, at most limit (no limit when
-// limit <= 0).
-func (s *Store) Quarantined(ctx context.Context, limit int) ([]store.QuarantineRow, error) {
-	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanQuarantine, `SELECT `+sqlcore.QuarantineColumns+`
-		FROM quarantine ORDER BY id DESC LIMIT ?`, limitArg(limit))
-	if err != nil {
-		return nil, fmt.Errorf("quarantined: %w", err)
-	}
-	return out, nil
 }

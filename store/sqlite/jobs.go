@@ -80,11 +80,6 @@ func (s *Store) writeJobTx(ctx context.Context, op string, st stmtID, rec store.
 	return wrote, nil
 }
 
-// GetJob returns a job record, store.ErrNotFound when unknown.
-func (s *Store) GetJob(ctx context.Context, id string) (store.JobRecord, error) {
-	return getJob(ctx, s.r, id)
-}
-
 // jobColumns are the indexed copies of a record's fields, derived from the record exactly as
 // its JSON encodes them, so the SQL filters of ListJobs agree with api.ListQuery.Matches run
 // on the decoded record.
@@ -135,7 +130,7 @@ func writeJob(ctx context.Context, st *sql.Stmt, rec store.JobRecord) (bool, err
 }
 
 func getJob(ctx context.Context, q sqlcore.Querier, id string) (store.JobRecord, error) {
-	return scanJob(q.QueryRowContext(ctx, `SELECT record, local FROM jobs WHERE id = ?`, id), id)
+	return sqlcore.GetJob(ctx, q, `SELECT record, local FROM jobs WHERE id = ?`, id, id)
 }
 
 func scanJob(row *sql.Row, id string) (store.JobRecord, error) {
@@ -273,18 +268,6 @@ func listFilter(q api.ListQuery) (string, []any) {
 	return " WHERE " + strings.Join(conds, " AND "), args
 }
 
-// LiveMessages lists a session's messages with Seq > afterSeq in order, at most limit (no
-// limit when limit <= 0).
-func (s *Store) LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.LiveMessage, error) {
-	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanLiveMessage, `SELECT `+sqlcore.LiveColumns+`
-		FROM live_messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		sessionID, afterSeq, limitArg(limit))
-	if err != nil {
-		return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
-	}
-	return out, nil
-}
-
 // appendLiveMessage numbers the message inside the statement st (stLiveAppend) that inserts
 // it.
 func appendLiveMessage(ctx context.Context, st *sql.Stmt, m store.LiveMessage) (int64, error) {
@@ -312,14 +295,4 @@ func putArtifact(ctx context.Context, q sqlcore.Querier, a store.Artifact) error
 		return fmt.Errorf("put artifact %s of %s: %w", a.Name, a.JobID, err)
 	}
 	return nil
-}
-
-// Artifacts lists a job's artifacts by name.
-func (s *Store) Artifacts(ctx context.Context, jobID string) ([]store.Artifact, error) {
-	out, err := sqlcore.Query(ctx, s.r, sqlcore.ScanArtifact, `SELECT `+sqlcore.ArtifactColumns+`
-		FROM artifacts WHERE job_id = ? ORDER BY name`, jobID)
-	if err != nil {
-		return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
-	}
-	return out, nil
 }

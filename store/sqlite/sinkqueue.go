@@ -216,33 +216,6 @@ func (s *Store) ReleaseSinkLeases(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// DeadLetters lists dead letters by failed_at, newest first (ties: newest id first), of one
-// sink or of all (sink ""), failed at or after since unless it is zero, at most limit (no limit
-// when limit <= 0).
-func (s *Store) DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]store.SinkDelivery, error) {
-	query := `SELECT ` + sqlcore.SinkColumns + ` FROM sink_deliveries WHERE status = 'dead'`
-	var args []any
-	if sink != "" {
-		query += ` AND sink = ?`
-		args = append(args, sink)
-	}
-	if !since.IsZero() {
-		query += ` AND failed_at >= ?`
-		args = append(args, formatTime(since))
-	}
-	query += ` ORDER BY failed_at DESC, id DESC LIMIT ?`
-	args = append(args, limitArg(limit))
-	rows, err := s.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
-	}
-	out, err := sqlcore.Collect(rows, sqlcore.ScanSinkDelivery)
-	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
-	}
-	return out, nil
-}
-
 // ReplayDeadLetter queues a dead letter again, due at now, with no attempts and no lease; its
 // last error stays for the record. Only dead letters replay: a queued or delivered delivery,
 // like an unknown id, is store.ErrNotFound. A replay is an operator's decision that nothing
@@ -267,16 +240,6 @@ func (s *Store) ReplayDeadLetter(ctx context.Context, id int64, now time.Time) e
 		return fmt.Errorf("replay dead letter %d: commit: %w", id, err)
 	}
 	return nil
-}
-
-// SinkDepth counts the sink's queued deliveries, leased or not, due or not.
-func (s *Store) SinkDepth(ctx context.Context, sink string) (int64, error) {
-	var n int64
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sink_deliveries
-		WHERE sink = ? AND status = 'queued'`, sink).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sink depth of %s: %w", sink, err)
-	}
-	return n, nil
 }
 
 // whyNot explains an UPDATE that matched no row although it may exist: the row's actual status

@@ -121,6 +121,8 @@ type Options struct {
 
 // Store is the SQLite store.Store. Every method is safe for concurrent use.
 type Store struct {
+	// The read methods, shared with the PostgreSQL store, on the read pool r.
+	*reader
 	w    *sql.DB // the writer pool: one connection
 	r    *sql.DB // query_only connections
 	log  *logrus.Entry
@@ -208,6 +210,10 @@ func (s *Store) setup(ctx context.Context, opts Options) error {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
+	s.reader = sqlcore.NewReader(r, sqlcore.Dialect{
+		Time:  func(t time.Time) any { return formatTime(t) },
+		Limit: func(n int) any { return limitArg(n) },
+	})
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("open sqlite readers: %w", err)
 	}

@@ -31,16 +31,6 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 	return nil
 }
 
-// LookupToken finds a token by hash, revoked or not; store.ErrNotFound when unknown.
-func (s *Store) LookupToken(ctx context.Context, hash []byte) (store.Token, error) {
-	t, err := sqlcore.ScanToken(s.r.QueryRowContext(ctx, `SELECT `+sqlcore.TokenColumns+` FROM tokens
-		WHERE hash = ?`, hash))
-	if err != nil {
-		return store.Token{}, fmt.Errorf("lookup token: %w", sqlcore.NotFound(err))
-	}
-	return t, nil
-}
-
 // BindToken sets the token's job when it has none. Binding to the job it already has is a
 // no-op; another job gives store.ErrTokenBound, an unknown token store.ErrNotFound. The check
 // and the write share one transaction, so two first deliveries cannot both bind.

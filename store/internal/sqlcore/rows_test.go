@@ -31,3 +31,13 @@ func TestTimeScan(t *testing.T) {
 		t.Error("Scan of text that is no time succeeded")
 	}
 }
+
+func TestRebind(t *testing.T) {
+	q := `SELECT 1 FROM t WHERE a = ? AND b > ? LIMIT ?`
+	if got := (Dialect{}).Rebind(q); got != q {
+		t.Errorf("SQLite's Rebind changed the query: %s", got)
+	}
+	if got, want := (Dialect{Numbered: true}).Rebind(q), `SELECT 1 FROM t WHERE a = $1 AND b > $2 LIMIT $3`; got != want {
+		t.Errorf("Rebind = %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,223 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/scribehook/scribehook/store"
+)
+
+// Dialect is how a database wants the arguments and placeholders of the shared queries.
+type Dialect struct {
+	// Numbered placeholders ($1, $2, …: PostgreSQL) instead of ? (SQLite).
+	Numbered bool
+	// Text makes a lookup key comparable with what was stored (PostgreSQL replaces NUL and
+	// invalid UTF-8 before storing text); nil keeps it as it is.
+	Text func(string) string
+	// Time is the argument of a time compared with a stored one.
+	Time func(time.Time) any
+	// Limit is the argument of a LIMIT for the contract's limit (zero or less: none).
+	Limit func(int) any
+}
+
+// Rebind turns the ? placeholders of query into the dialect's.
+func (d Dialect) Rebind(query string) string {
+	if !d.Numbered {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for {
+		i := strings.IndexByte(query, '?')
+		if i < 0 {
+			b.WriteString(query)
+			return b.String()
+		}
+		n++
+		b.WriteString(query[:i])
+		b.WriteString("$" + strconv.Itoa(n))
+		query = query[i+1:]
+	}
+}
+
+func (d Dialect) text(s string) string {
+	if d.Text == nil {
+		return s
+	}
+	return d.Text(s)
+}
+
+// Reader is the read side of the contract, the same on both databases: a store embeds it and
+// gets its read methods. Each query is rebound once, here.
+type Reader struct {
+	db *sql.DB
+	d  Dialect
+	q  [numReads]string
+}
+
+type readID int
+
+const (
+	readPending readID = iota
+	readPendingByKey
+	readInboxRow
+	readBacklog
+	readQuarantined
+	readJob
+	readLive
+	readArtifacts
+	readSinkDepth
+	readToken
+	numReads
+)
+
+// NewReader reads through db, which may be a pool of read-only connections.
+func NewReader(db *sql.DB, d Dialect) *Reader {
+	r := &Reader{db: db, d: d}
+	for id, q := range [numReads]string{
+		readPending: `SELECT ` + InboxColumns + ` FROM inbox
+		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`,
+		readPendingByKey: `SELECT ` + InboxColumns + ` FROM inbox
+		WHERE status = 'pending' AND partition_key = ? AND id <= ? ORDER BY id LIMIT ?`,
+		readInboxRow:    `SELECT ` + InboxColumns + ` FROM inbox WHERE id = ?`,
+		readBacklog:     `SELECT count(*) FROM inbox WHERE status = 'pending'`,
+		readQuarantined: `SELECT ` + QuarantineColumns + ` FROM quarantine ORDER BY id DESC LIMIT ?`,
+		readJob:         `SELECT record, local FROM jobs WHERE id = ?`,
+		readLive: `SELECT ` + LiveColumns + `
+		FROM live_messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		readArtifacts: `SELECT ` + ArtifactColumns + ` FROM artifacts WHERE job_id = ? ORDER BY name`,
+		readSinkDepth: `SELECT count(*) FROM sink_deliveries WHERE sink = ? AND status = 'queued'`,
+		readToken:     `SELECT ` + TokenColumns + ` FROM tokens WHERE hash = ?`,
+	} {
+		r.q[id] = d.Rebind(q)
+	}
+	return r
+}
+
+// PendingInbox lists pending rows with id > afterID in id order, at most limit (no limit
+// when limit <= 0). With several replicas ids are not committed in id order: a row may appear
+// below a cursor that already passed it, which is why the pipeline also sweeps from 0.
+func (r *Reader) PendingInbox(ctx context.Context, afterID int64, limit int) ([]store.InboxRow, error) {
+	out, err := Query(ctx, r.db, ScanInbox, r.q[readPending], afterID, r.d.Limit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("pending inbox: %w", err)
+	}
+	return out, nil
+}
+
+// PendingInboxByKey lists the pending rows of partitionKey with id <= uptoID in id order, at
+// most limit (no limit when limit <= 0).
+func (r *Reader) PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]store.InboxRow, error) {
+	out, err := Query(ctx, r.db, ScanInbox, r.q[readPendingByKey], partitionKey, uptoID, r.d.Limit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
+	}
+	return out, nil
+}
+
+// InboxRow returns one inbox row, store.ErrNotFound when there is none.
+func (r *Reader) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
+	row, err := ScanInbox(r.db.QueryRowContext(ctx, r.q[readInboxRow], id))
+	if err != nil {
+		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, NotFound(err))
+	}
+	return row, nil
+}
+
+// InboxBacklog counts pending rows.
+func (r *Reader) InboxBacklog(ctx context.Context) (int64, error) {
+	var n int64
+	if err := r.db.QueryRowContext(ctx, r.q[readBacklog]).Scan(&n); err != nil {
+		return 0, fmt.Errorf("inbox backlog: %w", err)
+	}
+	return n, nil
+}
+
+// Quarantined lists quarantined deliveries newest first, at most limit (no limit when
+// limit <= 0).
+func (r *Reader) Quarantined(ctx context.Context, limit int) ([]store.QuarantineRow, error) {
+	out, err := Query(ctx, r.db, ScanQuarantine, r.q[readQuarantined], r.d.Limit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("quarantined: %w", err)
+	}
+	return out, nil
+}
+
+// GetJob returns a job record, store.ErrNotFound when unknown.
+func (r *Reader) GetJob(ctx context.Context, id string) (store.JobRecord, error) {
+	return GetJob(ctx, r.db, r.q[readJob], r.d.text(id), id)
+}
+
+// GetJob reads the record of id with query, which selects record and local by id (key is the
+// id as stored), inside a transaction or not.
+func GetJob(ctx context.Context, q Querier, query, key, id string) (store.JobRecord, error) {
+	rec, err := ScanJob(q.QueryRowContext(ctx, query, key))
+	if err != nil {
+		return store.JobRecord{}, fmt.Errorf("job %s: %w", id, NotFound(err))
+	}
+	return rec, nil
+}
+
+// LiveMessages lists a session's messages with Seq > afterSeq in order, at most limit (no
+// limit when limit <= 0).
+func (r *Reader) LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.LiveMessage, error) {
+	out, err := Query(ctx, r.db, ScanLiveMessage, r.q[readLive], r.d.text(sessionID), afterSeq, r.d.Limit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("live messages of %s: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// Artifacts lists a job's artifacts by name.
+func (r *Reader) Artifacts(ctx context.Context, jobID string) ([]store.Artifact, error) {
+	out, err := Query(ctx, r.db, ScanArtifact, r.q[readArtifacts], r.d.text(jobID))
+	if err != nil {
+		return nil, fmt.Errorf("artifacts of %s: %w", jobID, err)
+	}
+	return out, nil
+}
+
+// DeadLetters lists dead letters by failed_at, newest first (ties: newest id first), of one
+// sink or of all (sink ""), failed at or after since unless it is zero, at most limit (no limit
+// when limit <= 0).
+func (r *Reader) DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]store.SinkDelivery, error) {
+	query := `SELECT ` + SinkColumns + ` FROM sink_deliveries WHERE status = 'dead'`
+	var args []any
+	if sink != "" {
+		query += ` AND sink = ?`
+		args = append(args, r.d.text(sink))
+	}
+	if !since.IsZero() {
+		query += ` AND failed_at >= ?`
+		args = append(args, r.d.Time(since))
+	}
+	query += ` ORDER BY failed_at DESC, id DESC LIMIT ?`
+	args = append(args, r.d.Limit(limit))
+	out, err := Query(ctx, r.db, ScanSinkDelivery, r.d.Rebind(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("dead letters: %w", err)
+	}
+	return out, nil
+}
+
+// SinkDepth counts the sink's queued deliveries, leased or not, due or not.
+func (r *Reader) SinkDepth(ctx context.Context, sink string) (int64, error) {
+	var n int64
+	if err := r.db.QueryRowContext(ctx, r.q[readSinkDepth], r.d.text(sink)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sink depth of %s: %w", sink, err)
+	}
+	return n, nil
+}
+
+// LookupToken finds a token by hash, revoked or not; store.ErrNotFound when unknown.
+func (r *Reader) LookupToken(ctx context.Context, hash []byte) (store.Token, error) {
+	t, err := ScanToken(r.db.QueryRowContext(ctx, r.q[readToken], hash))
+	if err != nil {
+		return store.Token{}, fmt.Errorf("lookup token: %w", NotFound(err))
+	}
+	return t, nil
+}
