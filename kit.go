@@ -190,7 +190,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	}
 	pipeline, dispatch := k.pipeline, k.dispatch
 	k.recv, err = receiver.New(receiver.Config{
-		Store: k.store, Ingester: k.batcher, Notifier: pipeline, Live: pipeline.SessionFeed(),
+		Store: k.store, Ingester: k.batcher, Notifier: pipeline, Feed: pipeline.SessionFeed(),
 		Routes: routesOf(*secrets), ReadToken: secrets.ReadToken, BodyLimit: int(cfg.Receiver.BodyLimit),
 		PublicURL: cfg.PublicURL, TokenTTL: cfg.Receiver.TokenTTL, MaxConnsPerIP: cfg.Receiver.MaxConnsPerIP,
 		Ready: pipeline.Ready, Metrics: k.reg, Logger: log, Now: o.now,

@@ -440,7 +440,7 @@ func TestBusSessionFeedPingsWithoutLocalMessages(t *testing.T) {
 	}
 	// In one process the feed pings only on stored messages.
 	local := start(t, handlers.Config{Store: openStore(t)})
-	if _, ok := local.p.SessionFeed().(*handlers.LiveFeed); !ok {
-		t.Errorf("the GoChannel pipeline's session feed is %T, want its LiveFeed", local.p.SessionFeed())
+	if local.p.SessionFeed() != local.p.LocalFeed() {
+		t.Errorf("the GoChannel pipeline's session feed is %T, want its local feed", local.p.SessionFeed())
 	}
 }

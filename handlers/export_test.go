@@ -8,3 +8,11 @@ func (p *Pipeline) Crash() {
 		p.bus.crash()
 	}
 }
+
+// NewLocalFeed and LocalFeed let the tests reach the in-process session feed.
+func NewLocalFeed() SessionFeed { return newLocalFeed() }
+
+func (p *Pipeline) LocalFeed() SessionFeed { return p.feed }
+
+// Publish pings a local feed's subscribers of sessionID.
+func Publish(f SessionFeed, sessionID string) { f.(*localFeed).Publish(sessionID) }

@@ -5,19 +5,19 @@ import (
 	"time"
 )
 
-// LiveFeed tells subscribers that a session has new stored messages; they read the messages
-// from the store. A ping carries no data, so a slow subscriber only misses redundant pings.
-type LiveFeed struct {
+// localFeed tells this process's subscribers that a session has new stored messages; they read
+// the messages from the store. A ping carries no data, so a slow subscriber only misses
+// redundant pings.
+type localFeed struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
 }
 
-// NewLiveFeed returns an empty feed.
-func NewLiveFeed() *LiveFeed { return &LiveFeed{subs: map[string]map[chan struct{}]struct{}{}} }
+func newLocalFeed() *localFeed { return &localFeed{subs: map[string]map[chan struct{}]struct{}{}} }
 
 // Subscribe returns a channel pinged when messages of the session are stored, and a cancel
 // function that must be called when done.
-func (f *LiveFeed) Subscribe(sessionID string) (<-chan struct{}, func()) {
+func (f *localFeed) Subscribe(sessionID string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	f.mu.Lock()
 	if f.subs[sessionID] == nil {
@@ -39,7 +39,7 @@ func (f *LiveFeed) Subscribe(sessionID string) (<-chan struct{}, func()) {
 }
 
 // Publish pings every subscriber of the session without blocking.
-func (f *LiveFeed) Publish(sessionID string) {
+func (f *localFeed) Publish(sessionID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for ch := range f.subs[sessionID] {
@@ -50,7 +50,8 @@ func (f *LiveFeed) Publish(sessionID string) {
 	}
 }
 
-// SessionFeed is what the receiver's event streams subscribe to, per session.
+// SessionFeed pings subscribers of a session when messages of it are stored; the receiver's
+// event streams subscribe to it (receiver.SessionFeed is the same contract).
 type SessionFeed interface {
 	Subscribe(sessionID string) (<-chan struct{}, func())
 }
@@ -59,8 +60,8 @@ type SessionFeed interface {
 // another replica stored: this replica only hears of its own.
 const busFeedPoll = time.Second
 
-// SessionFeed is the feed for event streams: the live feed alone in one process; with a Bus,
-// the live feed plus a ping every second, since messages stored by other replicas ping
+// SessionFeed is the pipeline's session feed: this process's pings alone on the in-process bus;
+// with a Bus, those plus a ping every second, since messages stored by other replicas ping
 // nothing here.
 func (p *Pipeline) SessionFeed() SessionFeed {
 	if p.bus == nil {
@@ -70,7 +71,7 @@ func (p *Pipeline) SessionFeed() SessionFeed {
 }
 
 type polledFeed struct {
-	feed  *LiveFeed
+	feed  *localFeed
 	every time.Duration
 }
 

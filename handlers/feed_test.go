@@ -23,11 +23,11 @@ func pinged(ch <-chan struct{}) bool {
 
 // A subscriber of a session is pinged when a message of its session is stored, not for other
 // sessions, and no more once it cancelled.
-func TestLiveFeedPingsOnStoredMessages(t *testing.T) {
+func TestSessionFeedPingsOnStoredMessages(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	r := start(t, handlers.Config{Store: s, Partitions: 1})
-	feed := r.p.Live()
+	feed := r.p.LocalFeed()
 	ch, cancel := feed.Subscribe("feed-a")
 	other, cancelOther := feed.Subscribe("feed-b")
 	defer cancelOther()
@@ -68,18 +68,18 @@ func TestLiveFeedPingsOnStoredMessages(t *testing.T) {
 	}
 }
 
-// LiveFeed on its own: pings never block, coalesce, reach every subscriber of the session,
+// The local feed on its own: pings never block, coalesce, reach every subscriber of the session,
 // and cancel unsubscribes only its own channel.
-func TestLiveFeedUnit(t *testing.T) {
+func TestLocalFeedUnit(t *testing.T) {
 	t.Parallel()
-	f := handlers.NewLiveFeed()
-	f.Publish("nobody") // no subscribers: nothing happens
+	f := handlers.NewLocalFeed()
+	handlers.Publish(f, "nobody") // no subscribers: nothing happens
 	a1, c1 := f.Subscribe("a")
 	a2, c2 := f.Subscribe("a")
 	b, cb := f.Subscribe("b")
 	defer cb()
 	for range 10 {
-		f.Publish("a") // never blocks, though nobody reads
+		handlers.Publish(f, "a") // never blocks, though nobody reads
 	}
 	if !pinged(a1) || !pinged(a2) {
 		t.Fatal("a subscriber missed a ping")
@@ -91,7 +91,7 @@ func TestLiveFeedUnit(t *testing.T) {
 		t.Error("b pinged for a")
 	}
 	c1()
-	f.Publish("a")
+	handlers.Publish(f, "a")
 	if pinged(a1) {
 		t.Error("pinged after cancel")
 	}
@@ -100,7 +100,7 @@ func TestLiveFeedUnit(t *testing.T) {
 	}
 	c2()
 	c1()
-	f.Publish("a")
+	handlers.Publish(f, "a")
 	if pinged(a2) {
 		t.Error("pinged after cancel")
 	}
@@ -117,8 +117,8 @@ func TestLiveFeedUnit(t *testing.T) {
 		})
 	}
 	for range 1000 {
-		f.Publish("s0")
-		f.Publish("s1")
+		handlers.Publish(f, "s0")
+		handlers.Publish(f, "s1")
 	}
 	stop()
 	wg.Wait()

@@ -96,7 +96,7 @@ type Pipeline struct {
 	events *gochannel.GoChannel
 	poison *gochannel.GoChannel
 	parts  []*partition
-	feed   *LiveFeed
+	feed   *localFeed
 	m      *metrics
 	bus    *busMode // nil: the in-process GoChannel
 
@@ -153,7 +153,7 @@ func New(cfg Config) (_ *Pipeline, err error) {
 		inbox:  gochannel.NewGoChannel(gochannel.Config{BlockPublishUntilSubscriberAck: true}, wlog),
 		events: gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024}, wlog),
 		poison: gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 64}, wlog),
-		feed:   NewLiveFeed(),
+		feed:   newLocalFeed(),
 		m:      newMetrics(cfg.Metrics),
 		queued: map[int64]bool{},
 		done:   make(chan struct{}),
@@ -314,9 +314,6 @@ func (p *Pipeline) Close() error {
 	_ = p.poison.Close()
 	return errors.Join(err, busErr)
 }
-
-// Live is the feed of stored live messages, for server-sent events.
-func (p *Pipeline) Live() *LiveFeed { return p.feed }
 
 // Events subscribes to the domain events (TopicEvents).
 func (p *Pipeline) Events(ctx context.Context) (<-chan *message.Message, error) {

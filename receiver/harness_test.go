@@ -89,7 +89,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		Store:    st,
 		Ingester: h.batcher,
 		Notifier: h.notified,
-		Live:     h.feed,
+		Feed:     h.feed,
 		Routes: []Route{
 			{Name: "partner", Token: testRouteToken},
 			{Name: "account", Token: testSignedToken, SigningSecrets: []string{

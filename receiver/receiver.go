@@ -48,8 +48,9 @@ type Notifier interface {
 	Committed(inboxID int64, partitionKey string)
 }
 
-// LiveFeed pings subscribers when new messages of a session are stored.
-type LiveFeed interface {
+// SessionFeed pings subscribers when new messages of a session are stored (the pipeline's
+// SessionFeed).
+type SessionFeed interface {
 	Subscribe(sessionID string) (notify <-chan struct{}, cancel func())
 }
 
@@ -57,8 +58,8 @@ type LiveFeed interface {
 type Config struct {
 	Store    store.Store
 	Ingester Ingester
-	Notifier Notifier // optional
-	Live     LiveFeed // optional: without it the event stream polls the store every second
+	Notifier Notifier    // optional
+	Feed     SessionFeed // optional: without it the event stream polls the store every second
 
 	Routes []Route
 	// ReadToken is the bearer token of the local read API; empty disables the read API.

@@ -59,8 +59,8 @@ func (r *Receiver) liveEvents(c *fiber.Ctx) error {
 	st.log = r.log.WithField("session_id", st.sessionID)
 	// Subscribe before the first store read: a message stored in between then still pings.
 	cancel := func() {}
-	if r.cfg.Live != nil {
-		st.notify, cancel = r.cfg.Live.Subscribe(st.sessionID)
+	if r.cfg.Feed != nil {
+		st.notify, cancel = r.cfg.Feed.Subscribe(st.sessionID)
 	}
 	c.Set(fiber.HeaderContentType, "text/event-stream; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "no-cache")

@@ -231,7 +231,7 @@ func TestEventStreamBadRequests(t *testing.T) {
 }
 
 func TestEventStreamWithoutFeedPolls(t *testing.T) {
-	h := newHarness(t, withConfig(func(c *Config) { c.Live = nil }), withReceiver(func(r *Receiver) {
+	h := newHarness(t, withConfig(func(c *Config) { c.Feed = nil }), withReceiver(func(r *Receiver) {
 		r.pollEvery = 20 * time.Millisecond
 	}))
 	s := h.openStream("/v1/live/"+sessionID+"/events", nil)
