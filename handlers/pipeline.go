@@ -1,7 +1,12 @@
-// Package handlers processes committed deliveries: a Watermill router whose handlers decode
-// each inbox row, apply it to the store exactly once (job records, live messages in session
-// order), resolve thin webhooks through the service, and publish the domain events that the
-// subtitle and sink handlers consume.
+// Package handlers processes committed deliveries: a Watermill router with one persist handler
+// per partition (deliveries of one job or session share a partition, so sessions keep their
+// order) that applies each inbox row to the store exactly once. Applying a row decodes it,
+// resolves a thin webhook or a final callback through the service, renders a finished job's
+// subtitles, writes the job record or appends the live message, and queues the resulting
+// events for every sink whose filter takes them, all in the transaction that marks the row
+// done (the outbox that sinks.Dispatcher drains). The events are also published on
+// TopicEvents for in-process subscribers (Pipeline.Events). With a Bus (Redis Streams or NATS
+// JetStream) several replicas share the rows through notices and a sweep (busmode.go).
 package handlers
 
 import (
