@@ -110,25 +110,46 @@ func (s *Server) open(ctx context.Context, rawURL string, limit int64) (*cappedB
 
 // loadAudio decodes audio_url: a file uploaded to this sandbox directly, anything else fetched
 // through the guard and decoded as it arrives, so memory follows the decoded audio (bounded by
-// MaxAudioDuration) and never holds the file too.
-func (s *Server) loadAudio(ctx context.Context, log logrus.FieldLogger, rawURL string) (*audio.Audio, error) {
+// MaxAudioDuration) and never holds the file too. The fetched bytes are copied to the
+// sandbox's directory on the way, for GET /v2/pre-recorded/{id}/file; the copy (nil if it could
+// not be made) is returned with audio that decoded.
+func (s *Server) loadAudio(ctx context.Context, log logrus.FieldLogger, id, rawURL string) (*audio.Audio, *keptAudio, error) {
 	limits := audio.Limits{MaxDuration: s.cfg.MaxAudioDuration}
 	if f, ok := s.localFile(rawURL); ok {
-		return decodeAudio(bytes.NewReader(f.data), limits)
+		a, err := decodeAudio(bytes.NewReader(f.data), limits)
+		if err != nil {
+			return nil, nil, err
+		}
+		return a, uploadAudio(f), nil
 	}
 	body, err := s.open(ctx, rawURL, s.cfg.MaxFetchBytes)
 	if err != nil {
 		logFetchFailure(log, "audio_url", rawURL, err)
-		return nil, fetchFailed()
+		return nil, nil, fetchFailed()
 	}
 	defer body.Close()
-	a, err := decodeAudio(body, limits)
+	k := s.newKeeper(id)
+	var src io.Reader = body
+	if k != nil {
+		src = io.TeeReader(body, k)
+	}
+	a, err := decodeAudio(src, limits)
+	if err == nil && k != nil {
+		// The decoder stops at the end of the data chunk: the copy takes the rest of the file
+		// (chunks after the samples), within the same limit.
+		_, _ = io.Copy(k, body)
+	}
 	if body.err != nil {
 		// The decoder saw a broken or oversized stream, not bad audio: the fetch failed.
+		_, _ = k.finish(false, "")
 		logFetchFailure(log, "audio_url", rawURL, body.err)
-		return nil, fetchFailed()
+		return nil, nil, fetchFailed()
 	}
-	return a, err
+	kept, keepErr := k.finish(err == nil, fileName(rawURL))
+	if keepErr != nil {
+		log.WithError(keepErr).Warn("audio copy not kept: GET /v2/pre-recorded/{id}/file will answer 404")
+	}
+	return a, kept, err
 }
 
 func decodeAudio(r io.Reader, limits audio.Limits) (*audio.Audio, error) {

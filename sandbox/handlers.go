@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sandbox/audio"
 )
 
 func (s *Server) handleCreatePreRecorded(w http.ResponseWriter, r *http.Request) {
@@ -30,6 +31,9 @@ func (s *Server) handleCreatePreRecorded(w http.ResponseWriter, r *http.Request)
 	e := &jobEntry{
 		job:         job,
 		prerecorded: &req,
+	}
+	if f, ok := s.localFile(req.AudioURL); ok {
+		e.audio = uploadAudio(f) // GET …/file has it from the start
 	}
 	s.jobs.add(e)
 	s.log.WithFields(map[string]any{"job_id": id, "request_id": e.job.RequestID}).Info("pre-recorded job queued")
@@ -135,9 +139,17 @@ const (
 func (s *Server) listHandler(which listKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		live := which == listLive
-		q, err := api.ParseListQuery(r.URL.Query(), live)
-		if err != nil {
-			s.writeValidation(w, r, err)
+		values := r.URL.Query()
+		q, err := api.ParseListQuery(values, live)
+		// The SDKs' custom_metadata[key]=value form, which ParseListQuery leaves aside.
+		meta, metaErrs := parseBracketFilter(values)
+		if err != nil || len(metaErrs) > 0 {
+			var verrs api.ValidationErrors
+			if err != nil && !errors.As(err, &verrs) {
+				s.writeValidation(w, r, err)
+				return
+			}
+			s.writeValidation(w, r, append(verrs, metaErrs...))
 			return
 		}
 		if err := q.Validate(live); err != nil {
@@ -151,7 +163,7 @@ func (s *Server) listHandler(which listKind) http.HandlerFunc {
 			q.Kind = []api.JobKind{api.KindLive}
 		}
 		offset, limit := q.EffectiveOffset(), q.EffectiveLimit()
-		items, more := s.jobs.list(q, offset, limit)
+		items, more := s.jobs.list(q, meta.matches, offset, limit)
 		// Page links carry the caller's own filters: the endpoint's implied kind stays out.
 		linkQ := q
 		if which != listAll {
@@ -159,12 +171,12 @@ func (s *Server) listHandler(which listKind) http.HandlerFunc {
 		}
 		base := s.baseURL(r)
 		page := api.Page{
-			First:   pageURL(base, r.URL.Path, linkQ, 0, limit),
-			Current: pageURL(base, r.URL.Path, linkQ, offset, limit),
+			First:   pageURL(base, r.URL.Path, linkQ, meta.params, 0, limit),
+			Current: pageURL(base, r.URL.Path, linkQ, meta.params, offset, limit),
 			Items:   items,
 		}
 		if more {
-			next := pageURL(base, r.URL.Path, linkQ, offset+limit, limit)
+			next := pageURL(base, r.URL.Path, linkQ, meta.params, offset+limit, limit)
 			page.Next = &next
 		}
 		writeJSON(w, http.StatusOK, page)
@@ -205,10 +217,8 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusCreated, UploadResponse{
-			AudioURL: s.baseURL(r) + "/v2/files/" + f.id,
-			AudioMetadata: UploadMetadata{
-				ID: f.id, Filename: f.name, Size: int64(len(f.data)),
-			},
+			AudioURL:      s.baseURL(r) + "/v2/files/" + f.id,
+			AudioMetadata: uploadMetadata(f),
 		})
 		return
 	}
@@ -220,11 +230,39 @@ type UploadResponse struct {
 	AudioMetadata UploadMetadata `json:"audio_metadata"`
 }
 
-// UploadMetadata describes an uploaded file.
+// UploadMetadata describes an uploaded file; the official SDKs' type of it requires every
+// field.
 type UploadMetadata struct {
 	ID       string `json:"id"`
 	Filename string `json:"filename"`
-	Size     int64  `json:"size"`
+	// Extension is the detected format (wav), else the file name's extension without its dot.
+	Extension        string  `json:"extension"`
+	Size             int64   `json:"size"`
+	AudioDuration    float64 `json:"audio_duration"`     // seconds; 0 when the audio is not WAV
+	NumberOfChannels int     `json:"number_of_channels"` // 0 when the audio is not WAV
+}
+
+// uploadMetadata reads the upload's WAV header only: the samples need not be decoded to know
+// their length. An upload that is not WAV is still accepted (the job made from it fails
+// instead, as with any audio_url), with the name's extension and no duration.
+func uploadMetadata(f *storedFile) UploadMetadata {
+	m := UploadMetadata{
+		ID: f.id, Filename: f.name, Size: int64(len(f.data)),
+		Extension: strings.ToLower(strings.TrimPrefix(path.Ext(f.name), ".")),
+	}
+	h, err := audio.ParseHeader(f.data)
+	if err != nil || h.Format.FrameSize() <= 0 || h.Format.SampleRate <= 0 {
+		return m
+	}
+	data := int64(len(f.data)) - h.DataOffset
+	if h.DataSize >= 0 && h.DataSize < data {
+		data = h.DataSize
+	}
+	frames := data / int64(h.Format.FrameSize())
+	m.Extension = "wav"
+	m.AudioDuration = round3(float64(frames) / float64(h.Format.SampleRate))
+	m.NumberOfChannels = h.Format.Channels
+	return m
 }
 
 func (s *Server) handleFile(w http.ResponseWriter, r *http.Request) {

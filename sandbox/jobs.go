@@ -24,6 +24,8 @@ type jobEntry struct {
 	prerecorded *api.PreRecordedRequest
 	// live is the request of a live session.
 	live *api.LiveRequest
+	// audio is what GET /v2/pre-recorded/{id}/file serves; nil until there is some.
+	audio *keptAudio
 }
 
 func newJobStore() *jobStore { return &jobStore{jobs: map[string]*jobEntry{}} }
@@ -66,23 +68,27 @@ func (s *jobStore) update(id string, fn func(j *api.Job)) (api.Job, bool) {
 	return e.job, true
 }
 
+// delete forgets the job and removes its copy of the audio.
 func (s *jobStore) delete(id string, kind api.JobKind) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e, ok := s.jobs[id]
 	if !ok || (kind != "" && e.job.Kind != kind) {
+		s.mu.Unlock()
 		return false
 	}
 	delete(s.jobs, id)
+	s.mu.Unlock()
+	e.audio.remove()
 	return true
 }
 
-// list returns the matching jobs newest first, the page asked for, and whether more follow.
-func (s *jobStore) list(q api.ListQuery, offset, limit int) ([]api.Job, bool) {
+// list returns the jobs matching q and also, newest first, the page asked for, and whether more
+// follow.
+func (s *jobStore) list(q api.ListQuery, also func(*api.Job) bool, offset, limit int) ([]api.Job, bool) {
 	s.mu.RLock()
 	matched := make([]*jobEntry, 0, len(s.jobs))
 	for _, e := range s.jobs {
-		if q.Matches(&e.job) {
+		if q.Matches(&e.job) && also(&e.job) {
 			matched = append(matched, e)
 		}
 	}
@@ -99,9 +105,14 @@ func (s *jobStore) list(q api.ListQuery, offset, limit int) ([]api.Job, bool) {
 	return page, more
 }
 
-// pageURL is an absolute list URL carrying the filter, offset and limit.
-func pageURL(base, path string, q api.ListQuery, offset, limit int) string {
+// pageURL is an absolute list URL carrying the filter (with extra, the parameters of the
+// bracket form of custom_metadata, as given), offset and limit.
+func pageURL(base, path string, q api.ListQuery, extra url.Values, offset, limit int) string {
 	q.Offset, q.Limit = &offset, &limit
-	u := url.URL{Path: path, RawQuery: q.Values().Encode()}
+	v := q.Values()
+	for k, vals := range extra {
+		v[k] = vals
+	}
+	u := url.URL{Path: path, RawQuery: v.Encode()}
 	return base + u.String()
 }

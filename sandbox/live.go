@@ -26,6 +26,8 @@ func (s *Server) handleCreateLive(w http.ResponseWriter, r *http.Request) {
 	}
 	recorded := req
 	recorded.CustomMetadata = nil
+	// The record names the model that runs the session, the default when none was asked for.
+	recorded.Model = req.Settings().Model
 	job, err := newRecord(r, api.KindLive, recorded, req.CustomMetadata)
 	if err != nil {
 		s.writeError(w, r, http.StatusInternalServerError, "could not record request parameters", nil)
@@ -76,6 +78,13 @@ func (s *sessionStore) add(sess *session) {
 	defer s.mu.Unlock()
 	s.byID[sess.id] = sess
 	s.byToken[sess.token] = sess
+}
+
+func (s *sessionStore) get(id string) (*session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.byID[id]
+	return sess, ok
 }
 
 func (s *sessionStore) token(tok string) (*session, bool) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/sandbox/addons"
+	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/sandbox/engine"
 )
 
@@ -62,7 +63,10 @@ func (s *Server) process(ctx context.Context, id string) {
 		return
 	}
 	started := time.Now()
-	result, file, err := s.transcribeSafely(ctx, id, e.prerecorded)
+	result, file, kept, err := s.transcribeSafely(ctx, id, e.prerecorded)
+	if kept != nil && kept.upload == nil && !s.jobs.setAudio(id, kept) {
+		kept.remove() // the job was deleted meanwhile
+	}
 	if ctx.Err() != nil {
 		return
 	}
@@ -98,20 +102,22 @@ func (s *Server) process(ctx context.Context, id string) {
 	s.sendJobCallback(e.prerecorded, job, failure)
 }
 
-func (s *Server) transcribeSafely(ctx context.Context, id string, req *api.PreRecordedRequest) (res *api.Result, file *api.File, err error) {
+func (s *Server) transcribeSafely(ctx context.Context, id string, req *api.PreRecordedRequest) (res *api.Result, file *api.File, kept *keptAudio, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.WithField("job_id", id).Errorf("panic while processing: %v", p)
 			res, err = nil, fail(http.StatusInternalServerError, "internal error while processing the audio")
 		}
 	}()
-	return s.transcribe(ctx, s.log.WithField("job_id", id), req)
+	return s.transcribe(ctx, s.log.WithField("job_id", id), id, req)
 }
 
-func (s *Server) transcribe(ctx context.Context, log logrus.FieldLogger, req *api.PreRecordedRequest) (*api.Result, *api.File, error) {
-	a, err := s.loadAudio(ctx, log, req.AudioURL)
+// transcribe runs the job's audio through the engine and the add-ons; it returns the audio it
+// kept for GET /v2/pre-recorded/{id}/file whether or not the rest succeeds.
+func (s *Server) transcribe(ctx context.Context, log logrus.FieldLogger, id string, req *api.PreRecordedRequest) (*api.Result, *api.File, *keptAudio, error) {
+	a, kept, err := s.loadAudio(ctx, log, id, req.AudioURL)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, kept, err
 	}
 	duration := round3(a.Duration().Seconds())
 	file := &api.File{
@@ -121,9 +127,28 @@ func (s *Server) transcribe(ctx context.Context, log logrus.FieldLogger, req *ap
 		AudioDuration:    duration,
 		NumberOfChannels: a.Channels,
 	}
+	if kept != nil && kept.upload != nil {
+		// An upload is known by its id and the name it was uploaded under, not by the last
+		// segment of its URL (the id again).
+		file.ID, file.Filename = kept.upload.id, kept.upload.name
+	}
+	result, err := s.transcribeAudio(ctx, log, req, a)
+	if err != nil {
+		return nil, file, kept, err
+	}
+	result.Metadata = &api.Metadata{
+		AudioDuration:            duration,
+		NumberOfDistinctChannels: a.Channels,
+		BillingTime:              duration,
+	}
+	return result, file, kept, nil
+}
+
+// transcribeAudio is the engine, then the add-ons, on decoded audio.
+func (s *Server) transcribeAudio(ctx context.Context, log logrus.FieldLogger, req *api.PreRecordedRequest, a *audio.Audio) (*api.Result, error) {
 	channels, err := a.Resample16k()
 	if err != nil {
-		return nil, file, fail(http.StatusUnprocessableEntity, "audio could not be resampled: %v", err)
+		return nil, fail(http.StatusUnprocessableEntity, "audio could not be resampled: %v", err)
 	}
 	langs := requestLanguages(req)
 	out, err := s.cfg.Engine.Transcribe(ctx, engine.Request{
@@ -136,24 +161,15 @@ func (s *Server) transcribe(ctx context.Context, log logrus.FieldLogger, req *ap
 	if err != nil {
 		var unsupported *engine.UnsupportedError
 		if errors.As(err, &unsupported) {
-			return nil, file, fail(http.StatusUnprocessableEntity, "%v", err)
+			return nil, fail(http.StatusUnprocessableEntity, "%v", err)
 		}
-		return nil, file, fail(http.StatusInternalServerError, "transcription failed: %v", err)
+		return nil, fail(http.StatusInternalServerError, "transcription failed: %v", err)
 	}
 	lang := "en"
 	if len(langs) > 0 {
 		lang = langs[0]
 	}
-	result, err := addons.Apply(ctx, req, toTranscription(out, lang), addons.Options{})
-	if err != nil {
-		return nil, file, err
-	}
-	result.Metadata = &api.Metadata{
-		AudioDuration:            duration,
-		NumberOfDistinctChannels: a.Channels,
-		BillingTime:              duration,
-	}
-	return result, file, nil
+	return addons.Apply(ctx, req, toTranscription(out, lang), addons.Options{})
 }
 
 // localFile resolves an audio_url that points at this sandbox's own uploads.

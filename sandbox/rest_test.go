@@ -427,7 +427,7 @@ func TestUploadServesAudioURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := e.waitJob(created.ID, api.KindPreRecorded)
-	if job.Status != api.StatusDone || job.File.Filename != up.AudioMetadata.ID || job.File.AudioDuration != 2 {
+	if job.Status != api.StatusDone || job.File.Filename != "meeting.wav" || job.File.ID != up.AudioMetadata.ID || job.File.AudioDuration != 2 {
 		t.Errorf("job from upload = %s %+v", job.Status, job.File)
 	}
 	status, body, _ = e.raw("POST", "/v2/upload", testKey, "application/json", []byte(`{}`))

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives the sandbox's logs (default: logrus standard logger).
 	Logger *logrus.Entry
+	// TempDir is where the sandbox makes its directory for the audio that GET …/{id}/file
+	// serves: the copy of each fetched audio_url and the recording of each live session, kept
+	// on disk rather than in memory; Close removes it. Empty: the system's temporary directory.
+	TempDir string
 }
 
 // Server is the local stand-in of the transcription service.
@@ -79,6 +84,7 @@ type Server struct {
 	sessions *sessionStore
 	cb       *callbackSender
 	fetcher  *http.Client
+	dir      string // the audio kept for GET …/{id}/file
 	queue    chan string
 	mux      *http.ServeMux
 
@@ -126,6 +132,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	dir, err := os.MkdirTemp(cfg.TempDir, "scribehook-sandbox-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: directory for job audio: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:      cfg,
@@ -135,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 		sessions: newSessionStore(),
 		queue:    make(chan string, 4096),
 		fetcher:  newFetchClient(cfg.AllowFetch, cfg.FetchTimeout),
+		dir:      dir,
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -157,6 +168,9 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	s.cb.wait()
 	s.fetcher.CloseIdleConnections()
+	if err := os.RemoveAll(s.dir); err != nil {
+		return fmt.Errorf("sandbox: remove %s: %w", s.dir, err)
+	}
 	return nil
 }
 
@@ -190,6 +204,8 @@ func (s *Server) routes() {
 	m.Handle("GET /v2/pre-recorded/{id}", auth(s.getHandler(api.KindPreRecorded)))
 	m.Handle("GET /v2/transcription/{id}", auth(s.getHandler("")))
 	m.Handle("GET /v2/live/{id}", auth(s.getHandler(api.KindLive)))
+	m.Handle("GET /v2/pre-recorded/{id}/file", auth(s.handleJobFile))
+	m.Handle("GET /v2/live/{id}/file", auth(s.handleLiveFile))
 	m.Handle("DELETE /v2/pre-recorded/{id}", auth(s.deleteHandler(api.KindPreRecorded)))
 	m.Handle("DELETE /v2/transcription/{id}", auth(s.deleteHandler("")))
 	m.Handle("DELETE /v2/live/{id}", auth(s.deleteHandler(api.KindLive)))

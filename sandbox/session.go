@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,12 @@ type session struct {
 	abortOnce   sync.Once
 	stopAsked   bool
 	uttCounters map[string]bool
+	// The recording of what the client streamed, for GET /v2/live/{id}/file: rec is open while
+	// the session streams, recPath stays until the session is deleted.
+	rec      *os.File
+	recPath  string
+	recBytes int64
+	recErr   error
 }
 
 func newSession(srv *Server, id, token, region string, req *api.LiveRequest) *session {
@@ -215,6 +222,7 @@ func (sess *session) startLocked() error {
 	}
 	sess.stream = stream
 	sess.decoder = decoder
+	sess.startRecordingLocked()
 	sess.srv.jobs.update(sess.id, func(j *api.Job) { j.Status = api.StatusProcessing })
 	sess.emitLocked(api.MessageStartSession, nil, nil)
 	sess.emitLocked(api.MessageStartRecording, nil, nil)
@@ -272,6 +280,7 @@ func (sess *session) audioLocked(chunk []byte) bool {
 		return false
 	}
 	sess.bytesIn += int64(len(chunk))
+	sess.recordAudioLocked(frames) // before resampling, at the client's rate
 	for ch := range frames {
 		frames[ch] = sess.resamplers[ch].Process(frames[ch])
 	}
@@ -399,6 +408,7 @@ func (sess *session) finishLocked() {
 		}
 		sess.engineEventsLocked(events)
 	}
+	sess.closeRecordingLocked()
 	var duration float64
 	if sess.decoder != nil {
 		duration = round3(sess.decoder.Seconds())
@@ -440,7 +450,7 @@ func (sess *session) finishLocked() {
 		j.Status = api.StatusDone
 		j.CompletedAt = api.PtrTime(time.Now())
 		j.File = &api.File{
-			ID: uuid.NewString(), Filename: "live-" + sess.id + ".raw", Source: "live",
+			ID: uuid.NewString(), Filename: liveFileName(sess.id), Source: "live",
 			AudioDuration: duration, NumberOfChannels: sess.settings.Channels,
 		}
 		j.Result = result
@@ -477,6 +487,12 @@ func (sess *session) abort() {
 	wasEnded := sess.state == stateEnded
 	sess.state = stateEnded
 	stream := sess.stream
+	// Deleted or shutting down: the recording goes with the session.
+	sess.closeRecordingLocked()
+	if sess.recPath != "" {
+		_ = os.Remove(sess.recPath)
+		sess.recPath, sess.recBytes = "", 0
+	}
 	sess.mu.Unlock()
 	if stream != nil && !wasEnded {
 		_ = stream.Close()
@@ -575,7 +591,11 @@ func (sess *session) recordLocked(m api.LiveMessage) ([]byte, error) {
 // categories ask.
 func (sess *session) deliverLocked(m api.LiveMessage, b []byte) {
 	cats := api.MessageCategories(&m)
-	if sess.conn != nil && sess.wsCats.Has(cats...) {
+	// start_session never goes on the socket: the official SDKs make their own from the answer
+	// to POST /v2/live when lifecycle events are asked for (docs/spec/sdk-notes.md), so the
+	// service cannot be sending one there; callbacks and result.messages still have it.
+	onSocket := m.Type != api.MessageStartSession
+	if onSocket && sess.conn != nil && sess.wsCats.Has(cats...) {
 		ctx, cancel := context.WithTimeout(sess.srv.ctx, 10*time.Second)
 		err := sess.conn.Write(ctx, websocket.MessageText, b)
 		cancel()

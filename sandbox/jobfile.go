@@ -1,0 +1,266 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sandbox/audio"
+)
+
+// keptAudio is the audio of a pre-recorded job as the client gave it, for GET
+// /v2/pre-recorded/{id}/file: an upload of this sandbox (held by the file store already), or
+// the copy of a fetched audio_url written to the sandbox's directory while it was decoded.
+type keptAudio struct {
+	upload      *storedFile
+	path        string // the copy on disk, owned by the job: removed with it
+	name        string
+	contentType string
+}
+
+// uploadAudio is the kept audio of a job made from an upload: the upload itself.
+func uploadAudio(f *storedFile) *keptAudio {
+	return &keptAudio{upload: f, name: f.name, contentType: f.contentType}
+}
+
+func (a *keptAudio) remove() {
+	if a != nil && a.path != "" {
+		_ = os.Remove(a.path)
+	}
+}
+
+// setAudio gives the job its kept audio; false when the job is gone (deleted while it was
+// processed), in which case the caller removes the copy.
+func (s *jobStore) setAudio(id string, a *keptAudio) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.jobs[id]
+	if !ok {
+		return false
+	}
+	e.audio = a
+	return true
+}
+
+// audioOf returns the job's kept audio (nil while there is none) and whether the job exists.
+func (s *jobStore) audioOf(id string, kind api.JobKind) (*keptAudio, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.jobs[id]
+	if !ok || e.job.Kind != kind {
+		return nil, false
+	}
+	return e.audio, true
+}
+
+// keeper copies a fetched audio_url to disk as the decoder reads it. A failed write does not
+// fail the job, whose transcription does not depend on the copy: the copy is dropped instead.
+type keeper struct {
+	f   *os.File
+	err error
+}
+
+func (k *keeper) Write(p []byte) (int, error) {
+	if k.err == nil {
+		_, k.err = k.f.Write(p)
+	}
+	return len(p), nil
+}
+
+// newKeeper creates the job's copy; nil (and a log line) when the directory refuses it, so the
+// job still runs.
+func (s *Server) newKeeper(id string) *keeper {
+	f, err := os.Create(filepath.Join(s.dir, "job-"+id+".audio"))
+	if err != nil {
+		s.log.WithError(err).WithField("job_id", id).Warn("audio copy not kept: GET /v2/pre-recorded/{id}/file will answer 404")
+		return nil
+	}
+	return &keeper{f: f}
+}
+
+// finish closes the copy and returns it as the job's audio, or removes it when a write failed
+// or keep is false (the audio did not decode).
+func (k *keeper) finish(keep bool, name string) (*keptAudio, error) {
+	if k == nil {
+		return nil, nil
+	}
+	err := k.f.Close()
+	if k.err != nil {
+		err = k.err
+	}
+	if err != nil || !keep {
+		_ = os.Remove(k.f.Name())
+		if err != nil {
+			return nil, fmt.Errorf("keep a copy of the audio: %w", err)
+		}
+		return nil, nil
+	}
+	// Only WAV decodes, so whatever was kept is WAV.
+	return &keptAudio{path: k.f.Name(), name: name, contentType: "audio/wav"}, nil
+}
+
+// handleJobFile answers GET /v2/pre-recorded/{id}/file with the job's audio as it was given:
+// the uploaded bytes, or those its audio_url served. A job whose audio_url has not been read
+// yet, or could not be, has none: 404, like an unknown or deleted job.
+func (s *Server) handleJobFile(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	a, ok := s.jobs.audioOf(id, api.KindPreRecorded)
+	if !ok {
+		s.writeError(w, r, http.StatusNotFound, notFoundMessage(api.KindPreRecorded, id), nil)
+		return
+	}
+	if a == nil {
+		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("pre-recorded job %s has no audio file: its audio_url has not been read yet, or could not be", id), nil)
+		return
+	}
+	w.Header().Set("Content-Type", a.contentType)
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", a.name))
+	w.Header().Set("x-request-id", requestID(r))
+	if a.upload != nil {
+		http.ServeContent(w, r, a.name, a.upload.created, bytesReader(a.upload.data))
+		return
+	}
+	f, err := os.Open(a.path)
+	if err != nil {
+		// Deleted between the lookup and now.
+		w.Header().Del("Content-Disposition")
+		s.writeError(w, r, http.StatusNotFound, notFoundMessage(api.KindPreRecorded, id), nil)
+		return
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		w.Header().Del("Content-Disposition")
+		s.writeError(w, r, http.StatusInternalServerError, "could not read the job's audio", nil)
+		return
+	}
+	http.ServeContent(w, r, a.name, info.ModTime(), f)
+}
+
+// handleLiveFile answers GET /v2/live/{id}/file with what the session's client streamed, as a
+// WAV file: 16-bit PCM at the session's sample rate and channels (samples sent as 16-bit PCM,
+// the default, come back unchanged; 8, 24 and 32-bit, A-law and µ-law are converted), the
+// header the client may have sent left out. A session still streaming gives what it has so far;
+// one that never connected, an empty WAV.
+func (s *Server) handleLiveFile(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	_, ok := s.jobs.get(id, api.KindLive)
+	sess, found := s.sessions.get(id)
+	if !ok || !found {
+		s.writeError(w, r, http.StatusNotFound, notFoundMessage(api.KindLive, id), nil)
+		return
+	}
+	path, size, err := sess.recording()
+	if err != nil {
+		s.writeError(w, r, http.StatusInternalServerError, "the session's recording is incomplete: "+err.Error(), nil)
+		return
+	}
+	var body io.Reader = eofReader{}
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			s.writeError(w, r, http.StatusNotFound, notFoundMessage(api.KindLive, id), nil)
+			return
+		}
+		defer f.Close()
+		body = io.NewSectionReader(f, 0, size)
+	}
+	header := wavHeader16(sess.settings.Channels, sess.settings.SampleRate, size)
+	w.Header().Set("Content-Type", "audio/wav")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", liveFileName(id)))
+	w.Header().Set("Content-Length", strconv.FormatInt(int64(len(header))+size, 10))
+	w.Header().Set("x-request-id", requestID(r))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(header)
+	_, _ = io.Copy(w, body)
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+func liveFileName(id string) string { return "live-" + id + ".wav" }
+
+// wavHeader16 is the 44-byte header of a 16-bit PCM WAV file. Data past what the 32-bit sizes
+// hold (3 hours of 8 channels at 48 kHz) gets the 0xFFFFFFFF placeholder of streamed WAVs,
+// which readers take as "to the end of the file".
+func wavHeader16(channels, rate int, dataBytes int64) []byte {
+	le := binary.LittleEndian
+	h := make([]byte, 44)
+	riff, data := uint32(0xFFFFFFFF), uint32(0xFFFFFFFF)
+	if dataBytes <= 0xFFFFFFFF-36 {
+		riff, data = uint32(36+dataBytes), uint32(dataBytes)
+	}
+	copy(h[0:], "RIFF")
+	le.PutUint32(h[4:], riff)
+	copy(h[8:], "WAVEfmt ")
+	le.PutUint32(h[16:], 16)
+	le.PutUint16(h[20:], 1) // PCM
+	le.PutUint16(h[22:], uint16(channels))
+	le.PutUint32(h[24:], uint32(rate))
+	le.PutUint32(h[28:], uint32(rate*channels*2))
+	le.PutUint16(h[32:], uint16(channels*2))
+	le.PutUint16(h[34:], 16)
+	copy(h[36:], "data")
+	le.PutUint32(h[40:], data)
+	return h
+}
+
+// recordAudioLocked appends decoded frames (one slice a channel) to the session's recording as
+// interleaved 16-bit samples. A failed write stops the recording and is reported by
+// GET /v2/live/{id}/file; the session itself goes on.
+func (sess *session) recordAudioLocked(frames [][]float32) {
+	if sess.rec == nil || sess.recErr != nil || len(frames) == 0 || len(frames[0]) == 0 {
+		return
+	}
+	n, ch := len(frames[0]), len(frames)
+	buf := make([]byte, 2*n*ch)
+	for c, samples := range frames {
+		for i, v := range audio.Int16(samples) {
+			binary.LittleEndian.PutUint16(buf[2*(i*ch+c):], uint16(v))
+		}
+	}
+	if _, err := sess.rec.Write(buf); err != nil {
+		sess.recErr = fmt.Errorf("write %s: %w", sess.rec.Name(), err)
+		sess.log.WithError(err).Warn("live recording stopped")
+		return
+	}
+	sess.recBytes += int64(len(buf))
+}
+
+// startRecordingLocked opens the session's recording; without one the session still runs and
+// GET /v2/live/{id}/file says why.
+func (sess *session) startRecordingLocked() {
+	f, err := os.Create(filepath.Join(sess.srv.dir, "live-"+sess.id+".pcm"))
+	if err != nil {
+		sess.recErr = fmt.Errorf("create the recording: %w", err)
+		sess.log.WithError(err).Warn("live session not recorded")
+		return
+	}
+	sess.rec, sess.recPath = f, f.Name()
+}
+
+// closeRecordingLocked closes the writer; the file stays for GET /v2/live/{id}/file.
+func (sess *session) closeRecordingLocked() {
+	if sess.rec != nil {
+		if err := sess.rec.Close(); err != nil && sess.recErr == nil {
+			sess.recErr = fmt.Errorf("close the recording: %w", err)
+		}
+		sess.rec = nil
+	}
+}
+
+// recording is where the recording is and how many bytes of it are written.
+func (sess *session) recording() (string, int64, error) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.recPath, sess.recBytes, sess.recErr
+}
