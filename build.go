@@ -72,17 +72,17 @@ func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handl
 	return bus, nil
 }
 
-// SubtitleConfig is the pipeline's subtitle rendering as cfg.Subtitles describes it.
-func SubtitleConfig(cfg configs.Config) (handlers.SubtitleConfig, error) {
+// SubtitleRendering is the pipeline's subtitle rendering as cfg.Subtitles describes it.
+func SubtitleRendering(cfg configs.Config) (handlers.SubtitleRendering, error) {
 	profile, err := subtitles.ProfileByName(cfg.Subtitles.Profile)
 	if err != nil {
-		return handlers.SubtitleConfig{}, fmt.Errorf("subtitles.profile: %w", err)
+		return handlers.SubtitleRendering{}, fmt.Errorf("subtitles.profile: %w", err)
 	}
-	out := handlers.SubtitleConfig{Dir: cfg.Subtitles.Dir, Profile: profile}
+	out := handlers.SubtitleRendering{Dir: cfg.Subtitles.Dir, Profile: profile}
 	for i, name := range cfg.Subtitles.Formats {
 		f, err := subtitles.ParseFormat(name)
 		if err != nil {
-			return handlers.SubtitleConfig{}, fmt.Errorf("subtitles.formats[%d]: %w", i, err)
+			return handlers.SubtitleRendering{}, fmt.Errorf("subtitles.formats[%d]: %w", i, err)
 		}
 		out.Formats = append(out.Formats, f)
 	}

@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	if k.service == nil {
 		log.Warnf("%s is not set: callbacks are stored as they come, account webhooks stay unresolved", cfg.Service.APIKeyEnv)
 	}
-	subs, err := SubtitleConfig(cfg)
+	subs, err := SubtitleRendering(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ type Config struct {
 	Metrics       prometheus.Registerer
 	Logger        *logrus.Entry
 	// Subtitles renders subtitle artifacts when a job succeeds (Dir empty: none).
-	Subtitles SubtitleConfig
+	Subtitles SubtitleRendering
 	// Sinks are the configured sinks; each event is queued for every sink whose filter takes
 	// it, in the transaction of the delivery that caused it.
 	Sinks []sinks.Spec

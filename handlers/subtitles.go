@@ -14,8 +14,8 @@ import (
 	"github.com/scribehook/scribehook/subtitles"
 )
 
-// SubtitleConfig says how the pipeline renders subtitles when a job succeeds.
-type SubtitleConfig struct {
+// SubtitleRendering says how the pipeline renders subtitles when a job succeeds.
+type SubtitleRendering struct {
 	// Dir is where artifacts are written, as <Dir>/<job_id>/<name>, <job_id> being
 	// sinks.PathSegment of the id. Empty: no subtitles.
 	Dir string
@@ -38,7 +38,7 @@ type renderedSubtitles struct {
 // subtitles too. Files are written atomically and their content is a function of the result
 // alone, so rendering the same job again (a retry after a crash) rewrites identical files.
 // It runs before the store transaction: rendering never holds the writer.
-func renderSubtitles(cfg SubtitleConfig, job *api.Job) (*renderedSubtitles, error) {
+func renderSubtitles(cfg SubtitleRendering, job *api.Job) (*renderedSubtitles, error) {
 	if cfg.Dir == "" || job.Result == nil || job.Result.Transcription == nil {
 		return nil, nil
 	}

@@ -20,7 +20,7 @@ func TestRenderSubtitlesFolderPerJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := SubtitleConfig{Dir: dir, Profile: profile, Formats: []subtitles.Format{subtitles.SRT}}
+	cfg := SubtitleRendering{Dir: dir, Profile: profile, Formats: []subtitles.Format{subtitles.SRT}}
 	ids := []string{"job.1", "job_1", "job/1", "job 1", "..", "d291007a-2bc5-46e7-a7a2-2fcb767af716"}
 	want := map[string][]byte{} // id → its SRT
 	for i, id := range ids {

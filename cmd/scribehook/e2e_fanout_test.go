@@ -50,7 +50,7 @@ func TestE2ESubtitlesArtifactsReadAPIAndFileSink(t *testing.T) {
 	root := t.TempDir()
 	artifacts, out := filepath.Join(root, "artifacts"), filepath.Join(root, "out")
 	l := newLoopWith(t, sandbox.Faults{}, func(o *serverOptions) {
-		o.Subtitles = handlers.SubtitleConfig{Dir: artifacts, Profile: subtitles.DefaultProfile(), Formats: []subtitles.Format{subtitles.SRT, subtitles.VTT}}
+		o.Subtitles = handlers.SubtitleRendering{Dir: artifacts, Profile: subtitles.DefaultProfile(), Formats: []subtitles.Format{subtitles.SRT, subtitles.VTT}}
 		o.Sinks = []sinkSetup{fileSink(t, out)}
 	})
 	ctx := context.Background()

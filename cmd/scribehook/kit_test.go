@@ -27,7 +27,7 @@ type serverOptions struct {
 	BodyLimit  int
 	Partitions int
 	Logger     *logrus.Entry
-	Subtitles  handlers.SubtitleConfig // Dir empty: none rendered
+	Subtitles  handlers.SubtitleRendering // Dir empty: none rendered
 	Sinks      []sinkSetup
 	// Bus, when its Driver is set, replaces the configuration's bus section.
 	Bus configs.BusConfig
