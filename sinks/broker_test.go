@@ -6,10 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -23,108 +19,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testinfra"
 )
 
 // The broker tests run the real servers, installed from Debian's redis-server and nats-server
-// packages (make deps); without them they skip and say so.
-
-func findServer(t *testing.T, name, pkg string) string {
-	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	// Debian puts nats-server in /usr/sbin, which a non-root PATH often lacks.
-	for _, dir := range []string{"/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"} {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	t.Skipf("%s not found: install the Debian package %s (make deps) to run this test", name, pkg)
-	return ""
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
-}
-
-// startServer runs a server until the test ends, and waits until ready says it serves.
-func startServer(t *testing.T, bin string, args []string, ready func() error) {
-	t.Helper()
-	var out bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := ready()
-		if err == nil {
-			return
-		}
-		select {
-		case <-exited:
-			t.Fatalf("%s exited: %s", bin, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready: %v\n%s", bin, err, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func startRedis(t *testing.T) string {
-	bin := findServer(t, "redis-server", "redis-server")
-	port := freePort(t)
-	url := "redis://127.0.0.1:" + port + "/0"
-	startServer(t, bin, []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir()}, func() error {
-		opts, _ := redis.ParseURL(url)
-		c := redis.NewClient(opts)
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		return c.Ping(ctx).Err()
-	})
-	return url
-}
-
-func startNATS(t *testing.T) string {
-	bin := findServer(t, "nats-server", "nats-server")
-	port := freePort(t)
-	url := "nats://127.0.0.1:" + port
-	startServer(t, bin, []string{"-js", "-a", "127.0.0.1", "-p", port, "-sd", t.TempDir()}, func() error {
-		nc, err := nats.Connect(url, nats.Timeout(time.Second))
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err = js.AccountInfo(ctx)
-		return err
-	})
-	return url
-}
+// packages (make deps), through internal/testinfra; without them they skip and say so.
 
 // brokerEvents are five events of three types and two jobs.
 func brokerEvents() []api.Event {
@@ -186,7 +85,7 @@ func checkMessage(t *testing.T, byID map[string]api.Event, uuid string, payload 
 }
 
 func TestRedisStreamSink(t *testing.T) {
-	url := startRedis(t)
+	url := testinfra.Redis(t).URL
 	spec := Spec{Name: "redis", Kind: KindRedisStream, BrokerURL: url, Topic: "scribehook.{type}"}
 	evs := brokerEvents()
 	byID := map[string]api.Event{}
@@ -257,7 +156,7 @@ func TestRedisStreamSink(t *testing.T) {
 }
 
 func TestRedisStreamSinkDown(t *testing.T) {
-	s, err := New(Spec{Name: "redis", Kind: KindRedisStream, BrokerURL: "redis://127.0.0.1:" + freePort(t) + "/0"}, Deps{Logger: quietLogger()})
+	s, err := New(Spec{Name: "redis", Kind: KindRedisStream, BrokerURL: "redis://127.0.0.1:" + testinfra.Port(t) + "/0"}, Deps{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +170,7 @@ func TestRedisStreamSinkDown(t *testing.T) {
 }
 
 func TestNATSSink(t *testing.T) {
-	url := startNATS(t)
+	url := testinfra.NATS(t).URL
 	spec := Spec{Name: "nats", Kind: KindNATS, BrokerURL: url, Topic: "scribehook.events.{type}"}
 	evs := brokerEvents()
 	byID := map[string]api.Event{}
@@ -364,7 +263,7 @@ func TestNATSSink(t *testing.T) {
 // A subject an operator's stream already captures goes there; only the others are added to the
 // sink's own stream.
 func TestNATSSinkExistingStream(t *testing.T) {
-	url := startNATS(t)
+	url := testinfra.NATS(t).URL
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
@@ -402,7 +301,7 @@ func TestNATSSinkExistingStream(t *testing.T) {
 }
 
 func TestNATSSinkDown(t *testing.T) {
-	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: "nats://127.0.0.1:" + freePort(t)}, Deps{Logger: quietLogger()})
+	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: "nats://127.0.0.1:" + testinfra.Port(t)}, Deps{Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("New with the broker down: %v (a down broker must not fail the start)", err)
 	}
@@ -449,7 +348,7 @@ func TestNATSNames(t *testing.T) {
 		}
 	}
 	// An event type that makes an invalid subject fails permanently, before any connection.
-	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: "nats://127.0.0.1:" + freePort(t), Topic: "x.{type}"}, Deps{Logger: quietLogger()})
+	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: "nats://127.0.0.1:" + testinfra.Port(t), Topic: "x.{type}"}, Deps{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +363,7 @@ func TestNATSNames(t *testing.T) {
 // A stream deleted under a running sink is provisioned again: the attempt that finds it gone
 // fails and is retried, and the retry recreates it.
 func TestNATSSinkStreamDeleted(t *testing.T) {
-	url := startNATS(t)
+	url := testinfra.NATS(t).URL
 	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: url}, Deps{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
