@@ -44,6 +44,20 @@ import (
 //go:embed demodata/sample.wav demodata/sample.wav.json
 var demodata embed.FS
 
+// demoVocabulary are the sample's words that pocketsphinx's dictionary lacks (the list of
+// scripts/make-sample.py). The demo sends them as the custom vocabulary of its job and its live
+// session, as a user would for product names: without them the engine cannot recognise them.
+var demoVocabulary = []string{"scribehook", "callbacks"}
+
+// demoVocabularyTerms is demoVocabulary in the request's form.
+func demoVocabularyTerms() []api.VocabularyTerm {
+	terms := make([]api.VocabularyTerm, 0, len(demoVocabulary))
+	for _, w := range demoVocabulary {
+		terms = append(terms, api.VocabularyTerm{Value: w, Plain: true})
+	}
+	return terms
+}
+
 const (
 	// engineAuto picks the best engine of the build.
 	engineAuto = "auto"
@@ -308,6 +322,8 @@ func runDemo(ctx context.Context, w io.Writer, opts demoOptions) (rep demoReport
 		Summarization:   api.Bool(true),
 		CustomMetadata:  json.RawMessage(`{"source":"scribehook demo"}`),
 	}
+	req.CustomVocabulary = &api.CustomVocabulary{Enabled: true}
+	req.CustomVocabularyConfig = &api.CustomVocabularyConfig{Vocabulary: demoVocabularyTerms()}
 	warn := func(format string, args ...any) { say("   warning: "+format, args...) }
 	jobID, err := submitJob(ctx, cfg, st, client, &req, http.MethodPost, warn)
 	if err != nil {
@@ -648,10 +664,13 @@ func demoLive(ctx context.Context, cfg configs.Config, st store.Store, client *s
 	var res demoLiveResult
 	req := api.LiveRequest{
 		Encoding: string(f.Encoding), SampleRate: api.Int(f.SampleRate), BitDepth: api.Int(f.BitDepth), Channels: api.Int(f.Channels),
-		// The sample pauses about a second between sentences: 0.3 s of silence ends each
+		// The sample pauses about 0.75 s between sentences: 0.3 s of silence ends each
 		// utterance there and not inside a sentence.
 		Endpointing:    api.Float(0.3),
 		LanguageConfig: &api.LanguageConfig{Languages: []string{"en"}},
+		RealtimeProcessing: &api.RealtimeProcessing{
+			CustomVocabulary: api.Bool(true), CustomVocabularyConfig: &api.CustomVocabularyConfig{Vocabulary: demoVocabularyTerms()},
+		},
 		CustomMetadata: json.RawMessage(`{"source":"scribehook demo"}`),
 	}
 	subm := &scribehook.Submitter{Store: st, Service: client, PublicURL: cfg.PublicURL}

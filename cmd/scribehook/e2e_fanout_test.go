@@ -94,7 +94,7 @@ func TestE2ESubtitlesArtifactsReadAPIAndFileSink(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	code, srt := get("/v1/jobs/" + created.ID + "/subtitles.srt")
-	if code != 200 || subtitles.ValidateSRT([]byte(srt)) != nil || !strings.HasPrefix(srt, "1\n00:00:00,720 --> ") || !strings.Contains(srt, "Welcome to scribehook") {
+	if code != 200 || subtitles.ValidateSRT([]byte(srt)) != nil || !strings.HasPrefix(srt, "1\n00:00:00,330 --> ") || !strings.Contains(srt, "Welcome to scribehook") {
 		t.Fatalf("GET subtitles.srt = %d %q", code, srt)
 	}
 	for _, line := range strings.Split(srt, "\n") {

@@ -229,7 +229,7 @@ func (l *loop) liveSession(cfg api.MessagesConfig) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	created, err := l.service.CreateLive(ctx, api.LiveRequest{
-		SampleRate:     api.Int(8000),
+		SampleRate:     api.Int(16000),
 		Endpointing:    api.Float(0.3),
 		Callback:       api.Bool(true),
 		CallbackConfig: &api.LiveCallbackConfig{URL: l.callbackURL(api.KindLive), MessagesConfig: cfg},
@@ -238,7 +238,7 @@ func (l *loop) liveSession(cfg api.MessagesConfig) string {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	if err := l.service.StreamLive(ctx, created.URL, bytes.NewReader(l.wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
+	if err := l.service.StreamLive(ctx, created.URL, bytes.NewReader(l.wav), submitter.StreamOptions{SampleRate: 16000}, nil); err != nil {
 		l.t.Fatal(err)
 	}
 	return created.ID

@@ -38,7 +38,7 @@ func TestExportRendersTheStoredResult(t *testing.T) {
 	if err := subtitles.ValidateSRT([]byte(srt)); err != nil {
 		t.Fatalf("invalid SRT: %v\n%s", err, srt)
 	}
-	if !strings.HasPrefix(srt, "1\n00:00:00,720 --> ") || !strings.Contains(srt, "Welcome to scribehook") {
+	if !strings.HasPrefix(srt, "1\n00:00:00,330 --> ") || !strings.Contains(srt, "Welcome to scribehook") {
 		t.Errorf("srt = %q", srt[:min(len(srt), 120)])
 	}
 	if !strings.Contains(report, "cues,") || !strings.Contains(report, "rates: cpl") {

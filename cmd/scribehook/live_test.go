@@ -21,7 +21,7 @@ import (
 	"github.com/scribehook/scribehook/store"
 )
 
-// sampleWAV writes the demo recording (8 kHz, 16-bit, mono, 14.8 s) to a file.
+// sampleWAV writes the demo recording (16 kHz, 16-bit, mono, 12.4 s) to a file.
 func sampleWAV(t *testing.T) (string, []byte) {
 	t.Helper()
 	wav, _ := demodata.ReadFile("demodata/sample.wav")
@@ -93,7 +93,7 @@ func TestLiveStreamsAWAVFileWithCallbacksBack(t *testing.T) {
 		t.Fatalf("live: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
 	id, recorded, finals := liveOutput(t, out)
-	if recorded < 14.8 || recorded > 14.9 || finals == 0 {
+	if recorded < 12.3 || recorded > 12.4 || finals == 0 {
 		t.Fatalf("recorded %v s, %d finals:\n%s", recorded, finals, out)
 	}
 	if errOut != "" {
@@ -106,7 +106,7 @@ func TestLiveStreamsAWAVFileWithCallbacksBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The WAV header gave the format; the flags gave the callback's categories.
-	if *params.SampleRate != 8000 || *params.BitDepth != 16 || *params.Channels != 1 || params.Encoding != "wav/pcm" || *params.Endpointing != 0.3 {
+	if *params.SampleRate != 16000 || *params.BitDepth != 16 || *params.Channels != 1 || params.Encoding != "wav/pcm" || *params.Endpointing != 0.3 {
 		t.Fatalf("audio params = %+v", params)
 	}
 	mc := params.CallbackConfig.MessagesConfig
@@ -155,17 +155,17 @@ func TestLiveReadsRawPCMFromStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	pcm := wav[h.DataOffset:]
-	out, errOut, err := e.run(bytes.NewReader(pcm), "live", "--audio", "-", "--sample-rate", "8000", "--encoding", "wav/pcm")
+	out, errOut, err := e.run(bytes.NewReader(pcm), "live", "--audio", "-", "--sample-rate", "16000", "--encoding", "wav/pcm")
 	if err != nil {
 		t.Fatalf("live: %v\n%s", err, errOut)
 	}
 	id, recorded, _ := liveOutput(t, out)
-	if recorded < 14.8 || recorded > 14.9 {
+	if recorded < 12.3 || recorded > 12.4 {
 		t.Fatalf("recorded %v", recorded)
 	}
 	job := e.waitLiveDone(id)
 	params, _ := job.LiveParams()
-	if *params.SampleRate != 8000 || params.Encoding != "wav/pcm" || params.BitDepth != nil && *params.BitDepth != 16 {
+	if *params.SampleRate != 16000 || params.Encoding != "wav/pcm" || params.BitDepth != nil && *params.BitDepth != 16 {
 		t.Fatalf("params = %+v", params)
 	}
 }
@@ -173,8 +173,8 @@ func TestLiveReadsRawPCMFromStdin(t *testing.T) {
 func TestLiveRefusesFlagsThatContradictTheWAVHeader(t *testing.T) {
 	e := newCLIEnv(t, nil)
 	path, _ := sampleWAV(t)
-	_, _, err := e.run(nil, "live", "--audio", path, "--sample-rate", "16000", "--channels", "1")
-	if err == nil || err.Error() != "--sample-rate 16000 (the file is 8000 Hz) contradicts the WAV header of "+path+": leave the flag out" {
+	_, _, err := e.run(nil, "live", "--audio", path, "--sample-rate", "8000", "--channels", "1")
+	if err == nil || err.Error() != "--sample-rate 8000 (the file is 16000 Hz) contradicts the WAV header of "+path+": leave the flag out" {
 		t.Fatalf("err = %v", err)
 	}
 	_, _, err = e.run(nil, "live", "--audio", path, "--final-transcripts", "--no-final-transcripts")
@@ -271,7 +271,7 @@ func (p *cutProxy) claimCut() bool {
 func TestLiveResumesThroughADroppedConnection(t *testing.T) {
 	e := newCLIEnv(t, nil)
 	e.serve.store = false
-	proxy := newCutProxy(t, strings.TrimPrefix(e.sandbox.URL, "http://"), 16000) // 1 s of audio
+	proxy := newCutProxy(t, strings.TrimPrefix(e.sandbox.URL, "http://"), 32000) // 1 s of audio
 	cfg := "public_url: " + e.serve.URL + "\nservice: {base_url: " + proxy.URL() + "}\nstore: {dsn: " + e.dbPath + "}\n"
 	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -288,10 +288,10 @@ func TestLiveResumesThroughADroppedConnection(t *testing.T) {
 	// Audio the sandbox received but whose acknowledgment was lost with the connection is
 	// sent twice (the protocol gives no other position to resume from): at most what went
 	// through the first connection: 1 s and one read of the proxy.
-	if recorded < 14.8 || recorded > 16.1 || finals == 0 {
+	if recorded < 12.3 || recorded > 13.7 || finals == 0 {
 		t.Fatalf("recorded %v s, %d finals", recorded, finals)
 	}
-	t.Logf("recorded %.1f s of 14.8 s", recorded)
+	t.Logf("recorded %.1f s of 12.4 s", recorded)
 	job := e.waitLiveDone(id)
 	if job.Status != api.StatusDone {
 		t.Fatalf("session %s", job.Status)
@@ -340,8 +340,8 @@ func TestLiveInterruptStopsTheRecordingCleanly(t *testing.T) {
 		t.Fatalf("stderr = %s", errOut.String())
 	}
 	_, recorded, _ := liveOutput(t, out.String())
-	if recorded < 4.5 || recorded > 5.5 {
-		t.Fatalf("recorded %v s of a third of 14.8 s", recorded)
+	if recorded < 3.6 || recorded > 4.6 {
+		t.Fatalf("recorded %v s of a third of 12.4 s", recorded)
 	}
 }
 
