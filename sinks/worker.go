@@ -1,0 +1,256 @@
+package sinks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sirupsen/logrus"
+)
+
+// sinkWorker works one sink's queue.
+type sinkWorker struct {
+	d     *Dispatcher
+	name  string
+	sink  Sink
+	pol   Policy
+	lease time.Duration
+	log   *logrus.Entry
+	// wake is poked by Wake; settled by every finished attempt. Both hold at most one signal:
+	// the loop looks at the whole queue whenever it wakes, so signals may merge.
+	wake, settled chan struct{}
+
+	mu             sync.Mutex
+	br             *sinkBreaker
+	inFlight       int
+	disabled       bool
+	disabledReason string
+	delivered      uint64
+	failed         uint64
+	dead           uint64
+
+	depthMu sync.Mutex
+	depth   int64
+	depthAt time.Time // wall time of the count
+}
+
+func (w *sinkWorker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the sink's loop: claim what the concurrency and the breaker allow, start the attempts,
+// sleep until something changes. It returns when ctx ends or the sink is disabled, once its
+// attempts are settled.
+func (w *sinkWorker) run(ctx context.Context) {
+	var attempts sync.WaitGroup
+	defer attempts.Wait()
+	for ctx.Err() == nil {
+		now := w.d.clock.Now()
+		w.mu.Lock()
+		if w.disabled {
+			w.mu.Unlock()
+			return
+		}
+		// The slots are reserved before the claim, so that InFlight counts claims under way.
+		n, probe, wait, halfOpened := w.br.admit(now, w.pol.Concurrency-w.inFlight)
+		w.inFlight += n
+		w.mu.Unlock()
+		if halfOpened {
+			w.log.Info("sinks: breaker half-open, probing")
+			w.d.m.breaker(w.name, BreakerHalfOpen)
+		}
+		if wait <= 0 {
+			wait = w.d.poll
+		}
+		if n > 0 {
+			ds, err := w.d.queue.Claim(ctx, w.name, w.pol.Ordered, now, w.lease, n)
+			if err != nil && ctx.Err() == nil {
+				w.log.WithError(err).Warn("sinks: claim failed")
+			}
+			w.mu.Lock()
+			w.inFlight -= n - len(ds)
+			if probe && len(ds) == 0 {
+				w.br.release()
+			}
+			w.mu.Unlock()
+			// Attempts claimed while the breaker was closed run even if it opened meanwhile.
+			for _, dl := range ds {
+				attempts.Go(func() { w.attempt(ctx, dl, probe) })
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-w.wake:
+		case <-w.settled:
+		case <-w.d.clock.After(wait):
+		}
+	}
+}
+
+// attempt delivers one claimed delivery and settles it. Neither the attempt nor its settlement
+// is cut short by shutdown: a settled attempt is not repeated after a restart.
+func (w *sinkWorker) attempt(ctx context.Context, dl Delivery, probe bool) {
+	ctx = context.WithoutCancel(ctx)
+	attemptCtx, cancel := context.WithTimeout(ctx, w.pol.Timeout)
+	err := w.deliver(attemptCtx, dl)
+	cancel()
+	now := w.d.clock.Now()
+	qctx, qcancel := context.WithTimeout(ctx, queueTimeout)
+	defer qcancel()
+	log := w.log.WithFields(logrus.Fields{"delivery": dl.ID, "event": dl.EventID, "attempt": dl.Attempts + 1})
+
+	res := w.settle(qctx, log, dl, err, now)
+
+	w.mu.Lock()
+	w.inFlight--
+	var opened, closed bool
+	switch res {
+	case outcomeDelivered:
+		w.delivered++
+		closed = w.br.success(probe)
+	case outcomeDead:
+		w.failed++
+		w.dead++
+		if AsFailure(err).Permanent {
+			// The destination answered; only the event was at fault.
+			closed = w.br.success(probe)
+		} else {
+			opened = w.br.failure(now, probe)
+		}
+	case outcomeRetried:
+		w.failed++
+		opened = w.br.failure(now, probe)
+	case outcomeDisabled:
+		w.failed++
+		w.dead++
+		if probe {
+			w.br.release()
+		}
+	}
+	failures, until := w.br.failures, w.br.openUntil
+	w.mu.Unlock()
+
+	w.d.m.deliveries.WithLabelValues(w.name, string(res)).Inc()
+	if opened {
+		log.WithFields(logrus.Fields{"failures": failures, "until": until}).Warn("sinks: breaker open")
+		w.d.m.breaker(w.name, BreakerOpen)
+	}
+	if closed {
+		log.Info("sinks: breaker closed")
+		w.d.m.breaker(w.name, BreakerClosed)
+	}
+	select {
+	case w.settled <- struct{}{}:
+	default:
+	}
+}
+
+type attemptOutcome string
+
+// Outcomes of an attempt: the outcome label of scribehook_sink_deliveries_total.
+const (
+	outcomeDelivered attemptOutcome = "delivered"
+	outcomeRetried   attemptOutcome = "retried"
+	outcomeDead      attemptOutcome = "dead"
+	outcomeDisabled  attemptOutcome = "disabled"
+)
+
+// deliver runs the sink, turning a panic into a retryable error: one bad event must not take
+// the process down.
+func (w *sinkWorker) deliver(ctx context.Context, dl Delivery) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sink panicked: %v", p)
+		}
+	}()
+	return w.sink.Deliver(ctx, dl.Event)
+}
+
+// settle records the attempt's result in the queue. A queue error is logged and left to the
+// lease: the delivery is claimed again when it ends.
+func (w *sinkWorker) settle(ctx context.Context, log *logrus.Entry, dl Delivery, err error, now time.Time) attemptOutcome {
+	if err == nil {
+		if qerr := w.d.queue.Complete(ctx, dl.ID); qerr != nil {
+			log.WithError(qerr).Error("sinks: delivered, but recording it failed; it will be delivered again")
+		}
+		return outcomeDelivered
+	}
+	f := AsFailure(err)
+	msg := truncateError(f.Error(), maxErrorLen)
+	log = log.WithField("error", msg)
+	kill := func(what string) {
+		if qerr := w.d.queue.Kill(ctx, dl.ID, msg, now); qerr != nil {
+			log.WithError(qerr).Error("sinks: dead-lettering failed; the delivery will be attempted again")
+			return
+		}
+		log.Warn(what)
+	}
+	switch {
+	case f.Disable:
+		kill("sinks: delivery dead-lettered, sink disabled")
+		w.mu.Lock()
+		w.disabled, w.disabledReason = true, msg
+		w.mu.Unlock()
+		w.d.m.disabled.WithLabelValues(w.name).Set(1)
+		log.Error("sinks: sink disabled: its destination is gone; its queue waits for a restart")
+		return outcomeDisabled
+	case f.Permanent:
+		kill("sinks: permanent failure, delivery dead-lettered")
+		return outcomeDead
+	}
+	attempt := dl.Attempts + 1
+	wait, ok := w.pol.Wait(attempt, f.RetryAfter, w.d.random())
+	if !ok {
+		kill(fmt.Sprintf("sinks: attempt %d of %d failed, delivery dead-lettered", attempt, len(w.pol.Schedule)))
+		return outcomeDead
+	}
+	if qerr := w.d.queue.Retry(ctx, dl.ID, now.Add(wait), msg); qerr != nil {
+		log.WithError(qerr).Error("sinks: recording a failed attempt failed; it will be attempted again when its lease ends")
+	} else {
+		log.WithField("retry_in", wait).Info("sinks: attempt failed, will retry")
+	}
+	return outcomeRetried
+}
+
+// readDepth counts the sink's queued deliveries and refreshes the gauge's cache; -1 when the
+// queue cannot say.
+func (w *sinkWorker) readDepth(ctx context.Context) int64 {
+	n, err := w.d.queue.Depth(ctx, w.name)
+	if err != nil {
+		w.log.WithError(err).Warn("sinks: reading queue depth failed")
+		return -1
+	}
+	w.depthMu.Lock()
+	w.depth, w.depthAt = n, time.Now()
+	w.depthMu.Unlock()
+	return n
+}
+
+// cachedDepth is the gauge's value: a scrape reads the queue at most every depthCacheTTL.
+func (w *sinkWorker) cachedDepth() float64 {
+	w.depthMu.Lock()
+	n, at := w.depth, w.depthAt
+	w.depthMu.Unlock()
+	if !at.IsZero() && time.Since(at) < depthCacheTTL {
+		return float64(n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return float64(w.readDepth(ctx))
+}
+
+// truncateError keeps at most n bytes of s, cut at a rune boundary.
+func truncateError(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
