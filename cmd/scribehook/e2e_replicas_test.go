@@ -128,7 +128,7 @@ func testReplicas(t *testing.T, driver string) {
 	for range 2 {
 		wg.Go(func() {
 			created, err := client.CreateLive(ctx, api.LiveRequest{
-				SampleRate: api.Int(8000), Endpointing: api.Float(0.3), Callback: api.Bool(true),
+				SampleRate: api.Int(16000), Endpointing: api.Float(0.3), Callback: api.Bool(true),
 				CallbackConfig: &api.LiveCallbackConfig{URL: callbackURL(api.KindLive), MessagesConfig: allCategories(true)},
 				PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
 			}, "")
@@ -136,7 +136,7 @@ func testReplicas(t *testing.T, driver string) {
 				t.Error(err)
 				return
 			}
-			if err := client.StreamLive(ctx, created.URL, bytes.NewReader(wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
+			if err := client.StreamLive(ctx, created.URL, bytes.NewReader(wav), submitter.StreamOptions{SampleRate: 16000}, nil); err != nil {
 				t.Error(err)
 				return
 			}
