@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +13,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,16 +20,13 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the test schema
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sandbox/engine"
@@ -54,7 +47,8 @@ func TestE2EReplicasRedisStream(t *testing.T) { testReplicas(t, handlers.BusRedi
 func TestE2EReplicasNATS(t *testing.T) { testReplicas(t, handlers.BusNATS) }
 
 func testReplicas(t *testing.T, driver string) {
-	dsn := replicaPGDSN(t)
+	schema := testinfra.PGSchema(t)
+	dsn := schema.DSN
 	brokerURL := startTestBroker(t, driver, "")
 	eng, err := engine.NewRegistry().New("scripted")
 	if err != nil {
@@ -189,7 +183,7 @@ func testReplicas(t *testing.T, driver string) {
 	// The replicas shared the work: each took callbacks and applied rows, and together they
 	// applied every row once.
 	var rows int64
-	if err := replicaDB(t, dsn).QueryRowContext(ctx, `SELECT count(*) FROM inbox`).Scan(&rows); err != nil {
+	if err := schema.DB.QueryRowContext(ctx, `SELECT count(*) FROM inbox`).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	var applied float64
@@ -422,142 +416,10 @@ func metricValue(t *testing.T, addr, name string) float64 {
 	return v
 }
 
-// replicaPGDSN creates a schema for the test in the database of SCRIBEHOOK_TEST_PG_DSN, dropped
-// at its end, and returns a DSN that uses it; without the variable the test skips.
-func replicaPGDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("SCRIBEHOOK_TEST_PG_DSN")
-	if dsn == "" {
-		t.Skip("SCRIBEHOOK_TEST_PG_DSN is not set: the replicas share a PostgreSQL store; run the tests under " +
-			"`scripts/pg.sh run -- go test ./cmd/scribehook/`")
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	schema := "r_" + hex.EncodeToString(rnd[:])
-	admin := replicaDB(t, dsn)
-	if _, err := admin.ExecContext(context.Background(), `CREATE SCHEMA `+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = admin.ExecContext(ctx, `DROP SCHEMA `+schema+` CASCADE`)
-	})
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " search_path=" + schema
-}
-
-// replicaDB is a plain connection to the database of dsn, closed with the test.
-func replicaDB(t *testing.T, dsn string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
 // startTestBroker runs Debian's redis-server or nats-server (JetStream, with a store directory)
 // on a free loopback port until the test ends, and returns its URL; without the binary the
 // test skips. A password, when given, is required by the broker and is in the URL.
 func startTestBroker(t *testing.T, driver, password string) string {
 	t.Helper()
-	name, pkg := "redis-server", "redis-server"
-	if driver == handlers.BusNATS {
-		name, pkg = "nats-server", "nats-server"
-	}
-	bin, err := exec.LookPath(name)
-	if err != nil {
-		for _, dir := range []string{"/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"} {
-			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.IsDir() {
-				bin = filepath.Join(dir, name)
-				break
-			}
-		}
-	}
-	if bin == "" {
-		t.Skipf("%s not found: install the Debian package %s (make deps) to run this test", name, pkg)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	_ = ln.Close()
-	var args []string
-	var brokerURL string
-	var ready func() error
-	if driver == handlers.BusNATS {
-		brokerURL = "nats://127.0.0.1:" + port
-		args = []string{"-js", "-a", "127.0.0.1", "-p", port, "-sd", t.TempDir()}
-		if password != "" {
-			brokerURL = "nats://scribehook:" + password + "@127.0.0.1:" + port
-			args = append(args, "--user", "scribehook", "--pass", password)
-		}
-		ready = func() error {
-			nc, err := nats.Connect(brokerURL, nats.Timeout(time.Second))
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_, err = js.AccountInfo(ctx)
-			return err
-		}
-	} else {
-		brokerURL = "redis://127.0.0.1:" + port + "/0"
-		args = []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
-		if password != "" {
-			brokerURL = "redis://:" + password + "@127.0.0.1:" + port + "/0"
-			args = append(args, "--requirepass", password)
-		}
-		ready = func() error {
-			opts, _ := redis.ParseURL(brokerURL)
-			c := redis.NewClient(opts)
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			return c.Ping(ctx).Err()
-		}
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if ready() == nil {
-			return brokerURL
-		}
-		select {
-		case <-exited:
-			t.Fatalf("%s exited: %s", name, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready", name)
-		}
-	}
+	return testinfra.RunBroker(t, testinfra.BrokerOptions{Kind: driver, Password: password}).URL
 }
