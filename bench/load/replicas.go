@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/testinfra"
 )
 
 // cmdReplicas runs several `scribehook serve` replicas on one PostgreSQL and one broker behind
@@ -90,23 +92,23 @@ func cmdReplicas(args []string) error {
 		return err
 	}
 	if c.keep {
-		fmt.Printf("PostgreSQL schema kept: %s (%s)\n", schema.name, redactDSN(schema.dsn))
-		defer schema.db.Close()
+		fmt.Printf("PostgreSQL schema kept: %s (%s)\n", schema.Name, testinfra.RedactDSN(schema.DSN))
+		defer schema.DB.Close()
 	} else {
-		defer schema.drop()
+		defer dropPGSchema(schema)
 	}
 
-	var broker *brokerProc
+	var broker *testinfra.Broker
 	url := *busURL
 	if *bus != "gochannel" && url == "" {
 		if broker, err = newBroker(*bus, filepath.Join(dir, "broker")); err != nil {
 			return err
 		}
-		if err := broker.start(); err != nil {
+		if err := broker.Start(); err != nil {
 			return err
 		}
-		defer func() { _ = broker.stop() }()
-		url = broker.url
+		defer func() { _ = broker.Stop() }()
+		url = broker.URL
 	}
 	var hook *hookReceiver
 	if *sinks {
@@ -119,7 +121,7 @@ func cmdReplicas(args []string) error {
 	var addrs []string
 	for i := range procs {
 		rdir := filepath.Join(dir, fmt.Sprintf("replica-%d", i+1))
-		setup := replicaSetup{Name: fmt.Sprintf("replica-%d", i+1), Dir: rdir, DSN: schema.dsn, Bus: *bus, BusURL: url}
+		setup := replicaSetup{Name: fmt.Sprintf("replica-%d", i+1), Dir: rdir, DSN: schema.DSN, Bus: *bus, BusURL: url}
 		if *sinks {
 			setup.FileSink = filepath.Join(rdir, "out")
 			setup.HookURL = hook.url()
@@ -168,7 +170,7 @@ func cmdReplicas(args []string) error {
 	if *sinks {
 		sinkNames = "file (a directory per replica) + webhook (one receiver)"
 	}
-	fmt.Printf("topology: %d serve replica(s) %v on PostgreSQL schema %s, bus %s, sinks %s; balancer health check %s\n", *replicas, addrs, schema.name, busName, sinkNames, *health)
+	fmt.Printf("topology: %d serve replica(s) %v on PostgreSQL schema %s, bus %s, sinks %s; balancer health check %s\n", *replicas, addrs, schema.Name, busName, sinkNames, *health)
 	fmt.Printf("load: %d callbacks (%d live messages over %d sessions, %d 1-minute results; mean body %d bytes), %d connections, rate %s, bound %s, seed %d\n",
 		len(load.Calls), len(live), *sessions, nJobs, size/max(1, len(load.Calls)), *conns, rateName(*rate), *duration, c.seed)
 
@@ -181,7 +183,7 @@ func cmdReplicas(args []string) error {
 		if wres.OK != len(wl) {
 			return fmt.Errorf("warm-up: %s", wres)
 		}
-		if _, _, err := pgWaitDrained(schema.db, *drain); err != nil {
+		if _, _, err := pgWaitDrained(schema.DB, *drain); err != nil {
 			return fmt.Errorf("after the warm-up: %w", err)
 		}
 		if hook != nil {
@@ -193,7 +195,7 @@ func cmdReplicas(args []string) error {
 		fmt.Printf("warm-up: %d callbacks stored and processed (not measured)\n", len(wl))
 	}
 
-	sc := &scenarioRun{lb: lb, procs: procs, broker: broker, db: schema.db, seed: c.seed, n: len(load.Calls), busKind: *bus, busURL: url,
+	sc := &scenarioRun{lb: lb, procs: procs, broker: broker, db: schema.DB, seed: c.seed, n: len(load.Calls), busKind: *bus, busURL: url,
 		restartAfter: *restartAfter, noRestart: *noRestart, downFor: *downFor}
 	var acked atomic.Int64
 	load.Acked = &acked
@@ -230,7 +232,7 @@ func cmdReplicas(args []string) error {
 	}
 	fmt.Printf("load average: %s at the start of the load, %s at its end\n", loadBefore, loadAfter)
 
-	left, waited, derr := pgWaitDrainedVerbose(schema.db, *drain, 10*time.Second)
+	left, waited, derr := pgWaitDrainedVerbose(schema.DB, *drain, 10*time.Second)
 	fmt.Printf("drain: inbox and sink queues empty %s after the load (%d pending, %d failed, %d queued, %d dead); %.0f callbacks/s from the first call to the last row processed\n",
 		waited.Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, left.SinkDead, float64(res.OK)/(res.Elapsed+waited).Seconds())
 	if *scenario == "steady" {
@@ -259,7 +261,7 @@ func cmdReplicas(args []string) error {
 	if res.Sent != len(load.Calls) && res.Abandoned == 0 {
 		fmt.Printf("note: %d of %d callbacks sent within the bound of %s\n", res.Sent, len(load.Calls), *duration)
 	}
-	check, err := verifyReplicas(schema.db, load, res.Out)
+	check, err := verifyReplicas(schema.DB, load, res.Out)
 	if err != nil {
 		return err
 	}
@@ -271,7 +273,7 @@ func cmdReplicas(args []string) error {
 		problems = append(problems, sc.reportOrphans()...)
 	}
 	if *sinks {
-		problems = append(problems, checkSinks(schema.db, hook, procs, load, res.Out, sc.leasedAtKill)...)
+		problems = append(problems, checkSinks(schema.DB, hook, procs, load, res.Out, sc.leasedAtKill)...)
 	}
 	if *bus != "gochannel" && sc.faultAt != (time.Time{}) {
 		// Notices the killed replica held, or that the broker handed out around its restart,
@@ -320,7 +322,7 @@ func loadAvg() string {
 type scenarioRun struct {
 	lb           *balancer
 	procs        []*serveProc
-	broker       *brokerProc
+	broker       *testinfra.Broker
 	db           *sql.DB
 	seed         uint64
 	n            int
@@ -430,18 +432,18 @@ func (s *scenarioRun) brokerRestart(acked *atomic.Int64) error {
 	at := acked.Load()
 	stopped := time.Now()
 	s.faultAt = stopped
-	if err := s.broker.stop(); err != nil {
+	if err := s.broker.Stop(); err != nil {
 		return err
 	}
-	fmt.Printf("broker-restart: %s stopped (SIGTERM) at %d acknowledged, in %s\n", s.broker.kind, at, time.Since(stopped).Round(time.Millisecond))
+	fmt.Printf("broker-restart: %s stopped (SIGTERM) at %d acknowledged, in %s\n", s.broker.Kind, at, time.Since(stopped).Round(time.Millisecond))
 	time.Sleep(s.downFor)
 	during := acked.Load() - at
 	begin := time.Now()
-	if err := s.broker.start(); err != nil {
+	if err := s.broker.Start(); err != nil {
 		return fmt.Errorf("broker restart: %w", err)
 	}
 	fmt.Printf("broker-restart: %s serving again %s after it was stopped (start took %s); %d callbacks acknowledged while it was down\n",
-		s.broker.kind, time.Since(stopped).Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), during)
+		s.broker.Kind, time.Since(stopped).Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), during)
 	return nil
 }
 
