@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -71,11 +72,13 @@ func newRecord(r *http.Request, kind api.JobKind, params any, metadata json.RawM
 		return api.Job{}, fmt.Errorf("encode request_params: %w", err)
 	}
 	return api.Job{
-		ID:             uuid.NewString(),
-		RequestID:      requestID(r),
-		Version:        api.RecordVersion,
-		Status:         api.StatusQueued,
-		CreatedAt:      api.Now(),
+		ID:        uuid.NewString(),
+		RequestID: requestID(r),
+		Version:   api.RecordVersion,
+		Status:    api.StatusQueued,
+		// At the precision the record shows: a client that pages with after_date or
+		// before_date set to a created_at it read must not get that job back.
+		CreatedAt:      api.NewTime(time.Now().Truncate(time.Millisecond)),
 		Kind:           kind,
 		CustomMetadata: metadata,
 		RequestParams:  raw,

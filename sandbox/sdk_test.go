@@ -408,3 +408,24 @@ func TestLiveStartSessionGoesToCallbacksNotTheSocket(t *testing.T) {
 		t.Errorf("result.messages[0] = %s", job.Result.Messages[0])
 	}
 }
+
+func TestListDateBoundsAtTheRecordsPrecision(t *testing.T) {
+	e := newEnv(t, nil)
+	created, err := e.client.CreateLive(context.Background(), api.LiveRequest{CustomMetadata: json.RawMessage(`{"k":"bounds"}`)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := e.client.GetLive(context.Background(), created.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := job.CreatedAt.String() // what the record says, to the millisecond
+	for _, bound := range []string{"after_date", "before_date"} {
+		status, body, _ := e.raw("GET", "/v2/live?custom_metadata[k]=bounds&"+bound+"="+url.QueryEscape(shown), testKey, "", nil)
+		var page api.Page
+		decodeJSON(t, body, &page)
+		if status != 200 || len(page.Items) != 0 {
+			t.Errorf("%s=%s (the job's own created_at): %d, %d items; bounds are exclusive", bound, shown, status, len(page.Items))
+		}
+	}
+}
