@@ -1,0 +1,217 @@
+// Command launch starts what the official SDK's contract test (e2e/sdk/test.mjs) runs against,
+// all on loopback: the sandbox (scripted engine, the key in x-gladia-key as the SDK sends it,
+// audio_url fetches allowed to 127.0.0.0/8), a file server with the sample recording and its
+// .json sidecar, and serve (the kit, scribehook.New/Start/Serve, over a fresh SQLite store)
+// receiving the sandbox's callbacks, plus a small control API that mints callback URLs into
+// serve. It prints one line of JSON with the URLs and keys, and runs until its standard input
+// closes or it gets SIGINT/SIGTERM.
+//
+//	go run ./e2e/sdk/launch [-sample cmd/scribehook/demodata/sample.wav]
+//
+// Control API: POST /callback-url?kind=pre-recorded|live answers {"url"}: a callback URL of
+// serve with a fresh per-job token, which the first callback binds to its job, as the
+// callbacks of jobs that `scribehook submit` creates.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook"
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sandbox/engine"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+const (
+	apiKey    = "sdk-e2e-service-key"
+	keyHeader = "x-gladia-key" // what the official SDKs send
+	readToken = "sdk-e2e-read-token-0123456789"
+)
+
+func main() {
+	sample := flag.String("sample", "cmd/scribehook/demodata/sample.wav", "recording (and its .json sidecar) to serve")
+	flag.Parse()
+	if err := run(*sample); err != nil {
+		fmt.Fprintln(os.Stderr, "launch:", err)
+		os.Exit(1)
+	}
+}
+
+func run(sample string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); stop() }() // the test went away
+
+	log := logrus.New()
+	log.SetOutput(os.Stderr)
+	log.SetLevel(logrus.ErrorLevel)
+	quiet := logrus.NewEntry(log)
+	wav, err := os.ReadFile(sample)
+	if err != nil {
+		return fmt.Errorf("read the sample: %w", err)
+	}
+	sidecar, err := os.ReadFile(sample + ".json")
+	if err != nil {
+		return fmt.Errorf("read the sample's sidecar: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "scribehook-sdk-")
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	// The service. Jobs stay a moment in queued and processing, so that polling sees them move;
+	// callbacks are retried quickly.
+	eng, err := engine.NewRegistry().New(engine.ScriptedName)
+	if err != nil {
+		return fmt.Errorf("scripted engine: %w", err)
+	}
+	sb, err := sandbox.New(sandbox.Config{
+		APIKey: apiKey, KeyHeader: keyHeader, Engine: eng, Logger: quiet, TempDir: dir,
+		ProcessingDelay: 300 * time.Millisecond,
+		AllowFetch:      []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
+		Callbacks:       sandbox.CallbackPolicy{Schedule: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second}},
+	})
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	defer sb.Close()
+	sbURL, err := serveHTTP(ctx, sb.Handler())
+	if err != nil {
+		return err
+	}
+	service, err := submitter.New(sbURL, apiKey, submitter.WithKeyHeader(keyHeader))
+	if err != nil {
+		return fmt.Errorf("service client: %w", err)
+	}
+
+	files := http.NewServeMux()
+	files.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "audio/wav")
+		http.ServeContent(w, r, "sample.wav", time.Time{}, bytes.NewReader(wav))
+	})
+	files.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(sidecar)
+	})
+	filesURL, err := serveHTTP(ctx, files)
+	if err != nil {
+		return err
+	}
+
+	// serve: the kit, as `scribehook serve` runs it, fetching jobs from the sandbox.
+	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer st.Close()
+	serveURL, closeKit, err := startServe(ctx, st, service, quiet)
+	if err != nil {
+		return err
+	}
+	defer closeKit()
+
+	control := http.NewServeMux()
+	control.HandleFunc("POST /callback-url", func(w http.ResponseWriter, r *http.Request) {
+		kind := api.JobKind(r.URL.Query().Get("kind"))
+		if !kind.Valid() {
+			http.Error(w, "kind must be pre-recorded or live", http.StatusBadRequest)
+			return
+		}
+		u, err := mintCallbackURL(r.Context(), st, serveURL, kind)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"url": u})
+	})
+	controlURL, err := serveHTTP(ctx, control)
+	if err != nil {
+		return err
+	}
+	out, err := json.Marshal(map[string]string{
+		"sandbox": sbURL, "api_key": apiKey, "key_header": keyHeader,
+		"sample_url": filesURL + "/sample.wav", "serve": serveURL, "read_token": readToken,
+		"control": controlURL,
+	})
+	if err != nil {
+		return fmt.Errorf("encode the launch line: %w", err)
+	}
+	fmt.Println(string(out))
+	<-ctx.Done()
+	return nil
+}
+
+// startServe runs the kit on loopback and returns its URL and how to stop it.
+func startServe(ctx context.Context, st store.Store, service *submitter.Client, log *logrus.Entry) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("listen for serve: %w", err)
+	}
+	serveURL := "http://" + ln.Addr().String()
+	cfg := configs.Default()
+	cfg.PublicURL = serveURL
+	kit, err := scribehook.New(ctx, cfg, scribehook.WithStore(st), scribehook.WithService(service),
+		scribehook.WithSecrets(configs.Secrets{APIKey: apiKey, ReadToken: readToken}), scribehook.WithLogger(log))
+	if err != nil {
+		_ = ln.Close()
+		return "", nil, fmt.Errorf("build the kit: %w", err)
+	}
+	if err := kit.Start(ctx); err != nil {
+		_ = ln.Close()
+		_ = kit.Close()
+		return "", nil, fmt.Errorf("start the kit: %w", err)
+	}
+	go func() {
+		if err := kit.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "launch: serve:", err)
+		}
+	}()
+	return serveURL, func() { _ = kit.Close() }, nil
+}
+
+// mintCallbackURL stores a per-job callback token of the kind, unbound: the sandbox's first
+// callback binds it to the job the SDK created, as it binds the token of a job whose callback
+// arrives before `scribehook submit` has recorded the job.
+func mintCallbackURL(ctx context.Context, st store.Store, serveURL string, kind api.JobKind) (string, error) {
+	token, err := store.NewToken()
+	if err != nil {
+		return "", fmt.Errorf("mint a token: %w", err)
+	}
+	if err := st.CreateToken(ctx, store.Token{Hash: store.HashToken(token), Kind: kind, CreatedAt: time.Now()}); err != nil {
+		return "", fmt.Errorf("store the token: %w", err)
+	}
+	return configs.Config{PublicURL: serveURL}.CallbackURL(token), nil
+}
+
+func serveHTTP(ctx context.Context, h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String(), nil
+}
