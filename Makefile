@@ -25,6 +25,7 @@ test: deps
 	for d in examples/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 	$(GO) test -race -count=1 -tags pocketsphinx ./sandbox/...
 	scripts/ui-test.sh
+	scripts/sdk-test.sh
 	scripts/fuzz.sh -t 10s -T 3m
 	$(MAKE) --no-print-directory fault
 	scripts/fault-replicas.sh
