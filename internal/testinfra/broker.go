@@ -2,7 +2,7 @@
 // (Debian's redis-server or nats-server with JetStream, on a free loopback port) that can be
 // stopped and started again on the same port, and a PostgreSQL schema of its own per test or
 // run. The plain functions return errors, for bench/load (a main package); the functions that
-// take a testing.TB (Redis, NATS, StartBroker, PGSchema) skip where a server or database is
+// take a testing.TB (Redis, NATS, RunBroker, PGSchema, Port) skip where a server or database is
 // missing and fail the test on other errors, so that every package's tests behave alike.
 package testinfra
 

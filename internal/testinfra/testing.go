@@ -12,6 +12,16 @@ import (
 // binary or test database skips the test with what to install or run, and any other error
 // fails it.
 
+// Port is a loopback port free now (see FreePort), or the test fails.
+func Port(t testing.TB) string {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
 // Redis runs redis-server without persistence until the test ends: a restart loses its
 // streams and consumer groups.
 func Redis(t testing.TB) *Broker {
