@@ -13,7 +13,9 @@
 // around are in notes/go-libs.md §3. The guarantees:
 //
 //   - Hard limits (characters per line counted in runes, lines per cue, maximum duration) are
-//     never exceeded, except by a single word longer than a line, which Segment reports.
+//     never exceeded, except by a single word longer than a line, which Segment reports. Such
+//     a word gets a line of its own, with its neighbours' words on the other lines when the
+//     profile has more than one, and its cue lasts at least the minimum duration all the same.
 //   - Reading speed, minimum duration, bad line and cue breaks (after articles, prepositions,
 //     conjunctions, subject pronouns), orphans, ignored punctuation and ignored pauses are
 //     costs the segmentation minimises; a speaker change or a long pause ends a cue (or two

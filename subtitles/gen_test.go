@@ -99,6 +99,41 @@ func genSpeech(rng *rand.Rand, n, speakers int) []api.Utterance {
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
+// withLongWords replaces about one word in every with a URL of 43–80 runes, longer than a
+// line of every preset, keeping the word's times and trailing punctuation: read out quickly
+// between close words, as on the held-back transcript whose URL cue lasted 0.135 s.
+func withLongWords(rng *rand.Rand, utts []api.Utterance, every int) []api.Utterance {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	for u := range utts {
+		words := utts[u].Words
+		for k := range words {
+			if rng.IntN(every) != 0 {
+				continue
+			}
+			var sb strings.Builder
+			sb.WriteString("https://docs.example.com/")
+			for n := 18 + rng.IntN(38); n > 0; n-- {
+				if rng.IntN(8) == 0 {
+					sb.WriteByte('/')
+				} else {
+					sb.WriteByte(letters[rng.IntN(len(letters))])
+				}
+			}
+			w := strings.TrimRight(words[k].Word, ".,?!")
+			sb.WriteString(words[k].Word[len(w):])
+			words[k].Word = sb.String()
+		}
+		texts := make([]string, len(words))
+		for k, w := range words {
+			texts[k] = w.Word
+		}
+		if len(words) > 0 {
+			utts[u].Text = strings.Join(texts, " ")
+		}
+	}
+	return utts
+}
+
 // hostileWords is the vocabulary of the property tests: ordinary words, markup and
 // separators that break files, emoji and CJK, and a word longer than any line.
 var hostileWords = []string{"the", "a", "and", "of", "hello", "world", "callback", "Yes.", "No?",

@@ -20,6 +20,13 @@ func (s *segmenter) textLen(a, b int) int {
 	return s.cum[b] - s.off[a]
 }
 
+// fits reports whether words [a,b) fit one line whose start carries prefix extra runes. A
+// word longer than a line fits a line of its own without a prefix: it can go nowhere else,
+// and a prefix (a label) would only lengthen the line Segment reports.
+func (s *segmenter) fits(a, b, prefix int) bool {
+	return prefix+s.textLen(a, b) <= s.p.MaxCharsPerLine || (b-a == 1 && prefix == 0 && s.hasLong(a, b))
+}
+
 // sep is the separator before word a inside a line: a space, or nothing between CJK words.
 func (s *segmenter) sep(a int) int {
 	if a == 0 || s.w[a].tightBefore {
@@ -32,8 +39,9 @@ func (s *segmenter) sep(a int) int {
 // (a label). It keeps one line when the text fits (N-ONELINE), otherwise picks the break
 // with the best balance, preferring punctuation and "before a conjunction or preposition"
 // and avoiding orphans, with as few lines as possible. It reports false when no layout fits
-// MaxCharsPerLine × MaxLines. lo is a lower bound on the first word of a last line that fits
-// (0 when unknown). With out != nil the word indices that start lines 2… are appended to *out.
+// MaxCharsPerLine × MaxLines, a word longer than a line taking a line of its own (see fits).
+// lo is a lower bound on the first word of a last line that fits (0 when unknown). With
+// out != nil the word indices that start lines 2… are appended to *out.
 func (s *segmenter) layout(i, j, prefix, lo int, out *[]int) (float64, bool) {
 	cpl := s.p.MaxCharsPerLine
 	if prefix+s.textLen(i, j) <= cpl {
@@ -45,14 +53,13 @@ func (s *segmenter) layout(i, j, prefix, lo int, out *[]int) (float64, bool) {
 	k := j - i
 	best, bestB := math.Inf(1), -1
 	for b := max(i+1, lo); b < j; b++ {
-		l1 := prefix + s.textLen(i, b)
-		if l1 > cpl {
-			break
+		if !s.fits(i, b, prefix) {
+			break // a longer first line does not fit either
 		}
-		l2 := s.textLen(b, j)
-		if l2 > cpl {
+		if !s.fits(b, j, 0) {
 			continue
 		}
+		l1, l2 := prefix+s.textLen(i, b), s.textLen(b, j)
 		c := lineBreakWeight*s.brk[b] + balanceWeight*math.Abs(float64(l1-l2))/float64(cpl)
 		if k >= 3 && (b == i+1 || b == j-1) {
 			c += orphanLineCost
@@ -81,15 +88,14 @@ func (s *segmenter) layout(i, j, prefix, lo int, out *[]int) (float64, bool) {
 // break positions that balances them. It is only reached when two lines do not suffice.
 func (s *segmenter) layoutMany(i, j, prefix int, out *[]int) (float64, bool) {
 	cpl := s.p.MaxCharsPerLine
-	if prefix+s.textLen(i, i+1) > cpl {
+	if !s.fits(i, i+1, prefix) {
 		return 0, false
 	}
 	m, lineStart, pre := 1, i, prefix
 	for b := i + 1; b < j; b++ {
-		if pre+s.textLen(lineStart, b+1) > cpl {
-			if s.textLen(b, b+1) > cpl {
-				return 0, false
-			}
+		if !s.fits(lineStart, b+1, pre) {
+			// Word b starts a line; it always fits one alone (a word longer than a line
+			// included), so greedy filling stays minimal.
 			m, lineStart, pre = m+1, b, 0
 		}
 	}
@@ -99,13 +105,14 @@ func (s *segmenter) layoutMany(i, j, prefix int, out *[]int) (float64, bool) {
 	k := j - i
 	avg := float64(prefix+s.textLen(i, j)) / float64(m)
 	lineCost := func(a, b int) float64 { // words [a,b) as one line, or +Inf
-		n := s.textLen(a, b)
+		pre := 0
 		if a == i {
-			n += prefix
+			pre = prefix
 		}
-		if n > cpl {
+		if !s.fits(a, b, pre) {
 			return math.Inf(1)
 		}
+		n := pre + s.textLen(a, b)
 		c := balanceWeight * math.Abs(float64(n)-avg) / float64(cpl)
 		if b-a == 1 && k >= 3 {
 			c += orphanLineCost

@@ -43,8 +43,8 @@ func (c Cue) chars() int {
 }
 
 // Segment turns utterances into cues following p. The second result lists the violations
-// that cannot be helped (a single word longer than a line). Times in the utterances are
-// seconds; cue times are whole milliseconds.
+// that cannot be helped (a word longer than a line, which gets a line to itself). Times in
+// the utterances are seconds; cue times are whole milliseconds.
 func Segment(utts []api.Utterance, p Profile) ([]Cue, []Violation, error) {
 	// Utterances without a language take the first one given, so that a missing field does
 	// not look like a language change (which ends a cue).
@@ -114,6 +114,7 @@ type segmenter struct {
 	hard  []bool          // hard[t]: a cue must end before word t (long pause, language change)
 	turn  []bool          // turn[t]: the speaker changes at word t (t == 0 included)
 	pcum  []float64       // pcum[t]: cost of the pauses before words 1…t if kept inside a cue
+	longs []int           // longs[t]: words longer than a line among [0,t)
 	sents []int           // sents[t]: sentence-ending words among [0,t)
 	dual  bool
 }
@@ -138,6 +139,7 @@ func newSegmenter(words []word, names []string, p Profile) *segmenter {
 		turn:     make([]bool, n+1),
 		pcum:     make([]float64, n+1),
 		sents:    make([]int, n+1),
+		longs:    make([]int, n+1),
 		dual:     p.DualSpeaker && p.MaxLines >= 2,
 	}
 	s.minDur = min(s.minDur, s.maxDur)
@@ -159,6 +161,7 @@ func newSegmenter(words []word, names []string, p Profile) *segmenter {
 		if w.punct == punctSentence {
 			s.sents[t+1]++
 		}
+		s.longs[t+1] = s.longs[t] + b2i(w.runes > p.MaxCharsPerLine)
 		if t == 0 {
 			s.turn[0] = true
 			continue
@@ -224,8 +227,8 @@ func (s *segmenter) labelAt(i int) string {
 }
 
 // cueLayout is the line layout of a single-speaker cue [i,j): its label (dropped for a
-// single word that cannot fit with it), cost, and whether it fits. A single word longer than
-// a line "fits" alone: that case cannot be helped and is reported.
+// single word that cannot fit with it), cost, and whether it fits. A word longer than a line
+// "fits" on a line of its own: that case cannot be helped and is reported.
 func (s *segmenter) cueLayout(i, j, lo int, out *[]int) (label string, cost float64, ok bool) {
 	label = s.labelAt(i)
 	cost, ok = s.layout(i, j, utf8.RuneCountInString(label), lo, out)
@@ -311,6 +314,9 @@ func (s *segmenter) cueCost(i, j, dual int, layoutCost float64, chars int) float
 	}
 	need := s.need(chars, k)
 	end := s.endFor(start, s.en[j-1], next, need)
+	if s.hasLong(i, j) {
+		end = max(end, start+s.minDur) // as the timing pass does; the delay it causes costs below
+	}
 	if end <= start {
 		// As in the timing pass: the cue pushes the next one later, which costs (words packed
 		// at one instant would otherwise favour one-word cues).
@@ -348,6 +354,11 @@ func (s *segmenter) cueCost(i, j, dual int, layoutCost float64, chars int) float
 	}
 	return c
 }
+
+// hasLong reports whether words [i,j) hold a word longer than a line. Such a cue is often
+// cut short: the word is usually a URL or a code read out quickly, with the next word close
+// behind, and it cannot share its line. The timing gives it MinDuration all the same.
+func (s *segmenter) hasLong(i, j int) bool { return s.longs[j] > s.longs[i] }
 
 // build turns spans into timed cues.
 func (s *segmenter) build(spans []span) ([]Cue, []span) {
@@ -400,20 +411,23 @@ func (s *segmenter) name(i int) string {
 	return ""
 }
 
-// unavoidable lists the hard-rule violations the segmentation could not avoid: a single
-// word longer than a line.
-func (s *segmenter) unavoidable(cues []Cue, spans []span) []Violation {
+// unavoidable lists the hard-rule violations the segmentation could not avoid: a word
+// longer than a line, alone on its line (the layout lets no other line exceed the limit, and
+// no label or dash onto such a line).
+func (s *segmenter) unavoidable(cues []Cue, _ []span) []Violation {
 	var out []Violation
-	for c, sp := range spans {
-		if sp.j-sp.i != 1 || sp.dual >= 0 {
+	for c, cue := range cues {
+		if cue.Dual {
 			continue
 		}
-		if n := utf8.RuneCountInString(cues[c].Lines[0]); n > s.p.MaxCharsPerLine {
-			out = append(out, Violation{
-				Rule: RuleCPL, Cue: c, Line: 0, Hard: true,
-				Value: float64(n), Limit: float64(s.p.MaxCharsPerLine),
-				Detail: fmt.Sprintf("the word %q alone is longer than a line", s.w[sp.i].text),
-			})
+		for l, line := range cue.Lines {
+			if n := utf8.RuneCountInString(line); n > s.p.MaxCharsPerLine {
+				out = append(out, Violation{
+					Rule: RuleCPL, Cue: c, Line: l, Hard: true,
+					Value: float64(n), Limit: float64(s.p.MaxCharsPerLine),
+					Detail: fmt.Sprintf("the word %q alone is longer than a line", line),
+				})
+			}
 		}
 	}
 	return out

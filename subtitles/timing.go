@@ -56,24 +56,61 @@ func (s *segmenter) packedEnd(start, late, need time.Duration) time.Duration {
 // word unless the previous cue forces it later (only with words packed closer than the
 // minimum gap), and ends as endFor says. This makes cues sorted, end > start, and gaps
 // ≥ MinGap whatever the input.
+//
+// A cue holding a word longer than a line is the exception: it cannot take words from its
+// neighbours when the next word follows closely (the layout puts it with them when it can),
+// so it is given MinDuration by the timing. It stays up into the pause after it, beyond
+// MaxExtend if need be; then starts before its word, in the silence the previous cue does
+// not use; and last pushes the next cue later, as packed words do.
 func (s *segmenter) time(cues []Cue, spans []span) {
+	starts := s.plannedStarts(cues, spans)
 	prevEnd := time.Duration(-1)
 	for c := range cues {
 		sp := spans[c]
-		start := s.st[sp.i]
+		start := starts[c]
 		if prevEnd >= 0 {
 			start = max(start, prevEnd+s.gap)
 		}
 		next := never
 		if c+1 < len(spans) {
-			next = s.st[spans[c+1].i]
+			next = starts[c+1]
 		}
 		need := s.need(cues[c].chars(), sp.j-sp.i)
 		end := s.endFor(start, s.en[sp.j-1], next, need)
+		if s.hasLong(sp.i, sp.j) {
+			end = max(end, start+s.minDur)
+		}
 		if end <= start {
 			end = s.packedEnd(start, start-s.st[sp.i], need)
 		}
 		cues[c].Start, cues[c].End = start, end
 		prevEnd = end
 	}
+}
+
+// plannedStarts is where each cue would start without its predecessor's constraints: its
+// first word, or, for a cue holding a word longer than a line whose next cue leaves it less
+// than MinDuration, earlier by the shortfall, but not into the time the previous cue would
+// take on screen without it (its speech and extension, as endFor gives them with nothing
+// after it).
+func (s *segmenter) plannedStarts(cues []Cue, spans []span) []time.Duration {
+	starts := make([]time.Duration, len(spans))
+	for c, sp := range spans {
+		starts[c] = s.st[sp.i]
+		if c+1 == len(spans) || s.minDur <= 0 || !s.hasLong(sp.i, sp.j) {
+			continue
+		}
+		room := s.st[spans[c+1].i] - s.gap - starts[c]
+		if room >= s.minDur {
+			continue
+		}
+		earliest := time.Duration(0)
+		if c > 0 {
+			prev := spans[c-1]
+			need := s.need(cues[c-1].chars(), prev.j-prev.i)
+			earliest = s.endFor(s.st[prev.i], s.en[prev.j-1], never, need) + s.gap
+		}
+		starts[c] = min(starts[c], max(earliest, starts[c]-(s.minDur-room)))
+	}
+	return starts
 }
