@@ -213,12 +213,12 @@ func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	session, err := subm.StartLive(ctx, api.LiveRequest{SampleRate: api.Int(8000), Endpointing: api.Float(0.3),
+	session, err := subm.StartLive(ctx, api.LiveRequest{SampleRate: api.Int(16000), Endpointing: api.Float(0.3),
 		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: allCategories()}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := subm.Stream(ctx, session, bytes.NewReader(w.wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
+	if err := subm.Stream(ctx, session, bytes.NewReader(w.wav), submitter.StreamOptions{SampleRate: 16000}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
