@@ -25,7 +25,7 @@ const (
 	BusNATS        = "nats"
 )
 
-// Defaults of BusConfig.
+// Defaults of BusOptions.
 const (
 	// DefaultBusTopic is the Redis stream, or the NATS subject, of commit notices.
 	DefaultBusTopic = "scribehook.inbox"
@@ -43,8 +43,8 @@ const (
 // busConnectTimeout bounds connecting to the broker at start, and each health check.
 const busConnectTimeout = 5 * time.Second
 
-// BusConfig says how to reach the broker that carries commit notices between replicas.
-type BusConfig struct {
+// BusOptions says how to reach the broker that carries commit notices between replicas.
+type BusOptions struct {
 	// Driver is BusRedisStream or BusNATS (JetStream).
 	Driver string
 	// URL is the broker: redis://[:password@]host:6379/0, nats://[user:password@]host:4222.
@@ -70,7 +70,7 @@ type BusConfig struct {
 	Logger *logrus.Entry
 }
 
-func (c *BusConfig) setDefaults() {
+func (c *BusOptions) setDefaults() {
 	if c.Topic == "" {
 		c.Topic = DefaultBusTopic
 	}
@@ -101,7 +101,7 @@ func (c *BusConfig) setDefaults() {
 // Bus is an open connection to the broker of commit notices. handlers.New takes it in
 // Config.Bus, and the pipeline closes it.
 type Bus struct {
-	cfg  BusConfig
+	cfg  BusOptions
 	drv  busDriver
 	once sync.Once
 	err  error
@@ -136,7 +136,7 @@ type subscriptions struct {
 // OpenBus connects to the broker, makes sure the stream and the consumer group exist, and
 // returns the bus for Config.Bus. Its errors say what failed without the URL (the caller names
 // bus.url, redacted); a password of the URL never appears in them.
-func OpenBus(ctx context.Context, cfg BusConfig) (*Bus, error) {
+func OpenBus(ctx context.Context, cfg BusOptions) (*Bus, error) {
 	cfg.setDefaults()
 	if strings.TrimSpace(cfg.URL) == "" {
 		return nil, fmt.Errorf("the %s bus needs the broker's URL", cfg.Driver)

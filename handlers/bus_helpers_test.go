@@ -64,7 +64,7 @@ func forEachBroker(t *testing.T, fn func(t *testing.T, b *broker)) {
 // openBus connects a replica to the broker; the pipeline closes it.
 func openBus(t *testing.T, b *broker, claimAfter time.Duration) *handlers.Bus {
 	t.Helper()
-	bus, err := handlers.OpenBus(context.Background(), handlers.BusConfig{
+	bus, err := handlers.OpenBus(context.Background(), handlers.BusOptions{
 		Driver: b.Kind, URL: b.URL, ClaimAfter: claimAfter, Logger: quietLogger(),
 	})
 	if err != nil {

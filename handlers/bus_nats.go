@@ -20,7 +20,7 @@ import (
 // one durable pull consumer that every replica shares: the server gives each message to one
 // puller, and redelivers a message not acknowledged within AckWait (ClaimAfter) to another.
 type natsBus struct {
-	cfg     BusConfig
+	cfg     BusOptions
 	conn    *nats.Conn // publisher and management
 	js      jetstream.JetStream
 	pub     *wmjetstream.Publisher
@@ -56,7 +56,7 @@ func natsOptions(name string, wlog watermill.LoggerAdapter) []nats.Option {
 	}
 }
 
-func openNATSBus(ctx context.Context, cfg BusConfig, wlog watermill.LoggerAdapter) (*natsBus, error) {
+func openNATSBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapter) (*natsBus, error) {
 	if err := checkNATSSubject(cfg.Topic); err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 // the entries a consumer left pending longer than ClaimAfter (its replica died) are claimed by
 // the others (Watermill's XPENDING/XCLAIM loop).
 type redisBus struct {
-	cfg    BusConfig
+	cfg    BusOptions
 	client *redis.Client
 	pub    *redisstream.Publisher
 	wlog   watermill.LoggerAdapter
@@ -30,7 +30,7 @@ type sharedRedis struct{ redis.UniversalClient }
 
 func (sharedRedis) Close() error { return nil }
 
-func openRedisBus(ctx context.Context, cfg BusConfig, wlog watermill.LoggerAdapter) (*redisBus, error) {
+func openRedisBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapter) (*redisBus, error) {
 	opts, err := redis.ParseURL(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("not a Redis URL (redis://[:password@]host:port/db): %w", err)

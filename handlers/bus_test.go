@@ -410,7 +410,7 @@ func TestOpenBusUnreachable(t *testing.T) {
 		{handlers.BusNATS, "nats://user:s3cret-pw@127.0.0.1:" + freePort(t)},
 		{handlers.BusNATS, "nats://s3cret-token@127.0.0.1:" + freePort(t)},
 	} {
-		_, err := handlers.OpenBus(context.Background(), handlers.BusConfig{Driver: tc.driver, URL: tc.url, Logger: quietLogger()})
+		_, err := handlers.OpenBus(context.Background(), handlers.BusOptions{Driver: tc.driver, URL: tc.url, Logger: quietLogger()})
 		if err == nil {
 			t.Fatalf("%s: OpenBus on a closed port succeeded", tc.driver)
 		}
@@ -421,7 +421,7 @@ func TestOpenBusUnreachable(t *testing.T) {
 			t.Errorf("redacted %q", red)
 		}
 	}
-	if _, err := handlers.OpenBus(context.Background(), handlers.BusConfig{Driver: "kafka", URL: "x"}); err == nil {
+	if _, err := handlers.OpenBus(context.Background(), handlers.BusOptions{Driver: "kafka", URL: "x"}); err == nil {
 		t.Error("unknown driver accepted")
 	}
 }
