@@ -2,23 +2,18 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -39,48 +34,11 @@ func adminDSN(t testing.TB) string {
 	return dsn
 }
 
-// withSearchPath sets the search_path parameter of a URL or key=value DSN.
-func withSearchPath(t testing.TB, dsn, schema string) string {
-	t.Helper()
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatalf("parse %s: %v", envDSN, err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " search_path=" + schema
-}
-
 // newSchema creates an empty schema, dropped when the test ends, and returns a DSN that uses
 // it: every test starts from a new database as far as the store can tell.
 func newSchema(t testing.TB) string {
 	t.Helper()
-	dsn := adminDSN(t)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatalf("parse %s: %v", envDSN, err)
-	}
-	admin := stdlib.OpenDB(*cfg)
-	t.Cleanup(func() { _ = admin.Close() })
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	if _, err := admin.ExecContext(t.Context(), `CREATE SCHEMA `+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		// t.Context is already done when cleanups run.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withSearchPath(t, dsn, schema)
+	return testinfra.PGSchema(t).DSN
 }
 
 func open(t *testing.T, dsn string) *Store {
@@ -192,7 +150,10 @@ func TestOpenOptions(t *testing.T) {
 	if got := s3.db.Stats().MaxOpenConnections; got != 5 {
 		t.Errorf("MaxConns 5 with pool_max_conns=3 gave %d connections, want 5", got)
 	}
-	missing := withSearchPath(t, adminDSN(t), "no_such_schema")
+	missing, err := testinfra.WithSearchPath(adminDSN(t), "no_such_schema")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if s, err := Open(t.Context(), Options{DSN: missing}); err == nil {
 		_ = s.Close()
 		t.Error("Open with a search_path naming no schema succeeded")
