@@ -304,7 +304,7 @@ func (e *env) handleLive(w http.ResponseWriter, r *http.Request) {
 		ReceiveAcknowledgments: on, ReceiveErrors: on, ReceiveLifecycleEvents: on,
 	}
 	created, err := e.submitter.StartLive(r.Context(), api.LiveRequest{
-		SampleRate: api.Int(8000), Endpointing: api.Float(0.3),
+		SampleRate: api.Int(16000), Endpointing: api.Float(0.3),
 		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: all},
 		PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
 	}, "")
@@ -317,7 +317,7 @@ func (e *env) handleLive(w http.ResponseWriter, r *http.Request) {
 		defer e.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		err := e.service.StreamLive(ctx, created.URL, bytes.NewReader(e.wav), submitter.StreamOptions{SampleRate: 8000, Realtime: true}, nil)
+		err := e.service.StreamLive(ctx, created.URL, bytes.NewReader(e.wav), submitter.StreamOptions{SampleRate: 16000, Realtime: true}, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "launch: live session:", err)
 		}
