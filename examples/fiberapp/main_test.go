@@ -1,27 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
-	"github.com/scribehook/scribehook/sandbox/engine"
 )
 
 const (
@@ -38,48 +27,16 @@ func TestProgramEndToEnd(t *testing.T) {
 	began := time.Now()
 	service, audioURL := startWorld(t)
 
-	bin := filepath.Join(t.TempDir(), "fiberapp")
-	// `go test` puts its own toolchain first on PATH, so this is the same go.
-	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, ".")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	built := time.Now()
-
 	dir := t.TempDir()
-	cmd := exec.Command(bin,
+	prog := sandboxtest.RunProgram(t, ".", buildFlags, []string{
 		"-listen", "127.0.0.1:0", // the program derives public_url from the port it got
 		"-service-url", service,
 		"-store", filepath.Join(dir, "app.db"),
 		"-artifacts", filepath.Join(dir, "artifacts"),
-	)
-	cmd.Env = append(cleanEnv(), "SCRIBEHOOK_API_KEY="+testKey, "SCRIBEHOOK_READ_TOKEN="+readToken)
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := collect(stdout)
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		// Its output shows in -v; its logs (standard error) only when something failed.
-		t.Logf("program's stdout:\n%s", strings.Join(lines.all(), "\n"))
-		if t.Failed() {
-			t.Logf("program's stderr:\n%s", stderr.String())
-		}
-	})
+	}, append(cleanEnv(), "SCRIBEHOOK_API_KEY="+testKey, "SCRIBEHOOK_READ_TOKEN="+readToken))
+	built := time.Now()
 
-	listening := lines.wait(t, "the address line", 30*time.Second, func(all []string) (string, bool) {
+	listening := prog.Wait(t, "the address line", 30*time.Second, func(all []string) (string, bool) {
 		for _, l := range all {
 			if rest, ok := strings.CutPrefix(l, "listening on "); ok {
 				return strings.Fields(rest)[0], true
@@ -101,7 +58,7 @@ func TestProgramEndToEnd(t *testing.T) {
 
 	// The Go handler saw job.succeeded: its first utterance is the sidecar's.
 	header := "job " + created.ID + " succeeded, "
-	first := lines.wait(t, "the handler's transcript", 60*time.Second, func(all []string) (string, bool) {
+	first := prog.Wait(t, "the handler's transcript", 60*time.Second, func(all []string) (string, bool) {
 		for i, l := range all {
 			if strings.HasPrefix(l, header) && i+1 < len(all) {
 				_, text, ok := strings.Cut(all[i+1], "] ")
@@ -157,19 +114,10 @@ func TestProgramEndToEnd(t *testing.T) {
 	}
 
 	// SIGTERM: the app stops, then the kit, and the program exits 0.
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := prog.Stop(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-exited:
-		stopped = true
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("still running 30 s after SIGTERM")
-	}
-	lines.wait(t, "the stop line", 5*time.Second, func(all []string) (string, bool) {
+	prog.Wait(t, "the stop line", 5*time.Second, func(all []string) (string, bool) {
 		return "", len(all) > 0 && all[len(all)-1] == "stopped"
 	})
 	t.Logf("build %v, start to handled job %v, total %v",
@@ -181,125 +129,17 @@ func TestProgramEndToEnd(t *testing.T) {
 // returns the sandbox's URL and the recording's.
 func startWorld(t *testing.T) (string, string) {
 	t.Helper()
-	eng, err := engine.NewRegistry().New(engine.ScriptedName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	sb, err := sandbox.New(sandbox.Config{
-		APIKey: testKey, Engine: eng, Logger: logrus.NewEntry(quiet),
-		// The recording is on loopback, which the sandbox refuses to fetch unless allowed.
-		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(sb.Handler())
-	files := httptest.NewServer(http.FileServer(http.Dir("testdata")))
-	t.Cleanup(func() {
-		files.Close()
-		hs.CloseClientConnections()
-		hs.Close()
-		sb.Close()
-	})
-	return hs.URL, files.URL + "/sample.wav"
+	w := sandboxtest.NewWorld(t, sandbox.Config{APIKey: testKey, Callbacks: sandboxtest.QuickRetries},
+		sandboxtest.LoadRecording(t, "testdata/sample.wav"))
+	return w.Service.URL, w.Files.AudioURL
 }
 
 // cleanEnv is the test's environment without the variables the program reads, so that a
 // developer's own settings cannot change what is tested.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SCRIBEHOOK_") && !strings.HasPrefix(kv, "LISTEN_ADDR=") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
+func cleanEnv() []string { return sandboxtest.EnvWithout("SCRIBEHOOK_", "LISTEN_ADDR=") }
 
 // buildFlags are the flags of the program's build (race_test.go adds -race).
 var buildFlags []string
 
-var client = &http.Client{Timeout: 30 * time.Second}
-
-func do(t *testing.T, method, u, auth string, body []byte) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, u, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, u, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read the answer: %v", method, u, err)
-	}
-	return resp, b
-}
-
-// lines are the program's output lines as they come.
-type lines struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func collect(r io.Reader) *lines {
-	l := &lines{}
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			l.mu.Lock()
-			l.got = append(l.got, sc.Text())
-			l.mu.Unlock()
-		}
-	}()
-	return l
-}
-
-func (l *lines) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.got...)
-}
-
-// wait polls the lines until find reports what it looks for.
-func (l *lines) wait(t *testing.T, what string, d time.Duration, find func([]string) (string, bool)) string {
-	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
-		if v, ok := find(l.all()); ok {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, d)
-		}
-	}
-}
-
-// lockedBuffer is the program's standard error, written by exec's copier and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// do sends a request to the program; see sandboxtest.Do.
+var do = sandboxtest.Do

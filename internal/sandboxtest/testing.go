@@ -1,0 +1,135 @@
+package sandboxtest
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/sandbox"
+)
+
+// NewService starts a sandbox (StartService) that is closed at the end of the test.
+func NewService(tb testing.TB, cfg sandbox.Config) *Service {
+	tb.Helper()
+	s, err := StartService(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// NewFiles starts a file server with rec (StartFiles) that is closed at the end of the test.
+func NewFiles(tb testing.TB, rec Recording) *Files {
+	tb.Helper()
+	f := StartFiles(rec)
+	tb.Cleanup(f.Close)
+	return f
+}
+
+// NewWorld starts a sandbox and a file server with rec (StartWorld), closed at the end of the
+// test.
+func NewWorld(tb testing.TB, cfg sandbox.Config, rec Recording) *World {
+	tb.Helper()
+	w, err := StartWorld(cfg, rec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+// DemoSample reads the demo's recording (ReadDemoSample).
+func DemoSample(tb testing.TB) Recording {
+	tb.Helper()
+	rec, err := ReadDemoSample()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rec
+}
+
+// LoadRecording reads the WAV at path and its sidecar (ReadRecording).
+func LoadRecording(tb testing.TB, path string) Recording {
+	tb.Helper()
+	rec, err := ReadRecording(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rec
+}
+
+// RunProgram builds the main package in dir with buildFlags and starts it with args in env
+// (StartProgram). At the end of the test it is killed if still running; its standard output
+// is logged (shown with -v), its standard error only if the test failed.
+func RunProgram(tb testing.TB, dir string, buildFlags, args, env []string) *Program {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), filepath.Base(mustAbs(tb, dir)))
+	if err := BuildProgram(dir, bin, buildFlags...); err != nil {
+		tb.Fatal(err)
+	}
+	p, err := StartProgram(bin, args, env)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		p.Kill()
+		tb.Logf("program's stdout:\n%s", strings.Join(p.Lines(), "\n"))
+		if tb.Failed() {
+			tb.Logf("program's stderr:\n%s", p.Stderr())
+		}
+	})
+	return p
+}
+
+func mustAbs(tb testing.TB, dir string) string {
+	tb.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return abs
+}
+
+// Wait polls the program's lines until find reports what it looks for (WaitFor), failing the
+// test after d.
+func (p *Program) Wait(tb testing.TB, what string, d time.Duration, find func(lines []string) (string, bool)) string {
+	tb.Helper()
+	v, err := p.WaitFor(what, d, find)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// Do sends a request to u with auth as its Authorization header (none if empty) and body as
+// JSON (none if nil), and returns the answer with its body read. Only loopback is ever asked.
+func Do(tb testing.TB, method, u, auth string, body []byte) (*http.Response, []byte) {
+	tb.Helper()
+	req, err := http.NewRequest(method, u, bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("%s %s: read the answer: %v", method, u, err)
+	}
+	return resp, b
+}
