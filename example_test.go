@@ -4,14 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
@@ -24,31 +18,11 @@ import (
 // words.
 func ExampleWithEventHandler() {
 	ctx := context.Background()
-	// panic rather than log.Fatal: the deferred clean-up still runs.
-	dir, err := os.MkdirTemp("", "scribehook-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
 	service := startSandbox("Welcome to scribehook", "Callbacks land here")
 	defer service.Close()
-
-	// The kit's address: the service calls public_url back, so it must be where the kit
-	// listens (in production, a tunnel or load balancer in front of it).
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	cfg := configs.Default()
-	cfg.Listen = ln.Addr().String()
-	cfg.PublicURL = "http://" + ln.Addr().String()
-	cfg.Service.BaseURL = service.URL
-	cfg.Store.DSN = filepath.Join(dir, "scribehook.db")
-	cfg.Subtitles.Dir = filepath.Join(dir, "artifacts")
-	cfg.Sinks = nil // no file sink under ./out: the handler is the only consumer
-
-	logger := logrus.New()
-	logger.SetOutput(io.Discard) // the example prints only what it received
+	// The defaults, with public_url where the kit listens on ln: the service calls it back
+	// there (in production, a tunnel or load balancer in front of it). See kitConfig.
+	cfg, ln := service.kitConfig()
 
 	// The handler is called at least once per event: after a crash the same event comes
 	// again with the same ID, so it skips the IDs it has handled.
@@ -63,7 +37,7 @@ func ExampleWithEventHandler() {
 	})
 
 	kit, err := scribehook.New(ctx, cfg,
-		scribehook.WithLogger(logger),
+		scribehook.WithLogger(quietLogger()), // the example prints only what it received
 		scribehook.WithSecrets(configs.Secrets{APIKey: service.APIKey}),
 		scribehook.WithEventHandler(scribehook.EventHandler{
 			Name:   "on-succeeded",
@@ -72,7 +46,7 @@ func ExampleWithEventHandler() {
 		}),
 	)
 	if err != nil {
-		panic(err)
+		panic(err) // rather than log.Fatal: the deferred clean-up still runs
 	}
 	defer kit.Close()
 	if err := kit.Start(ctx); err != nil {
@@ -106,29 +80,11 @@ func ExampleWithEventHandler() {
 // service is never polled.
 func ExampleWaitJob() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "scribehook-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
 	service := startSandbox("Nobody polls", "the callback brings the result")
 	defer service.Close()
+	cfg, ln := service.kitConfig()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	cfg := configs.Default()
-	cfg.Listen = ln.Addr().String()
-	cfg.PublicURL = "http://" + ln.Addr().String()
-	cfg.Service.BaseURL = service.URL
-	cfg.Store.DSN = filepath.Join(dir, "scribehook.db")
-	cfg.Subtitles.Dir = filepath.Join(dir, "artifacts")
-	cfg.Sinks = nil
-
-	logger := logrus.New()
-	logger.SetOutput(io.Discard)
-	kit, err := scribehook.New(ctx, cfg, scribehook.WithLogger(logger),
+	kit, err := scribehook.New(ctx, cfg, scribehook.WithLogger(quietLogger()),
 		scribehook.WithSecrets(configs.Secrets{APIKey: service.APIKey}))
 	if err != nil {
 		panic(err)
@@ -195,30 +151,12 @@ func (s *shelf) Close() error { return nil }
 // finished job (configs' subtitles.formats, srt and vtt by default).
 func ExampleWithSink() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "scribehook-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
 	service := startSandbox("Subtitles are rendered", "from the words of the result")
 	defer service.Close()
+	cfg, ln := service.kitConfig()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	cfg := configs.Default()
-	cfg.Listen = ln.Addr().String()
-	cfg.PublicURL = "http://" + ln.Addr().String()
-	cfg.Service.BaseURL = service.URL
-	cfg.Store.DSN = filepath.Join(dir, "scribehook.db")
-	cfg.Subtitles.Dir = filepath.Join(dir, "artifacts")
-	cfg.Sinks = nil
-
-	logger := logrus.New()
-	logger.SetOutput(io.Discard)
 	sink := &shelf{files: make(chan []sinks.SubtitleFile, 1)}
-	kit, err := scribehook.New(ctx, cfg, scribehook.WithLogger(logger),
+	kit, err := scribehook.New(ctx, cfg, scribehook.WithLogger(quietLogger()),
 		scribehook.WithSecrets(configs.Secrets{APIKey: service.APIKey}),
 		scribehook.WithSink(sinks.Spec{
 			Name:   sink.Name(),
