@@ -6,11 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,8 +21,8 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
-	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
@@ -34,11 +30,7 @@ import (
 
 const testKey = "kit-test-key"
 
-func quiet() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return logrus.NewEntry(l)
-}
+func quiet() *logrus.Entry { return sandboxtest.QuietLogger() }
 
 // world is a sandbox of the service and a file server with the demo's recording, on loopback.
 type world struct {
@@ -50,42 +42,12 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	wav, err := os.ReadFile("cmd/scribehook/demodata/sample.wav")
+	w := sandboxtest.NewWorld(t, sandbox.Config{APIKey: testKey, Callbacks: sandboxtest.QuickRetries}, sandboxtest.DemoSample(t))
+	client, err := w.Service.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sidecar, err := os.ReadFile("cmd/scribehook/demodata/sample.wav.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.NewRegistry().New(engine.ScriptedName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandbox.New(sandbox.Config{
-		APIKey: testKey, Engine: eng, Logger: quiet(),
-		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(sb.Handler())
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) })
-	mux.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
-	files := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		files.Close()
-		hs.CloseClientConnections()
-		hs.Close()
-		sb.Close()
-	})
-	client, err := submitter.New(hs.URL, testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &world{service: client, sandbox: hs.URL, audio: files.URL + "/sample.wav", wav: wav}
+	return &world{service: client, sandbox: w.Service.URL, audio: w.Files.AudioURL, wav: w.Files.WAV}
 }
 
 // kitConfig is the default configuration on a database in dir, listening on ln.
