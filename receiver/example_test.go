@@ -21,30 +21,18 @@ import (
 // The callback routes, health and the read API mounted under /hooks of a program's own Fiber
 // app. The callback URLs given to the service are then https://<host>/hooks/v1/callbacks/<token>.
 func ExampleReceiver_Mount() {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "scribehook-example")
+	st, batcher, done, err := exampleStore()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer st.Close()
-	batcher := store.NewBatcher(st, store.BatcherOptions{})
-	defer batcher.Close()
-
-	logger := logrus.New()
-	logger.SetOutput(io.Discard)
+	defer done()
 	rcv, err := receiver.New(receiver.Config{
 		Store:     st,
 		Ingester:  batcher,
 		Routes:    []receiver.Route{{Name: "partner", Token: "partner-token-0123456789abcdef"}},
 		ReadToken: "read-token",
-		Logger:    logrus.NewEntry(logger),
+		Logger:    quietLogger(),
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -90,28 +78,18 @@ func ExampleReceiver_Mount() {
 
 // The callback routes for a program without Fiber: net/http, under /hooks of its ServeMux.
 func ExampleReceiver_Handler() {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "scribehook-example")
+	st, batcher, done, err := exampleStore()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer st.Close()
-	batcher := store.NewBatcher(st, store.BatcherOptions{})
-	defer batcher.Close()
-	logger := logrus.New()
-	logger.SetOutput(io.Discard)
+	defer done()
+
 	rcv, err := receiver.New(receiver.Config{
 		Store:    st,
 		Ingester: batcher,
 		Routes:   []receiver.Route{{Name: "partner", Token: "partner-token-0123456789abcdef"}},
-		Logger:   logrus.NewEntry(logger),
+		Logger:   quietLogger(),
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -135,4 +113,32 @@ func ExampleReceiver_Handler() {
 	// 200 {"status":"stored","id":1}
 	// 401 {"error":"unknown callback token","status":401}
 	// 200 {"status":"ok"}
+}
+
+// exampleStore is the examples' set-up, kept out of them so that they show the receiver: a
+// SQLite store in a temporary directory and the batcher that commits callbacks into it. done
+// closes both and removes the directory.
+func exampleStore() (store.Store, *store.Batcher, func(), error) {
+	dir, err := os.MkdirTemp("", "scribehook-example")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("temporary directory: %w", err)
+	}
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, nil, fmt.Errorf("open the store: %w", err)
+	}
+	batcher := store.NewBatcher(st, store.BatcherOptions{})
+	return st, batcher, func() {
+		batcher.Close()
+		_ = st.Close()
+		_ = os.RemoveAll(dir)
+	}, nil
+}
+
+// quietLogger discards the receiver's logs: the examples print only its answers.
+func quietLogger() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
 }
