@@ -1,10 +1,10 @@
 // Command launch starts what the official SDK's contract test (e2e/sdk/test.mjs) runs against,
-// all on loopback: the sandbox (scripted engine, the key in x-gladia-key as the SDK sends it,
-// audio_url fetches allowed to 127.0.0.0/8), a file server with the sample recording and its
-// .json sidecar, and serve (the kit, scribehook.New/Start/Serve, over a fresh SQLite store)
-// receiving the sandbox's callbacks, plus a small control API that mints callback URLs into
-// serve. It prints one line of JSON with the URLs and keys, and runs until its standard input
-// closes or it gets SIGINT/SIGTERM.
+// all on loopback: the sandbox (internal/sandboxtest's: scripted engine, audio_url fetches
+// allowed to 127.0.0.0/8; here with the key in x-gladia-key as the SDK sends it), a file server
+// with the sample recording and its .json sidecar, and serve (the kit,
+// scribehook.New/Start/Serve, over a fresh SQLite store) receiving the sandbox's callbacks, plus
+// a small control API that mints callback URLs into serve. It prints one line of JSON with the
+// URLs and keys, and runs until its standard input closes or it gets SIGINT/SIGTERM.
 //
 //	go run ./e2e/sdk/launch [-sample cmd/scribehook/demodata/sample.wav]
 //
@@ -14,7 +14,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,7 +22,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -35,8 +33,8 @@ import (
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
-	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
@@ -66,13 +64,9 @@ func run(sample string) error {
 	log.SetOutput(os.Stderr)
 	log.SetLevel(logrus.ErrorLevel)
 	quiet := logrus.NewEntry(log)
-	wav, err := os.ReadFile(sample)
+	rec, err := sandboxtest.ReadRecording(sample)
 	if err != nil {
-		return fmt.Errorf("read the sample: %w", err)
-	}
-	sidecar, err := os.ReadFile(sample + ".json")
-	if err != nil {
-		return fmt.Errorf("read the sample's sidecar: %w", err)
+		return err
 	}
 	dir, err := os.MkdirTemp("", "scribehook-sdk-")
 	if err != nil {
@@ -82,42 +76,21 @@ func run(sample string) error {
 
 	// The service. Jobs stay a moment in queued and processing, so that polling sees them move;
 	// callbacks are retried quickly.
-	eng, err := engine.NewRegistry().New(engine.ScriptedName)
-	if err != nil {
-		return fmt.Errorf("scripted engine: %w", err)
-	}
-	sb, err := sandbox.New(sandbox.Config{
-		APIKey: apiKey, KeyHeader: keyHeader, Engine: eng, Logger: quiet, TempDir: dir,
+	sb, err := sandboxtest.StartService(sandbox.Config{
+		APIKey: apiKey, KeyHeader: keyHeader, Logger: quiet, TempDir: dir,
 		ProcessingDelay: 300 * time.Millisecond,
-		AllowFetch:      []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
 		Callbacks:       sandbox.CallbackPolicy{Schedule: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second}},
 	})
 	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
+		return err
 	}
 	defer sb.Close()
-	sbURL, err := serveHTTP(ctx, sb.Handler())
+	service, err := sb.Client()
 	if err != nil {
 		return err
 	}
-	service, err := submitter.New(sbURL, apiKey, submitter.WithKeyHeader(keyHeader))
-	if err != nil {
-		return fmt.Errorf("service client: %w", err)
-	}
-
-	files := http.NewServeMux()
-	files.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "audio/wav")
-		http.ServeContent(w, r, "sample.wav", time.Time{}, bytes.NewReader(wav))
-	})
-	files.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(sidecar)
-	})
-	filesURL, err := serveHTTP(ctx, files)
-	if err != nil {
-		return err
-	}
+	files := sandboxtest.StartFiles(rec)
+	defer files.Close()
 
 	// serve: the kit, as `scribehook serve` runs it, fetching jobs from the sandbox.
 	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
@@ -146,14 +119,12 @@ func run(sample string) error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]string{"url": u})
 	})
-	controlURL, err := serveHTTP(ctx, control)
-	if err != nil {
-		return err
-	}
+	controlSrv := sandboxtest.Serve(control)
+	defer controlSrv.Close()
 	out, err := json.Marshal(map[string]string{
-		"sandbox": sbURL, "api_key": apiKey, "key_header": keyHeader,
-		"sample_url": filesURL + "/sample.wav", "serve": serveURL, "read_token": readToken,
-		"control": controlURL,
+		"sandbox": sb.URL, "api_key": apiKey, "key_header": keyHeader,
+		"sample_url": files.AudioURL, "serve": serveURL, "read_token": readToken,
+		"control": controlSrv.URL,
 	})
 	if err != nil {
 		return fmt.Errorf("encode the launch line: %w", err)
@@ -203,15 +174,4 @@ func mintCallbackURL(ctx context.Context, st store.Store, serveURL string, kind 
 		return "", fmt.Errorf("store the token: %w", err)
 	}
 	return configs.Config{PublicURL: serveURL}.CallbackURL(token), nil
-}
-
-func serveHTTP(ctx context.Context, h http.Handler) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("listen: %w", err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	context.AfterFunc(ctx, func() { _ = srv.Close() })
-	return "http://" + ln.Addr().String(), nil
 }

@@ -1,10 +1,10 @@
 // Command launch starts what the dashboard's browser tests run against, all on loopback: the
-// sandbox (scripted engine), a receiver with its pipeline and sinks over a fresh SQLite store
-// (what `scribehook serve` runs), a file server with the sample recording, a webhook
-// destination that fails until told otherwise, and a small control API for the test. It seeds
-// one finished job and one whose audio source is a javascript: URL, prints one line of JSON
-// with the URLs, the read token and its data directory, and runs until its standard input
-// closes or it gets SIGINT/SIGTERM.
+// sandbox (internal/sandboxtest's, scripted engine), a receiver with its pipeline and sinks
+// over a fresh SQLite store (what `scribehook serve` runs), a file server with the sample
+// recording, a webhook destination that fails until told otherwise, and a small control API
+// for the test. It seeds one finished job and one whose audio source is a javascript: URL,
+// prints one line of JSON with the URLs, the read token and its data directory, and runs until
+// its standard input closes or it gets SIGINT/SIGTERM.
 //
 //	go run ./e2e/ui/launch [-sample cmd/scribehook/demodata/sample.wav] [-listen 127.0.0.1:0]
 //
@@ -23,7 +23,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,8 +36,8 @@ import (
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
-	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -83,50 +82,32 @@ func run(sample, listen string) error {
 	log.SetOutput(os.Stderr)
 	log.SetLevel(logrus.ErrorLevel)
 	quiet := logrus.NewEntry(log)
-	wav, err := os.ReadFile(sample)
-	if err != nil {
-		return err
-	}
-	sidecar, err := os.ReadFile(sample + ".json")
+	rec, err := sandboxtest.ReadRecording(sample)
 	if err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "scribehook-ui-")
 	if err != nil {
-		return err
+		return fmt.Errorf("data directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	e := &env{wav: wav}
+	e := &env{wav: rec.WAV}
 
 	// The service: jobs wait a little in queued and processing, so the dashboard sees them move.
-	eng, err := engine.NewRegistry().New(engine.ScriptedName)
-	if err != nil {
-		return err
-	}
-	sb, err := sandbox.New(sandbox.Config{
-		APIKey: apiKey, Engine: eng, Logger: quiet, ProcessingDelay: 2500 * time.Millisecond,
-		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
-		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second}},
+	sb, err := sandboxtest.StartService(sandbox.Config{
+		APIKey: apiKey, Logger: quiet, ProcessingDelay: 2500 * time.Millisecond,
+		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second}},
 	})
 	if err != nil {
 		return err
 	}
 	defer sb.Close()
-	sbURL, err := serveHTTP(ctx, "127.0.0.1:0", sb.Handler())
-	if err != nil {
-		return err
-	}
-	if e.service, err = submitter.New(sbURL, apiKey); err != nil {
+	if e.service, err = sb.Client(); err != nil {
 		return err
 	}
 
-	files := http.NewServeMux()
-	files.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "audio/wav")
-		http.ServeContent(w, r, "sample.wav", time.Time{}, bytes.NewReader(wav))
-	})
-	files.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
-	// The webhook sink's destination: 503 until the test says it is healthy.
+	files := rec.Handler()
+	// The webhook sink's destination, beside the recording: 503 until the test says it is healthy.
 	files.HandleFunc("POST /hook", func(w http.ResponseWriter, _ *http.Request) {
 		if !e.healthy.Load() {
 			e.refused.Add(1)
@@ -136,9 +117,9 @@ func run(sample, listen string) error {
 		e.hooks.Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	})
-	if e.files, err = serveHTTP(ctx, "127.0.0.1:0", files); err != nil {
-		return err
-	}
+	filesSrv := sandboxtest.ServeFiles(rec, files)
+	defer filesSrv.Close()
+	e.files = filesSrv.URL
 
 	// serve: the kit, as `scribehook serve` runs it.
 	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
@@ -153,7 +134,7 @@ func run(sample, listen string) error {
 	}
 	defer stopServe()
 
-	seeded, err := e.submit(ctx, e.files+"/sample.wav", json.RawMessage(`{"team":"captions","seeded":true}`))
+	seeded, err := e.submit(ctx, filesSrv.AudioURL, json.RawMessage(`{"team":"captions","seeded":true}`))
 	if err != nil {
 		return fmt.Errorf("seed a job: %w", err)
 	}
@@ -179,13 +160,11 @@ func run(sample, listen string) error {
 	control.HandleFunc("GET /hook", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, map[string]any{"healthy": e.healthy.Load(), "received": e.hooks.Load(), "refused": e.refused.Load()})
 	})
-	controlURL, err := serveHTTP(ctx, "127.0.0.1:0", control)
-	if err != nil {
-		return err
-	}
+	controlSrv := sandboxtest.Serve(control)
+	defer controlSrv.Close()
 	out, _ := json.Marshal(map[string]string{
-		"ui": e.serve + "/ui/", "serve": e.serve, "sandbox": sbURL, "api_key": apiKey, "key_header": "x-service-key",
-		"token": readToken, "control": controlURL, "files": e.files, "seeded_job": seeded,
+		"ui": e.serve + "/ui/", "serve": e.serve, "sandbox": sb.URL, "api_key": apiKey, "key_header": "x-service-key",
+		"token": readToken, "control": controlSrv.URL, "files": e.files, "seeded_job": seeded,
 		"hostile_job": hostileJob, "data_dir": dir,
 	})
 	fmt.Println(string(out))
@@ -323,17 +302,6 @@ func (e *env) handleLive(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	writeJSON(w, map[string]string{"id": created.ID})
-}
-
-func serveHTTP(ctx context.Context, addr string, h http.Handler) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	context.AfterFunc(ctx, func() { _ = srv.Close() })
-	return "http://" + ln.Addr().String(), nil
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
