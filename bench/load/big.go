@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,47 +15,25 @@ import (
 // subtitled (SRT and WebVTT), fanned out to a file sink and a webhook sink; serve's resident
 // memory is sampled throughout and compared with the body's size.
 func cmdBig(args []string) error {
-	fs := flag.NewFlagSet("big", flag.ExitOnError)
-	var c common
-	c.register(fs)
+	fs, c := newFlags("big")
 	shape := fs.String("shape", shapePre2h, "body: pre-2h or pre-1m")
 	every := fs.Duration("sample", 5*time.Millisecond, "RSS sampling interval")
 	wait := fs.Duration("wait", 2*time.Minute, "bound of each wait")
 	pause := fs.Duration("pause", 0, "pause before the measured send, printing serve's pid (to attach a profiler)")
 	_ = fs.Parse(args)
 
-	dir, cleanup, err := c.workdir()
+	r, err := c.setUp(runSpec{Calls: callSpec{Shape: *shape, N: 1}, Warm: callSpec{Shape: shapePre1m, N: 1}, Hook: true})
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	bin, err := buildServe(c.bin, dir)
+	defer r.close()
+	calls, warmCalls, hook := r.calls, r.warm, r.hook
+	setup := serveSetup{FileSink: r.path("out"), HookURL: hook.url(), Subtitles: true}
+	srv, err := r.serve(setup)
 	if err != nil {
 		return err
 	}
-	calls, err := makeCallbacks(c.seed, *shape, 1, 0)
-	if err != nil {
-		return err
-	}
-	warmCalls, err := makeCallbacks(c.seed+1_000_000, shapePre1m, 1, 0)
-	if err != nil {
-		return err
-	}
-	hook, err := newHookReceiver()
-	if err != nil {
-		return err
-	}
-	defer hook.down()
-	setup := serveSetup{Dir: dir, FileSink: filepath.Join(dir, "out"), HookURL: hook.url(), Subtitles: true}
-	srv, err := newServe(bin, setup)
-	if err != nil {
-		return err
-	}
-	if err := srv.start(context.Background()); err != nil {
-		return err
-	}
-	defer func() { _ = srv.kill9() }()
-	fmt.Printf("machine: %s\n", machine())
+	printMachine()
 	big := calls[0]
 	fmt.Printf("body: %s result of %d bytes (%s)\n", *shape, len(big.Body), mib(int64(len(big.Body))))
 

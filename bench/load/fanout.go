@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"path/filepath"
 	"time"
 )
 
@@ -12,9 +9,7 @@ import (
 // the tool's own receiver; the latency is from serve receiving a callback (the event's
 // created_at) to the event's first arrival at the receiver.
 func cmdFanout(args []string) error {
-	fs := flag.NewFlagSet("fanout", flag.ExitOnError)
-	var c common
-	c.register(fs)
+	fs, c := newFlags("fanout")
 	n := fs.Int("n", 20000, "callbacks to send")
 	rate := fs.Float64("rate", 1000, "callbacks per second")
 	conns := fs.Int("conns", 16, "concurrent connections")
@@ -23,41 +18,21 @@ func cmdFanout(args []string) error {
 	drain := fs.Duration("drain", 3*time.Minute, "how long to wait for every event to arrive")
 	_ = fs.Parse(args)
 
-	dir, cleanup, err := c.workdir()
+	r, err := c.setUp(runSpec{Calls: callSpec{shapeLive, *n, *sessions}, Warm: callSpec{shapeLive, 500, *sessions}, Hook: true})
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	bin, err := buildServe(c.bin, dir)
-	if err != nil {
-		return err
-	}
-	calls, err := makeCallbacks(c.seed, shapeLive, *n, *sessions)
-	if err != nil {
-		return err
-	}
-	warmCalls, err := makeCallbacks(c.seed+1_000_000, shapeLive, 500, *sessions)
-	if err != nil {
-		return err
-	}
-	hook, err := newHookReceiver()
-	if err != nil {
-		return err
-	}
-	defer hook.down()
-	setup := serveSetup{Dir: dir, HookURL: hook.url(), HookEvents: "live.*"}
+	defer r.close()
+	calls, warmCalls, hook := r.calls, r.warm, r.hook
+	setup := serveSetup{HookURL: hook.url(), HookEvents: "live.*"}
 	if *withFile {
-		setup.FileSink = filepath.Join(dir, "out")
+		setup.FileSink = r.path("out")
 	}
-	srv, err := newServe(bin, setup)
+	srv, err := r.serve(setup)
 	if err != nil {
 		return err
 	}
-	if err := srv.start(context.Background()); err != nil {
-		return err
-	}
-	defer func() { _ = srv.kill9() }()
-	fmt.Printf("machine: %s\n", machine())
+	printMachine()
 	fmt.Printf("load: %d live callbacks at %.0f/s over %d connections; webhook sink (events live.*) to a loopback receiver%s\n",
 		*n, *rate, *conns, map[bool]string{true: ", and a file sink", false: ""}[*withFile])
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,9 +20,7 @@ import (
 // -db-dir must be on a small file system of its own (scripts/fault-diskfull.sh mounts a tmpfs):
 // the run fills it to the last byte.
 func faultDiskFull(args []string) error {
-	fs := flag.NewFlagSet("fault diskfull", flag.ExitOnError)
-	var c common
-	c.register(fs)
+	fs, c := newFlags("fault diskfull")
 	dbDir := fs.String("db-dir", "", "directory on a small file system of its own, for the database (required)")
 	remount := fs.Bool("remount", false, "also remount -db-dir read-only (root; -db-dir must be a mount point) and restart serve on it")
 	attempts := fs.Int("attempts", 2000, "bound of the callbacks sent while the disk is full")
@@ -32,37 +29,25 @@ func faultDiskFull(args []string) error {
 		return errors.New("fault diskfull: -db-dir is required (a directory on a small file system of its own)")
 	}
 
-	dir, cleanup, err := c.workdir()
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	bin, err := buildServe(c.bin, dir)
-	if err != nil {
-		return err
-	}
 	// 1-minute results (about 20 KB each): each commit needs fresh pages, so a full disk shows
 	// after a few deliveries instead of hiding in WAL space that SQLite reuses.
 	// A delivery of a result costs about three times its body in the database (the inbox row,
 	// the job record, the queued event): few before and after, so a small file system holds them.
 	const nBefore, nAfter = 50, 50
-	calls, err := makeCallbacks(c.seed, shapePre1m, nBefore+*attempts+nAfter, 0)
+	r, err := c.setUp(runSpec{Calls: callSpec{Shape: shapePre1m, N: nBefore + *attempts + nAfter}})
 	if err != nil {
 		return err
 	}
+	defer r.close()
+	calls := r.calls
 	before, during, after := calls[:nBefore], calls[nBefore:nBefore+*attempts], calls[nBefore+*attempts:]
 	// No sink: a sink delivery claimed while the disk is full keeps its lease (a minute) before
 	// it is tried again, which would only make the run longer; the receiver is what is tested.
-	setup := serveSetup{Dir: dir, DBDir: *dbDir}
-	srv, err := newServe(bin, setup)
+	srv, err := r.serve(serveSetup{DBDir: *dbDir})
 	if err != nil {
 		return err
 	}
-	if err := srv.start(context.Background()); err != nil {
-		return err
-	}
-	defer func() { _ = srv.kill9() }()
-	fmt.Printf("machine: %s\n", machine())
+	printMachine()
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(*dbDir, &st); err != nil {
 		return fmt.Errorf("statfs %s: %w", *dbDir, err)

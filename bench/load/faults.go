@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,9 +34,7 @@ func cmdFault(args []string) error {
 // then checks that every delivery answered 2xx is stored and processed, that every event
 // reached the file sink and the webhook sink, and that no delivery was applied twice.
 func faultKill(args []string) error {
-	fs := flag.NewFlagSet("fault kill", flag.ExitOnError)
-	var c common
-	c.register(fs)
+	fs, c := newFlags("fault kill")
 	n := fs.Int("n", 20000, "callbacks to send")
 	kills := fs.Int("kills", 3, "how many times serve is killed during the load")
 	rate := fs.Float64("rate", 2000, "callbacks per second offered")
@@ -47,34 +43,18 @@ func faultKill(args []string) error {
 	drain := fs.Duration("drain", 4*time.Minute, "bound of the wait for processing and sinks after the load")
 	_ = fs.Parse(args)
 
-	dir, cleanup, err := c.workdir()
+	r, err := c.setUp(runSpec{Calls: callSpec{shapeLive, *n, *sessions}, Hook: true})
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	bin, err := buildServe(c.bin, dir)
+	defer r.close()
+	calls, hook := r.calls, r.hook
+	setup := serveSetup{FileSink: r.path("out"), HookURL: hook.url()}
+	srv, err := r.serve(setup)
 	if err != nil {
 		return err
 	}
-	calls, err := makeCallbacks(c.seed, shapeLive, *n, *sessions)
-	if err != nil {
-		return err
-	}
-	hook, err := newHookReceiver()
-	if err != nil {
-		return err
-	}
-	defer hook.down()
-	setup := serveSetup{Dir: dir, FileSink: filepath.Join(dir, "out"), HookURL: hook.url()}
-	srv, err := newServe(bin, setup)
-	if err != nil {
-		return err
-	}
-	if err := srv.start(context.Background()); err != nil {
-		return err
-	}
-	defer func() { _ = srv.kill9() }()
-	fmt.Printf("machine: %s\n", machine())
+	printMachine()
 
 	// Each kill happens when a random share of the calls has been acknowledged, one in each
 	// equal slice of 10–90 %, plus a random delay under 50 ms: a moment chosen by the load's
@@ -186,9 +166,7 @@ func roundAll(ds []time.Duration) []time.Duration {
 // faultWebhookDown takes the webhook sink's target down during a load and brings it back:
 // nothing may be lost, and the file sink beside it must keep its latency meanwhile.
 func faultWebhookDown(args []string) error {
-	fs := flag.NewFlagSet("fault webhook-down", flag.ExitOnError)
-	var c common
-	c.register(fs)
+	fs, c := newFlags("fault webhook-down")
 	// Well under what processing sustains on a small machine with two sinks, so that the
 	// file sink's latency before the outage is a steady state to compare with.
 	n := fs.Int("n", 3000, "callbacks to send")
@@ -199,34 +177,18 @@ func faultWebhookDown(args []string) error {
 	drain := fs.Duration("drain", 3*time.Minute, "bound of the wait for the webhook to catch up")
 	_ = fs.Parse(args)
 
-	dir, cleanup, err := c.workdir()
+	r, err := c.setUp(runSpec{Calls: callSpec{shapeLive, *n, 32}, Hook: true})
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	bin, err := buildServe(c.bin, dir)
+	defer r.close()
+	calls, hook := r.calls, r.hook
+	setup := serveSetup{FileSink: r.path("out"), HookURL: hook.url()}
+	srv, err := r.serve(setup)
 	if err != nil {
 		return err
 	}
-	calls, err := makeCallbacks(c.seed, shapeLive, *n, 32)
-	if err != nil {
-		return err
-	}
-	hook, err := newHookReceiver()
-	if err != nil {
-		return err
-	}
-	defer hook.down()
-	setup := serveSetup{Dir: dir, FileSink: filepath.Join(dir, "out"), HookURL: hook.url()}
-	srv, err := newServe(bin, setup)
-	if err != nil {
-		return err
-	}
-	if err := srv.start(context.Background()); err != nil {
-		return err
-	}
-	defer func() { _ = srv.kill9() }()
-	fmt.Printf("machine: %s\n", machine())
+	printMachine()
 	fmt.Printf("load: %d live callbacks at %.0f/s; file sink and webhook sink; the webhook's port closed from %s to %s\n",
 		*n, *rate, *downAt, *downAt+*downFor)
 	var wentDown, cameUp time.Time

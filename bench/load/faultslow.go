@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -20,9 +19,7 @@ import (
 // address, as a botnet would; one more address opens more than the cap, and serve must answer
 // exactly the connections past it with 429 at once.
 func faultSlow(args []string) error {
-	fs := flag.NewFlagSet("fault slow", flag.ExitOnError)
-	var c common
-	c.register(fs)
+	fs, c := newFlags("fault slow")
 	flood := fs.Int("flood", 1000, "idle connections that never send a byte")
 	slowHead := fs.Int("slowloris", 100, "connections sending their headers one byte per second")
 	slowBody := fs.Int("slowbody", 20, "connections sending a body one KiB per second")
@@ -35,33 +32,17 @@ func faultSlow(args []string) error {
 	overCap := fs.Int("over-cap", 20, "connections one address opens past the cap")
 	_ = fs.Parse(args)
 
-	dir, cleanup, err := c.workdir()
+	r, err := c.setUp(runSpec{Calls: callSpec{shapeLive, int(*rate * hold.Seconds()), 32}, Warm: callSpec{shapeLive, 500, 32}})
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	bin, err := buildServe(c.bin, dir)
+	defer r.close()
+	calls, warmCalls := r.calls, r.warm
+	srv, err := r.serve(serveSetup{})
 	if err != nil {
 		return err
 	}
-	n := int(*rate * hold.Seconds())
-	calls, err := makeCallbacks(c.seed, shapeLive, n, 32)
-	if err != nil {
-		return err
-	}
-	warmCalls, err := makeCallbacks(c.seed+1_000_000, shapeLive, 500, 32)
-	if err != nil {
-		return err
-	}
-	srv, err := newServe(bin, serveSetup{Dir: dir})
-	if err != nil {
-		return err
-	}
-	if err := srv.start(context.Background()); err != nil {
-		return err
-	}
-	defer func() { _ = srv.kill9() }()
-	fmt.Printf("machine: %s\n", machine())
+	printMachine()
 	runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: warmCalls, Conns: 8})
 	if _, _, err := waitDrained(srv.db, false, time.Minute); err != nil {
 		return err

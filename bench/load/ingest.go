@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -13,9 +10,7 @@ import (
 // cmdIngest is the durable-ingest run: the same calls against the bare handler, then against
 // serve, then the verification that every 2xx is stored and processed.
 func cmdIngest(args []string) error {
-	fs := flag.NewFlagSet("ingest", flag.ExitOnError)
-	var c common
-	c.register(fs)
+	fs, c := newFlags("ingest")
 	n := fs.Int("n", 50000, "callbacks to send")
 	duration := fs.Duration("duration", 60*time.Second, "bound of the load phase")
 	rate := fs.Float64("rate", 0, "callbacks per second (0: as fast as the server answers)")
@@ -29,30 +24,17 @@ func cmdIngest(args []string) error {
 	drain := fs.Duration("drain", 5*time.Minute, "how long to wait for processing to finish")
 	_ = fs.Parse(args)
 
-	dir, cleanup, err := c.workdir()
+	r, err := c.setUp(runSpec{Calls: callSpec{*shape, *n, *sessions}, Warm: callSpec{*shape, *warm, *sessions}})
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	bin, err := buildServe(c.bin, dir)
-	if err != nil {
-		return err
-	}
-	calls, err := makeCallbacks(c.seed, *shape, *n, *sessions)
-	if err != nil {
-		return err
-	}
-	// Warm-up calls are other messages (another seed): they must not make the measured ones
-	// duplicates.
-	warmCalls, err := makeCallbacks(c.seed+1_000_000, *shape, *warm, *sessions)
-	if err != nil {
-		return err
-	}
+	defer r.close()
+	calls, warmCalls := r.calls, r.warm
 	size := 0
 	for _, cl := range calls {
 		size += len(cl.Body)
 	}
-	fmt.Printf("machine: %s\n", machine())
+	printMachine()
 	fmt.Printf("load: %d %s callbacks (mean body %d bytes), %d connections, rate %s, bound %s, sinks %s, synchronous %s\n",
 		len(calls), *shape, size/max(1, len(calls)), *conns, rateName(*rate), *duration, *sinks, *sync)
 	spec := loadSpec{Path: callbackPath, Calls: calls, Rate: *rate, Conns: *conns, Duration: *duration}
@@ -72,30 +54,25 @@ func cmdIngest(args []string) error {
 		b.stop()
 	}
 
-	setup := serveSetup{Dir: dir, Synchronous: *sync}
+	setup := serveSetup{Synchronous: *sync}
 	var hook *hookReceiver
 	switch *sinks {
 	case "none":
 	case "file":
-		setup.FileSink = filepath.Join(dir, "out")
+		setup.FileSink = r.path("out")
 	case "file+hook":
-		setup.FileSink = filepath.Join(dir, "out")
-		if hook, err = newHookReceiver(); err != nil {
+		setup.FileSink = r.path("out")
+		if hook, err = r.startHook(); err != nil {
 			return err
 		}
-		defer hook.down()
 		setup.HookURL = hook.url()
 	default:
 		return fmt.Errorf("-sinks %q: none, file or file+hook", *sinks)
 	}
-	srv, err := newServe(bin, setup)
+	srv, err := r.serve(setup)
 	if err != nil {
 		return err
 	}
-	if err := srv.start(context.Background()); err != nil {
-		return err
-	}
-	defer func() { _ = srv.kill9() }()
 	warmSpec.Addr, spec.Addr = srv.addr, srv.addr
 	runLoad(warmSpec)
 	if _, _, err := waitDrained(srv.db, setup.FileSink != "", *drain); err != nil {

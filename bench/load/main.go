@@ -14,13 +14,9 @@
 package main
 
 import (
-	"bufio"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 )
@@ -89,64 +85,4 @@ func killChildrenOnSignal() {
 	})
 	fmt.Fprintf(os.Stderr, "load: %s: stopped\n", sig)
 	os.Exit(130)
-}
-
-// common are the flags every run shares.
-type common struct {
-	bin  string
-	dir  string
-	keep bool
-	seed uint64
-}
-
-func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.bin, "bin", "", "scribehook binary (default: go build ./cmd/scribehook into the work directory)")
-	fs.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory, removed afterwards unless -keep)")
-	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (database, sink outputs, serve logs)")
-	fs.Uint64Var(&c.seed, "seed", 1, "seed of the generated bodies and of random choices")
-}
-
-// workdir makes the run's directory and returns a cleanup.
-func (c *common) workdir() (string, func(), error) {
-	if c.dir != "" {
-		if err := os.MkdirAll(c.dir, 0o755); err != nil {
-			return "", nil, fmt.Errorf("work directory: %w", err)
-		}
-		return c.dir, func() {}, nil
-	}
-	dir, err := os.MkdirTemp("", "scribehook-bench-")
-	if err != nil {
-		return "", nil, fmt.Errorf("work directory: %w", err)
-	}
-	return dir, func() {
-		if c.keep {
-			fmt.Printf("work directory kept: %s\n", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	}, nil
-}
-
-// machine describes where the figures come from: they mean nothing without it.
-func machine() string {
-	model := "unknown CPU"
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	kernel := "unknown kernel"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = strings.TrimSpace(string(b))
-	}
-	load := ""
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
-	return fmt.Sprintf("%d CPU (%s), Linux %s, %s, load average %s", runtime.NumCPU(), model, kernel, runtime.Version(), load)
 }

@@ -23,9 +23,7 @@ import (
 // PostgreSQL, at the webhook receiver and in the file sinks' directories that nothing was lost,
 // applied twice or reordered.
 func cmdReplicas(args []string) error {
-	fs := flag.NewFlagSet("replicas", flag.ExitOnError)
-	var c common
-	c.register(fs)
+	fs, c := newFlags("replicas")
 	scenario := fs.String("scenario", "steady", "steady, kill or broker-restart")
 	bus := fs.String("bus", "redisstream", "bus driver of the replicas: redisstream, nats or gochannel (no broker: each replica processes what it receives)")
 	replicas := fs.Int("replicas", 2, "serve replicas")
@@ -78,64 +76,50 @@ func cmdReplicas(args []string) error {
 		*rate = 250
 	}
 
-	dir, cleanup, err := c.workdir()
+	r, err := c.setUp(runSpec{})
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	bin, err := buildServe(c.bin, dir)
-	if err != nil {
-		return err
-	}
+	defer r.close()
 	schema, err := newPGSchema(*dsn)
 	if err != nil {
 		return err
 	}
 	if c.keep {
 		fmt.Printf("PostgreSQL schema kept: %s (%s)\n", schema.Name, testinfra.RedactDSN(schema.DSN))
-		defer schema.DB.Close()
+		r.onClose(func() { schema.DB.Close() })
 	} else {
-		defer dropPGSchema(schema)
+		r.onClose(func() { dropPGSchema(schema) })
 	}
 
 	var broker *testinfra.Broker
 	url := *busURL
 	if *bus != "gochannel" && url == "" {
-		if broker, err = newBroker(*bus, filepath.Join(dir, "broker")); err != nil {
+		if broker, err = r.startBroker(*bus); err != nil {
 			return err
 		}
-		if err := broker.Start(); err != nil {
-			return err
-		}
-		defer func() { _ = broker.Stop() }()
 		url = broker.URL
 	}
 	var hook *hookReceiver
 	if *sinks {
-		if hook, err = newHookReceiver(); err != nil {
+		if hook, err = r.startHook(); err != nil {
 			return err
 		}
-		defer hook.down()
 	}
 	procs := make([]*serveProc, *replicas)
 	var addrs []string
 	for i := range procs {
-		rdir := filepath.Join(dir, fmt.Sprintf("replica-%d", i+1))
-		setup := replicaSetup{Name: fmt.Sprintf("replica-%d", i+1), Dir: rdir, DSN: schema.DSN, Bus: *bus, BusURL: url}
+		name := fmt.Sprintf("replica-%d", i+1)
+		setup := replicaSetup{Name: name, serveSetup: serveSetup{Dir: r.path(name)}, DSN: schema.DSN, Bus: *bus, BusURL: url}
 		if *sinks {
-			setup.FileSink = filepath.Join(rdir, "out")
+			setup.FileSink = filepath.Join(setup.Dir, "out")
 			setup.HookURL = hook.url()
 		}
-		if procs[i], err = newReplica(bin, setup); err != nil {
+		if procs[i], err = r.replica(setup); err != nil {
 			return err
 		}
 		addrs = append(addrs, procs[i].addr)
 	}
-	defer func() {
-		for _, p := range procs {
-			_ = p.kill9()
-		}
-	}()
 	for i, p := range procs {
 		if err := p.start(context.Background()); err != nil {
 			return fmt.Errorf("replica %d: %w", i+1, err)
@@ -159,9 +143,9 @@ func cmdReplicas(args []string) error {
 	}
 	logf := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 	lb := newBalancer(addrs, *conns, 10*time.Second, *health == "readyz", logf)
-	defer lb.close()
+	r.onClose(lb.close)
 
-	fmt.Printf("machine: %s\n", machine())
+	printMachine()
 	busName := *bus
 	if url != "" {
 		busName += " at " + url
@@ -175,7 +159,7 @@ func cmdReplicas(args []string) error {
 		len(load.Calls), len(live), *sessions, nJobs, size/max(1, len(load.Calls)), *conns, rateName(*rate), *duration, c.seed)
 
 	if *warm > 0 {
-		wl, err := liveCallbacks(c.seed+1_000_000, *warm, *sessions)
+		wl, err := liveCallbacks(c.seed+warmSeed, *warm, *sessions)
 		if err != nil {
 			return err
 		}
@@ -308,14 +292,6 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 		}
 	})
 	return given
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 // scenarioRun is the fault of a run and what it observed.

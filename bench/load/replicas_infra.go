@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/scribehook/scribehook/internal/testinfra"
@@ -43,68 +42,56 @@ func newBroker(kind, dir string) (*testinfra.Broker, error) {
 	return testinfra.NewBroker(testinfra.BrokerOptions{Kind: kind, Dir: dir, Persist: true, Started: track, Exited: untrack})
 }
 
-// replicaSetup is one serve replica's configuration.
+// startBroker starts the bus's broker in the work directory, stopped when the run ends.
+func (r *rig) startBroker(kind string) (*testinfra.Broker, error) {
+	b, err := newBroker(kind, r.path("broker"))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Start(); err != nil {
+		return nil, err
+	}
+	r.onClose(func() { _ = b.Stop() })
+	return b, nil
+}
+
+// replicaSetup is one serve replica's configuration: its directory, file sink and webhook
+// sink as a single serve's, and its share of the shared store and bus.
 type replicaSetup struct {
-	Name     string
-	Dir      string
-	DSN      string
-	Bus      string // gochannel, redisstream, nats
-	BusURL   string
-	FileSink string // empty: none
-	HookURL  string // empty: none
+	serveSetup
+	Name   string
+	DSN    string
+	Bus    string // gochannel, redisstream, nats
+	BusURL string
 }
 
 // replicaConfig is the YAML of one replica: the same as every other replica's but for its
 // listen address and its file sink's directory. public_url would be the load balancer's
-// address in production; here each replica names itself (nothing is submitted).
+// address in production; here each replica names itself (nothing is submitted). Sinks are
+// named alike on every replica: a sink's queue in PostgreSQL is shared by name, and each
+// delivery is worked by whichever replica claims it.
 func replicaConfig(s replicaSetup, addr string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: %s\npublic_url: http://%s\nread_token_env: %s\n", addr, addr, envRead)
-	fmt.Fprintf(&b, "service:\n  base_url: http://127.0.0.1:9\n  api_key_env: %s\n", envNoAPIKey)
+	configHead(&b, addr)
 	fmt.Fprintf(&b, "store:\n  driver: postgres\n  dsn: %q\n", s.DSN)
 	fmt.Fprintf(&b, "bus:\n  driver: %s\n", s.Bus)
 	if s.BusURL != "" {
 		fmt.Fprintf(&b, "  url: %s\n", s.BusURL)
 	}
-	fmt.Fprintf(&b, "routes:\n  - name: bench\n    token_env: %s\n", envRoute)
-	b.WriteString("subtitles:\n  formats: []\n")
-	if s.FileSink == "" && s.HookURL == "" {
-		b.WriteString("sinks: []\n")
-		return b.String()
-	}
-	// Sinks are named alike on every replica: a sink's queue in PostgreSQL is shared by name,
-	// and each delivery is worked by whichever replica claims it.
-	b.WriteString("sinks:\n")
-	if s.FileSink != "" {
-		fmt.Fprintf(&b, "  - name: files\n    kind: file\n    dir: %q\n    events: [\"*\"]\n", s.FileSink)
-	}
-	if s.HookURL != "" {
-		fmt.Fprintf(&b, "  - name: hook\n    kind: webhook\n    url: %s\n    secret_env: %s\n    events: [\"*\"]\n    allow: [127.0.0.0/8]\n",
-			s.HookURL, envHook)
-	}
+	configTail(&b, s.serveSetup)
 	return b.String()
 }
 
-// newReplica prepares a serve process for the setup; serveProc's start, stop and kill9 run it.
-func newReplica(bin string, s replicaSetup) (*serveProc, error) {
+// replica prepares a serve replica for the setup, killed when the run ends unless the run
+// stopped it; serveProc's start, stop and kill9 run it.
+func (r *rig) replica(s replicaSetup) (*serveProc, error) {
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("replica directory: %w", err)
 	}
-	addr, err := freeAddr()
+	p, err := prepareServe(r.bin, s.serveSetup, "", "replica", func(addr string) string { return replicaConfig(s, addr) })
 	if err != nil {
 		return nil, err
 	}
-	p := &serveProc{bin: bin, setup: serveSetup{Dir: s.Dir, FileSink: s.FileSink, HookURL: s.HookURL}, addr: addr,
-		cfg: filepath.Join(s.Dir, "serve.yaml")}
-	if err := os.WriteFile(p.cfg, []byte(replicaConfig(s, addr)), 0o600); err != nil {
-		return nil, fmt.Errorf("write replica configuration: %w", err)
-	}
-	// The user's own SCRIBEHOOK_* variables would override the generated configuration.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SCRIBEHOOK_") {
-			p.env = append(p.env, kv)
-		}
-	}
-	p.env = append(p.env, envRoute+"="+routeToken, envRead+"="+readToken, envHook+"="+hookSecret)
+	r.onClose(func() { _ = p.kill9() })
 	return p, nil
 }

@@ -66,13 +66,21 @@ func newServe(bin string, setup serveSetup) (*serveProc, error) {
 	if setup.Synchronous == "" {
 		setup.Synchronous = "full"
 	}
+	db := filepath.Join(setup.DBDir, "scribehook.db")
+	return prepareServe(bin, setup, db, "serve", func(addr string) string { return serveConfig(setup, addr, db) })
+}
+
+// prepareServe makes a serve process on a free loopback port, its configuration (what config
+// writes for that port) in setup.Dir; serveProc's start, stop and kill9 run it. what names the
+// process in an error.
+func prepareServe(bin string, setup serveSetup, db, what string, config func(addr string) string) (*serveProc, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	p := &serveProc{bin: bin, setup: setup, addr: addr, cfg: filepath.Join(setup.Dir, "serve.yaml"), db: filepath.Join(setup.DBDir, "scribehook.db")}
-	if err := os.WriteFile(p.cfg, []byte(p.config()), 0o600); err != nil {
-		return nil, fmt.Errorf("write serve configuration: %w", err)
+	p := &serveProc{bin: bin, setup: setup, addr: addr, cfg: filepath.Join(setup.Dir, "serve.yaml"), db: db}
+	if err := os.WriteFile(p.cfg, []byte(config(addr)), 0o600); err != nil {
+		return nil, fmt.Errorf("write %s configuration: %w", what, err)
 	}
 	// The user's own SCRIBEHOOK_* variables would override the generated configuration.
 	for _, kv := range os.Environ() {
@@ -84,37 +92,49 @@ func newServe(bin string, setup serveSetup) (*serveProc, error) {
 	return p, nil
 }
 
-// config is the YAML of the serve process: a static route without signature (the load tool
-// plays a service that posts to a configured URL), no service API key (nothing is resolved
-// over the network), and the sinks the run asks for.
-func (p *serveProc) config() string {
+// serveConfig is the YAML of a single serve on SQLite: a static route without signature (the
+// load tool plays a service that posts to a configured URL), no service API key (nothing is
+// resolved over the network), and the sinks the run asks for.
+func serveConfig(s serveSetup, addr, db string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: %s\npublic_url: http://%s\nread_token_env: %s\n", p.addr, p.addr, envRead)
-	fmt.Fprintf(&b, "service:\n  base_url: http://127.0.0.1:9\n  api_key_env: %s\n", envNoAPIKey)
-	fmt.Fprintf(&b, "store:\n  driver: sqlite\n  dsn: %q\n  synchronous: %s\n", p.db, p.setup.Synchronous)
-	fmt.Fprintf(&b, "routes:\n  - name: bench\n    token_env: %s\n", envRoute)
-	if p.setup.Subtitles {
-		fmt.Fprintf(&b, "subtitles:\n  profile: netflix-adult\n  formats: [srt, vtt]\n  dir: %q\n", filepath.Join(p.setup.Dir, "artifacts"))
+	configHead(&b, addr)
+	fmt.Fprintf(&b, "store:\n  driver: sqlite\n  dsn: %q\n  synchronous: %s\n", db, s.Synchronous)
+	configTail(&b, s)
+	return b.String()
+}
+
+// configHead starts every configuration the tool writes: where serve listens and the service
+// it would talk to, which is never reached.
+func configHead(b *strings.Builder, addr string) {
+	fmt.Fprintf(b, "listen: %s\npublic_url: http://%s\nread_token_env: %s\n", addr, addr, envRead)
+	fmt.Fprintf(b, "service:\n  base_url: http://127.0.0.1:9\n  api_key_env: %s\n", envNoAPIKey)
+}
+
+// configTail ends every configuration the tool writes: the route the load posts to, the
+// subtitles and the sinks of s.
+func configTail(b *strings.Builder, s serveSetup) {
+	fmt.Fprintf(b, "routes:\n  - name: bench\n    token_env: %s\n", envRoute)
+	if s.Subtitles {
+		fmt.Fprintf(b, "subtitles:\n  profile: netflix-adult\n  formats: [srt, vtt]\n  dir: %q\n", filepath.Join(s.Dir, "artifacts"))
 	} else {
 		b.WriteString("subtitles:\n  formats: []\n")
 	}
-	if p.setup.FileSink == "" && p.setup.HookURL == "" {
+	if s.FileSink == "" && s.HookURL == "" {
 		b.WriteString("sinks: []\n")
-	} else {
-		b.WriteString("sinks:\n")
-		if p.setup.FileSink != "" {
-			fmt.Fprintf(&b, "  - name: files\n    kind: file\n    dir: %q\n    events: [\"*\"]\n", p.setup.FileSink)
-		}
-		if p.setup.HookURL != "" {
-			events := p.setup.HookEvents
-			if events == "" {
-				events = "*"
-			}
-			fmt.Fprintf(&b, "  - name: hook\n    kind: webhook\n    url: %s\n    secret_env: %s\n    events: [%q]\n    allow: [127.0.0.0/8]\n",
-				p.setup.HookURL, envHook, events)
-		}
+		return
 	}
-	return b.String()
+	b.WriteString("sinks:\n")
+	if s.FileSink != "" {
+		fmt.Fprintf(b, "  - name: files\n    kind: file\n    dir: %q\n    events: [\"*\"]\n", s.FileSink)
+	}
+	if s.HookURL != "" {
+		events := s.HookEvents
+		if events == "" {
+			events = "*"
+		}
+		fmt.Fprintf(b, "  - name: hook\n    kind: webhook\n    url: %s\n    secret_env: %s\n    events: [%q]\n    allow: [127.0.0.0/8]\n",
+			s.HookURL, envHook, events)
+	}
 }
 
 // freeAddr picks a loopback port that is free now; serve binds it itself a moment later.
