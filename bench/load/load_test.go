@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,38 @@ func TestGeneratedServeConfigurationLoads(t *testing.T) {
 	if cfg.Listen != p.addr || cfg.Store.DSN != p.db || len(cfg.Sinks) != 2 || cfg.Sinks[1].Allow[0] != "127.0.0.0/8" ||
 		len(cfg.Subtitles.Formats) != 2 || secrets.Routes["bench"].Token != routeToken || secrets.ReadToken != readToken {
 		t.Errorf("configuration = %+v", cfg)
+	}
+}
+
+// The verdict on acknowledged calls is shared by the single serve's check and the replicas':
+// each names the call its own way in a problem, and both count alike.
+func TestJudgeCountsEachWayACallCanFail(t *testing.T) {
+	st := storeState{
+		inbox: map[string]inboxRow{
+			"ok": {1, "done"}, "pending": {2, "pending"}, "lost": {3, "done"}, "twice": {4, "done"}, "job": {5, "done"},
+		},
+		liveRows: map[int64]int{1: 1, 4: 2},
+		jobs:     map[string]string{"j1": "failed"},
+	}
+	calls := []callback{
+		{DedupeKey: "ok", MsgKey: "m"}, {DedupeKey: "missing", MsgKey: "m"}, {DedupeKey: "pending", MsgKey: "m"},
+		{DedupeKey: "lost", MsgKey: "m"}, {DedupeKey: "twice", MsgKey: "m"}, {DedupeKey: "job", JobID: "j1"},
+	}
+	c := applied{maxProblems: 10}
+	for i, call := range calls {
+		c.judge(st, call, call.MsgKey != "", func() (string, string) { return fmt.Sprintf("call %d", i), fmt.Sprintf(" (call %d)", i) })
+	}
+	if c.Acked != 6 || c.Missing != 1 || c.NotDone != 1 || c.NoEffect != 2 || c.Twice != 1 {
+		t.Errorf("counts %+v", c)
+	}
+	want := []string{
+		"call 1 has no inbox row",
+		"inbox row 2 (call 2) is pending",
+		"inbox row 3 (call 3) is done but its live message is not stored",
+		"inbox row 4 (call 4) stored 2 live messages",
+		`job j1 (call 5): record status "failed"`,
+	}
+	if strings.Join(c.Problems, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s", strings.Join(c.Problems, "\n"))
 	}
 }

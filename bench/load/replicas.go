@@ -347,7 +347,7 @@ func (s *scenarioRun) kill(acked *atomic.Int64) error {
 	if s.leasedAtKill, err = leasedDeliveries(s.db); err != nil {
 		return err
 	}
-	b, _ := pgBacklog(context.Background(), s.db)
+	b, _ := readBacklog(context.Background(), s.db)
 	fmt.Printf("kill: replica %d (pid %d) killed with SIGKILL at %d acknowledged; at that moment %d inbox rows pending, %d sink deliveries queued, %d of them leased\n",
 		s.killed+1, pid, acked.Load(), b.Pending, b.SinkQueued, len(s.leasedAtKill))
 	time.Sleep(2 * time.Second)

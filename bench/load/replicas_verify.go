@@ -14,20 +14,6 @@ import (
 // Verification of the replicas run, in PostgreSQL (the replicas' shared store), in the webhook
 // receiver and in the replicas' file sink directories.
 
-// pgBacklog counts inbox rows not processed yet and sink deliveries not settled yet.
-func pgBacklog(ctx context.Context, db *sql.DB) (backlog, error) {
-	var b backlog
-	err := db.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM inbox WHERE status = 'pending'),
-		(SELECT count(*) FROM inbox WHERE status = 'failed'),
-		(SELECT count(*) FROM sink_deliveries WHERE status = 'queued'),
-		(SELECT count(*) FROM sink_deliveries WHERE status = 'dead')`).Scan(&b.Pending, &b.Failed, &b.SinkQueued, &b.SinkDead)
-	if err != nil {
-		return b, fmt.Errorf("read backlog: %w", err)
-	}
-	return b, nil
-}
-
 // pgWaitDrained waits until no inbox row is pending and no sink delivery queued, or timeout.
 func pgWaitDrained(db *sql.DB, timeout time.Duration) (backlog, time.Duration, error) {
 	return pgWaitDrainedVerbose(db, timeout, 0)
@@ -35,27 +21,7 @@ func pgWaitDrained(db *sql.DB, timeout time.Duration) (backlog, time.Duration, e
 
 // pgWaitDrainedVerbose is pgWaitDrained that prints the backlog every `every` (0: never).
 func pgWaitDrainedVerbose(db *sql.DB, timeout, every time.Duration) (backlog, time.Duration, error) {
-	start := time.Now()
-	next := every
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		b, err := pgBacklog(ctx, db)
-		cancel()
-		if err != nil {
-			return b, time.Since(start), err
-		}
-		if b.Pending == 0 && b.SinkQueued == 0 {
-			return b, time.Since(start), nil
-		}
-		if every > 0 && time.Since(start) >= next {
-			fmt.Printf("drain: +%s: %d inbox rows pending, %d sink deliveries queued\n", next, b.Pending, b.SinkQueued)
-			next += every
-		}
-		if time.Since(start) > timeout {
-			return b, time.Since(start), fmt.Errorf("not drained after %s: %d inbox rows pending, %d sink deliveries queued", timeout, b.Pending, b.SinkQueued)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitBacklog(db, drainWait{sinks: true, timeout: timeout, every: every, poll: 100 * time.Millisecond})
 }
 
 // leased is a sink delivery under a lease at some moment.
@@ -140,17 +106,13 @@ func readDeliveries(db *sql.DB, ids []int64) ([]deliveryState, error) {
 
 // replicaCheck is the verdict of the store checks.
 type replicaCheck struct {
-	Acked, Unacked int
-	// Missing: answered 2xx, no inbox row under its dedupe key. NotDone: the row is there, not
-	// processed. NoEffect: processed but its live message or job record is missing. Twice:
-	// applied more than once.
-	Missing, NotDone, NoEffect, Twice int
+	applied
+	Unacked int
 	// Sessions checked, and those whose stored messages are not in the order sent (Disorder),
 	// lack an acknowledged message (counted in NoEffect), or have gaps in seq.
 	Sessions, Disorder, SeqGaps int
 	// Stored but never acknowledged (the answer was lost): allowed, at least once.
 	StoredUnacked int
-	Problems      []string
 }
 
 func (c replicaCheck) ok() bool {
@@ -166,23 +128,13 @@ func (c replicaCheck) String() string {
 	return s
 }
 
-func (c *replicaCheck) problem(format string, args ...any) {
-	if len(c.Problems) < 5 {
-		c.Problems = append(c.Problems, fmt.Sprintf(format, args...))
-	}
-}
-
 // verifyReplicas checks, in PostgreSQL, every acknowledged delivery: stored once under its
 // dedupe key, processed, applied once; and every live session's stored messages (in seq
 // order) in the order they were sent.
 func verifyReplicas(db *sql.DB, l replicaLoad, out []rOutcome) (replicaCheck, error) {
-	var c replicaCheck
+	c := replicaCheck{applied: applied{maxProblems: 5}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	type inboxRow struct {
-		id     int64
-		status string
-	}
 	byKey := map[string]int{}
 	for i, call := range l.Calls {
 		if prev, ok := byKey[call.DedupeKey]; ok {
@@ -190,54 +142,20 @@ func verifyReplicas(db *sql.DB, l replicaLoad, out []rOutcome) (replicaCheck, er
 		}
 		byKey[call.DedupeKey] = i
 	}
-	inbox := map[string]inboxRow{}
-	callOfRow := map[int64]int{}
-	rows, err := db.QueryContext(ctx, `SELECT id, dedupe_key, status FROM inbox`)
+	st, err := readStoreState(ctx, db, postgresSamePayload)
 	if err != nil {
-		return c, fmt.Errorf("read inbox: %w", err)
+		return c, err
 	}
-	for rows.Next() {
-		var r inboxRow
-		var key string
-		if err := rows.Scan(&r.id, &key, &r.status); err != nil {
-			rows.Close()
-			return c, fmt.Errorf("read inbox: %w", err)
-		}
-		inbox[key] = r
+	callOfRow := map[int64]int{}
+	for key, r := range st.inbox {
 		if i, ok := byKey[key]; ok {
 			callOfRow[r.id] = i
 		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return c, fmt.Errorf("read inbox: %w", err)
+	if st.samePayload > 0 {
+		c.Twice += st.samePayload
+		c.problem("%d live messages stored twice with the same session and payload", st.samePayload)
 	}
-	perRow, err := liveMessagesPerRow(ctx, db)
-	if err != nil {
-		return c, err
-	}
-	var samePayload int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) - count(DISTINCT (session_id, payload)) FROM live_messages`).Scan(&samePayload); err != nil {
-		return c, fmt.Errorf("count repeated live messages: %w", err)
-	}
-	if samePayload > 0 {
-		c.Twice += samePayload
-		c.problem("%d live messages stored twice with the same session and payload", samePayload)
-	}
-	jobs := map[string]string{}
-	rows, err = db.QueryContext(ctx, `SELECT id, status FROM jobs`)
-	if err != nil {
-		return c, fmt.Errorf("read jobs: %w", err)
-	}
-	for rows.Next() {
-		var id, status string
-		if err := rows.Scan(&id, &status); err != nil {
-			rows.Close()
-			return c, fmt.Errorf("read jobs: %w", err)
-		}
-		jobs[id] = status
-	}
-	rows.Close()
 
 	acked := make([]bool, len(l.Calls))
 	for i, o := range out {
@@ -245,39 +163,17 @@ func verifyReplicas(db *sql.DB, l replicaLoad, out []rOutcome) (replicaCheck, er
 			continue
 		}
 		call := l.Calls[i]
-		r, stored := inbox[call.DedupeKey]
 		if o.Status/100 != 2 {
 			c.Unacked++
-			if stored {
+			if _, stored := st.inbox[call.DedupeKey]; stored {
 				c.StoredUnacked++
 			}
 			continue
 		}
 		acked[i] = true
-		c.Acked++
-		switch {
-		case !stored:
-			c.Missing++
-			c.problem("call %d (%s, acknowledged by replica %d as %s id %d) has no inbox row", i, call.DedupeKey, o.Replica+1, o.Ack, o.AckID)
-			continue
-		case r.status != "done":
-			c.NotDone++
-			c.problem("inbox row %d (call %d) is %s", r.id, i, r.status)
-			continue
-		}
-		if i < l.LiveN {
-			switch n := perRow[r.id]; {
-			case n == 0:
-				c.NoEffect++
-				c.problem("inbox row %d (call %d) is done but its live message is not stored", r.id, i)
-			case n > 1:
-				c.Twice++
-				c.problem("inbox row %d (call %d) stored %d live messages", r.id, i, n)
-			}
-		} else if jobs[call.JobID] != string(api.StatusDone) {
-			c.NoEffect++
-			c.problem("job %s (call %d): record status %q", call.JobID, i, jobs[call.JobID])
-		}
+		c.judge(st, call, i < l.LiveN, func() (string, string) {
+			return fmt.Sprintf("call %d (%s, acknowledged by replica %d as %s id %d)", i, call.DedupeKey, o.Replica+1, o.Ack, o.AckID), fmt.Sprintf(" (call %d)", i)
+		})
 	}
 
 	// Order: each session's messages by seq must be the calls of that session in the order
@@ -291,7 +187,7 @@ func verifyReplicas(db *sql.DB, l replicaLoad, out []rOutcome) (replicaCheck, er
 		sessionOf[l.Calls[s].JobID] = s
 	}
 	bySession := map[int][]stored{}
-	rows, err = db.QueryContext(ctx, `SELECT session_id, seq, inbox_id FROM live_messages ORDER BY session_id, seq`)
+	rows, err := db.QueryContext(ctx, `SELECT session_id, seq, inbox_id FROM live_messages ORDER BY session_id, seq`)
 	if err != nil {
 		return c, fmt.Errorf("read live messages: %w", err)
 	}

@@ -34,14 +34,15 @@ func openReadOnly(path string) (*sql.DB, error) {
 	return db, nil
 }
 
-// backlog counts inbox rows not processed yet and sink deliveries not delivered yet.
+// backlog counts inbox rows not processed yet and sink deliveries not settled yet.
 type backlog struct {
 	Pending, Failed, SinkQueued, SinkDead int64
 }
 
-func readBacklog(db *sql.DB) (backlog, error) {
+// readBacklog counts the backlog of a store, SQLite or PostgreSQL: the query is the same.
+func readBacklog(ctx context.Context, db *sql.DB) (backlog, error) {
 	var b backlog
-	err := db.QueryRow(`SELECT
+	err := db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM inbox WHERE status = 'pending'),
 		(SELECT count(*) FROM inbox WHERE status = 'failed'),
 		(SELECT count(*) FROM sink_deliveries WHERE status = 'queued'),
@@ -52,32 +53,118 @@ func readBacklog(db *sql.DB) (backlog, error) {
 	return b, nil
 }
 
-// waitDrained waits until no inbox row is pending (and, with sinks, no sink delivery is
-// queued), or the timeout. It returns the last backlog and how long the wait took.
+// drainWait is how to wait for a store's backlog to drain.
+type drainWait struct {
+	sinks   bool          // wait for the sink queues too, not only the inbox
+	timeout time.Duration // bound of the wait
+	every   time.Duration // print the backlog this often while waiting; 0: never
+	poll    time.Duration // interval between reads
+}
+
+// waitBacklog waits until no inbox row is pending (and, with w.sinks, no sink delivery is
+// queued), or w.timeout. It returns the last backlog and how long the wait took.
+func waitBacklog(db *sql.DB, w drainWait) (backlog, time.Duration, error) {
+	start := time.Now()
+	next := w.every
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		b, err := readBacklog(ctx, db)
+		cancel()
+		if err != nil {
+			return b, time.Since(start), err
+		}
+		if b.Pending == 0 && (!w.sinks || b.SinkQueued == 0) {
+			return b, time.Since(start), nil
+		}
+		if w.every > 0 && time.Since(start) >= next {
+			fmt.Printf("drain: +%s: %d inbox rows pending, %d sink deliveries queued\n", next, b.Pending, b.SinkQueued)
+			next += w.every
+		}
+		if time.Since(start) > w.timeout {
+			return b, time.Since(start), fmt.Errorf("not drained after %s: %d inbox rows pending, %d sink deliveries queued", w.timeout, b.Pending, b.SinkQueued)
+		}
+		time.Sleep(w.poll)
+	}
+}
+
+// waitDrained waits for serve's SQLite backlog (with sinks, the sink queues too) to drain.
 func waitDrained(dbPath string, sinks bool, timeout time.Duration) (backlog, time.Duration, error) {
 	db, err := openReadOnly(dbPath)
 	if err != nil {
 		return backlog{}, 0, err
 	}
 	defer db.Close()
-	start := time.Now()
-	for {
-		b, err := readBacklog(db)
-		if err != nil {
-			return b, time.Since(start), err
-		}
-		if b.Pending == 0 && (!sinks || b.SinkQueued == 0) {
-			return b, time.Since(start), nil
-		}
-		if time.Since(start) > timeout {
-			return b, time.Since(start), fmt.Errorf("not drained after %s: %d inbox rows pending, %d sink deliveries queued", timeout, b.Pending, b.SinkQueued)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return waitBacklog(db, drainWait{sinks: sinks, timeout: timeout, poll: 50 * time.Millisecond})
 }
 
-// storeCheck is the verdict on every acknowledged delivery: stored, processed, once.
-type storeCheck struct {
+// storeState is what the verification reads of a store, SQLite or PostgreSQL alike: the inbox
+// by dedupe key, the stored live messages per inbox row, the job records' statuses, and how
+// many live messages repeat another's session and payload.
+type storeState struct {
+	inbox       map[string]inboxRow
+	liveRows    map[int64]int
+	jobs        map[string]string
+	samePayload int
+}
+
+type inboxRow struct {
+	id     int64
+	status string
+}
+
+// The count of live messages that repeat another's session and payload: only the way to pair
+// the two columns differs between the dialects.
+const (
+	sqliteSamePayload   = `SELECT count(*) - count(DISTINCT session_id || char(0) || payload) FROM live_messages`
+	postgresSamePayload = `SELECT count(*) - count(DISTINCT (session_id, payload)) FROM live_messages`
+)
+
+func readStoreState(ctx context.Context, db *sql.DB, samePayloadSQL string) (storeState, error) {
+	s := storeState{inbox: map[string]inboxRow{}, jobs: map[string]string{}}
+	rows, err := db.QueryContext(ctx, `SELECT id, dedupe_key, status FROM inbox`)
+	if err != nil {
+		return s, fmt.Errorf("read inbox: %w", err)
+	}
+	for rows.Next() {
+		var r inboxRow
+		var key string
+		if err := rows.Scan(&r.id, &key, &r.status); err != nil {
+			rows.Close()
+			return s, fmt.Errorf("read inbox: %w", err)
+		}
+		s.inbox[key] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("read inbox: %w", err)
+	}
+	if s.liveRows, err = liveMessagesPerRow(ctx, db); err != nil {
+		return s, err
+	}
+	if err := db.QueryRowContext(ctx, samePayloadSQL).Scan(&s.samePayload); err != nil {
+		return s, fmt.Errorf("count repeated live messages: %w", err)
+	}
+	rows, err = db.QueryContext(ctx, `SELECT id, status FROM jobs`)
+	if err != nil {
+		return s, fmt.Errorf("read jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, status string
+		if err := rows.Scan(&id, &status); err != nil {
+			return s, fmt.Errorf("read jobs: %w", err)
+		}
+		s.jobs[id] = status
+	}
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("read jobs: %w", err)
+	}
+	return s, nil
+}
+
+// applied is the part of a verdict that is the same for one serve and for replicas: every
+// acknowledged delivery stored, processed, applied once.
+type applied struct {
 	Acked int
 	// Missing: answered 2xx but no inbox row has its dedupe key.
 	Missing int
@@ -85,10 +172,55 @@ type storeCheck struct {
 	NotDone int
 	// NoEffect: processed, but its effect (the live message or the job record) is missing.
 	NoEffect int
-	// Twice: live messages stored more than once (same inbox row, or same session and payload).
+	// Twice: applied more than once (same inbox row, or same session and payload).
 	Twice    int
 	Problems []string
+	// maxProblems bounds the examples kept for the report.
+	maxProblems int
 }
+
+func (c *applied) problem(format string, args ...any) {
+	if len(c.Problems) < c.maxProblems {
+		c.Problems = append(c.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// judge checks one call answered 2xx against s: in the inbox under its dedupe key, processed,
+// and its effect there once (a live message when live, else a job record done). describe names
+// the call in a problem (who) and what follows an inbox row's or a job's id (note); it is
+// called only for a problem.
+func (c *applied) judge(s storeState, call callback, live bool, describe func() (who, note string)) {
+	c.Acked++
+	r, stored := s.inbox[call.DedupeKey]
+	switch {
+	case !stored:
+		c.Missing++
+		who, _ := describe()
+		c.problem("%s has no inbox row", who)
+	case r.status != "done":
+		c.NotDone++
+		_, note := describe()
+		c.problem("inbox row %d%s is %s", r.id, note, r.status)
+	case live:
+		switch n := s.liveRows[r.id]; {
+		case n == 0:
+			c.NoEffect++
+			_, note := describe()
+			c.problem("inbox row %d%s is done but its live message is not stored", r.id, note)
+		case n > 1:
+			c.Twice++
+			_, note := describe()
+			c.problem("inbox row %d%s stored %d live messages", r.id, note, n)
+		}
+	case s.jobs[call.JobID] != string(api.StatusDone):
+		c.NoEffect++
+		_, note := describe()
+		c.problem("job %s%s: record status %q", call.JobID, note, s.jobs[call.JobID])
+	}
+}
+
+// storeCheck is the verdict on every delivery a single serve acknowledged.
+type storeCheck struct{ applied }
 
 func (c storeCheck) ok() bool { return c.Missing+c.NotDone+c.NoEffect+c.Twice == 0 }
 
@@ -101,97 +233,29 @@ func (c storeCheck) String() string {
 	return s
 }
 
-func (c *storeCheck) problem(format string, args ...any) {
-	if len(c.Problems) < 3 {
-		c.Problems = append(c.Problems, fmt.Sprintf(format, args...))
-	}
-}
-
-// verifyStore checks that every call answered 2xx is in the inbox under its dedupe key,
-// processed, and applied exactly once: a live message stored once, a job record done.
+// verifyStore checks, in serve's SQLite file, that every call answered 2xx is in the inbox
+// under its dedupe key, processed, and applied exactly once: a live message stored once, a
+// job record done.
 func verifyStore(dbPath string, calls []callback, out []outcome) (storeCheck, error) {
-	var c storeCheck
+	c := storeCheck{applied{maxProblems: 3}}
 	db, err := openReadOnly(dbPath)
 	if err != nil {
 		return c, err
 	}
 	defer db.Close()
-	ctx := context.Background()
-	type row struct {
-		id     int64
-		status string
-	}
-	inbox := map[string]row{}
-	rows, err := db.QueryContext(ctx, `SELECT id, dedupe_key, status FROM inbox`)
-	if err != nil {
-		return c, fmt.Errorf("read inbox: %w", err)
-	}
-	for rows.Next() {
-		var r row
-		var key string
-		if err := rows.Scan(&r.id, &key, &r.status); err != nil {
-			rows.Close()
-			return c, fmt.Errorf("read inbox: %w", err)
-		}
-		inbox[key] = r
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return c, fmt.Errorf("read inbox: %w", err)
-	}
-	liveRows, err := liveMessagesPerRow(ctx, db)
+	st, err := readStoreState(context.Background(), db, sqliteSamePayload)
 	if err != nil {
 		return c, err
 	}
-	var samePayload int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) - count(DISTINCT session_id || char(0) || payload) FROM live_messages`).Scan(&samePayload); err != nil {
-		return c, fmt.Errorf("count repeated live messages: %w", err)
-	}
-	c.Twice += samePayload
-	jobs := map[string]string{}
-	rows, err = db.QueryContext(ctx, `SELECT id, status FROM jobs`)
-	if err != nil {
-		return c, fmt.Errorf("read jobs: %w", err)
-	}
-	for rows.Next() {
-		var id, status string
-		if err := rows.Scan(&id, &status); err != nil {
-			rows.Close()
-			return c, fmt.Errorf("read jobs: %w", err)
-		}
-		jobs[id] = status
-	}
-	rows.Close()
+	c.Twice += st.samePayload
 	for i, o := range out {
 		if !o.Sent || o.Status/100 != 2 {
 			continue
 		}
-		c.Acked++
 		call := calls[i]
-		r, ok := inbox[call.DedupeKey]
-		switch {
-		case !ok:
-			c.Missing++
-			c.problem("call %d (ack id %d) has no inbox row", i, o.AckID)
-			continue
-		case r.status != "done":
-			c.NotDone++
-			c.problem("inbox row %d is %s", r.id, r.status)
-			continue
-		}
-		if call.MsgKey != "" {
-			switch n := liveRows[r.id]; {
-			case n == 0:
-				c.NoEffect++
-				c.problem("inbox row %d is done but its live message is not stored", r.id)
-			case n > 1:
-				c.Twice++
-				c.problem("inbox row %d stored %d live messages", r.id, n)
-			}
-		} else if jobs[call.JobID] != string(api.StatusDone) {
-			c.NoEffect++
-			c.problem("job %s: record status %q", call.JobID, jobs[call.JobID])
-		}
+		c.judge(st, call, call.MsgKey != "", func() (string, string) {
+			return fmt.Sprintf("call %d (ack id %d)", i, o.AckID), ""
+		})
 	}
 	return c, nil
 }
