@@ -57,7 +57,7 @@ func faultDiskFull(args []string) error {
 	send := func(cs []callback, retry bool) loadResult {
 		return runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: cs, Conns: 4, Retry: retry, RetryFor: time.Minute, Timeout: 20 * time.Second})
 	}
-	var problems []string
+	var problems findings
 	base := send(before, false)
 	fmt.Printf("before: %s\n", describeLoad(base))
 	if base.OK != len(before) {
@@ -92,15 +92,15 @@ func faultDiskFull(args []string) error {
 	}
 	fmt.Printf("while full: %d sent, answers %s\n", sent, statusLine(full.Statuses))
 	if full.Statuses[0] > 0 {
-		problems = append(problems, fmt.Sprintf("%d callbacks got no answer while the disk was full", full.Statuses[0]))
+		problems.add("%d callbacks got no answer while the disk was full", full.Statuses[0])
 	}
 	for code, k := range full.Statuses {
 		if code/100 == 4 {
-			problems = append(problems, fmt.Sprintf("%d callbacks answered %d while the disk was full: the service would not retry them", k, code))
+			problems.add("%d callbacks answered %d while the disk was full: the service would not retry them", k, code)
 		}
 	}
 	if streak < 20 {
-		problems = append(problems, fmt.Sprintf("the disk never looked full: %d callbacks, no 20 failures in a row", sent))
+		problems.add("the disk never looked full: %d callbacks, no 20 failures in a row", sent)
 	}
 	for _, o := range full.Out {
 		if o.Status == 503 {
@@ -112,7 +112,7 @@ func faultDiskFull(args []string) error {
 	if code, body := httpGet(srv.url("/readyz")); code != 0 {
 		fmt.Printf("/readyz while full: %d %s\n", code, strings.TrimSpace(truncate(body, 200)))
 		if code != 503 {
-			problems = append(problems, fmt.Sprintf("/readyz answered %d while the disk was full, want 503", code))
+			problems.add("/readyz answered %d while the disk was full, want 503", code)
 		}
 	}
 	if !srv.alive() {
@@ -137,7 +137,7 @@ func faultDiskFull(args []string) error {
 	}
 	fmt.Printf("space back: first 2xx %s after the filler was removed\n", recovered.Round(time.Millisecond))
 	if code, body := httpGet(srv.url("/readyz")); code != 200 {
-		problems = append(problems, fmt.Sprintf("/readyz answered %d %s once space returned, want 200", code, strings.TrimSpace(truncate(body, 200))))
+		problems.add("/readyz answered %d %s once space returned, want 200", code, strings.TrimSpace(truncate(body, 200)))
 	}
 	rest := send(after, true)
 	// The service retries what was answered 5xx: those deliveries must now be stored.
@@ -150,7 +150,7 @@ func faultDiskFull(args []string) error {
 	again := send(retried, true)
 	fmt.Printf("after: %s; the %d refused deliveries resent: %s\n", describeLoad(rest), len(retried), describeLoad(again))
 	if rest.OK != len(after) || again.OK != len(retried) {
-		problems = append(problems, fmt.Sprintf("after recovery: %d/%d and %d/%d acknowledged", rest.OK, len(after), again.OK, len(retried)))
+		problems.add("after recovery: %d/%d and %d/%d acknowledged", rest.OK, len(after), again.OK, len(retried))
 	}
 	left, waited, derr := waitDrained(srv.db, false, 2*time.Minute)
 	fmt.Printf("processing: drained %s later (%d pending, %d failed)\n", waited.Round(time.Millisecond), left.Pending, left.Failed)
@@ -158,7 +158,7 @@ func faultDiskFull(args []string) error {
 		problems = append(problems, derr.Error())
 	}
 	if left.Failed > 0 {
-		problems = append(problems, fmt.Sprintf("%d inbox rows marked failed: deliveries acknowledged but never processed", left.Failed))
+		problems.add("%d inbox rows marked failed: deliveries acknowledged but never processed", left.Failed)
 	}
 	all := append(append(append([]callback{}, before...), during[:sent]...), after...)
 	outs := append(append(append([]outcome{}, base.Out...), full.Out[:sent]...), rest.Out...)
@@ -172,19 +172,15 @@ func faultDiskFull(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("store: %s\n", check)
-	if !check.ok() {
-		problems = append(problems, "store: "+check.String())
-	}
+	problems.check("store", check)
 	if *remount {
 		if err := readOnlyRestart(srv, *dbDir, after[len(after)-1]); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
-	if len(problems) > 0 {
-		return errors.New("disk full: " + strings.Join(problems, "; "))
+	if err := problems.pass("disk full", "5xx while the disk was full, 2xx again once space returned, every 2xx stored and processed"); err != nil {
+		return err
 	}
-	fmt.Println("PASS: 5xx while the disk was full, 2xx again once space returned, every 2xx stored and processed")
 	return srv.stop()
 }
 

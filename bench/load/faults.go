@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -109,49 +108,36 @@ func faultKill(args []string) error {
 	if derr != nil {
 		return derr
 	}
-	var problems []string
+	var problems findings
 	check, err := verifyStore(srv.db, calls, res.Out)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("store: %s\n", check)
-	if !check.ok() {
-		problems = append(problems, "store: "+check.String())
-	}
+	problems.check("store", check)
 	if left.Failed > 0 || left.SinkDead > 0 {
-		problems = append(problems, fmt.Sprintf("%d inbox rows failed, %d sink deliveries dead", left.Failed, left.SinkDead))
+		problems.add("%d inbox rows failed, %d sink deliveries dead", left.Failed, left.SinkDead)
 	}
 	keys := keysOf(calls)
 	scan, err := scanFileSink(setup.FileSink)
 	if err != nil {
 		return err
 	}
-	fileMissing, fileTwice := 0, 0
-	for _, k := range keys {
-		switch len(scan.KeyIDs[k]) {
-		case 0:
-			fileMissing++
-		case 1:
-		default:
-			fileTwice++
-		}
-	}
+	fileMissing, fileTwice := keyCounts(keys, scan.KeyIDs)
 	fmt.Printf("file sink: %d event files, %d ids with more than one file, %d messages missing, %d messages under two event ids\n",
 		scan.Files, scan.dupFiles(), fileMissing, fileTwice)
 	if fileMissing+fileTwice+scan.dupFiles() > 0 || scan.Files != len(keys) {
-		problems = append(problems, fmt.Sprintf("file sink: %d files for %d events, %d missing, %d twice", scan.Files, len(keys), fileMissing, fileTwice))
+		problems.add("file sink: %d files for %d events, %d missing, %d twice", scan.Files, len(keys), fileMissing, fileTwice)
 	}
 	hookMissing := hook.waitKeys(keys, 5*time.Second)
 	st := hook.stats()
 	fmt.Printf("webhook: %d events, %d deliveries (%d event ids delivered more than once: allowed, at least once), %d missing, %d messages under two event ids, %d bad signatures\n",
 		st.Distinct, st.Total, st.Dups, hookMissing, st.KeysTwice, st.Bad)
 	if hookMissing > 0 || st.KeysTwice > 0 || st.Bad > 0 {
-		problems = append(problems, fmt.Sprintf("webhook: %d missing, %d under two ids, %d bad signatures", hookMissing, st.KeysTwice, st.Bad))
+		problems.add("webhook: %d missing, %d under two ids, %d bad signatures", hookMissing, st.KeysTwice, st.Bad)
 	}
-	if len(problems) > 0 {
-		return errors.New("kill -9 lost or repeated work: " + strings.Join(problems, "; "))
+	if err := problems.pass("kill -9 lost or repeated work", "every acknowledged delivery stored and processed once; every event at both sinks"); err != nil {
+		return err
 	}
-	fmt.Println("PASS: every acknowledged delivery stored and processed once; every event at both sinks")
 	return srv.stop()
 }
 
@@ -234,15 +220,15 @@ func faultWebhookDown(args []string) error {
 	fmt.Printf("file sink latency, callbacks received before the outage: %s\n", b)
 	fmt.Printf("file sink latency, received while the webhook was down:  %s\n", d)
 	fmt.Printf("file sink latency, received after it came back:          %s\n", a)
-	var problems []string
+	var problems findings
 	if derr != nil {
 		problems = append(problems, derr.Error())
 	}
 	if missing > 0 || left.SinkDead > 0 || st.Bad > 0 {
-		problems = append(problems, fmt.Sprintf("webhook: %d events missing, %d dead letters, %d bad signatures", missing, left.SinkDead, st.Bad))
+		problems.add("webhook: %d events missing, %d dead letters, %d bad signatures", missing, left.SinkDead, st.Bad)
 	}
 	if scan.Files != len(keys) {
-		problems = append(problems, fmt.Sprintf("file sink: %d event files for %d events", scan.Files, len(keys)))
+		problems.add("file sink: %d event files for %d events", scan.Files, len(keys))
 	}
 	// "Unchanged" on a shared machine: the median may not double and the tail may not grow by
 	// more than 3× (plus a little for noise). A file sink waiting behind the dead webhook would
@@ -250,22 +236,18 @@ func faultWebhookDown(args []string) error {
 	if d.N == 0 || b.N == 0 {
 		problems = append(problems, "file sink: no events before or during the outage to compare")
 	} else if d.P50 > 2*b.P50+20*time.Millisecond || d.P99 > 3*b.P99+100*time.Millisecond {
-		problems = append(problems, fmt.Sprintf("file sink slowed down during the outage: p50 %s → %s, p99 %s → %s", ms(b.P50), ms(d.P50), ms(b.P99), ms(d.P99)))
+		problems.add("file sink slowed down during the outage: p50 %s → %s, p99 %s → %s", ms(b.P50), ms(d.P50), ms(b.P99), ms(d.P99))
 	}
 	check, err := verifyStore(srv.db, calls, res.Out)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("store: %s\n", check)
-	if !check.ok() {
-		problems = append(problems, "store: "+check.String())
-	}
+	problems.check("store", check)
 	if res.OK != len(calls) {
-		problems = append(problems, fmt.Sprintf("%d callbacks not acknowledged (%s)", len(calls)-res.OK, res.statusLine()))
+		problems.add("%d callbacks not acknowledged (%s)", len(calls)-res.OK, res.statusLine())
 	}
-	if len(problems) > 0 {
-		return errors.New("webhook outage: " + strings.Join(problems, "; "))
+	if err := problems.pass("webhook outage", "nothing lost while the webhook target was down; the file sink kept its latency"); err != nil {
+		return err
 	}
-	fmt.Println("PASS: nothing lost while the webhook target was down; the file sink kept its latency")
 	return srv.stop()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -136,7 +135,7 @@ func faultSlow(args []string) error {
 	<-metricsDone
 	peak := sampler.stop()
 	fmt.Printf("ordinary callbacks meanwhile: %s\n", describeLoad(res))
-	var problems []string
+	var problems findings
 	for _, name := range []string{"idle", "slow headers", "slow body", "one address over the cap"} {
 		g := groups[name]
 		fmt.Printf("%s: %s\n", name, g)
@@ -145,13 +144,13 @@ func faultSlow(args []string) error {
 			want = *overCap
 		}
 		if got := g.refusedCount(); got != want {
-			problems = append(problems, fmt.Sprintf("%s: %d connections answered 429, want %d", name, got, want))
+			problems.add("%s: %d connections answered 429, want %d", name, got, want)
 		}
 		if g.dialErrs > 0 {
-			problems = append(problems, fmt.Sprintf("%s: %d connections refused", name, g.dialErrs))
+			problems.add("%s: %d connections refused", name, g.dialErrs)
 		}
 		if *hold >= 65*time.Second && g.open > 0 {
-			problems = append(problems, fmt.Sprintf("%s: %d connections still open after %s (read timeout 60 s)", name, g.open, *hold))
+			problems.add("%s: %d connections still open after %s (read timeout 60 s)", name, g.open, *hold)
 		}
 	}
 	// Idle workers of fasthttp's pool are stopped by a sweep every 10 s once idle for 10 s, and
@@ -172,13 +171,13 @@ func faultSlow(args []string) error {
 	fmt.Printf("goroutines: %.0f before, peak %.0f, %.0f after\n", gBefore, gPeak, gAfter)
 	fmt.Printf("memory: RSS before %s, peak %s, after %s (bound %d MiB)\n", mib(rssBefore), mib(peak), mib(rssAfter), *maxRSS)
 	if gAfter > gBefore+10 {
-		problems = append(problems, fmt.Sprintf("goroutines leaked: %.0f before, %.0f after", gBefore, gAfter))
+		problems.add("goroutines leaked: %.0f before, %.0f after", gBefore, gAfter)
 	}
 	if peak > int64(*maxRSS)<<20 {
-		problems = append(problems, fmt.Sprintf("RSS peaked at %s, over %d MiB", mib(peak), *maxRSS))
+		problems.add("RSS peaked at %s, over %d MiB", mib(peak), *maxRSS)
 	}
 	if res.OK != res.Sent || res.Sent == 0 {
-		problems = append(problems, fmt.Sprintf("ordinary callbacks: %d of %d acknowledged (%s)", res.OK, res.Sent, res.statusLine()))
+		problems.add("ordinary callbacks: %d of %d acknowledged (%s)", res.OK, res.Sent, res.statusLine())
 	}
 	check, err := verifyStore(srv.db, calls, res.Out)
 	if err != nil {
@@ -189,14 +188,10 @@ func faultSlow(args []string) error {
 	} else if check, err = verifyStore(srv.db, calls, res.Out); err != nil {
 		return err
 	}
-	fmt.Printf("store: %s\n", check)
-	if !check.ok() {
-		problems = append(problems, "store: "+check.String())
+	problems.check("store", check)
+	if err := problems.pass("slow clients", "memory bounded, ordinary callbacks answered, slow connections timed out, no goroutine leaked"); err != nil {
+		return err
 	}
-	if len(problems) > 0 {
-		return errors.New("slow clients: " + strings.Join(problems, "; "))
-	}
-	fmt.Println("PASS: memory bounded, ordinary callbacks answered, slow connections timed out, no goroutine leaked")
 	return srv.stop()
 }
 

@@ -232,15 +232,15 @@ func cmdReplicas(args []string) error {
 			fmt.Printf("replica %d bus counters: %s\n", i+1, busCounters(p))
 		}
 	}
-	var problems []string
+	var problems findings
 	if derr != nil {
 		problems = append(problems, derr.Error())
 	}
 	if left.Failed > 0 || left.SinkDead > 0 {
-		problems = append(problems, fmt.Sprintf("%d inbox rows failed, %d sink deliveries dead", left.Failed, left.SinkDead))
+		problems.add("%d inbox rows failed, %d sink deliveries dead", left.Failed, left.SinkDead)
 	}
 	if res.OK != res.Sent {
-		problems = append(problems, fmt.Sprintf("%d of %d callbacks never got a 2xx (%s; e.g. %s)", res.Sent-res.OK, res.Sent, statusLine(res.Statuses), res.FirstErr))
+		problems.add("%d of %d callbacks never got a 2xx (%s; e.g. %s)", res.Sent-res.OK, res.Sent, statusLine(res.Statuses), res.FirstErr)
 	}
 	if res.Sent != len(load.Calls) && res.Abandoned == 0 {
 		fmt.Printf("note: %d of %d callbacks sent within the bound of %s\n", res.Sent, len(load.Calls), *duration)
@@ -249,10 +249,7 @@ func cmdReplicas(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("store: %s\n", check)
-	if !check.ok() {
-		problems = append(problems, "store: "+check.String())
-	}
+	problems.check("store", check)
 	if sc.orphans != nil {
 		problems = append(problems, sc.reportOrphans()...)
 	}
@@ -269,8 +266,8 @@ func cmdReplicas(args []string) error {
 			fmt.Printf("bus: %s\n", msg)
 		}
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("replicas %s on %s: %s", *scenario, *bus, strings.Join(problems, "; "))
+	if err := problems.err(fmt.Sprintf("replicas %s on %s", *scenario, *bus)); err != nil {
+		return err
 	}
 	lb.close() // the replicas stopping are no news
 	// A replica that does not stop cleanly on SIGTERM is worth knowing, but it is not a loss,

@@ -124,16 +124,7 @@ func checkSinks(db *sql.DB, hook *hookReceiver, procs []*serveProc, l replicaLoa
 		}
 		perDir = append(perDir, fmt.Sprintf("replica %d %d", i+1, mine))
 	}
-	fileMissing, fileTwice := 0, 0
-	for _, k := range keys {
-		switch len(keyIDs[k]) {
-		case 0:
-			fileMissing++
-		case 1:
-		default:
-			fileTwice++
-		}
-	}
+	fileMissing, fileTwice := keyCounts(keys, keyIDs)
 	var fileDups, fileUnexplained []string
 	freasons := map[string]int{}
 	for id, w := range perID {

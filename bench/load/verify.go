@@ -351,3 +351,56 @@ func liveMessagesPerRow(ctx context.Context, db *sql.DB) (map[int64]int, error) 
 	}
 	return out, nil
 }
+
+// findings collects what a fault run found wrong: the run prints every figure first and then
+// fails with all of it at once, rather than stopping at the first.
+type findings []string
+
+func (p *findings) add(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
+// verdict is a check that says whether it passed and describes itself.
+type verdict interface {
+	ok() bool
+	String() string
+}
+
+// check prints v after label and keeps it, under the same label, when it did not pass.
+func (p *findings) check(label string, v verdict) {
+	fmt.Printf("%s: %s\n", label, v)
+	if !v.ok() {
+		p.add("%s: %s", label, v)
+	}
+}
+
+// err is nil when nothing was found wrong, else every finding after what.
+func (p findings) err(what string) error {
+	if len(p) == 0 {
+		return nil
+	}
+	return errors.New(what + ": " + strings.Join(p, "; "))
+}
+
+// pass is err, but prints the claim the run proved when nothing was found wrong: the line the
+// fault scripts' readers look for.
+func (p findings) pass(what, claim string) error {
+	if err := p.err(what); err != nil {
+		return err
+	}
+	fmt.Println("PASS: " + claim)
+	return nil
+}
+
+// keyCounts counts the keys that never arrived at a sink and those that arrived under more
+// than one event id (the same delivery applied twice), given the event ids seen per key.
+func keyCounts(keys []string, keyIDs map[string]map[string]bool) (missing, twice int) {
+	for _, k := range keys {
+		switch len(keyIDs[k]) {
+		case 0:
+			missing++
+		case 1:
+		default:
+			twice++
+		}
+	}
+	return missing, twice
+}
