@@ -184,8 +184,6 @@ func faultDiskFull(args []string) error {
 	return srv.stop()
 }
 
-func statusLine(m map[int]int) string { return loadResult{Statuses: m}.statusLine() }
-
 // fill writes path until the file system has no byte left, and returns how much it wrote.
 func fill(path string) (int64, error) {
 	f, err := os.Create(path)

@@ -45,7 +45,12 @@ type outcome struct {
 
 // loadResult is a load run's outcomes and summary.
 type loadResult struct {
-	Out     []outcome
+	Out []outcome
+	loadTotals
+}
+
+// loadTotals are the figures every load reports, straight to serve or through the balancer.
+type loadTotals struct {
 	Sent    int
 	OK      int
 	Elapsed time.Duration
@@ -58,14 +63,37 @@ type loadResult struct {
 	FirstErr string
 }
 
-func (r loadResult) throughput() float64 {
+// tally sums the outcomes of a load, at(i) being the i-th of n, the last answered elapsed
+// after the start.
+func tally(n int, at func(i int) *outcome, elapsed time.Duration) loadTotals {
+	t := loadTotals{Elapsed: elapsed, Statuses: map[int]int{}}
+	var lat []time.Duration
+	for i := range n {
+		o := at(i)
+		if !o.Sent {
+			continue
+		}
+		t.Sent++
+		t.Statuses[o.Status]++
+		if o.Status/100 == 2 {
+			t.OK++
+			lat = append(lat, o.Latency)
+		} else if t.FirstErr == "" {
+			t.FirstErr = fmt.Sprintf("status %d: %s", o.Status, o.Err)
+		}
+	}
+	t.Lat = summarise(lat)
+	return t
+}
+
+func (r loadTotals) throughput() float64 {
 	if r.Elapsed <= 0 {
 		return 0
 	}
 	return float64(r.OK) / r.Elapsed.Seconds()
 }
 
-func (r loadResult) statusLine() string {
+func (r loadTotals) statusLine() string {
 	keys := make([]int, 0, len(r.Statuses))
 	for k := range r.Statuses {
 		keys = append(keys, k)
@@ -82,6 +110,79 @@ func (r loadResult) statusLine() string {
 	return strings.Join(parts, ", ")
 }
 
+func statusLine(m map[int]int) string { return loadTotals{Statuses: m}.statusLine() }
+
+// stamp records in last the time since start, if later than what it holds: the end of a load
+// is its last answer, whichever worker got it.
+func stamp(last *atomic.Int64, start time.Time) {
+	for {
+		now := int64(time.Since(start))
+		prev := last.Load()
+		if now <= prev || last.CompareAndSwap(prev, now) {
+			return
+		}
+	}
+}
+
+// newHostClient is a client of one server for a load: conns connections, each call bounded by
+// timeout. A retry is the tool's decision (it counts attempts and picks the server), never the
+// client's.
+func newHostClient(addr string, conns int, timeout time.Duration) *fasthttp.HostClient {
+	return &fasthttp.HostClient{
+		Addr:               addr,
+		MaxConns:           conns,
+		ReadTimeout:        timeout,
+		WriteTimeout:       timeout,
+		MaxConnWaitTimeout: timeout,
+		RetryIfErr:         func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+	}
+}
+
+// post sends body to uri once and records the answer in o: its status (0: none), the
+// receiver's ack of a 2xx, or why it failed. It returns the error of a call that got no answer.
+func (o *outcome) post(client *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, uri string, body []byte, timeout time.Duration) error {
+	req.Reset()
+	resp.Reset()
+	req.SetRequestURI(uri)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.SetBodyRaw(body)
+	o.Attempts++
+	err := client.DoTimeout(req, resp, timeout)
+	o.Status, o.Err = 0, ""
+	if err != nil {
+		o.Err = err.Error()
+		return err
+	}
+	o.Status = resp.StatusCode()
+	if o.Status/100 == 2 {
+		var ack ackBody
+		if json.Unmarshal(resp.Body(), &ack) == nil {
+			o.AckID, o.Ack = ack.ID, ack.Status
+		}
+		return nil
+	}
+	o.Err = truncate(string(resp.Body()), 200)
+	return nil
+}
+
+// retryable says whether the service would send a delivery again after this answer: no
+// answer, a 5xx or a 429.
+func retryable(status int) bool {
+	return status == 0 || status >= 500 || status == fasthttp.StatusTooManyRequests
+}
+
+// backoff is the service's wait between retries: 20 ms, doubling up to 500 ms.
+type backoff struct{ d time.Duration }
+
+func (b *backoff) wait() {
+	if b.d == 0 {
+		b.d = 20 * time.Millisecond
+	}
+	time.Sleep(b.d)
+	b.d = min(b.d*2, 500*time.Millisecond)
+}
+
 // ackBody is the receiver's answer to a committed delivery.
 type ackBody struct {
 	Status string `json:"status"`
@@ -95,15 +196,7 @@ func runLoad(spec loadSpec) loadResult {
 	if spec.Timeout <= 0 {
 		spec.Timeout = 30 * time.Second
 	}
-	client := &fasthttp.HostClient{
-		Addr:               spec.Addr,
-		MaxConns:           spec.Conns,
-		ReadTimeout:        spec.Timeout,
-		WriteTimeout:       spec.Timeout,
-		MaxConnWaitTimeout: spec.Timeout,
-		// A retry is the tool's decision (it counts attempts), never the client's.
-		RetryIfErr: func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-	}
+	client := newHostClient(spec.Addr, spec.Conns, spec.Timeout)
 	defer client.CloseIdleConnections()
 	uri := "http://" + spec.Addr + spec.Path
 	out := make([]outcome, len(spec.Calls))
@@ -141,34 +234,12 @@ func runLoad(spec loadSpec) loadResult {
 				if o.Status/100 == 2 && spec.Acked != nil {
 					spec.Acked.Add(1)
 				}
-				for {
-					now := int64(time.Since(start))
-					prev := last.Load()
-					if now <= prev || last.CompareAndSwap(prev, now) {
-						break
-					}
-				}
+				stamp(&last, start)
 			}
 		})
 	}
 	wg.Wait()
-	res := loadResult{Out: out, Elapsed: time.Duration(last.Load()), Statuses: map[int]int{}}
-	var lat []time.Duration
-	for _, o := range out {
-		if !o.Sent {
-			continue
-		}
-		res.Sent++
-		res.Statuses[o.Status]++
-		if o.Status/100 == 2 {
-			res.OK++
-			lat = append(lat, o.Latency)
-		} else if res.FirstErr == "" {
-			res.FirstErr = fmt.Sprintf("status %d: %s", o.Status, o.Err)
-		}
-	}
-	res.Lat = summarise(lat)
-	return res
+	return loadResult{Out: out, loadTotals: tally(len(out), func(i int) *outcome { return &out[i] }, time.Duration(last.Load()))}
 }
 
 // send delivers one body, with the spec's retries.
@@ -177,36 +248,13 @@ func send(client *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Res
 	if spec.Retry {
 		deadline = time.Now().Add(spec.RetryFor)
 	}
-	backoff := 20 * time.Millisecond
+	var pause backoff
 	for {
-		req.Reset()
-		resp.Reset()
-		req.SetRequestURI(uri)
-		req.Header.SetMethod(fasthttp.MethodPost)
-		req.Header.SetContentType("application/json")
-		req.SetBodyRaw(body)
-		o.Attempts++
-		err := client.DoTimeout(req, resp, spec.Timeout)
-		o.Status, o.Err = 0, ""
-		if err != nil {
-			o.Err = err.Error()
-		} else {
-			o.Status = resp.StatusCode()
-			if o.Status/100 == 2 {
-				var ack ackBody
-				if jerr := json.Unmarshal(resp.Body(), &ack); jerr == nil {
-					o.AckID, o.Ack = ack.ID, ack.Status
-				}
-				return
-			}
-			o.Err = truncate(string(resp.Body()), 200)
-		}
-		retryable := o.Status == 0 || o.Status >= 500 || o.Status == fasthttp.StatusTooManyRequests
-		if !spec.Retry || !retryable || time.Now().After(deadline) {
+		_ = o.post(client, req, resp, uri, body, spec.Timeout)
+		if o.Status/100 == 2 || !spec.Retry || !retryable(o.Status) || time.Now().After(deadline) {
 			return
 		}
-		time.Sleep(backoff)
-		backoff = min(backoff*2, 500*time.Millisecond)
+		pause.wait()
 	}
 }
 

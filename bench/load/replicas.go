@@ -240,7 +240,7 @@ func cmdReplicas(args []string) error {
 		problems.add("%d inbox rows failed, %d sink deliveries dead", left.Failed, left.SinkDead)
 	}
 	if res.OK != res.Sent {
-		problems.add("%d of %d callbacks never got a 2xx (%s; e.g. %s)", res.Sent-res.OK, res.Sent, statusLine(res.Statuses), res.FirstErr)
+		problems.add("%d of %d callbacks never got a 2xx (%s; e.g. %s)", res.Sent-res.OK, res.Sent, res.statusLine(), res.FirstErr)
 	}
 	if res.Sent != len(load.Calls) && res.Abandoned == 0 {
 		fmt.Printf("note: %d of %d callbacks sent within the bound of %s\n", res.Sent, len(load.Calls), *duration)

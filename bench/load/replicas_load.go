@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,11 +46,7 @@ type balancer struct {
 func newBalancer(addrs []string, conns int, timeout time.Duration, readyz bool, logf func(string, ...any)) *balancer {
 	b := &balancer{timeout: timeout, readyz: readyz, stopCh: make(chan struct{}), logf: logf}
 	for i, a := range addrs {
-		be := &backend{idx: i, addr: a, client: &fasthttp.HostClient{
-			Addr: a, MaxConns: conns, ReadTimeout: timeout, WriteTimeout: timeout, MaxConnWaitTimeout: timeout,
-			// Retries are the balancer's decision, never the client's.
-			RetryIfErr: func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-		}}
+		be := &backend{idx: i, addr: a, client: newHostClient(a, conns, timeout)}
 		be.up.Store(true)
 		b.backends = append(b.backends, be)
 	}
@@ -133,29 +128,24 @@ func (b *balancer) choose(hint int) *backend {
 	return nil
 }
 
-// rOutcome is what happened to one callback of the replicas run.
+// rOutcome is what happened to one callback of the replicas run: an outcome (its Latency from
+// the first attempt to the final answer) and where it went.
 type rOutcome struct {
-	Sent     bool
-	Status   int // the last answer's status; 0: no answer
-	Ack      string
-	AckID    int64
-	Replica  int // the replica that answered 2xx (0-based); -1 when none
-	Attempts int
+	outcome
+	Replica int // the replica that answered 2xx (0-based); -1 when none
 	// Failovers counts attempts that got no answer (connection refused or reset, timeout) and
 	// were sent again to another replica.
 	Failovers int
-	Latency   time.Duration // first attempt to final answer
-	Err       string
 }
 
 // deliver sends one body through the balancer until it gets a 2xx, a final refusal (4xx
 // other than 429), or the deadline. No answer: the next replica at once. 5xx or 429: the
 // service's retry, after a back-off, to whichever replica is next.
 func (b *balancer) deliver(req *fasthttp.Request, resp *fasthttp.Response, body []byte, hint int, retryFor time.Duration) rOutcome {
-	o := rOutcome{Sent: true, Replica: -1}
+	o := rOutcome{outcome: outcome{Sent: true}, Replica: -1}
 	begin := time.Now()
 	deadline := begin.Add(retryFor)
-	backoff := 20 * time.Millisecond
+	var pause backoff
 	for attempt := 0; ; attempt++ {
 		be := b.choose(hint + attempt)
 		if be == nil {
@@ -166,17 +156,7 @@ func (b *balancer) deliver(req *fasthttp.Request, resp *fasthttp.Response, body 
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		req.Reset()
-		resp.Reset()
-		req.SetRequestURI("http://" + be.addr + callbackPath)
-		req.Header.SetMethod(fasthttp.MethodPost)
-		req.Header.SetContentType("application/json")
-		req.SetBodyRaw(body)
-		o.Attempts++
-		err := be.client.DoTimeout(req, resp, b.timeout)
-		o.Status, o.Err = 0, ""
-		if err != nil {
-			o.Err = err.Error()
+		if err := o.post(be.client, req, resp, "http://"+be.addr+callbackPath, body, b.timeout); err != nil {
 			o.Failovers++
 			if !errors.Is(err, fasthttp.ErrNoFreeConns) {
 				b.eject(be, err)
@@ -186,23 +166,15 @@ func (b *balancer) deliver(req *fasthttp.Request, resp *fasthttp.Response, body 
 			}
 			continue
 		}
-		o.Status = resp.StatusCode()
 		if o.Status/100 == 2 {
-			var ack ackBody
-			if json.Unmarshal(resp.Body(), &ack) == nil {
-				o.Ack, o.AckID = ack.Status, ack.ID
-			}
 			o.Replica = be.idx
 			be.acked.Add(1)
 			break
 		}
-		o.Err = truncate(string(resp.Body()), 200)
-		retryable := o.Status >= 500 || o.Status == fasthttp.StatusTooManyRequests
-		if !retryable || time.Now().After(deadline) {
+		if !retryable(o.Status) || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(backoff)
-		backoff = min(backoff*2, 500*time.Millisecond)
+		pause.wait()
 	}
 	o.Latency = time.Since(begin)
 	return o
@@ -222,24 +194,13 @@ type replicaLoad struct {
 
 // replicaLoadResult is the outcomes and their summary.
 type replicaLoadResult struct {
-	Out      []rOutcome
-	Sent, OK int
-	Elapsed  time.Duration
-	Statuses map[int]int
-	Lat      latencies
+	Out []rOutcome
+	loadTotals
 	// Retried counts callbacks that needed more than one attempt; Failovers the attempts that
 	// got no answer and went to another replica; Abandoned the sessions whose remaining
 	// messages were not sent because one of theirs never got a 2xx.
 	Retried, Failovers, Abandoned int
 	Duplicates                    int // 2xx answered "duplicate": a retry of a stored delivery
-	FirstErr                      string
-}
-
-func (r replicaLoadResult) throughput() float64 {
-	if r.Elapsed <= 0 {
-		return 0
-	}
-	return float64(r.OK) / r.Elapsed.Seconds()
 }
 
 func (r replicaLoadResult) String() string {
@@ -248,7 +209,7 @@ func (r replicaLoadResult) String() string {
 	fmt.Fprintf(&b, "; %d needed more than one attempt, %d attempts failed over to another replica, %d answered duplicate",
 		r.Retried, r.Failovers, r.Duplicates)
 	if r.OK != r.Sent {
-		fmt.Fprintf(&b, "; final answers %s; e.g. %s", statusLine(r.Statuses), r.FirstErr)
+		fmt.Fprintf(&b, "; final answers %s; e.g. %s", r.statusLine(), r.FirstErr)
 	}
 	if r.Abandoned > 0 {
 		fmt.Fprintf(&b, "; %d sessions abandoned", r.Abandoned)
@@ -345,40 +306,25 @@ func (b *balancer) run(l replicaLoad) replicaLoadResult {
 					stopped[session] = true
 					abandoned.Add(1)
 				}
-				for {
-					now := int64(time.Since(start))
-					prev := last.Load()
-					if now <= prev || last.CompareAndSwap(prev, now) {
-						break
-					}
-				}
+				stamp(&last, start)
 			}
 		})
 	}
 	wg.Wait()
-	res := replicaLoadResult{Out: out, Elapsed: time.Duration(last.Load()), Statuses: map[int]int{}, Abandoned: int(abandoned.Load())}
-	var lat []time.Duration
+	res := replicaLoadResult{Out: out, Abandoned: int(abandoned.Load()),
+		loadTotals: tally(len(out), func(i int) *outcome { return &out[i].outcome }, time.Duration(last.Load()))}
 	for _, o := range out {
 		if !o.Sent {
 			continue
 		}
-		res.Sent++
-		res.Statuses[o.Status]++
 		res.Failovers += o.Failovers
 		if o.Attempts > 1 {
 			res.Retried++
 		}
-		if o.Status/100 == 2 {
-			res.OK++
-			lat = append(lat, o.Latency)
-			if o.Ack == "duplicate" {
-				res.Duplicates++
-			}
-		} else if res.FirstErr == "" {
-			res.FirstErr = fmt.Sprintf("status %d: %s", o.Status, o.Err)
+		if o.Status/100 == 2 && o.Ack == "duplicate" {
+			res.Duplicates++
 		}
 	}
-	res.Lat = summarise(lat)
 	return res
 }
 
