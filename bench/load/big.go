@@ -22,18 +22,17 @@ func cmdBig(args []string) error {
 	pause := fs.Duration("pause", 0, "pause before the measured send, printing serve's pid (to attach a profiler)")
 	_ = fs.Parse(args)
 
-	r, err := c.setUp(runSpec{Calls: callSpec{Shape: *shape, N: 1}, Warm: callSpec{Shape: shapePre1m, N: 1}, Hook: true})
+	spec := runSpec{Calls: callSpec{Shape: *shape, N: 1}, Warm: callSpec{Shape: shapePre1m, N: 1}, Hook: true}
+	r, srv, err := c.startServe(spec, func(r *rig) serveSetup {
+		setup := bothSinks(r)
+		setup.Subtitles = true
+		return setup
+	})
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	calls, warmCalls, hook := r.calls, r.warm, r.hook
-	setup := serveSetup{FileSink: r.path("out"), HookURL: hook.url(), Subtitles: true}
-	srv, err := r.serve(setup)
-	if err != nil {
-		return err
-	}
-	printMachine()
 	big := calls[0]
 	fmt.Printf("body: %s result of %d bytes (%s)\n", *shape, len(big.Body), mib(int64(len(big.Body))))
 
@@ -115,17 +114,12 @@ func cmdBig(args []string) error {
 	fmt.Printf("memory: RSS before %s, peak %s, after %s: growth %s = %.1f× the body (target ≤ 3×)\n",
 		mib(base), mib(peak), mib(after), mib(growth), float64(growth)/float64(size))
 	for _, name := range []string{"transcript.txt", "subtitles.en.srt", "subtitles.en.vtt"} {
-		if _, err := os.Stat(filepath.Join(setup.FileSink, big.JobID, name)); err != nil {
+		if _, err := os.Stat(filepath.Join(srv.setup.FileSink, big.JobID, name)); err != nil {
 			return fmt.Errorf("file sink: %w", err)
 		}
 	}
-	check, err := verifyStore(srv.db, calls, res.Out)
-	if err != nil {
+	if err := verifyOrFail(srv.db, calls, res.Out, "store check failed"); err != nil {
 		return err
-	}
-	fmt.Printf("verify: %s\n", check)
-	if !check.ok() {
-		return fmt.Errorf("store check failed: %s", check)
 	}
 	if *pause > 0 {
 		fmt.Printf("done; stopping serve in %s\n", *pause)

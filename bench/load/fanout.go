@@ -18,21 +18,19 @@ func cmdFanout(args []string) error {
 	drain := fs.Duration("drain", 3*time.Minute, "how long to wait for every event to arrive")
 	_ = fs.Parse(args)
 
-	r, err := c.setUp(runSpec{Calls: callSpec{shapeLive, *n, *sessions}, Warm: callSpec{shapeLive, 500, *sessions}, Hook: true})
+	spec := runSpec{Calls: callSpec{shapeLive, *n, *sessions}, Warm: callSpec{shapeLive, 500, *sessions}, Hook: true}
+	r, srv, err := c.startServe(spec, func(r *rig) serveSetup {
+		setup := serveSetup{HookURL: r.hook.url(), HookEvents: "live.*"}
+		if *withFile {
+			setup.FileSink = r.path("out")
+		}
+		return setup
+	})
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	calls, warmCalls, hook := r.calls, r.warm, r.hook
-	setup := serveSetup{HookURL: hook.url(), HookEvents: "live.*"}
-	if *withFile {
-		setup.FileSink = r.path("out")
-	}
-	srv, err := r.serve(setup)
-	if err != nil {
-		return err
-	}
-	printMachine()
 	fmt.Printf("load: %d live callbacks at %.0f/s over %d connections; webhook sink (events live.*) to a loopback receiver%s\n",
 		*n, *rate, *conns, map[bool]string{true: ", and a file sink", false: ""}[*withFile])
 
@@ -55,7 +53,7 @@ func cmdFanout(args []string) error {
 		if _, _, err := waitDrained(srv.db, true, *drain); err != nil {
 			return err
 		}
-		scan, err := scanFileSink(setup.FileSink)
+		scan, err := scanFileSink(srv.setup.FileSink)
 		if err != nil {
 			return err
 		}
@@ -70,13 +68,8 @@ func cmdFanout(args []string) error {
 	if _, _, err := waitDrained(srv.db, true, *drain); err != nil {
 		return err
 	}
-	check, err := verifyStore(srv.db, calls, res.Out)
-	if err != nil {
+	if err := verifyOrFail(srv.db, calls, res.Out, "store check failed"); err != nil {
 		return err
-	}
-	fmt.Printf("verify: %s\n", check)
-	if !check.ok() {
-		return fmt.Errorf("store check failed: %s", check)
 	}
 	return srv.stop()
 }

@@ -34,20 +34,16 @@ func faultDiskFull(args []string) error {
 	// A delivery of a result costs about three times its body in the database (the inbox row,
 	// the job record, the queued event): few before and after, so a small file system holds them.
 	const nBefore, nAfter = 50, 50
-	r, err := c.setUp(runSpec{Calls: callSpec{Shape: shapePre1m, N: nBefore + *attempts + nAfter}})
+	// No sink: a sink delivery claimed while the disk is full keeps its lease (a minute) before
+	// it is tried again, which would only make the run longer; the receiver is what is tested.
+	spec := runSpec{Calls: callSpec{Shape: shapePre1m, N: nBefore + *attempts + nAfter}}
+	r, srv, err := c.startServe(spec, func(*rig) serveSetup { return serveSetup{DBDir: *dbDir} })
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	calls := r.calls
 	before, during, after := calls[:nBefore], calls[nBefore:nBefore+*attempts], calls[nBefore+*attempts:]
-	// No sink: a sink delivery claimed while the disk is full keeps its lease (a minute) before
-	// it is tried again, which would only make the run longer; the receiver is what is tested.
-	srv, err := r.serve(serveSetup{DBDir: *dbDir})
-	if err != nil {
-		return err
-	}
-	printMachine()
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(*dbDir, &st); err != nil {
 		return fmt.Errorf("statfs %s: %w", *dbDir, err)

@@ -42,18 +42,12 @@ func faultKill(args []string) error {
 	drain := fs.Duration("drain", 4*time.Minute, "bound of the wait for processing and sinks after the load")
 	_ = fs.Parse(args)
 
-	r, err := c.setUp(runSpec{Calls: callSpec{shapeLive, *n, *sessions}, Hook: true})
+	r, srv, err := c.startServe(runSpec{Calls: callSpec{shapeLive, *n, *sessions}, Hook: true}, bothSinks)
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	calls, hook := r.calls, r.hook
-	setup := serveSetup{FileSink: r.path("out"), HookURL: hook.url()}
-	srv, err := r.serve(setup)
-	if err != nil {
-		return err
-	}
-	printMachine()
 
 	// Each kill happens when a random share of the calls has been acknowledged, one in each
 	// equal slice of 10–90 %, plus a random delay under 50 ms: a moment chosen by the load's
@@ -118,7 +112,7 @@ func faultKill(args []string) error {
 		problems.add("%d inbox rows failed, %d sink deliveries dead", left.Failed, left.SinkDead)
 	}
 	keys := keysOf(calls)
-	scan, err := scanFileSink(setup.FileSink)
+	scan, err := scanFileSink(srv.setup.FileSink)
 	if err != nil {
 		return err
 	}
@@ -163,18 +157,12 @@ func faultWebhookDown(args []string) error {
 	drain := fs.Duration("drain", 3*time.Minute, "bound of the wait for the webhook to catch up")
 	_ = fs.Parse(args)
 
-	r, err := c.setUp(runSpec{Calls: callSpec{shapeLive, *n, 32}, Hook: true})
+	r, srv, err := c.startServe(runSpec{Calls: callSpec{shapeLive, *n, 32}, Hook: true}, bothSinks)
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	calls, hook := r.calls, r.hook
-	setup := serveSetup{FileSink: r.path("out"), HookURL: hook.url()}
-	srv, err := r.serve(setup)
-	if err != nil {
-		return err
-	}
-	printMachine()
 	fmt.Printf("load: %d live callbacks at %.0f/s; file sink and webhook sink; the webhook's port closed from %s to %s\n",
 		*n, *rate, *downAt, *downAt+*downFor)
 	var wentDown, cameUp time.Time
@@ -201,7 +189,7 @@ func faultWebhookDown(args []string) error {
 	st := hook.stats()
 	fmt.Printf("webhook: every event delivered %s after the target came back (%d missing); %d events, %d deliveries, %d dead letters, %d bad signatures\n",
 		caughtUp.Round(time.Millisecond), missing, st.Distinct, st.Total, left.SinkDead, st.Bad)
-	scan, err := scanFileSink(setup.FileSink)
+	scan, err := scanFileSink(srv.setup.FileSink)
 	if err != nil {
 		return err
 	}

@@ -31,17 +31,13 @@ func faultSlow(args []string) error {
 	overCap := fs.Int("over-cap", 20, "connections one address opens past the cap")
 	_ = fs.Parse(args)
 
-	r, err := c.setUp(runSpec{Calls: callSpec{shapeLive, int(*rate * hold.Seconds()), 32}, Warm: callSpec{shapeLive, 500, 32}})
+	spec := runSpec{Calls: callSpec{shapeLive, int(*rate * hold.Seconds()), 32}, Warm: callSpec{shapeLive, 500, 32}}
+	r, srv, err := c.startServe(spec, func(*rig) serveSetup { return serveSetup{} })
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	calls, warmCalls := r.calls, r.warm
-	srv, err := r.serve(serveSetup{})
-	if err != nil {
-		return err
-	}
-	printMachine()
 	runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: warmCalls, Conns: 8})
 	if _, _, err := waitDrained(srv.db, false, time.Minute); err != nil {
 		return err

@@ -101,13 +101,8 @@ func cmdIngest(args []string) error {
 	if derr != nil {
 		return derr
 	}
-	check, err := verifyStore(srv.db, calls, res.Out)
-	if err != nil {
+	if err := verifyOrFail(srv.db, calls, res.Out, "deliveries answered 2xx are not all stored and processed once"); err != nil {
 		return err
-	}
-	fmt.Printf("verify: %s\n", check)
-	if !check.ok() {
-		return fmt.Errorf("deliveries answered 2xx are not all stored and processed once: %s", check)
 	}
 	if res.OK != res.Sent {
 		return fmt.Errorf("%d of %d callbacks were not answered 2xx (%s; e.g. %s)", res.Sent-res.OK, res.Sent, res.statusLine(), res.FirstErr)

@@ -169,6 +169,27 @@ func (r *rig) serve(setup serveSetup) (*serveProc, error) {
 	return srv, nil
 }
 
+// startServe is setUp, then serve with the setup that setup returns for the rig (its work
+// directory, its webhook receiver), then the machine line every report starts with: the
+// whole set-up of a run of one serve. On an error, what was set up is undone.
+func (c *common) startServe(spec runSpec, setup func(r *rig) serveSetup) (*rig, *serveProc, error) {
+	r, err := c.setUp(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := r.serve(setup(r))
+	if err != nil {
+		r.close()
+		return nil, nil, err
+	}
+	printMachine()
+	return r, srv, nil
+}
+
+// bothSinks is serve with a file sink in the work directory and a webhook sink to the tool's
+// receiver.
+func bothSinks(r *rig) serveSetup { return serveSetup{FileSink: r.path("out"), HookURL: r.hook.url()} }
+
 // printMachine prints where the figures come from: they mean nothing without it.
 func printMachine() { fmt.Printf("machine: %s\n", machine()) }
 

@@ -352,6 +352,20 @@ func liveMessagesPerRow(ctx context.Context, db *sql.DB) (map[int64]int, error) 
 	return out, nil
 }
 
+// verifyOrFail is verifyStore for a measuring run: it prints the verdict and fails with it,
+// after failure, when a delivery is not stored and applied once.
+func verifyOrFail(dbPath string, calls []callback, out []outcome, failure string) error {
+	check, err := verifyStore(dbPath, calls, out)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("verify: %s\n", check)
+	if !check.ok() {
+		return fmt.Errorf("%s: %s", failure, check)
+	}
+	return nil
+}
+
 // findings collects what a fault run found wrong: the run prints every figure first and then
 // fails with all of it at once, rather than stopping at the first.
 type findings []string
