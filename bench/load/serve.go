@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/testinfra"
 )
 
 // Secrets of the serve processes the tool starts: fixed, the runs are on loopback only.
@@ -137,14 +139,14 @@ func configTail(b *strings.Builder, s serveSetup) {
 	}
 }
 
-// freeAddr picks a loopback port that is free now; serve binds it itself a moment later.
+// freeAddr picks a loopback port that is free now (internal/testinfra's, as the tests pick
+// theirs); serve binds it itself a moment later.
 func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testinfra.FreePort()
 	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return net.JoinHostPort("127.0.0.1", port), nil
 }
 
 func (p *serveProc) url(path string) string { return "http://" + p.addr + path }
