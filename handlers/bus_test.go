@@ -246,6 +246,10 @@ func TestBusDeadReplicaNoticesAreClaimedByTheOther(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		withMetrics := noSweep
 		withMetrics.Metrics = reg
+		// The doomed replica hangs until it dies: its attempts must not time out first (30 s
+		// each, six of them, on a machine slow enough to take that long before the crash), or
+		// its rows are marked failed, which a killed process never does.
+		withMetrics.HandlerTimeout = time.Hour
 		doomed := startReplica(t, "doomed", openPG(t, dsn), b, withMetrics)
 		entered := make(chan int64, 100)
 		doomed.cs.hold = func(ctx context.Context, id int64) error {
