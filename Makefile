@@ -14,8 +14,10 @@ build:
 	$(GO) build ./...
 
 # The Go tests run against a throwaway PostgreSQL cluster (scripts/pg.sh), real Redis and NATS
-# servers the tests start themselves, then the dashboard's browser tests in headless Chromium,
-# the offline speech engine (build tag pocketsphinx: flite speech, LibriVox clips, live latency),
+# servers the tests start themselves, then the example programs (their own modules), the offline
+# speech engine (build tag pocketsphinx: flite speech, LibriVox clips, live latency, and the demo
+# hearing its own sample within 10 % WER), the dashboard's browser tests in headless Chromium,
+# the official JavaScript SDK against the sandbox,
 # then every fuzz target briefly (its committed seed corpus and a few seconds of new inputs),
 # then the fault scenarios in their bounded form (kill -9, dead webhook, full disk, slow clients),
 # then two replicas on PostgreSQL and each broker: one killed, then the broker restarted.
@@ -24,6 +26,7 @@ test: deps
 	scripts/pg.sh run -- $(GO) test -race -count=1 ./...
 	for d in examples/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 	$(GO) test -race -count=1 -tags pocketsphinx ./sandbox/...
+	$(GO) test -count=1 -tags pocketsphinx -run Demo ./cmd/scribehook
 	scripts/ui-test.sh
 	scripts/sdk-test.sh
 	scripts/fuzz.sh -t 10s -T 3m
