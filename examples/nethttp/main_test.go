@@ -138,12 +138,12 @@ func TestProgramEndToEnd(t *testing.T) {
 }
 
 // startWorld starts, on loopback, a sandbox of the service whose scripted engine returns the
-// words of a recording's sidecar, and a file server with testdata's recording and sidecar. It
+// words of a recording's sidecar, and a file server with the demo's recording and sidecar (cmd/scribehook/demodata). It
 // returns the sandbox's URL and the recording's.
 func startWorld(t *testing.T) (string, string) {
 	t.Helper()
 	w := sandboxtest.NewWorld(t, sandbox.Config{APIKey: testKey, Callbacks: sandboxtest.QuickRetries},
-		sandboxtest.LoadRecording(t, "testdata/sample.wav"))
+		sandboxtest.DemoSample(t))
 	return w.Service.URL, w.Files.AudioURL
 }
 
