@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,10 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/configs"
-	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/submitter"
 )
 
 // envConfig names the configuration file when --config is not given. It is not a
@@ -47,16 +43,6 @@ func apiKeySecrets(cfg configs.Config) (configs.Secrets, error) {
 		return configs.Secrets{}, err
 	}
 	return configs.Secrets{APIKey: key}, nil
-}
-
-// openStore opens the store the configuration names.
-func openStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
-	return scribehook.OpenStore(ctx, cfg)
-}
-
-// serviceClient is a client of the configured service, authenticated with the API key.
-func serviceClient(cfg configs.Config, secrets configs.Secrets, opts ...submitter.Option) (*submitter.Client, error) {
-	return scribehook.ServiceClient(cfg, secrets.APIKey, opts...)
 }
 
 // stderrLogger logs warnings (reconnections, retries) to the command's stderr; verbose adds

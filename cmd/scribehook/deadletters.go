@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 )
@@ -68,7 +69,7 @@ func newDeadLettersListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), cfg)
+			st, err := scribehook.OpenStore(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -122,7 +123,7 @@ accident).`,
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := openStore(ctx, cfg)
+			st, err := scribehook.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}

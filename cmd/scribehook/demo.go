@@ -269,7 +269,7 @@ func runDemo(ctx context.Context, w io.Writer, opts demoOptions) (rep demoReport
 	if err := cfg.Validate(); err != nil {
 		return rep, fmt.Errorf("the demo's configuration: %w", err)
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := scribehook.OpenStore(ctx, cfg)
 	if err != nil {
 		return rep, err
 	}
@@ -279,7 +279,7 @@ func runDemo(ctx context.Context, w io.Writer, opts demoOptions) (rep demoReport
 		return rep, fmt.Errorf("open the log sink's file: %w", err)
 	}
 	td.add(eventsLog.Close) // after serve has stopped: the log sink writes until then
-	client, err := serviceClient(cfg, configs.Secrets{APIKey: key}, submitter.WithLogger(log.WithField("component", "submitter")))
+	client, err := scribehook.ServiceClient(cfg, key, submitter.WithLogger(log.WithField("component", "submitter")))
 	if err != nil {
 		return rep, err
 	}

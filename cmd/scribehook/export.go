@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/subtitles"
 )
@@ -46,7 +47,7 @@ speed, durations, gaps, overlaps, order, orphans, bad breaks) on stderr.`,
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := openStore(ctx, cfg)
+			st, err := scribehook.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}

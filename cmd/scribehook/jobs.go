@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/store"
@@ -54,7 +55,7 @@ func newJobsListCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := openStore(ctx, cfg)
+			st, err := scribehook.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -119,7 +120,7 @@ func newJobsShowCmd() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := openStore(ctx, cfg)
+			st, err := scribehook.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -256,7 +257,7 @@ reason, when it arrived, its size and its first bytes.`,
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := openStore(ctx, cfg)
+			st, err := scribehook.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}

@@ -158,12 +158,12 @@ func runLive(cmd *cobra.Command, lf *liveFlags) error {
 	if err != nil {
 		return err
 	}
-	client, err := serviceClient(cfg, secrets, submitter.WithLogger(stderrLogger(cmd, lf.verbose)))
+	client, err := scribehook.ServiceClient(cfg, secrets.APIKey, submitter.WithLogger(stderrLogger(cmd, lf.verbose)))
 	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
-	st, err := openStore(ctx, cfg)
+	st, err := scribehook.OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}

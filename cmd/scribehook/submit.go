@@ -68,12 +68,12 @@ replaced.`,
 			if err != nil {
 				return err
 			}
-			client, err := serviceClient(cfg, secrets, submitter.WithLogger(stderrLogger(cmd, verbose)))
+			client, err := scribehook.ServiceClient(cfg, secrets.APIKey, submitter.WithLogger(stderrLogger(cmd, verbose)))
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := openStore(ctx, cfg)
+			st, err := scribehook.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
