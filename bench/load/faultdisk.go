@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/testinfra"
 )
 
 // faultDiskFull fills the file system of serve's database while serve runs: every callback
@@ -220,7 +222,7 @@ func readOnlyRestart(srv *serveProc, dbDir string, probe callback) error {
 	if err := srv.start(context.Background()); err != nil {
 		first := strings.SplitN(err.Error(), "\n", 2)[0]
 		fmt.Printf("read-only: serve refuses to start: %s\n", truncate(first, 300))
-		fmt.Printf("read-only: its log ends with: %s\n", strings.TrimSpace(tail(srv.log(), 400)))
+		fmt.Printf("read-only: its log ends with: %s\n", strings.TrimSpace(testinfra.Tail(srv.log(), 400)))
 	} else {
 		r := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: []callback{probe}, Conns: 1})
 		fmt.Printf("read-only: serve started; a callback got %s\n", r.statusLine())

@@ -188,7 +188,7 @@ func (p *serveProc) start(ctx context.Context) error {
 	for {
 		select {
 		case <-exited:
-			return fmt.Errorf("serve exited during start (%v); log %s:\n%s", p.exitErr(), logPath, tail(logPath, 2000))
+			return fmt.Errorf("serve exited during start (%v); log %s:\n%s", p.exitErr(), logPath, testinfra.Tail(logPath, 2000))
 		case <-ctx.Done():
 			return ctx.Err()
 		default:
@@ -197,7 +197,7 @@ func (p *serveProc) start(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("serve not ready after 30s; log %s:\n%s", logPath, tail(logPath, 2000))
+			return fmt.Errorf("serve not ready after 30s; log %s:\n%s", logPath, testinfra.Tail(logPath, 2000))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -269,7 +269,7 @@ func (p *serveProc) signal(sig syscall.Signal, wait time.Duration) error {
 		return fmt.Errorf("serve did not stop within %s of %s: killed", wait, sig)
 	}
 	if err := p.exitErr(); err != nil && sig == syscall.SIGTERM {
-		return fmt.Errorf("serve stopped with %w; log:\n%s", err, tail(p.log(), 2000))
+		return fmt.Errorf("serve stopped with %w; log:\n%s", err, testinfra.Tail(p.log(), 2000))
 	}
 	return nil
 }
@@ -364,18 +364,6 @@ func httpGet(url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-// tail is the end of a file, for error messages.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
 
 // buildServe builds the scribehook binary into dir, unless bin names one already built.

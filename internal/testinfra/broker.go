@@ -233,12 +233,12 @@ func (b *Broker) Start() error {
 		select {
 		case <-exited:
 			b.forget(cmd)
-			return fmt.Errorf("%s exited during start; log %s:\n%s", name, logPath, tail(logPath, 2000))
+			return fmt.Errorf("%s exited during start; log %s:\n%s", name, logPath, Tail(logPath, 2000))
 		default:
 		}
 		if time.Now().After(deadline) {
 			b.Kill()
-			return fmt.Errorf("%s not ready after %s (%w); log %s:\n%s", name, readyWithin, err, logPath, tail(logPath, 2000))
+			return fmt.Errorf("%s not ready after %s (%w); log %s:\n%s", name, readyWithin, err, logPath, Tail(logPath, 2000))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -327,8 +327,9 @@ func natsReady(u string) error {
 	return err
 }
 
-// tail is the end of a log, for error messages.
-func tail(path string, n int) string {
+// Tail is the last n bytes of the file at path (a server's log), for error messages; if the
+// file cannot be read, the error in parentheses.
+func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "(" + err.Error() + ")"
