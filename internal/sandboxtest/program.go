@@ -2,7 +2,6 @@ package sandboxtest
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -44,7 +43,7 @@ next:
 // standard error is kept whole, for a test to look at while it runs and after.
 type Program struct {
 	cmd    *exec.Cmd
-	stderr lockedBuffer
+	stderr Buffer
 	exited chan error
 	done   bool // exited has been received from
 
@@ -147,22 +146,4 @@ func (p *Program) Kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.exited
 	p.done = true
-}
-
-// lockedBuffer is the program's standard error, written by exec's copier and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
