@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -395,52 +394,15 @@ func BenchmarkTranscriptText2h(b *testing.B) {
 	}
 }
 
-// referenceTranscriptText is TranscriptText as it was before it decoded only what it prints
-// (commit 75eb1af): the whole job record, words included.
-func referenceTranscriptText(data json.RawMessage) (string, error) {
-	var job api.Job
-	if err := json.Unmarshal(data, &job); err != nil {
-		return "", err
-	}
-	res := job.Result
-	if res == nil {
-		var r api.Result
-		if err := json.Unmarshal(data, &r); err == nil && r.Transcription != nil {
-			res = &r
-		}
-	}
-	if res == nil || res.Transcription == nil {
-		return "", nil
-	}
-	utts := append([]api.Utterance(nil), res.Transcription.Utterances...)
-	sort.SliceStable(utts, func(i, j int) bool {
-		if utts[i].Start != utts[j].Start {
-			return utts[i].Start < utts[j].Start
-		}
-		return utts[i].Channel < utts[j].Channel
-	})
-	var b strings.Builder
-	for _, u := range utts {
-		text := strings.Join(strings.Fields(u.Text), " ")
-		if text == "" {
-			continue
-		}
-		speaker := u.Channel
-		if u.Speaker != nil {
-			speaker = *u.Speaker
-		}
-		fmt.Fprintf(&b, "[%s → %s] Speaker %d: %s\n", transcriptClock(u.Start), transcriptClock(u.End), speaker, text)
-	}
-	return b.String(), nil
-}
-
-// checkTranscriptText compares TranscriptText with the reference on data: the same text when
-// the reference succeeds; when it fails, the same error, unless the record fails only outside
-// what is printed (then the lean decoding succeeds and the transcript is written).
+// checkTranscriptText compares TranscriptText with the reference on data, transcriptTextOfRecord
+// (TranscriptText as it was before it decoded only what it prints, commit 75eb1af: the whole
+// job record, words included, then a bare result): the same text when the reference succeeds;
+// when it fails, the same error, unless the record fails only outside what is printed (then the
+// lean decoding succeeds and the transcript is written).
 func checkTranscriptText(t *testing.T, data []byte) {
 	t.Helper()
 	got, err := TranscriptText(data)
-	want, wantErr := referenceTranscriptText(data)
+	want, wantErr := transcriptTextOfRecord(data)
 	if wantErr == nil {
 		if err != nil || got != want {
 			t.Fatalf("TranscriptText(%.200q) = %q, %v; the reference gives %q", data, got, err, want)
