@@ -19,5 +19,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newJobsCmd())
 	root.AddCommand(newExportCmd())
 	root.AddCommand(newDeadLettersCmd())
+	root.AddCommand(newHealthcheckCmd())
 	return root
 }
