@@ -96,26 +96,14 @@ func (s *funcSink) Close() error { return nil }
 // JobSucceeded adapts fn to an EventHandler's Func for job.succeeded events (filter Events:
 // []string{api.EventJobSucceeded}): fn gets the finished job's record, with its result.
 func JobSucceeded(fn func(ctx context.Context, ev api.Event, job api.Job) error) func(context.Context, api.Event) error {
-	return func(ctx context.Context, ev api.Event) error {
-		var job api.Job
-		if err := json.Unmarshal(ev.Data, &job); err != nil {
-			return fmt.Errorf("decode %s event %s: %w", ev.Type, ev.ID, err)
-		}
-		return fn(ctx, ev, job)
-	}
+	return decodedData(fn)
 }
 
 // LiveMessage adapts fn to an EventHandler's Func for live events (filter Events:
 // []string{"live.*"}, Categories to narrow them): fn gets the message as the service sent it.
 // FinalTranscripts() is the usual filter for the final transcript of each utterance.
 func LiveMessage(fn func(ctx context.Context, ev api.Event, msg api.LiveMessage) error) func(context.Context, api.Event) error {
-	return func(ctx context.Context, ev api.Event) error {
-		var msg api.LiveMessage
-		if err := json.Unmarshal(ev.Data, &msg); err != nil {
-			return fmt.Errorf("decode %s event %s: %w", ev.Type, ev.ID, err)
-		}
-		return fn(ctx, ev, msg)
-	}
+	return decodedData(fn)
 }
 
 // FinalTranscripts is the filter of the final transcripts of live sessions.
@@ -129,11 +117,18 @@ func FinalTranscripts() sinks.Filter {
 // SubtitlesReady adapts fn to an EventHandler's Func for subtitles.ready events: fn gets the
 // rendered files (format, language, name and content) of a job.
 func SubtitlesReady(fn func(ctx context.Context, ev api.Event, set sinks.SubtitlesReadyData) error) func(context.Context, api.Event) error {
+	return decodedData(fn)
+}
+
+// decodedData adapts fn, which takes an event's data decoded as T, to an EventHandler's Func.
+// Data that does not decode is an error, which the handler's sink retries and then
+// dead-letters as any failed delivery.
+func decodedData[T any](fn func(ctx context.Context, ev api.Event, data T) error) func(context.Context, api.Event) error {
 	return func(ctx context.Context, ev api.Event) error {
-		var set sinks.SubtitlesReadyData
-		if err := json.Unmarshal(ev.Data, &set); err != nil {
+		var data T
+		if err := json.Unmarshal(ev.Data, &data); err != nil {
 			return fmt.Errorf("decode %s event %s: %w", ev.Type, ev.ID, err)
 		}
-		return fn(ctx, ev, set)
+		return fn(ctx, ev, data)
 	}
 }
