@@ -1,4 +1,4 @@
-package api
+package api_test
 
 import (
 	"bytes"
@@ -11,26 +11,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 )
 
-// seedFiles adds every testdata file matching pattern to the corpus.
-func seedFiles(f *testing.F, pattern string) {
-	f.Helper()
-	names, err := filepath.Glob(filepath.Join("testdata", pattern))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, name := range names {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
-
-// seedJobs adds a part of each testdata job record to the corpus.
-func seedJobs(f *testing.F, part func(*Job) [][]byte) {
+// seedJobs adds a part of each testdata job record to the corpus, then seeds.
+func seedJobs(f *testing.F, part func(*api.Job) [][]byte, seeds ...string) {
 	f.Helper()
 	names, _ := filepath.Glob(filepath.Join("testdata", "job_*.json"))
 	for _, name := range names {
@@ -38,7 +25,7 @@ func seedJobs(f *testing.F, part func(*Job) [][]byte) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		var j Job
+		var j api.Job
 		if err := json.Unmarshal(b, &j); err != nil {
 			f.Fatal(err)
 		}
@@ -46,14 +33,28 @@ func seedJobs(f *testing.F, part func(*Job) [][]byte) {
 			f.Add(p)
 		}
 	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+}
+
+// requestParams is the part of a job record that seeds a request fuzzer: the request_params
+// of a job of kind.
+func requestParams(kind api.JobKind) func(*api.Job) [][]byte {
+	return func(j *api.Job) [][]byte {
+		if j.Kind != kind || len(j.RequestParams) == 0 || string(j.RequestParams) == "null" {
+			return nil
+		}
+		return [][]byte{j.RequestParams}
+	}
 }
 
 // checkValidationError fails unless err is a non-empty ValidationErrors of well-formed
 // sentences.
 func checkValidationError(t *testing.T, err error) {
 	t.Helper()
-	var ve ValidationErrors
-	if !errors.As(err, &ve) || len(ve) == 0 || !errors.Is(err, ErrValidation) {
+	var ve api.ValidationErrors
+	if !errors.As(err, &ve) || len(ve) == 0 || !errors.Is(err, api.ErrValidation) {
 		t.Fatalf("not a non-empty ValidationErrors: %#v", err)
 	}
 	for _, e := range ve {
@@ -95,14 +96,35 @@ func reencode[T any](t *testing.T, v *T) *T {
 	return v2
 }
 
+// validRequest decodes data as a request and validates it, having called inspect first (the
+// accessors that must not panic on any request that decodes). A request that does not decode,
+// or does not validate (with a well-formed error), gives nil. A valid one must stay valid
+// through its encoding: validRequest returns the request decoded from that encoding.
+func validRequest[R any, P interface {
+	*R
+	Validate() error
+}](t *testing.T, data []byte, inspect func(P)) P {
+	t.Helper()
+	r := P(new(R))
+	if json.Unmarshal(data, r) != nil {
+		return nil
+	}
+	if inspect != nil {
+		inspect(r)
+	}
+	if err := r.Validate(); err != nil {
+		checkValidationError(t, err)
+		return nil
+	}
+	r2 := P(reencode(t, (*R)(r)))
+	if err := r2.Validate(); err != nil {
+		t.Fatalf("valid request invalid after encoding: %v", err)
+	}
+	return r2
+}
+
 func FuzzPreRecordedRequest(f *testing.F) {
-	seedJobs(f, func(j *Job) [][]byte {
-		if j.Kind != KindPreRecorded || isNull(j.RequestParams) {
-			return nil
-		}
-		return [][]byte{j.RequestParams}
-	})
-	for _, s := range []string{
+	seedJobs(f, requestParams(api.KindPreRecorded),
 		`{"audio_url":"https://example.com/a.wav"}`,
 		`{"audio_url":"https://example.com/a.wav","language":"fr","language_config":{"languages":["en"]}}`,
 		`{"audio_url":"http://h/a","detect_language":true,"enable_code_switching":true,"code_switching_config":{"languages":["en","fr"]}}`,
@@ -110,24 +132,14 @@ func FuzzPreRecordedRequest(f *testing.F) {
 		`{"AUDIO_URL":"x","audio_url":"http://h/a","Language":"en"}`,
 		`{"audio_url":"http://h/a","custom_vocabulary":["a",{"value":"b","intensity":0.5,"x":1}],"custom_metadata":{"k":"v"}}`,
 		`{"audio_url":"http://h/a","subtitles_config":{"formats":["srt"],"minimum_duration":1,"maximum_duration":2}}`,
-	} {
-		f.Add([]byte(s))
-	}
+	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var r PreRecordedRequest
-		if json.Unmarshal(data, &r) != nil {
+		r2 := validRequest[api.PreRecordedRequest](t, data, nil)
+		if r2 == nil {
 			return
-		}
-		if err := r.Validate(); err != nil {
-			checkValidationError(t, err)
-			return
-		}
-		r2 := reencode(t, &r)
-		if err := r2.Validate(); err != nil {
-			t.Fatalf("valid request invalid after encoding: %v", err)
 		}
 		// Normalize keeps a valid request valid and is idempotent.
-		var n PreRecordedRequest
+		var n api.PreRecordedRequest
 		if err := json.Unmarshal(mustJSON(t, r2), &n); err != nil {
 			t.Fatal(err)
 		}
@@ -153,36 +165,21 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func FuzzLiveRequest(f *testing.F) {
-	seedJobs(f, func(j *Job) [][]byte {
-		if j.Kind != KindLive || isNull(j.RequestParams) {
-			return nil
-		}
-		return [][]byte{j.RequestParams}
-	})
-	for _, s := range []string{
+	seedJobs(f, requestParams(api.KindLive),
 		`{}`,
 		`{"encoding":"wav/alaw","sample_rate":8000}`,
 		`{"encoding":"wav/ulaw","bit_depth":16}`,
 		`{"channels":9,"endpointing":0.001,"pre_processing":{"speech_threshold":2}}`,
 		`{"realtime_processing":{"translation":true,"translation_config":{"target_languages":["fr"]}},"callback":true,"callback_config":{"url":"https://h/x","receive_errors":false}}`,
-	} {
-		f.Add([]byte(s))
-	}
+	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var r LiveRequest
-		if json.Unmarshal(data, &r) != nil {
+		r2 := validRequest(t, data, func(r *api.LiveRequest) {
+			_ = r.Settings()
+			_ = r.MessagesConfig.WebSocketCategories()
+			_ = r.CallbackConfig.CallbackCategories()
+		})
+		if r2 == nil {
 			return
-		}
-		_ = r.Settings()
-		_ = r.MessagesConfig.WebSocketCategories()
-		_ = r.CallbackConfig.CallbackCategories()
-		if err := r.Validate(); err != nil {
-			checkValidationError(t, err)
-			return
-		}
-		r2 := reencode(t, &r)
-		if err := r2.Validate(); err != nil {
-			t.Fatalf("valid request invalid after encoding: %v", err)
 		}
 		d := r2.WithDefaults()
 		if err := d.Validate(); err != nil {
@@ -214,10 +211,10 @@ func FuzzParseListQuery(f *testing.F) {
 		f.Add(s, false)
 		f.Add(s, true)
 	}
-	job := &Job{Status: StatusDone, Kind: KindLive, CustomMetadata: json.RawMessage(`{"user":"a","n":1}`)}
+	job := &api.Job{Status: api.StatusDone, Kind: api.KindLive, CustomMetadata: json.RawMessage(`{"user":"a","n":1}`)}
 	f.Fuzz(func(t *testing.T, raw string, live bool) {
 		v, _ := url.ParseQuery(raw) // what did parse is still a query
-		q, err := ParseListQuery(v, live)
+		q, err := api.ParseListQuery(v, live)
 		if err != nil {
 			checkValidationError(t, err)
 			return
@@ -226,7 +223,7 @@ func FuzzParseListQuery(f *testing.F) {
 			t.Fatalf("parsed query does not validate: %v", err)
 		}
 		_ = q.Matches(job)
-		back, err := ParseListQuery(q.Values(), live)
+		back, err := api.ParseListQuery(q.Values(), live)
 		if err != nil || !reflect.DeepEqual(back, q) {
 			t.Fatalf("Values round trip: %+v, %v; want %+v", back, err, q)
 		}
@@ -234,15 +231,15 @@ func FuzzParseListQuery(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if back, err := ParseListQuery(v2, live); err != nil || !reflect.DeepEqual(back, q) {
+		if back, err := api.ParseListQuery(v2, live); err != nil || !reflect.DeepEqual(back, q) {
 			t.Fatalf("encoded round trip %q: %+v, %v; want %+v", q.Values().Encode(), back, err, q)
 		}
 	})
 }
 
 func FuzzClassifyCallback(f *testing.F) {
-	seedFiles(f, "callback_*.json")
-	seedFiles(f, "webhook_*.json")
+	api.SeedTestdata(f, "callback_*.json")
+	api.SeedTestdata(f, "webhook_*.json")
 	for _, s := range []string{
 		`{"event":"transcription.error","payload":{"id":"x"}}`,
 		`{"id":"x","event":"transcription.error","error":{"code":500,"message":"m"}}`,
@@ -253,20 +250,17 @@ func FuzzClassifyCallback(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		c, err := ClassifyCallback(body)
+		c, err := api.ClassifyCallback(body)
 		// Exactly what the straightforward implementation gives, error text included.
-		refC, refPayload, refErr := referenceClassifyCallback(body)
-		if aerr := referenceAmbiguity(body, refC, refErr); aerr != nil {
-			refC, refPayload, refErr = Classified{}, nil, aerr
-		}
+		refC, refPayload, refErr := apitest.ReferenceClassifyCallback(body)
 		if c != refC || fmt.Sprint(err) != fmt.Sprint(refErr) {
 			t.Fatalf("classified as %+v, %v; the reference gives %+v, %v", c, err, refC, refErr)
 		}
-		if _, payload, _ := ClassifyCallbackPayload(body); err == nil && !bytes.Equal(payload, refPayload) {
+		if _, payload, _ := api.ClassifyCallbackPayload(body); err == nil && !bytes.Equal(payload, refPayload) {
 			t.Fatalf("payload %q, the reference's %q", payload, refPayload)
 		}
 		if err != nil {
-			if !errors.Is(err, ErrUnclassified) || c != (Classified{}) {
+			if !errors.Is(err, api.ErrUnclassified) || c != (api.Classified{}) {
 				t.Fatalf("error %v with %+v", err, c)
 			}
 			return
@@ -275,11 +269,11 @@ func FuzzClassifyCallback(f *testing.F) {
 			t.Fatalf("classified without event or id: %+v", c)
 		}
 		switch c.Kind {
-		case CallbackJobSuccess, CallbackJobError, CallbackAccountWebhook:
+		case api.CallbackJobSuccess, api.CallbackJobError, api.CallbackAccountWebhook:
 			if c.MessageType != "" {
 				t.Fatalf("message type on %+v", c)
 			}
-		case CallbackLiveMessage:
+		case api.CallbackLiveMessage:
 			if c.MessageType == "" || !strings.HasPrefix(c.Event, "live.") {
 				t.Fatalf("live message %+v", c)
 			}
@@ -289,7 +283,7 @@ func FuzzClassifyCallback(f *testing.F) {
 		// Classification is a function of the JSON value, not of its spelling.
 		var v any
 		if json.Unmarshal(body, &v) == nil {
-			if again, err := ClassifyCallback(mustJSON(t, v)); err != nil || again != c {
+			if again, err := api.ClassifyCallback(mustJSON(t, v)); err != nil || again != c {
 				t.Fatalf("re-encoded body classified as %+v, %v; was %+v", again, err, c)
 			}
 		}
@@ -297,7 +291,7 @@ func FuzzClassifyCallback(f *testing.F) {
 }
 
 func FuzzLiveMessage(f *testing.F) {
-	seedJobs(f, func(j *Job) [][]byte {
+	seedJobs(f, func(j *api.Job) [][]byte {
 		if j.Result == nil {
 			return nil
 		}
@@ -306,35 +300,32 @@ func FuzzLiveMessage(f *testing.F) {
 			out = append(out, []byte(m))
 		}
 		return out
-	})
-	for _, s := range []string{
+	},
 		`{"session_id":"s","created_at":"2024-03-01T10:00:00.000Z","type":"translation","error":{"message":"x"},"data":null}`,
 		`{"session_id":"s","created_at":"2024-03-01T10:00:00.123456Z","type":"audio_chunk","acknowledged":false,"error":null}`,
 		`{"type":"error","error":"plain"}`,
 		`{"type":"transcript","data":{"is_final":true},"Type":"x","DATA":1}`,
 		`{"created_at":"2024-03-01 10:00:00+02:00","type":"speaker_change","extra":[1,2]}`,
-	} {
-		f.Add([]byte(s))
-	}
+	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var m LiveMessage
+		var m api.LiveMessage
 		err := json.Unmarshal(data, &m)
 		// DecodeLiveMessageHead is the message's Head, and fails with the message's error.
-		head, herr := DecodeLiveMessageHead(data)
+		head, herr := api.DecodeLiveMessageHead(data)
 		if fmt.Sprint(herr) != fmt.Sprint(err) || (err == nil && !reflect.DeepEqual(head, m.Head())) {
 			t.Fatalf("head %+v, %v; the message gives %+v, %v", head, herr, m.Head(), err)
 		}
 		if err != nil {
 			return
 		}
-		cats := MessageCategories(&m)
-		c, ok := Category(&m)
+		cats := api.MessageCategories(&m)
+		c, ok := api.Category(&m)
 		if ok != (len(cats) > 0) || (ok && c != cats[0]) || (ok && !c.Valid()) {
 			t.Fatalf("Category %q %v vs MessageCategories %q", c, ok, cats)
 		}
 		_ = m.ErrorMessage()
 		m2 := reencode(t, &m)
-		if got := MessageCategories(m2); !reflect.DeepEqual(got, cats) {
+		if got := api.MessageCategories(m2); !reflect.DeepEqual(got, cats) {
 			t.Fatalf("categories changed by encoding: %q -> %q", cats, got)
 		}
 		// Wrapped in a live callback, the message classifies as itself.
@@ -343,24 +334,24 @@ func FuzzLiveMessage(f *testing.F) {
 		if m2.SessionID != "" {
 			sid = m2.SessionID
 		}
-		body := mustJSON(t, LiveCallback{ID: sid, Event: LiveEvent(m2.Type), Payload: *m2})
-		cl, err := ClassifyCallback(body)
+		body := mustJSON(t, api.LiveCallback{ID: sid, Event: api.LiveEvent(m2.Type), Payload: *m2})
+		cl, err := api.ClassifyCallback(body)
 		if m2.Type == "" {
 			if err == nil {
 				t.Fatalf("message without type classified: %+v", cl)
 			}
 			return
 		}
-		if err != nil || cl.Kind != CallbackLiveMessage || cl.MessageType != m2.Type || cl.JobID != sid {
+		if err != nil || cl.Kind != api.CallbackLiveMessage || cl.MessageType != m2.Type || cl.JobID != sid {
 			t.Fatalf("wrapped message classified as %+v, %v", cl, err)
 		}
 		if sid != "s" {
-			other := mustJSON(t, LiveCallback{ID: "s", Event: LiveEvent(m2.Type), Payload: *m2})
-			if _, err := ClassifyCallback(other); !errors.Is(err, ErrUnclassified) {
+			other := mustJSON(t, api.LiveCallback{ID: "s", Event: api.LiveEvent(m2.Type), Payload: *m2})
+			if _, err := api.ClassifyCallback(other); !errors.Is(err, api.ErrUnclassified) {
 				t.Fatalf("message of session %q classified under session s: %v", sid, err)
 			}
 		}
-		var back LiveCallback
+		var back api.LiveCallback
 		if err := json.Unmarshal(body, &back); err != nil {
 			t.Fatal(err)
 		}
@@ -368,112 +359,4 @@ func FuzzLiveMessage(f *testing.F) {
 			t.Fatalf("payload changed in the callback")
 		}
 	})
-}
-
-// referenceClassifyCallback is ClassifyCallback as it was before the payload was scanned
-// instead of decoded into a map (commit 75eb1af), returning the payload as it decoded it.
-func referenceClassifyCallback(body []byte) (Classified, json.RawMessage, error) {
-	var head struct {
-		ID      *string         `json:"id"`
-		Event   string          `json:"event"`
-		Payload json.RawMessage `json:"payload"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(body, &head); err != nil {
-		return Classified{}, nil, fmt.Errorf("%w: not a JSON object: %v", ErrUnclassified, err)
-	}
-	if head.Event == "" {
-		return Classified{}, nil, fmt.Errorf("%w: event is missing", ErrUnclassified)
-	}
-	var payload map[string]json.RawMessage
-	if !isNull(head.Payload) {
-		if err := json.Unmarshal(head.Payload, &payload); err != nil {
-			return Classified{}, nil, fmt.Errorf("%w: payload is not an object", ErrUnclassified)
-		}
-	}
-	if head.ID == nil {
-		var id string
-		if raw, ok := payload["id"]; ok && json.Unmarshal(raw, &id) == nil && id != "" {
-			return Classified{Kind: CallbackAccountWebhook, Event: head.Event, JobID: id}, head.Payload, nil
-		}
-		return Classified{}, nil, fmt.Errorf("%w: neither id nor payload.id is present", ErrUnclassified)
-	}
-	if *head.ID == "" {
-		return Classified{}, nil, fmt.Errorf("%w: id is empty", ErrUnclassified)
-	}
-	c := Classified{Event: head.Event, JobID: *head.ID}
-	switch {
-	case head.Event == EventTranscriptionSuccess && payload != nil:
-		c.Kind = CallbackJobSuccess
-	case head.Event == EventTranscriptionError && !isNull(head.Error):
-		c.Kind = CallbackJobError
-	case strings.HasPrefix(head.Event, "live.") && payload != nil:
-		var t MessageType
-		if raw, ok := payload["type"]; !ok || json.Unmarshal(raw, &t) != nil || t == "" {
-			return Classified{}, nil, fmt.Errorf("%w: live payload has no type", ErrUnclassified)
-		}
-		c.Kind, c.MessageType = CallbackLiveMessage, t
-	default:
-		return Classified{}, nil, fmt.Errorf("%w: event %q with this body", ErrUnclassified, head.Event)
-	}
-	return c, head.Payload, nil
-}
-
-// referenceAmbiguity is the straightforward form of the rules issue 12 added to the
-// classification (the receiver's classify_test.go keeps the same reference for its
-// differential test): keys that authorise (id, a thin webhook's payload.id, a message's
-// payload.session_id) may not come in case variants, and a message may not name another
-// session. It runs beside referenceClassifyCallback (its result c and err), in the order the
-// classification checks.
-func referenceAmbiguity(body []byte, c Classified, err error) error {
-	var head struct {
-		ID      *string         `json:"id"`
-		Event   string          `json:"event"`
-		Payload json.RawMessage `json:"payload"`
-	}
-	if json.Unmarshal(body, &head) != nil {
-		return nil // not an object: the classification's error stands
-	}
-	variant := func(prefix string, obj []byte, name string) error {
-		dec := json.NewDecoder(bytes.NewReader(obj))
-		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-			return nil
-		}
-		for dec.More() {
-			t, err := dec.Token()
-			if err != nil {
-				return nil
-			}
-			if k := t.(string); k != name && strings.EqualFold(k, name) {
-				return fmt.Errorf("%w: key %s%q is a case variant of %q: the body is ambiguous", ErrUnclassified, prefix, k, name)
-			}
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return nil
-			}
-		}
-		return nil
-	}
-	if err := variant("", body, "id"); err != nil {
-		return err
-	}
-	payloadIsObject := bytes.HasPrefix(bytes.TrimLeft(head.Payload, " \t\r\n"), []byte("{"))
-	if head.ID == nil && head.Event != "" && payloadIsObject {
-		return variant("payload.", head.Payload, "id")
-	}
-	if err != nil || c.Kind != CallbackLiveMessage {
-		return nil
-	}
-	if err := variant("payload.", head.Payload, "session_id"); err != nil {
-		return err
-	}
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(head.Payload, &m)
-	if raw, ok := m["session_id"]; ok && string(raw) != "null" {
-		var sid string
-		if json.Unmarshal(raw, &sid) != nil || sid != "" && sid != c.JobID {
-			return fmt.Errorf("%w: payload.session_id %s differs from id %q", ErrUnclassified, raw, c.JobID)
-		}
-	}
-	return nil
 }
