@@ -3,9 +3,6 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/scribehook/scribehook/sandbox/audio"
@@ -24,26 +21,24 @@ func (p *Pocketsphinx) NewStream(cfg StreamConfig) (Stream, error) {
 	if cfg.Channels > p.size {
 		return nil, unsupported(PocketsphinxName, "%d channels need %d decoders; the pool has %d", cfg.Channels, cfg.Channels, p.size)
 	}
-	segs := make([]*audio.Segmenter, cfg.Channels)
-	for c := range segs {
-		if segs[c], err = audio.NewSegmenter(audio.SegmenterConfig{
-			SampleRate: SampleRate, Threshold: cfg.SpeechThreshold,
-			// Utterances longer than MaxChunk are cut there too, as pre-recorded ones are: the
-			// decoder's lattice grows with the utterance.
-			MinSilence: cfg.Endpointing, MaxSegment: min(cfg.MaxUtterance, p.maxChunk), UpdateEvery: partialEvery,
-		}); err != nil {
-			return nil, fmt.Errorf("pocketsphinx: %w", err)
-		}
+	segs, err := newSegmenters(PocketsphinxName, cfg.Channels, audio.SegmenterConfig{
+		SampleRate: SampleRate, Threshold: cfg.SpeechThreshold,
+		// Utterances longer than MaxChunk are cut there too, as pre-recorded ones are: the
+		// decoder's lattice grows with the utterance.
+		MinSilence: cfg.Endpointing, MaxSegment: min(cfg.MaxUtterance, p.maxChunk), UpdateEvery: partialEvery,
+	})
+	if err != nil {
+		return nil, err
 	}
 	decs, err := p.tryAcquire(cfg.Channels)
 	if err != nil {
 		return nil, err
 	}
-	st := &psStream{p: p, ch: make([]psChannel, cfg.Channels), held: true}
+	st := &psStream{p: p, segs: segs, ch: make([]psChannel, cfg.Channels), held: true}
 	for c, d := range decs {
 		st.spell = p.addVocabulary(d, cfg.Vocabulary, c == 0)
 		d.resetCMN()
-		st.ch[c] = psChannel{dec: d, seg: segs[c]}
+		st.ch[c] = psChannel{dec: d}
 	}
 	return st, nil
 }
@@ -54,6 +49,7 @@ type psStream struct {
 	mu     sync.Mutex
 	p      *Pocketsphinx
 	spell  map[string]string
+	segs   segmenters
 	ch     []psChannel
 	nextID int
 	done   bool // finished or closed: no more audio
@@ -63,7 +59,6 @@ type psStream struct {
 // psChannel is one channel of a stream. Positions are absolute sample indexes.
 type psChannel struct {
 	dec      *psDecoder
-	seg      *audio.Segmenter
 	buf      []int16 // recent audio, buf[0] at bufStart
 	bufStart int64
 	total    int64 // samples received
@@ -77,25 +72,15 @@ type psChannel struct {
 func (st *psStream) Feed(samples [][]float32) ([]Event, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.done {
-		return nil, errors.New("pocketsphinx: stream already finished")
-	}
-	if len(samples) != len(st.ch) {
-		return nil, unsupported(PocketsphinxName, "%d channels fed to a stream of %d", len(samples), len(st.ch))
-	}
-	if err := checkChannels(PocketsphinxName, samples); err != nil {
+	if err := checkFeed(PocketsphinxName, st.done, len(st.ch), samples); err != nil {
 		return nil, err
 	}
-	var all []taggedEvent
 	for c := range st.ch {
 		cs := &st.ch[c]
 		cs.buf = append(cs.buf, audio.Int16(samples[c])...)
 		cs.total += int64(len(samples[c]))
-		for _, ev := range cs.seg.Write(samples[c]) {
-			all = append(all, taggedEvent{c, ev})
-		}
 	}
-	out, err := st.handle(all, false)
+	out, err := st.handle(st.segs.write(samples), false)
 	if err != nil {
 		return nil, err
 	}
@@ -119,13 +104,7 @@ func (st *psStream) Finish() ([]Event, error) {
 	}
 	st.done = true
 	defer st.release()
-	var all []taggedEvent
-	for c := range st.ch {
-		for _, ev := range st.ch[c].seg.Flush() {
-			all = append(all, taggedEvent{c, ev})
-		}
-	}
-	return st.handle(all, true)
+	return st.handle(st.segs.flush(), true)
 }
 
 func (st *psStream) Close() error {
@@ -147,64 +126,55 @@ func (st *psStream) release() {
 	}
 }
 
-// handle turns segmenter events into engine events, driving the decoders. Ordering by
-// (frame, channel) gives one order whatever the chunking, as in the scripted engine. At the
-// end of the stream (flush) utterances take every sample received.
+// handle turns segmenter events into engine events, driving the decoders. At the end of the
+// stream (flush) utterances take every sample received.
 func (st *psStream) handle(all []taggedEvent, flush bool) ([]Event, error) {
-	slices.SortStableFunc(all, func(a, b taggedEvent) int {
-		if a.ev.Frame != b.ev.Frame {
-			if a.ev.Frame < b.ev.Frame {
-				return -1
-			}
-			return 1
-		}
-		return a.ch - b.ch
+	return engineEvents(all, func(c int, ev audio.SegmentEvent) (Event, bool, error) {
+		return st.segment(c, ev, flush)
 	})
-	var out []Event
-	for _, t := range all {
-		c, ev := t.ch, t.ev
-		cs := &st.ch[c]
-		upTo := (ev.Frame + 1) * psFrame // the audio the event's frame completes
-		if flush {
-			upTo = cs.total
-		}
-		switch ev.Kind {
-		case audio.SpeechStart:
-			out = append(out, Event{Kind: EventSpeechStart, Channel: c, Time: ev.Start})
-		case audio.SpeechEnd:
-			out = append(out, Event{Kind: EventSpeechEnd, Channel: c, Time: ev.Start})
-		case audio.SegmentStart:
-			if err := cs.dec.start(); err != nil {
-				return nil, err
-			}
-			start := int64(secondsToSample(ev.Start))
-			cs.open, cs.id = true, st.nextID
-			st.nextID++
-			cs.from = max(start-psContext, cs.lastEnd, cs.bufStart)
-			cs.fed = cs.from
-			if err := st.feedTo(cs, upTo); err != nil {
-				return nil, err
-			}
-		case audio.SegmentUpdate:
-			if err := st.feedTo(cs, upTo); err != nil {
-				return nil, err
-			}
-			if words := st.words(cs); len(words) > 0 {
-				out = append(out, Event{Kind: EventPartial, Channel: c, UtteranceID: cs.id, Utterance: psUtterance(words, c, 0, 0)})
-			}
-		case audio.SegmentEnd:
-			if err := st.feedTo(cs, upTo); err != nil {
-				return nil, err
-			}
-			if err := cs.dec.end(); err != nil {
-				return nil, err
-			}
-			cs.open, cs.lastEnd = false, cs.fed
-			u := psUtterance(st.words(cs), c, round3(ev.Start), round3(ev.End))
-			out = append(out, Event{Kind: EventFinal, Channel: c, UtteranceID: cs.id, Utterance: u})
-		}
+}
+
+// segment feeds channel c's decoder the audio up to the event's frame (all of it at flush),
+// opening and closing its utterances as the segmenter does: a partial transcript on an update
+// with words, a final on the end.
+func (st *psStream) segment(c int, ev audio.SegmentEvent, flush bool) (Event, bool, error) {
+	cs := &st.ch[c]
+	upTo := (ev.Frame + 1) * psFrame // the audio the event's frame completes
+	if flush {
+		upTo = cs.total
 	}
-	return out, nil
+	switch ev.Kind {
+	case audio.SegmentStart:
+		if err := cs.dec.start(); err != nil {
+			return Event{}, false, err
+		}
+		start := int64(secondsToSample(ev.Start))
+		cs.open, cs.id = true, st.nextID
+		st.nextID++
+		cs.from = max(start-psContext, cs.lastEnd, cs.bufStart)
+		cs.fed = cs.from
+		if err := st.feedTo(cs, upTo); err != nil {
+			return Event{}, false, err
+		}
+	case audio.SegmentUpdate:
+		if err := st.feedTo(cs, upTo); err != nil {
+			return Event{}, false, err
+		}
+		if words := st.words(cs); len(words) > 0 {
+			return Event{Kind: EventPartial, Channel: c, UtteranceID: cs.id, Utterance: psUtterance(words, c, 0, 0)}, true, nil
+		}
+	case audio.SegmentEnd:
+		if err := st.feedTo(cs, upTo); err != nil {
+			return Event{}, false, err
+		}
+		if err := cs.dec.end(); err != nil {
+			return Event{}, false, err
+		}
+		cs.open, cs.lastEnd = false, cs.fed
+		u := psUtterance(st.words(cs), c, round3(ev.Start), round3(ev.End))
+		return Event{Kind: EventFinal, Channel: c, UtteranceID: cs.id, Utterance: u}, true, nil
+	}
+	return Event{}, false, nil
 }
 
 func (st *psStream) words(cs *psChannel) []Word {

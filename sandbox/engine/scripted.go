@@ -172,27 +172,24 @@ func (s *Scripted) newStream(cfg StreamConfig, partials bool) (*scriptedStream, 
 	if err != nil {
 		return nil, err
 	}
-	st := &scriptedStream{
-		lang:  firstOr(cfg.Languages, "en"),
-		words: s.base,
-		vocab: vocabulary(cfg.Vocabulary),
-		ch:    make([]channelState, cfg.Channels),
-	}
 	update := 0.0
 	if partials {
 		update = partialEvery
 	}
-	for c := range st.ch {
-		seg, err := audio.NewSegmenter(audio.SegmenterConfig{
-			SampleRate: SampleRate, Threshold: cfg.SpeechThreshold,
-			MinSilence: cfg.Endpointing, MaxSegment: cfg.MaxUtterance, UpdateEvery: update,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("scripted: %w", err)
-		}
-		st.ch[c].seg = seg
+	segs, err := newSegmenters(ScriptedName, cfg.Channels, audio.SegmenterConfig{
+		SampleRate: SampleRate, Threshold: cfg.SpeechThreshold,
+		MinSilence: cfg.Endpointing, MaxSegment: cfg.MaxUtterance, UpdateEvery: update,
+	})
+	if err != nil {
+		return nil, err
 	}
-	return st, nil
+	return &scriptedStream{
+		lang:  firstOr(cfg.Languages, "en"),
+		words: s.base,
+		vocab: vocabulary(cfg.Vocabulary),
+		segs:  segs,
+		ch:    make([]channelState, cfg.Channels),
+	}, nil
 }
 
 // partialEvery is the interval of partial transcripts while an utterance goes on.
@@ -213,41 +210,23 @@ func vocabulary(entries []string) []string {
 type scriptedStream struct {
 	lang         string
 	words, vocab []string
+	segs         segmenters
 	ch           []channelState
 	nextID       int
 	done         bool
 }
 
 type channelState struct {
-	seg   *audio.Segmenter
 	gen   *wordGen // words of the open utterance
 	id    int      // its id
 	count int      // utterances finished on this channel
 }
 
-// taggedEvent is a segmenter event with its channel, for merging channels.
-type taggedEvent struct {
-	ch int
-	ev audio.SegmentEvent
-}
-
 func (st *scriptedStream) Feed(samples [][]float32) ([]Event, error) {
-	if st.done {
-		return nil, fmt.Errorf("scripted: stream already finished")
-	}
-	if len(samples) != len(st.ch) {
-		return nil, unsupported(ScriptedName, "%d channels fed to a stream of %d", len(samples), len(st.ch))
-	}
-	if err := checkChannels(ScriptedName, samples); err != nil {
+	if err := checkFeed(ScriptedName, st.done, len(st.ch), samples); err != nil {
 		return nil, err
 	}
-	var all []taggedEvent
-	for c := range st.ch {
-		for _, ev := range st.ch[c].seg.Write(samples[c]) {
-			all = append(all, taggedEvent{c, ev})
-		}
-	}
-	return st.translate(all), nil
+	return engineEvents(st.segs.write(samples), st.segment)
 }
 
 func (st *scriptedStream) Finish() ([]Event, error) {
@@ -255,13 +234,7 @@ func (st *scriptedStream) Finish() ([]Event, error) {
 		return nil, nil
 	}
 	st.done = true
-	var all []taggedEvent
-	for c := range st.ch {
-		for _, ev := range st.ch[c].seg.Flush() {
-			all = append(all, taggedEvent{c, ev})
-		}
-	}
-	return st.translate(all), nil
+	return engineEvents(st.segs.flush(), st.segment)
 }
 
 func (st *scriptedStream) Close() error {
@@ -269,46 +242,28 @@ func (st *scriptedStream) Close() error {
 	return nil
 }
 
-// translate turns segmenter events into engine events. Every call covers the same frames on
-// every channel, so ordering by (frame, channel) gives one order whatever the chunking, and
-// utterance ids follow it.
-func (st *scriptedStream) translate(all []taggedEvent) []Event {
-	slices.SortStableFunc(all, func(a, b taggedEvent) int {
-		if a.ev.Frame != b.ev.Frame {
-			if a.ev.Frame < b.ev.Frame {
-				return -1
-			}
-			return 1
+// segment lays the words of channel c's utterances as its segmenter opens, updates and ends
+// them: a partial transcript on an update with words, a final on the end.
+func (st *scriptedStream) segment(c int, ev audio.SegmentEvent) (Event, bool, error) {
+	cs := &st.ch[c]
+	switch ev.Kind {
+	case audio.SegmentStart:
+		cs.id = st.nextID
+		st.nextID++
+		cs.gen = newWordGen(st.words, st.vocab, c, round3(ev.Start))
+	case audio.SegmentUpdate:
+		end := round3(ev.End)
+		if words := cs.gen.partial(end); len(words) > 0 {
+			return Event{Kind: EventPartial, Channel: c, UtteranceID: cs.id, Utterance: st.utterance(c, round3(ev.Start), end, words)}, true, nil
 		}
-		return a.ch - b.ch
-	})
-	var out []Event
-	for _, t := range all {
-		c, ev := t.ch, t.ev
-		cs := &st.ch[c]
-		switch ev.Kind {
-		case audio.SpeechStart:
-			out = append(out, Event{Kind: EventSpeechStart, Channel: c, Time: ev.Start})
-		case audio.SpeechEnd:
-			out = append(out, Event{Kind: EventSpeechEnd, Channel: c, Time: ev.Start})
-		case audio.SegmentStart:
-			cs.id = st.nextID
-			st.nextID++
-			cs.gen = newWordGen(st.words, st.vocab, c, round3(ev.Start))
-		case audio.SegmentUpdate:
-			end := round3(ev.End)
-			if words := cs.gen.partial(end); len(words) > 0 {
-				out = append(out, Event{Kind: EventPartial, Channel: c, UtteranceID: cs.id, Utterance: st.utterance(c, round3(ev.Start), end, words)})
-			}
-		case audio.SegmentEnd:
-			end := round3(ev.End)
-			u := st.utterance(c, round3(ev.Start), end, cs.gen.final(end))
-			out = append(out, Event{Kind: EventFinal, Channel: c, UtteranceID: cs.id, Utterance: u})
-			cs.count++
-			cs.gen = nil
-		}
+	case audio.SegmentEnd:
+		end := round3(ev.End)
+		u := st.utterance(c, round3(ev.Start), end, cs.gen.final(end))
+		cs.count++
+		cs.gen = nil
+		return Event{Kind: EventFinal, Channel: c, UtteranceID: cs.id, Utterance: u}, true, nil
 	}
-	return out
+	return Event{}, false, nil
 }
 
 func (st *scriptedStream) utterance(c int, start, end float64, words []Word) Utterance {
