@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -67,5 +68,45 @@ func TestUnsupportedError(t *testing.T) {
 	var u *UnsupportedError
 	if !errors.As(err, &u) || err.Error() != "scripted: no audio channels" {
 		t.Fatal(err)
+	}
+}
+
+// checkStreamMisuse holds a two-channel stream of any engine to the Stream contract on misuse:
+// audio of the wrong shape is an UnsupportedError, audio after Finish an error, and a second
+// Finish and a Close after it do nothing.
+func checkStreamMisuse(t *testing.T, st Stream) {
+	t.Helper()
+	var u *UnsupportedError
+	if _, err := st.Feed([][]float32{{1}}); !errors.As(err, &u) {
+		t.Fatalf("one channel fed to two: %v", err)
+	}
+	if _, err := st.Feed([][]float32{{1, 2}, {1}}); !errors.As(err, &u) {
+		t.Fatalf("channels of different lengths: %v", err)
+	}
+	if _, err := st.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Feed([][]float32{{1}, {1}}); err == nil {
+		t.Fatal("feed after finish accepted")
+	}
+	if evs, err := st.Finish(); err != nil || evs != nil || st.Close() != nil {
+		t.Fatal("a second finish and a close after it must be harmless")
+	}
+}
+
+// checkTranscribeMisuse holds any engine to the Engine contract on audio of the wrong shape or
+// rate: an UnsupportedError.
+func checkTranscribeMisuse(t *testing.T, e Engine) {
+	t.Helper()
+	for _, req := range []Request{
+		{},
+		{Channels: [][]float32{{1, 2}, {1}}},
+		{Channels: make([][]float32, 9)},
+		{Channels: [][]float32{{1}}, SampleRate: 8000},
+	} {
+		var u *UnsupportedError
+		if _, err := e.Transcribe(context.Background(), req); !errors.As(err, &u) {
+			t.Errorf("%d channels at %d Hz: error %v", len(req.Channels), req.SampleRate, err)
+		}
 	}
 }

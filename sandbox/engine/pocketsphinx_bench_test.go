@@ -32,26 +32,13 @@ func benchAudio(b *testing.B, kind string) []float32 {
 
 func librivox(b testing.TB) []float32 {
 	b.Helper()
-	const dir = "/usr/share/pocketsphinx/test/data/librivox"
-	ids, err := os.ReadFile(filepath.Join(dir, "fileids"))
+	ids, err := os.ReadFile(filepath.Join(librivoxDir, "fileids"))
 	if err != nil {
 		b.Skipf("pocketsphinx-testdata not installed (%v)", err)
 	}
 	var x []float32
 	for _, id := range strings.Fields(string(ids)) {
-		data, err := os.ReadFile(filepath.Join(dir, id+".wav"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		a, err := audio.DecodeBytes(data, audio.Limits{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ch, err := a.Resample16k()
-		if err != nil {
-			b.Fatal(err)
-		}
-		x = append(x, ch[0]...)
+		x = append(x, readAudio16k(b, filepath.Join(librivoxDir, id+".wav"))[0]...)
 	}
 	return x
 }

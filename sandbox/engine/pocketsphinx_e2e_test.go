@@ -118,7 +118,7 @@ func TestPocketsphinxSandboxJob(t *testing.T) {
 	tr := job.Result.Transcription
 	ref := strings.Fields(strings.Join(sentences, " "))
 	hyp := strings.Fields(strings.ToLower(tr.FullTranscript))
-	errs := levenshtein(ref, hyp)
+	errs := engine.WordErrors(ref, hyp)
 	t.Logf("full_transcript %q: %d errors in %d words", tr.FullTranscript, errs, len(ref))
 	if float64(errs) > 0.2*float64(len(ref)) {
 		t.Fatalf("WER above 20 %%: %q", tr.FullTranscript)
@@ -139,25 +139,4 @@ func TestPocketsphinxSandboxJob(t *testing.T) {
 			last = w.End
 		}
 	}
-}
-
-func levenshtein(ref, hyp []string) int {
-	d := make([]int, len(hyp)+1)
-	for j := range d {
-		d[j] = j
-	}
-	for i := 1; i <= len(ref); i++ {
-		prev := d[0]
-		d[0] = i
-		for j := 1; j <= len(hyp); j++ {
-			cur := d[j]
-			sub := prev
-			if ref[i-1] != hyp[j-1] {
-				sub++
-			}
-			d[j] = min(sub, d[j]+1, d[j-1]+1)
-			prev = cur
-		}
-	}
-	return d[len(hyp)]
 }

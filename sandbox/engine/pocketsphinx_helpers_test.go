@@ -68,7 +68,17 @@ func flite(t testing.TB, text string) []float32 {
 	if out, err := exec.Command(bin, "-voice", "slt", "-t", text, "-o", f.Name()).CombinedOutput(); err != nil {
 		t.Fatalf("flite: %v: %s", err, out)
 	}
-	b, err := os.ReadFile(f.Name())
+	return readAudio16k(t, f.Name())[0]
+}
+
+// librivoxDir holds the LibriVox clips of pocketsphinx-testdata: real speech, with its
+// transcription.
+const librivoxDir = "/usr/share/pocketsphinx/test/data/librivox"
+
+// readAudio16k decodes an audio file into its channels at 16 kHz.
+func readAudio16k(t testing.TB, path string) [][]float32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +90,7 @@ func flite(t testing.TB, text string) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ch[0]
+	return ch
 }
 
 func silence(sec float64) []float32 { return make([]float32, int(math.Round(sec*SampleRate))) }
@@ -159,6 +169,9 @@ func wordErrors(ref, hyp []string) int {
 	}
 	return d[len(hyp)]
 }
+
+// WordErrors is wordErrors for the end-to-end test, which is outside the package.
+var WordErrors = wordErrors
 
 // werCounter sums word errors over several references.
 type werCounter struct{ errs, words int }

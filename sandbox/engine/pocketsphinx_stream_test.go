@@ -3,7 +3,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -323,22 +322,7 @@ func TestPocketsphinxStreamErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var u *UnsupportedError
-	if _, err := st.Feed([][]float32{{1}}); !errors.As(err, &u) {
-		t.Fatalf("one channel fed to two: %v", err)
-	}
-	if _, err := st.Feed([][]float32{{1, 2}, {1}}); !errors.As(err, &u) {
-		t.Fatalf("channels of different lengths: %v", err)
-	}
-	if _, err := st.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Feed([][]float32{{1}, {1}}); err == nil {
-		t.Fatal("feed after finish accepted")
-	}
-	if evs, err := st.Finish(); err != nil || evs != nil || st.Close() != nil {
-		t.Fatal("a second finish and a close after it must be harmless")
-	}
+	checkStreamMisuse(t, st)
 	// Finish released both decoders.
 	st2, err := p.NewStream(StreamConfig{Channels: 2})
 	if err != nil {

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/scribehook/scribehook/sandbox/audio"
 )
 
 func TestPocketsphinxRegistry(t *testing.T) {
@@ -142,10 +140,9 @@ func TestPocketsphinxWordTimes(t *testing.T) {
 	}
 }
 
-// The LibriVox clips of pocketsphinx-testdata: real speech, with its transcription.
+// The LibriVox clips of pocketsphinx-testdata.
 func TestPocketsphinxLibriVox(t *testing.T) {
-	const dir = "/usr/share/pocketsphinx/test/data/librivox"
-	tr, err := os.ReadFile(filepath.Join(dir, "transcription"))
+	tr, err := os.ReadFile(filepath.Join(librivoxDir, "transcription"))
 	if err != nil {
 		t.Skipf("pocketsphinx-testdata not installed (%v): apt-get install pocketsphinx-testdata", err)
 	}
@@ -158,18 +155,7 @@ func TestPocketsphinxLibriVox(t *testing.T) {
 		i := strings.LastIndexByte(line, '(')
 		id := strings.Trim(line[i:], "() ")
 		ref := strings.NewReplacer("<s>", "", "</s>", "").Replace(line[:i])
-		b, err := os.ReadFile(filepath.Join(dir, id+".wav"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := audio.DecodeBytes(b, audio.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ch, err := a.Resample16k()
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := readAudio16k(t, filepath.Join(librivoxDir, id+".wav"))
 		start := time.Now()
 		res, err := p.Transcribe(context.Background(), Request{Channels: ch})
 		if err != nil {
@@ -224,17 +210,7 @@ func TestPocketsphinxLanguages(t *testing.T) {
 
 func TestPocketsphinxErrors(t *testing.T) {
 	p := newPSEngine(t, PocketsphinxOptions{Decoders: 1})
-	for _, req := range []Request{
-		{},
-		{Channels: [][]float32{{1, 2}, {1}}},
-		{Channels: make([][]float32, 9)},
-		{Channels: [][]float32{{1}}, SampleRate: 8000},
-	} {
-		var u *UnsupportedError
-		if _, err := p.Transcribe(context.Background(), req); !errors.As(err, &u) {
-			t.Errorf("%d channels at %d Hz: error %v", len(req.Channels), req.SampleRate, err)
-		}
-	}
+	checkTranscribeMisuse(t, p)
 	res, err := p.Transcribe(context.Background(), Request{Channels: [][]float32{{}}})
 	if err != nil || len(res.Utterances) != 0 || res.Duration != 0 {
 		t.Fatalf("empty audio: %+v %v", res, err)

@@ -169,17 +169,7 @@ func TestTranscribeMaxUtterance(t *testing.T) {
 
 func TestTranscribeErrors(t *testing.T) {
 	e := NewScripted(ScriptedOptions{})
-	for _, req := range []Request{
-		{},
-		{Channels: [][]float32{{1, 2}, {1}}},
-		{Channels: make([][]float32, 9)},
-		{Channels: [][]float32{{1}}, SampleRate: 8000},
-	} {
-		var u *UnsupportedError
-		if _, err := e.Transcribe(context.Background(), req); !errors.As(err, &u) {
-			t.Errorf("%d channels at %d Hz: error %v", len(req.Channels), req.SampleRate, err)
-		}
-	}
+	checkTranscribeMisuse(t, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := e.Transcribe(ctx, Request{Channels: [][]float32{speech(30)}}); !errors.Is(err, context.Canceled) {
@@ -470,23 +460,11 @@ func TestStreamSpeechThreshold(t *testing.T) {
 }
 
 func TestStreamErrors(t *testing.T) {
-	st, _ := NewScripted(ScriptedOptions{}).NewStream(StreamConfig{Channels: 2})
-	var u *UnsupportedError
-	if _, err := st.Feed([][]float32{{1}}); !errors.As(err, &u) {
-		t.Fatalf("one channel fed to two: %v", err)
-	}
-	if _, err := st.Feed([][]float32{{1, 2}, {1}}); !errors.As(err, &u) {
-		t.Fatalf("channels of different lengths: %v", err)
-	}
-	if _, err := st.Finish(); err != nil {
+	st, err := NewScripted(ScriptedOptions{}).NewStream(StreamConfig{Channels: 2})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Feed([][]float32{{1}, {1}}); err == nil {
-		t.Fatal("feed after finish accepted")
-	}
-	if evs, err := st.Finish(); err != nil || evs != nil || st.Close() != nil {
-		t.Fatal("a second finish and a close after it must be harmless")
-	}
+	checkStreamMisuse(t, st)
 }
 
 func BenchmarkTranscribeMinute(b *testing.B) {
