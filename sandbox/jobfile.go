@@ -170,7 +170,7 @@ func (s *Server) handleLiveFile(w http.ResponseWriter, r *http.Request) {
 		defer f.Close()
 		body = io.NewSectionReader(f, 0, size)
 	}
-	header := wavHeader16(sess.settings.Channels, sess.settings.SampleRate, size)
+	header := audio.Header16(sess.settings.Channels, sess.settings.SampleRate, size)
 	w.Header().Set("Content-Type", "audio/wav")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", liveFileName(id)))
 	w.Header().Set("Content-Length", strconv.FormatInt(int64(len(header))+size, 10))
@@ -188,31 +188,6 @@ type eofReader struct{}
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 func liveFileName(id string) string { return "live-" + id + ".wav" }
-
-// wavHeader16 is the 44-byte header of a 16-bit PCM WAV file. Data past what the 32-bit sizes
-// hold (3 hours of 8 channels at 48 kHz) gets the 0xFFFFFFFF placeholder of streamed WAVs,
-// which readers take as "to the end of the file".
-func wavHeader16(channels, rate int, dataBytes int64) []byte {
-	le := binary.LittleEndian
-	h := make([]byte, 44)
-	riff, data := uint32(0xFFFFFFFF), uint32(0xFFFFFFFF)
-	if dataBytes <= 0xFFFFFFFF-36 {
-		riff, data = uint32(36+dataBytes), uint32(dataBytes)
-	}
-	copy(h[0:], "RIFF")
-	le.PutUint32(h[4:], riff)
-	copy(h[8:], "WAVEfmt ")
-	le.PutUint32(h[16:], 16)
-	le.PutUint16(h[20:], 1) // PCM
-	le.PutUint16(h[22:], uint16(channels))
-	le.PutUint32(h[24:], uint32(rate))
-	le.PutUint32(h[28:], uint32(rate*channels*2))
-	le.PutUint16(h[32:], uint16(channels*2))
-	le.PutUint16(h[34:], 16)
-	copy(h[36:], "data")
-	le.PutUint32(h[40:], data)
-	return h
-}
 
 // recordAudioLocked appends decoded frames (one slice a channel) to the session's recording as
 // interleaved 16-bit samples. A failed write stops the recording and is reported by
