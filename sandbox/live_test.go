@@ -351,15 +351,7 @@ func TestLiveBadClientMessagesAreErrors(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	created, err := e.client.CreateLive(ctx, api.LiveRequest{}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := websocket.Dial(ctx, created.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
+	_, c := openLive(t, ctx, e)
 	send := func(s string) {
 		if err := c.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
 			t.Fatal(err)
@@ -399,6 +391,22 @@ func TestLiveBadClientMessagesAreErrors(t *testing.T) {
 	}
 }
 
+// openLive creates a live session with the default settings and connects to it; the socket
+// is dropped at the end of the test.
+func openLive(t *testing.T, ctx context.Context, e *env) (api.CreateLiveResponse, *websocket.Conn) {
+	t.Helper()
+	created, err := e.client.CreateLive(ctx, api.LiveRequest{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := websocket.Dial(ctx, created.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return created, c
+}
+
 // readUntilClose reads messages until the server closes the socket.
 func readUntilClose(t *testing.T, ctx context.Context, c *websocket.Conn) ([]api.LiveMessage, error) {
 	t.Helper()
@@ -418,15 +426,8 @@ func TestLiveReconnectResumesTheSession(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	created, err := e.client.CreateLive(ctx, api.LiveRequest{}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	pcm := pcm16(speechLike(t, 1, [][2]float64{{0.2, 0.8}}, 16000)) // 32000 bytes
-	first, _, err := websocket.Dial(ctx, created.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	created, first := openLive(t, ctx, e)
 	// While a socket is attached, a second one is refused.
 	if _, resp, err := websocket.Dial(ctx, created.URL, nil); err == nil || resp.StatusCode != http.StatusConflict {
 		t.Fatalf("second socket: %v", err)
@@ -485,15 +486,7 @@ func TestLiveSessionEndsAtItsMaximumDuration(t *testing.T) {
 	e := newEnv(t, func(c *sandboxConfig) { c.MaxLiveDuration = time.Second })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	created, err := e.client.CreateLive(ctx, api.LiveRequest{}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := websocket.Dial(ctx, created.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
+	created, c := openLive(t, ctx, e)
 	pcm := pcm16(speechLike(t, 2, nil, 16000))
 	for off := 0; off < len(pcm); off += 3200 {
 		if err := c.Write(ctx, websocket.MessageBinary, pcm[off:off+3200]); err != nil {
