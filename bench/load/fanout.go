@@ -10,15 +10,12 @@ import (
 // created_at) to the event's first arrival at the receiver.
 func cmdFanout(args []string) error {
 	fs, c := newFlags("fanout")
-	n := fs.Int("n", 20000, "callbacks to send")
-	rate := fs.Float64("rate", 1000, "callbacks per second")
-	conns := fs.Int("conns", 16, "concurrent connections")
-	sessions := fs.Int("sessions", 64, "live sessions the messages are spread over")
+	lf := addLoad(fs, loadFlags{n: 20000, rate: 1000, conns: 16, sessions: 64, drain: 3 * time.Minute},
+		"callbacks per second", "how long to wait for every event to arrive")
 	withFile := fs.Bool("file", false, "also a file sink beside the webhook sink")
-	drain := fs.Duration("drain", 3*time.Minute, "how long to wait for every event to arrive")
 	_ = fs.Parse(args)
 
-	spec := runSpec{Calls: callSpec{shapeLive, *n, *sessions}, Warm: callSpec{shapeLive, 500, *sessions}, Hook: true}
+	spec := runSpec{Calls: callSpec{shapeLive, lf.n, lf.sessions}, Warm: callSpec{shapeLive, 500, lf.sessions}, Hook: true}
 	r, srv, err := c.startServe(spec, func(r *rig) serveSetup {
 		setup := serveSetup{HookURL: r.hook.url(), HookEvents: "live.*"}
 		if *withFile {
@@ -32,17 +29,17 @@ func cmdFanout(args []string) error {
 	defer r.close()
 	calls, warmCalls, hook := r.calls, r.warm, r.hook
 	fmt.Printf("load: %d live callbacks at %.0f/s over %d connections; webhook sink (events live.*) to a loopback receiver%s\n",
-		*n, *rate, *conns, map[bool]string{true: ", and a file sink", false: ""}[*withFile])
+		lf.n, lf.rate, lf.conns, map[bool]string{true: ", and a file sink", false: ""}[*withFile])
 
-	warm := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: warmCalls, Rate: *rate, Conns: *conns})
-	if missing := hook.waitKeys(keysOf(warmCalls), *drain); missing > 0 || warm.OK != len(warmCalls) {
+	warm := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: warmCalls, Rate: lf.rate, Conns: lf.conns})
+	if missing := hook.waitKeys(keysOf(warmCalls), lf.drain); missing > 0 || warm.OK != len(warmCalls) {
 		return fmt.Errorf("warm-up: %d of %d acknowledged, %d events missing at the webhook", warm.OK, len(warmCalls), missing)
 	}
 	hook.reset()
-	res := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: calls, Rate: *rate, Conns: *conns})
+	res := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: calls, Rate: lf.rate, Conns: lf.conns})
 	fmt.Printf("ingest: %s\n", describeLoad(res))
 	begin := time.Now()
-	missing := hook.waitKeys(keysOf(calls), *drain)
+	missing := hook.waitKeys(keysOf(calls), lf.drain)
 	st := hook.stats()
 	lat := summarise(st.Lat)
 	fmt.Printf("receipt → webhook delivered: %s\n", lat)
@@ -50,7 +47,7 @@ func cmdFanout(args []string) error {
 		st.Distinct, st.Total, st.Dups, st.Bad, time.Since(begin).Round(time.Millisecond))
 	printWindows("receipt → webhook by 5 s window of arrival", st.Lat, st.LatAt, 5*time.Second)
 	if *withFile {
-		if _, _, err := waitDrained(srv.db, true, *drain); err != nil {
+		if _, _, err := waitDrained(srv.db, true, lf.drain); err != nil {
 			return err
 		}
 		scan, err := scanFileSink(srv.setup.FileSink)
@@ -60,12 +57,12 @@ func cmdFanout(args []string) error {
 		fmt.Printf("receipt → file sink written: %s\n", summarise(scan.Lat))
 	}
 	if missing > 0 {
-		return fmt.Errorf("%w: %d of %d events never reached the webhook within %s", errHook, missing, len(calls), *drain)
+		return fmt.Errorf("%w: %d of %d events never reached the webhook within %s", errHook, missing, len(calls), lf.drain)
 	}
 	if st.Bad > 0 || st.KeysTwice > 0 {
 		return fmt.Errorf("%w: %d bad signatures, %d messages delivered under two event ids", errHook, st.Bad, st.KeysTwice)
 	}
-	if _, _, err := waitDrained(srv.db, true, *drain); err != nil {
+	if _, _, err := waitDrained(srv.db, true, lf.drain); err != nil {
 		return err
 	}
 	if err := verifyOrFail(srv.db, calls, res.Out, "store check failed"); err != nil {

@@ -34,15 +34,12 @@ func cmdFault(args []string) error {
 // reached the file sink and the webhook sink, and that no delivery was applied twice.
 func faultKill(args []string) error {
 	fs, c := newFlags("fault kill")
-	n := fs.Int("n", 20000, "callbacks to send")
+	lf := addLoad(fs, loadFlags{n: 20000, rate: 2000, conns: 32, sessions: 64, drain: 4 * time.Minute},
+		"callbacks per second offered", "bound of the wait for processing and sinks after the load")
 	kills := fs.Int("kills", 3, "how many times serve is killed during the load")
-	rate := fs.Float64("rate", 2000, "callbacks per second offered")
-	conns := fs.Int("conns", 32, "concurrent connections")
-	sessions := fs.Int("sessions", 64, "live sessions the messages are spread over")
-	drain := fs.Duration("drain", 4*time.Minute, "bound of the wait for processing and sinks after the load")
 	_ = fs.Parse(args)
 
-	r, srv, err := c.startServe(runSpec{Calls: callSpec{shapeLive, *n, *sessions}, Hook: true}, bothSinks)
+	r, srv, err := c.startServe(runSpec{Calls: callSpec{shapeLive, lf.n, lf.sessions}, Hook: true}, bothSinks)
 	if err != nil {
 		return err
 	}
@@ -56,15 +53,15 @@ func faultKill(args []string) error {
 	at := make([]int, *kills)
 	for i := range at {
 		lo := 0.1 + 0.8*float64(i)/float64(*kills)
-		at[i] = int((lo + rng.Float64()*0.8/float64(*kills)) * float64(*n))
+		at[i] = int((lo + rng.Float64()*0.8/float64(*kills)) * float64(lf.n))
 	}
 	fmt.Printf("load: %d live callbacks at %.0f/s over %d connections, retried on failure as the service does; kill -9 after %v acknowledgements (seed %d)\n",
-		*n, *rate, *conns, at, c.seed)
+		lf.n, lf.rate, lf.conns, at, c.seed)
 	var acked atomic.Int64
 	done := make(chan loadResult, 1)
 	start := time.Now()
 	go func() {
-		done <- runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: calls, Rate: *rate, Conns: *conns,
+		done <- runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: calls, Rate: lf.rate, Conns: lf.conns,
 			Retry: true, RetryFor: 3 * time.Minute, Timeout: 20 * time.Second, Acked: &acked})
 	}()
 	var downs []time.Duration
@@ -96,7 +93,7 @@ func faultKill(args []string) error {
 		}
 	}
 	begin := time.Now()
-	left, _, derr := waitDrained(srv.db, true, *drain)
+	left, _, derr := waitDrained(srv.db, true, lf.drain)
 	fmt.Printf("drain: inbox and sink queues empty %s after the load (%d pending, %d failed, %d queued, %d dead); %d callbacks needed more than one attempt\n",
 		time.Since(begin).Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, left.SinkDead, retried)
 	if derr != nil {
@@ -149,22 +146,20 @@ func faultWebhookDown(args []string) error {
 	fs, c := newFlags("fault webhook-down")
 	// Well under what processing sustains on a small machine with two sinks, so that the
 	// file sink's latency before the outage is a steady state to compare with.
-	n := fs.Int("n", 3000, "callbacks to send")
-	rate := fs.Float64("rate", 100, "callbacks per second")
-	conns := fs.Int("conns", 8, "concurrent connections")
+	lf := addLoad(fs, loadFlags{n: 3000, rate: 100, conns: 8, drain: 3 * time.Minute},
+		"callbacks per second", "bound of the wait for the webhook to catch up")
 	downAt := fs.Duration("down-at", 8*time.Second, "when the target goes down, after the load starts")
 	downFor := fs.Duration("down-for", 10*time.Second, "how long it stays down")
-	drain := fs.Duration("drain", 3*time.Minute, "bound of the wait for the webhook to catch up")
 	_ = fs.Parse(args)
 
-	r, srv, err := c.startServe(runSpec{Calls: callSpec{shapeLive, *n, 32}, Hook: true}, bothSinks)
+	r, srv, err := c.startServe(runSpec{Calls: callSpec{shapeLive, lf.n, 32}, Hook: true}, bothSinks)
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	calls, hook := r.calls, r.hook
 	fmt.Printf("load: %d live callbacks at %.0f/s; file sink and webhook sink; the webhook's port closed from %s to %s\n",
-		*n, *rate, *downAt, *downAt+*downFor)
+		lf.n, lf.rate, *downAt, *downAt+*downFor)
 	var wentDown, cameUp time.Time
 	start := time.Now()
 	outage := make(chan error, 1)
@@ -177,15 +172,15 @@ func faultWebhookDown(args []string) error {
 		cameUp = time.Now()
 		outage <- err
 	}()
-	res := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: calls, Rate: *rate, Conns: *conns})
+	res := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: calls, Rate: lf.rate, Conns: lf.conns})
 	if err := <-outage; err != nil {
 		return err
 	}
 	fmt.Printf("ingest: %s\n", describeLoad(res))
 	keys := keysOf(calls)
-	missing := hook.waitKeys(keys, *drain)
+	missing := hook.waitKeys(keys, lf.drain)
 	caughtUp := time.Since(cameUp)
-	left, _, derr := waitDrained(srv.db, true, *drain)
+	left, _, derr := waitDrained(srv.db, true, lf.drain)
 	st := hook.stats()
 	fmt.Printf("webhook: every event delivered %s after the target came back (%d missing); %d events, %d deliveries, %d dead letters, %d bad signatures\n",
 		caughtUp.Round(time.Millisecond), missing, st.Distinct, st.Total, left.SinkDead, st.Bad)

@@ -11,20 +11,17 @@ import (
 // serve, then the verification that every 2xx is stored and processed.
 func cmdIngest(args []string) error {
 	fs, c := newFlags("ingest")
-	n := fs.Int("n", 50000, "callbacks to send")
+	lf := addLoad(fs, loadFlags{n: 50000, conns: 64, sessions: 64, drain: 5 * time.Minute},
+		"callbacks per second (0: as fast as the server answers)", "how long to wait for processing to finish")
 	duration := fs.Duration("duration", 60*time.Second, "bound of the load phase")
-	rate := fs.Float64("rate", 0, "callbacks per second (0: as fast as the server answers)")
-	conns := fs.Int("conns", 64, "concurrent connections")
 	shape := fs.String("shape", shapeLive, "body: live, pre-1m or pre-2h")
-	sessions := fs.Int("sessions", 64, "live sessions the messages are spread over")
 	sinks := fs.String("sinks", "none", "serve's sinks: none, file, or file+hook")
 	bare := fs.Bool("bare", true, "measure the bare Fiber handler with the same load first")
 	sync := fs.String("sync", "full", "SQLite synchronous: full or normal")
 	warm := fs.Int("warmup", 2000, "callbacks sent before the measured load (not measured)")
-	drain := fs.Duration("drain", 5*time.Minute, "how long to wait for processing to finish")
 	_ = fs.Parse(args)
 
-	r, err := c.setUp(runSpec{Calls: callSpec{*shape, *n, *sessions}, Warm: callSpec{*shape, *warm, *sessions}})
+	r, err := c.setUp(runSpec{Calls: callSpec{*shape, lf.n, lf.sessions}, Warm: callSpec{*shape, *warm, lf.sessions}})
 	if err != nil {
 		return err
 	}
@@ -36,9 +33,9 @@ func cmdIngest(args []string) error {
 	}
 	printMachine()
 	fmt.Printf("load: %d %s callbacks (mean body %d bytes), %d connections, rate %s, bound %s, sinks %s, synchronous %s\n",
-		len(calls), *shape, size/max(1, len(calls)), *conns, rateName(*rate), *duration, *sinks, *sync)
-	spec := loadSpec{Path: callbackPath, Calls: calls, Rate: *rate, Conns: *conns, Duration: *duration}
-	warmSpec := loadSpec{Path: callbackPath, Calls: warmCalls, Conns: *conns}
+		len(calls), *shape, size/max(1, len(calls)), lf.conns, rateName(lf.rate), *duration, *sinks, *sync)
+	spec := loadSpec{Path: callbackPath, Calls: calls, Rate: lf.rate, Conns: lf.conns, Duration: *duration}
+	warmSpec := loadSpec{Path: callbackPath, Calls: warmCalls, Conns: lf.conns}
 
 	var bareRes loadResult
 	if *bare {
@@ -75,7 +72,7 @@ func cmdIngest(args []string) error {
 	}
 	warmSpec.Addr, spec.Addr = srv.addr, srv.addr
 	runLoad(warmSpec)
-	if _, _, err := waitDrained(srv.db, setup.FileSink != "", *drain); err != nil {
+	if _, _, err := waitDrained(srv.db, setup.FileSink != "", lf.drain); err != nil {
 		return fmt.Errorf("after the warm-up: %w", err)
 	}
 	rssIdle, _, _ := memory(srv.pid())
@@ -85,7 +82,7 @@ func cmdIngest(args []string) error {
 	peakLoad := sampler.stop()
 	fmt.Printf("serve: %s; %s\n", describeLoad(res), cpu(res.OK))
 	sampler = sampleRSS(srv.pid(), 50*time.Millisecond)
-	left, waited, derr := waitDrained(srv.db, setup.FileSink != "", *drain)
+	left, waited, derr := waitDrained(srv.db, setup.FileSink != "", lf.drain)
 	peakDrain := sampler.stop()
 	// Processing lags behind at high rates and finishes after the load: the cost of a delivery
 	// is the CPU until everything is applied.

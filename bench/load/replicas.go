@@ -24,16 +24,15 @@ import (
 // applied twice or reordered.
 func cmdReplicas(args []string) error {
 	fs, c := newFlags("replicas")
+	lf := addLoad(fs, loadFlags{n: 6000, conns: 32, sessions: 64, drain: 3 * time.Minute},
+		"callbacks per second offered (0: as fast as the replicas answer; default 250 for kill and broker-restart, so that the fault falls mid-load)",
+		"bound of the wait for processing and sinks after the load (a dead replica's sink leases end after 1 min)")
 	scenario := fs.String("scenario", "steady", "steady, kill or broker-restart")
 	bus := fs.String("bus", "redisstream", "bus driver of the replicas: redisstream, nats or gochannel (no broker: each replica processes what it receives)")
 	replicas := fs.Int("replicas", 2, "serve replicas")
 	dsn := fs.String("dsn", os.Getenv("SCRIBEHOOK_TEST_PG_DSN"), "PostgreSQL DSN (default $SCRIBEHOOK_TEST_PG_DSN; scripts/pg.sh run -- … sets it); the run makes a schema of its own in it")
 	busURL := fs.String("bus-url", "", "use this running broker instead of starting one (not with -scenario broker-restart)")
-	n := fs.Int("n", 6000, "callbacks to send")
 	jobShare := fs.Float64("jobs", 0.05, "share of the callbacks that are 1-minute pre-recorded results (the rest are live transcript messages)")
-	sessions := fs.Int("sessions", 64, "live sessions the messages are spread over")
-	conns := fs.Int("conns", 32, "concurrent connections of the load (each sends one callback at a time)")
-	rate := fs.Float64("rate", 0, "callbacks per second offered (0: as fast as the replicas answer; default 250 for kill and broker-restart, so that the fault falls mid-load)")
 	duration := fs.Duration("duration", 2*time.Minute, "bound of the load phase")
 	sinks := fs.Bool("sinks", true, "give each replica a file sink (own directory) and a webhook sink (the tool's receiver)")
 	warm := fs.Int("warmup", 0, "callbacks sent and processed before the measured load (default: 1000 for steady, 0 otherwise)")
@@ -41,7 +40,6 @@ func cmdReplicas(args []string) error {
 	noRestart := fs.Bool("no-restart", false, "kill: leave the killed replica down (the survivor alone must take its work over)")
 	downFor := fs.Duration("broker-down", 4*time.Second, "broker-restart: how long the broker stays down")
 	health := fs.String("lb-health", "readyz", "the balancer's health check: readyz (GET /readyz every 100 ms; out after two failures, back at the first 200; plus connection errors) or passive (only connection errors take a replica out)")
-	drain := fs.Duration("drain", 3*time.Minute, "bound of the wait for processing and sinks after the load (a dead replica's sink leases end after 1 min)")
 	_ = fs.Parse(args)
 
 	switch *scenario {
@@ -73,7 +71,7 @@ func cmdReplicas(args []string) error {
 		*warm = 1000
 	}
 	if *scenario != "steady" && !flagGiven(fs, "rate") {
-		*rate = 250
+		lf.rate = 250
 	}
 
 	r, err := c.setUp(runSpec{})
@@ -126,8 +124,8 @@ func cmdReplicas(args []string) error {
 		}
 	}
 
-	nJobs := int(float64(*n) * *jobShare)
-	live, err := liveCallbacks(c.seed, *n-nJobs, *sessions)
+	nJobs := int(float64(lf.n) * *jobShare)
+	live, err := liveCallbacks(c.seed, lf.n-nJobs, lf.sessions)
 	if err != nil {
 		return err
 	}
@@ -135,14 +133,14 @@ func cmdReplicas(args []string) error {
 	if err != nil {
 		return err
 	}
-	load := replicaLoad{Calls: append(live, jobs...), Sessions: *sessions, LiveN: len(live), Conns: *conns,
-		Rate: *rate, Duration: *duration, RetryFor: 3 * time.Minute}
+	load := replicaLoad{Calls: append(live, jobs...), Sessions: lf.sessions, LiveN: len(live), Conns: lf.conns,
+		Rate: lf.rate, Duration: *duration, RetryFor: 3 * time.Minute}
 	size := 0
 	for _, cl := range load.Calls {
 		size += len(cl.Body)
 	}
 	logf := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
-	lb := newBalancer(addrs, *conns, 10*time.Second, *health == "readyz", logf)
+	lb := newBalancer(addrs, lf.conns, 10*time.Second, *health == "readyz", logf)
 	r.onClose(lb.close)
 
 	printMachine()
@@ -156,18 +154,18 @@ func cmdReplicas(args []string) error {
 	}
 	fmt.Printf("topology: %d serve replica(s) %v on PostgreSQL schema %s, bus %s, sinks %s; balancer health check %s\n", *replicas, addrs, schema.Name, busName, sinkNames, *health)
 	fmt.Printf("load: %d callbacks (%d live messages over %d sessions, %d 1-minute results; mean body %d bytes), %d connections, rate %s, bound %s, seed %d\n",
-		len(load.Calls), len(live), *sessions, nJobs, size/max(1, len(load.Calls)), *conns, rateName(*rate), *duration, c.seed)
+		len(load.Calls), len(live), lf.sessions, nJobs, size/max(1, len(load.Calls)), lf.conns, rateName(lf.rate), *duration, c.seed)
 
 	if *warm > 0 {
-		wl, err := liveCallbacks(c.seed+warmSeed, *warm, *sessions)
+		wl, err := liveCallbacks(c.seed+warmSeed, *warm, lf.sessions)
 		if err != nil {
 			return err
 		}
-		wres := lb.run(replicaLoad{Calls: wl, Sessions: *sessions, LiveN: len(wl), Conns: *conns, RetryFor: time.Minute})
+		wres := lb.run(replicaLoad{Calls: wl, Sessions: lf.sessions, LiveN: len(wl), Conns: lf.conns, RetryFor: time.Minute})
 		if wres.OK != len(wl) {
 			return fmt.Errorf("warm-up: %s", wres)
 		}
-		if _, _, err := pgWaitDrained(schema.DB, *drain); err != nil {
+		if _, _, err := pgWaitDrained(schema.DB, lf.drain); err != nil {
 			return fmt.Errorf("after the warm-up: %w", err)
 		}
 		if hook != nil {
@@ -216,7 +214,7 @@ func cmdReplicas(args []string) error {
 	}
 	fmt.Printf("load average: %s at the start of the load, %s at its end\n", loadBefore, loadAfter)
 
-	left, waited, derr := pgWaitDrainedVerbose(schema.DB, *drain, 10*time.Second)
+	left, waited, derr := pgWaitDrainedVerbose(schema.DB, lf.drain, 10*time.Second)
 	fmt.Printf("drain: inbox and sink queues empty %s after the load (%d pending, %d failed, %d queued, %d dead); %.0f callbacks/s from the first call to the last row processed\n",
 		waited.Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, left.SinkDead, float64(res.OK)/(res.Elapsed+waited).Seconds())
 	if *scenario == "steady" {
@@ -259,7 +257,7 @@ func cmdReplicas(args []string) error {
 	if *bus != "gochannel" && sc.faultAt != (time.Time{}) {
 		// Notices the killed replica held, or that the broker handed out around its restart,
 		// must reach a live replica (bus.claim_after, 30 s by default) and be acknowledged.
-		msg, err := waitNoticesTaken(*bus, url, sc.faultAt, *drain)
+		msg, err := waitNoticesTaken(*bus, url, sc.faultAt, lf.drain)
 		if err != nil {
 			problems = append(problems, "bus: "+err.Error())
 		} else {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // The set-up every subcommand shares, written once so that a change to it (a flag, how serve
@@ -43,6 +44,29 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory, removed afterwards unless -keep)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (database, sink outputs, serve logs)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the generated bodies and of random choices")
+}
+
+// loadFlags are the flags of the callbacks a run sends, on every subcommand that sends them:
+// one name and one meaning everywhere. The defaults are the subcommand's, and so is what its
+// rate and its drain bound are, which their help says.
+type loadFlags struct {
+	n, conns, sessions int
+	rate               float64
+	drain              time.Duration
+}
+
+// addLoad registers -n, -rate, -conns, -sessions and -drain on fs with def's values as their
+// defaults. A run whose live sessions are fixed (def.sessions 0) has no -sessions.
+func addLoad(fs *flag.FlagSet, def loadFlags, rateHelp, drainHelp string) *loadFlags {
+	l := &loadFlags{}
+	fs.IntVar(&l.n, "n", def.n, "callbacks to send")
+	fs.Float64Var(&l.rate, "rate", def.rate, rateHelp)
+	fs.IntVar(&l.conns, "conns", def.conns, "concurrent connections (each sends one callback at a time)")
+	if def.sessions > 0 {
+		fs.IntVar(&l.sessions, "sessions", def.sessions, "live sessions the messages are spread over")
+	}
+	fs.DurationVar(&l.drain, "drain", def.drain, drainHelp)
+	return l
 }
 
 // workdir makes the run's directory and returns a cleanup.
