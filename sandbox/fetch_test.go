@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 )
 
@@ -64,30 +64,12 @@ func serveFiles(files map[string][]byte) http.HandlerFunc {
 	}
 }
 
-// logBuffer collects the sandbox's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // fetchEnv is a sandbox that allows fetches from allow only (nil: none) and logs to a buffer.
-func fetchEnv(t *testing.T, allow []string, mutate func(*sandbox.Config)) (*env, *logBuffer) {
+func fetchEnv(t *testing.T, allow []string, mutate func(*sandbox.Config)) (*env, *sandboxtest.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &sandboxtest.Buffer{}
 	e := newEnv(t, func(c *sandbox.Config) {
-		c.AllowFetch = nil
+		c.AllowFetch = []netip.Prefix{} // none, rather than nil, which newEnv takes for loopback
 		for _, a := range allow {
 			c.AllowFetch = append(c.AllowFetch, netip.MustParsePrefix(a))
 		}

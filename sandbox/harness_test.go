@@ -8,18 +8,14 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sandbox/audio"
-	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/submitter"
 )
 
@@ -28,58 +24,36 @@ const testKey = "test-key-0123456789"
 // env is a sandbox on loopback with a client, a callback receiver and a file server.
 type env struct {
 	t      *testing.T
-	srv    *sandbox.Server
-	http   *httptest.Server
+	svc    *sandboxtest.Service
 	client *submitter.Client
 	hooks  *hookReceiver
 	files  *fileServer
 }
 
+// newEnv starts a sandbox with the scripted engine, fetches allowed to loopback (where the
+// file server is) and quick callback retries, as internal/sandboxtest fills in what mutate
+// leaves unset.
 func newEnv(t *testing.T, mutate func(*sandbox.Config)) *env {
 	t.Helper()
-	eng, err := engine.NewRegistry().New("scripted")
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
 	cfg := sandbox.Config{
 		APIKey:    testKey,
-		Engine:    eng,
-		Logger:    logrus.NewEntry(log),
 		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond}, Timeout: 2 * time.Second},
-		// The file server is on loopback, which the sandbox refuses unless allowed.
-		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 	}
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	srv, err := sandbox.New(cfg)
+	svc := sandboxtest.NewService(t, cfg)
+	client, err := svc.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		srv.Close()
-	})
-	var opts []submitter.Option
-	if cfg.KeyHeader != "" {
-		opts = append(opts, submitter.WithKeyHeader(cfg.KeyHeader))
-	}
-	client, err := submitter.New(hs.URL, testKey, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, srv: srv, http: hs, client: client, hooks: newHookReceiver(t), files: newFileServer(t)}
-	return e
+	return &env{t: t, svc: svc, client: client, hooks: newHookReceiver(t), files: newFileServer(t)}
 }
 
 // raw sends a request with the key (unless key is empty) and returns status and body.
 func (e *env) raw(method, path, key, contentType string, body []byte) (int, []byte, http.Header) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.http.URL+path, bytes.NewReader(body))
+	req, err := http.NewRequest(method, e.svc.URL+path, bytes.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -259,16 +233,5 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-var _ = strings.Contains
 
 type sandboxConfig = sandbox.Config

@@ -55,7 +55,7 @@ func TestPagingWalkOver45Jobs(t *testing.T) {
 	if page.Items[0].ID != ids[44] || page.Items[9].ID != ids[35] {
 		t.Errorf("order: first %s last %s", page.Items[0].ID, page.Items[9].ID)
 	}
-	base := e.http.URL + "/v2/pre-recorded?"
+	base := e.svc.URL + "/v2/pre-recorded?"
 	if page.First != base+"limit=10&offset=0" || page.Current != base+"limit=10&offset=0" || *page.Next != base+"limit=10&offset=10" {
 		t.Errorf("links: first %s current %s next %s", page.First, page.Current, *page.Next)
 	}
@@ -161,7 +161,7 @@ func TestListFilters(t *testing.T) {
 			}
 			// The page links carry the filters.
 			u, err := url.Parse(page.Current)
-			if err != nil || u.Scheme != "http" || u.Host != strings.TrimPrefix(e.http.URL, "http://") {
+			if err != nil || u.Scheme != "http" || u.Host != strings.TrimPrefix(e.svc.URL, "http://") {
 				t.Fatalf("current = %q", page.Current)
 			}
 			got2, err := e.client.NextPage(ctx, page.Current)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestLiveCreateAnswers201WithTokenURL(t *testing.T) {
 	}
 	var created api.CreateLiveResponse
 	decodeJSON(t, body, &created)
-	wantPrefix := "ws://" + strings.TrimPrefix(e.http.URL, "http://") + "/v2/live?token="
+	wantPrefix := "ws://" + strings.TrimPrefix(e.svc.URL, "http://") + "/v2/live?token="
 	if !strings.HasPrefix(created.URL, wantPrefix) || len(created.URL) != len(wantPrefix)+64 || time.Since(created.CreatedAt.Time) > time.Minute {
 		t.Fatalf("created = %+v", created)
 	}
@@ -156,7 +157,7 @@ func TestLiveDefaultFlagsEndToEnd(t *testing.T) {
 	if recorded[0] != "start_session" || recorded[1] != "start_recording" || recorded[len(recorded)-2] != "post_final_transcript" || recorded[len(recorded)-1] != "end_session" {
 		t.Errorf("result.messages types = %v", recorded)
 	}
-	if !contains(recorded, "end_recording") || job.Result.Transcription == nil || len(job.Result.Transcription.Utterances) != 2 {
+	if !slices.Contains(recorded, "end_recording") || job.Result.Transcription == nil || len(job.Result.Transcription.Utterances) != 2 {
 		t.Errorf("result = %v / %+v", recorded, job.Result.Transcription)
 	}
 	params, _ := job.LiveParams()
@@ -244,7 +245,7 @@ func TestLiveAllFlagsOnWithWAVHeaderAndJSONChunks(t *testing.T) {
 	created, msgs := liveRun(t, e, req, wav, submitter.StreamOptions{SampleRate: 8000, JSONChunks: true})
 	ts := types(msgs)
 	// start_session is not sent on the socket (the SDKs make their own): start_recording opens.
-	if ts[0] != "start_recording" || ts[len(ts)-1] != "end_session" || contains(ts, "start_session") {
+	if ts[0] != "start_recording" || ts[len(ts)-1] != "end_session" || slices.Contains(ts, "start_session") {
 		t.Fatalf("lifecycle order: %v", ts)
 	}
 	pos := func(s string) int {
@@ -334,7 +335,7 @@ func TestLiveAllFlagsOnWithWAVHeaderAndJSONChunks(t *testing.T) {
 func TestLiveTokenIsRefusedWhenWrongOrReused(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	wsBase := "ws://" + strings.TrimPrefix(e.http.URL, "http://")
+	wsBase := "ws://" + strings.TrimPrefix(e.svc.URL, "http://")
 	_, resp, err := websocket.Dial(ctx, wsBase+"/v2/live?token=deadbeef", nil)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("wrong token: %v %v", resp, err)

@@ -156,7 +156,7 @@ func TestPreRecordedLifecycleAndCallback(t *testing.T) {
 	if _, err := uuid.Parse(created.ID); err != nil {
 		t.Fatalf("id %q is not a UUID", created.ID)
 	}
-	if created.ResultURL != e.http.URL+"/v2/pre-recorded/"+created.ID {
+	if created.ResultURL != e.svc.URL+"/v2/pre-recorded/"+created.ID {
 		t.Errorf("result_url = %q", created.ResultURL)
 	}
 	// queued → processing → done, observed by polling the sandbox.
@@ -414,7 +414,7 @@ func TestUploadServesAudioURL(t *testing.T) {
 	}
 	var up sandbox.UploadResponse
 	decodeJSON(t, body, &up)
-	if !strings.HasPrefix(up.AudioURL, e.http.URL+"/v2/files/") || up.AudioMetadata.Filename != "meeting.wav" || up.AudioMetadata.Size != int64(len(wav)) {
+	if !strings.HasPrefix(up.AudioURL, e.svc.URL+"/v2/files/") || up.AudioMetadata.Filename != "meeting.wav" || up.AudioMetadata.Size != int64(len(wav)) {
 		t.Fatalf("upload response = %+v", up)
 	}
 	resp, err := http.Get(up.AudioURL)
