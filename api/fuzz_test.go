@@ -140,28 +140,19 @@ func FuzzPreRecordedRequest(f *testing.F) {
 		}
 		// Normalize keeps a valid request valid and is idempotent.
 		var n api.PreRecordedRequest
-		if err := json.Unmarshal(mustJSON(t, r2), &n); err != nil {
+		if err := json.Unmarshal(api.MustJSON(t, r2), &n); err != nil {
 			t.Fatal(err)
 		}
 		n.Normalize()
 		if err := n.Validate(); err != nil {
-			t.Fatalf("valid request invalid after Normalize: %v\n%s", err, mustJSON(t, n))
+			t.Fatalf("valid request invalid after Normalize: %v\n%s", err, api.MustJSON(t, n))
 		}
-		once := mustJSON(t, n)
+		once := api.MustJSON(t, n)
 		n.Normalize()
-		if twice := mustJSON(t, n); !bytes.Equal(once, twice) {
+		if twice := api.MustJSON(t, n); !bytes.Equal(once, twice) {
 			t.Fatalf("Normalize not idempotent:\n%s\n%s", once, twice)
 		}
 	})
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func FuzzLiveRequest(f *testing.F) {
@@ -283,7 +274,7 @@ func FuzzClassifyCallback(f *testing.F) {
 		// Classification is a function of the JSON value, not of its spelling.
 		var v any
 		if json.Unmarshal(body, &v) == nil {
-			if again, err := api.ClassifyCallback(mustJSON(t, v)); err != nil || again != c {
+			if again, err := api.ClassifyCallback(api.MustJSON(t, v)); err != nil || again != c {
 				t.Fatalf("re-encoded body classified as %+v, %v; was %+v", again, err, c)
 			}
 		}
@@ -334,7 +325,7 @@ func FuzzLiveMessage(f *testing.F) {
 		if m2.SessionID != "" {
 			sid = m2.SessionID
 		}
-		body := mustJSON(t, api.LiveCallback{ID: sid, Event: api.LiveEvent(m2.Type), Payload: *m2})
+		body := api.MustJSON(t, api.LiveCallback{ID: sid, Event: api.LiveEvent(m2.Type), Payload: *m2})
 		cl, err := api.ClassifyCallback(body)
 		if m2.Type == "" {
 			if err == nil {
@@ -346,7 +337,7 @@ func FuzzLiveMessage(f *testing.F) {
 			t.Fatalf("wrapped message classified as %+v, %v", cl, err)
 		}
 		if sid != "s" {
-			other := mustJSON(t, api.LiveCallback{ID: "s", Event: api.LiveEvent(m2.Type), Payload: *m2})
+			other := api.MustJSON(t, api.LiveCallback{ID: "s", Event: api.LiveEvent(m2.Type), Payload: *m2})
 			if _, err := api.ClassifyCallback(other); !errors.Is(err, api.ErrUnclassified) {
 				t.Fatalf("message of session %q classified under session s: %v", sid, err)
 			}
@@ -355,7 +346,7 @@ func FuzzLiveMessage(f *testing.F) {
 		if err := json.Unmarshal(body, &back); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(mustJSON(t, back.Payload), mustJSON(t, m2)) {
+		if !bytes.Equal(api.MustJSON(t, back.Payload), api.MustJSON(t, m2)) {
 			t.Fatalf("payload changed in the callback")
 		}
 	})

@@ -63,7 +63,7 @@ func TestNormalize(t *testing.T) {
 				body += "," + tc.in
 			}
 			body += "}"
-			r := decodePreRecorded(t, body)
+			r := decodeBody[PreRecordedRequest](t, body)
 			before := sentencesOf(t, r.Validate())
 			r.Normalize()
 			if got := mustMarshal(t, r); got != tc.want {
@@ -139,7 +139,7 @@ func TestLiveSettings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := decodeLive(t, tc.body)
+			r := decodeBody[LiveRequest](t, tc.body)
 			if got := r.Settings(); got != tc.want {
 				t.Errorf("Settings() = %+v, want %+v", got, tc.want)
 			}
@@ -159,7 +159,7 @@ func TestLiveSettings(t *testing.T) {
 }
 
 func TestLiveWithDefaults(t *testing.T) {
-	r := decodeLive(t, `{"encoding":"wav/ulaw","channels":2,"pre_processing":{"audio_enhancer":true},"callback":true,"callback_config":{"url":"https://h.example.com/"},"x_new":1}`)
+	r := decodeBody[LiveRequest](t, `{"encoding":"wav/ulaw","channels":2,"pre_processing":{"audio_enhancer":true},"callback":true,"callback_config":{"url":"https://h.example.com/"},"x_new":1}`)
 	orig := mustMarshal(t, r)
 	d := r.WithDefaults()
 	if mustMarshal(t, r) != orig {

@@ -117,16 +117,7 @@ func TestJobRoundTripFull(t *testing.T) {
 	// Normalizing a request that already carries its replacements changes nothing.
 	norm := *params
 	norm.Normalize()
-	assertSameJSON(t, mustMarshalBytes(t, norm), enc)
-}
-
-func mustMarshalBytes(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	assertSameJSON(t, MustJSON(t, norm), enc)
 }
 
 // TestJobRoundTripLead checks the lead's sample record. Two losses are documented rather than
@@ -140,7 +131,7 @@ func TestJobRoundTripLead(t *testing.T) {
 	delete(want, "error_code")
 	want["result"].(map[string]any)["summarization"].(map[string]any)["results"] = ""
 	if got := normalized(t, out); !reflect.DeepEqual(got, any(want)) {
-		t.Errorf("round trip\n got %s\nwant %s", out, mustMarshalBytes(t, want))
+		t.Errorf("round trip\n got %s\nwant %s", out, MustJSON(t, want))
 	}
 	if string(job.Extra["top_new"]) != `"kept"` || string(job.Result.Extra["brand_new_addon"]) != `{"success":true,"results":[1]}` {
 		t.Errorf("extras: %v %v", job.Extra, job.Result.Extra)
@@ -180,7 +171,7 @@ func TestLiveJobRecord(t *testing.T) {
 	if err := params.Validate(); err != nil {
 		t.Errorf("live request_params do not validate: %v", err)
 	}
-	assertSameJSON(t, mustMarshalBytes(t, params), job.RequestParams)
+	assertSameJSON(t, MustJSON(t, params), job.RequestParams)
 	if string(params.Extra["live_param_new"]) != `"x"` {
 		t.Errorf("live params extra %v", params.Extra)
 	}
@@ -243,7 +234,7 @@ func TestUnknownMembersMatchCaseInsensitively(t *testing.T) {
 	}
 	// Extra set by hand with a case variant of a known member does not shadow the field.
 	r2 := PreRecordedRequest{AudioURL: "https://c.example.com/", Extra: Extra{"Audio_Url": json.RawMessage(`"x"`)}}
-	if got := string(mustMarshalBytes(t, r2)); got != `{"audio_url":"https://c.example.com/"}` {
+	if got := string(MustJSON(t, r2)); got != `{"audio_url":"https://c.example.com/"}` {
 		t.Errorf("encoded %s", got)
 	}
 	// The Kelvin sign folds to k like encoding/json folds it.
@@ -304,7 +295,7 @@ func TestVocabularyTermForms(t *testing.T) {
 	}
 	// A plain term given more fields in Go becomes an object.
 	term := VocabularyTerm{Value: "x", Plain: true, Intensity: Float(0.2)}
-	if got := string(mustMarshalBytes(t, term)); got != `{"value":"x","intensity":0.2}` {
+	if got := string(MustJSON(t, term)); got != `{"value":"x","intensity":0.2}` {
 		t.Errorf("got %s", got)
 	}
 }
@@ -345,13 +336,13 @@ func TestTimeParsing(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"2023-12-28T11:04:17.2109+02:00"`), &tm); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(mustMarshalBytes(t, tm)); got != `"2023-12-28T09:04:17.210Z"` {
+	if got := string(MustJSON(t, tm)); got != `"2023-12-28T09:04:17.210Z"` {
 		t.Errorf("encoded %s", got)
 	}
 	if tm.String() != "2023-12-28T09:04:17.210Z" || (Time{}).String() != "" {
 		t.Errorf("String() %q %q", tm.String(), Time{}.String())
 	}
-	if got := string(mustMarshalBytes(t, Time{})); got != "null" {
+	if got := string(MustJSON(t, Time{})); got != "null" {
 		t.Errorf("zero encoded %s", got)
 	}
 	tm = Now()

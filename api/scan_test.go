@@ -4,29 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 )
-
-// SeedTestdata adds every testdata file matching pattern to the corpus. It is exported for the
-// fuzz targets of package api_test, which test the public API with the same testdata.
-func SeedTestdata(f *testing.F, pattern string) {
-	f.Helper()
-	names, err := filepath.Glob(filepath.Join("testdata", pattern))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, name := range names {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
 
 // The key scan folds ASCII names by upper-casing them; foldName must agree.
 func TestFoldNameASCII(t *testing.T) {

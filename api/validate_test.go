@@ -25,18 +25,10 @@ func sentencesOf(t *testing.T, err error) []string {
 	return ve.Sentences()
 }
 
-func decodePreRecorded(t *testing.T, body string) PreRecordedRequest {
+// decodeBody decodes a request body, failing the test if it does not decode.
+func decodeBody[T any](t *testing.T, body string) T {
 	t.Helper()
-	var r PreRecordedRequest
-	if err := json.Unmarshal([]byte(body), &r); err != nil {
-		t.Fatalf("decode %s: %v", body, err)
-	}
-	return r
-}
-
-func decodeLive(t *testing.T, body string) LiveRequest {
-	t.Helper()
-	var r LiveRequest
+	var r T
 	if err := json.Unmarshal([]byte(body), &r); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
@@ -243,7 +235,7 @@ func TestPreRecordedValidate(t *testing.T) {
 				body += "," + tc.body
 			}
 			body += "}"
-			r := decodePreRecorded(t, body)
+			r := decodeBody[PreRecordedRequest](t, body)
 			got := sentencesOf(t, r.Validate())
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Validate(%s)\n got %q\nwant %q", body, got, tc.want)
@@ -264,7 +256,7 @@ func TestPreRecordedValidateAllAtOnce(t *testing.T) {
 		"custom_metadata": [],
 		"language_config": {"languages": ["zz"]}
 	}`
-	r := decodePreRecorded(t, body)
+	r := decodeBody[PreRecordedRequest](t, body)
 	got := sentencesOf(t, r.Validate())
 	want := []string{
 		`audio_url must be an absolute http or https URL with a host (got "ftp://x/a.wav")`,
@@ -306,7 +298,7 @@ func TestValidateTenFaults(t *testing.T) {
 		"custom_vocabulary_config": {"default_intensity": 3},
 		"custom_metadata": "meta"
 	}`
-	r := decodePreRecorded(t, body)
+	r := decodeBody[PreRecordedRequest](t, body)
 	got := sentencesOf(t, r.Validate())
 	if len(got) != 10 {
 		t.Fatalf("got %d sentences, want 10:\n%s", len(got), strings.Join(got, "\n"))
@@ -437,7 +429,7 @@ func TestLiveValidate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := decodeLive(t, "{"+tc.body+"}")
+			r := decodeBody[LiveRequest](t, "{"+tc.body+"}")
 			got := sentencesOf(t, r.Validate())
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Validate({%s})\n got %q\nwant %q", tc.body, got, tc.want)
@@ -447,7 +439,7 @@ func TestLiveValidate(t *testing.T) {
 }
 
 func TestLiveValidateAllAtOnce(t *testing.T) {
-	r := decodeLive(t, `{"encoding":"flac","bit_depth":7,"sample_rate":1,"channels":9,"model":"m","endpointing":0,
+	r := decodeBody[LiveRequest](t, `{"encoding":"flac","bit_depth":7,"sample_rate":1,"channels":9,"model":"m","endpointing":0,
 		"maximum_duration_without_endpointing":100,"pre_processing":{"speech_threshold":-1},"callback":true,"custom_metadata":1}`)
 	got := sentencesOf(t, r.Validate())
 	want := []string{
