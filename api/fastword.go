@@ -107,20 +107,14 @@ func jsonFloat(b []byte, i int) (f float64, next int, ok bool) {
 	case j < len(b) && b[j] == '0':
 		j++
 	case j < len(b) && '1' <= b[j] && b[j] <= '9':
-		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
-			j++
-		}
+		j = digitsEnd(b, j)
 	default:
 		return 0, 0, false
 	}
 	if j < len(b) && b[j] == '.' {
-		j++
-		k := j
-		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return 0, 0, false
+		k := j + 1
+		if j = digitsEnd(b, k); j == k {
+			return 0, 0, false // a fraction needs a digit
 		}
 	}
 	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
@@ -129,11 +123,8 @@ func jsonFloat(b []byte, i int) (f float64, next int, ok bool) {
 			j++
 		}
 		k := j
-		for j < len(b) && '0' <= b[j] && b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			return 0, 0, false
+		if j = digitsEnd(b, k); j == k {
+			return 0, 0, false // an exponent needs a digit
 		}
 	}
 	f, err := strconv.ParseFloat(string(b[i:j]), 64) // does not escape: no allocation
@@ -141,4 +132,12 @@ func jsonFloat(b []byte, i int) (f float64, next int, ok bool) {
 		return 0, 0, false
 	}
 	return f, j, true
+}
+
+// digitsEnd returns the index after the run of ASCII digits that starts at b[j].
+func digitsEnd(b []byte, j int) int {
+	for j < len(b) && '0' <= b[j] && b[j] <= '9' {
+		j++
+	}
+	return j
 }
