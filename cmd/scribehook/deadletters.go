@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -51,42 +52,29 @@ func newDeadLettersListCmd() *cobra.Command {
 	var (
 		f      deadLetterFilter
 		limit  int
-		output string
+		output outputFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List dead letters, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			since, err := f.sinceTime(time.Now())
 			if err != nil {
 				return err
 			}
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			st, err := scribehook.OpenStore(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			rows, err := st.DeadLetters(cmd.Context(), f.sink, since, limit)
-			if err != nil {
-				return fmt.Errorf("list dead letters: %w", err)
-			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), rows)
-			}
-			return writeDeadLetters(cmd.OutOrStdout(), rows)
+			return withStore(cmd, func(ctx context.Context, _ configs.Config, st store.Store) error {
+				rows, err := st.DeadLetters(ctx, f.sink, since, limit)
+				if err != nil {
+					return fmt.Errorf("list dead letters: %w", err)
+				}
+				return output.print(cmd.OutOrStdout(), rows, func(w io.Writer) error { return writeDeadLetters(w, rows) })
+			})
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().IntVarP(&limit, "number", "n", 100, "how many to show")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output: table or json")
+	output.register(cmd, outputTable)
 	return cmd
 }
 
@@ -118,16 +106,6 @@ accident).`,
 			if err != nil {
 				return err
 			}
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := scribehook.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
 			var ids []int64
 			for _, a := range args {
 				id, err := strconv.ParseInt(a, 10, 64)
@@ -136,19 +114,25 @@ accident).`,
 				}
 				ids = append(ids, id)
 			}
-			if len(args) == 0 {
-				rows, err := st.DeadLetters(ctx, f.sink, since, 0)
-				if err != nil {
-					return fmt.Errorf("list dead letters: %w", err)
+			err = withStore(cmd, func(ctx context.Context, _ configs.Config, st store.Store) error {
+				if len(args) == 0 {
+					rows, err := st.DeadLetters(ctx, f.sink, since, 0)
+					if err != nil {
+						return fmt.Errorf("list dead letters: %w", err)
+					}
+					for _, d := range rows {
+						ids = append(ids, d.ID)
+					}
 				}
-				for _, d := range rows {
-					ids = append(ids, d.ID)
+				for _, id := range ids {
+					if err := st.ReplayDeadLetter(ctx, id, now); err != nil {
+						return fmt.Errorf("replay dead letter %d: %w", id, err)
+					}
 				}
-			}
-			for _, id := range ids {
-				if err := st.ReplayDeadLetter(ctx, id, now); err != nil {
-					return fmt.Errorf("replay dead letter %d: %w", id, err)
-				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d dead letters queued again\n", len(ids))
 			return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/subtitles"
 )
 
@@ -35,26 +37,28 @@ speed, durations, gaps, overlaps, order, orphans, bad breaks) on stderr.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := loadConfig(cmd)
+			if profileName != "" {
+				// Refused before the store is opened; the configuration's own profile is valid.
+				if _, err := subtitles.ProfileByName(profileName); err != nil {
+					return err
+				}
+			}
+			var rec store.JobRecord
+			err = withStore(cmd, func(ctx context.Context, cfg configs.Config, st store.Store) error {
+				if profileName == "" {
+					profileName = cfg.Subtitles.Profile
+				}
+				if rec, err = st.GetJob(ctx, jobID); err != nil {
+					return fmt.Errorf("job %s: %w", jobID, err)
+				}
+				return nil
+			})
 			if err != nil {
 				return err
-			}
-			if profileName == "" {
-				profileName = cfg.Subtitles.Profile
 			}
 			profile, err := subtitles.ProfileByName(profileName)
 			if err != nil {
 				return err
-			}
-			ctx := cmd.Context()
-			st, err := scribehook.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			rec, err := st.GetJob(ctx, jobID)
-			if err != nil {
-				return fmt.Errorf("job %s: %w", jobID, err)
 			}
 			if rec.Job.Result == nil || rec.Job.Result.Transcription == nil {
 				return fmt.Errorf("job %s has no result to render (status %s)", jobID, rec.Job.Status)

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/scribehook/scribehook/api"
@@ -13,7 +18,7 @@ type listFlags struct {
 	date, beforeDate, afterDate string
 	limit, offset               int
 	all                         bool
-	output                      string
+	output                      outputFlag
 }
 
 func (lf *listFlags) register(cmd *cobra.Command) {
@@ -27,7 +32,14 @@ func (lf *listFlags) register(cmd *cobra.Command) {
 	f.IntVar(&lf.limit, "limit", api.DefaultListLimit, "jobs per page")
 	f.IntVar(&lf.offset, "offset", 0, "index of the first job")
 	f.BoolVar(&lf.all, "all", false, "follow the pages to the end")
-	f.StringVarP(&lf.output, "output", "o", "table", "output: table or json")
+	lf.output.register(cmd, outputTable)
+}
+
+// noteMore tells a person reading the table that the list goes on; JSON stays one document.
+func (lf *listFlags) noteMore(cmd *cobra.Command) {
+	if !lf.output.json() {
+		fmt.Fprintln(cmd.ErrOrStderr(), "more jobs follow: use --all, or --offset to page")
+	}
 }
 
 // query is the list query the flags describe; limit and offset are set only when given, so
@@ -52,4 +64,60 @@ func (lf *listFlags) query(cmd *cobra.Command) (api.ListQuery, error) {
 	}
 	q.CustomMetadata = md
 	return q, nil
+}
+
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
+
+// outputFlag is -o of the commands that print records: a table for people, JSON for programs.
+type outputFlag string
+
+// register adds -o with its default, and checks the value before the command runs, so that a
+// typo is refused before anything is opened or asked of the service.
+func (o *outputFlag) register(cmd *cobra.Command, def outputFlag) {
+	other := outputJSON
+	if def == outputJSON {
+		other = outputTable
+	}
+	cmd.Flags().StringVarP((*string)(o), "output", "o", string(def), "output: "+string(def)+" or "+other)
+	cmd.PreRunE = func(*cobra.Command, []string) error { return checkOutput(string(*o)) }
+}
+
+func (o outputFlag) json() bool { return o == outputJSON }
+
+// print writes v as JSON, or the table.
+func (o outputFlag) print(w io.Writer, v any, table func(io.Writer) error) error {
+	if o.json() {
+		return writeJSON(w, v)
+	}
+	return table(w)
+}
+
+func checkOutput(output string) error {
+	if output != outputTable && output != outputJSON {
+		return fmt.Errorf("unknown output %q: use table or json", output)
+	}
+	return nil
+}
+
+// metadataObject turns key=value pairs into a JSON object of strings; nil for none.
+func metadataObject(pairs []string) (json.RawMessage, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("metadata %q is not key=value", p)
+		}
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	return b, nil
 }

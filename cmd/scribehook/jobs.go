@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/store"
 )
@@ -32,17 +33,12 @@ remote" for its own lists.`,
 }
 
 func newJobsListCmd() *cobra.Command {
-	var (
-		lf listFlags
-	)
+	var lf listFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List stored jobs, newest first, with the service's filters",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(lf.output); err != nil {
-				return err
-			}
 			q, err := lf.query(cmd)
 			if err != nil {
 				return err
@@ -50,40 +46,15 @@ func newJobsListCmd() *cobra.Command {
 			if err := q.Validate(false); err != nil {
 				return fmt.Errorf("filters: %w", err)
 			}
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := scribehook.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-
 			var recs []store.JobRecord
-			for {
-				page, err := st.ListJobs(ctx, q)
-				if err != nil {
-					return fmt.Errorf("list jobs: %w", err)
-				}
-				recs = append(recs, page.Items...)
-				if !page.More {
-					break
-				}
-				if !lf.all {
-					if lf.output == "table" {
-						fmt.Fprintln(cmd.ErrOrStderr(), "more jobs follow: use --all, or --offset to page")
-					}
-					break
-				}
-				next := len(page.Items)
-				if q.Offset != nil {
-					next += *q.Offset
-				}
-				q.Offset = api.Int(next)
+			err = withStore(cmd, func(ctx context.Context, _ configs.Config, st store.Store) error {
+				recs, err = listStoredJobs(ctx, st, q, lf.all, func() { lf.noteMore(cmd) })
+				return err
+			})
+			if err != nil {
+				return err
 			}
-			if lf.output == "json" {
+			if lf.output.json() {
 				items := make([]json.RawMessage, 0, len(recs))
 				for _, r := range recs {
 					b, err := receiver.JobJSON(r.Job, receiver.LocalView{Local: r.Local})
@@ -105,67 +76,81 @@ func newJobsListCmd() *cobra.Command {
 	return cmd
 }
 
+// listStoredJobs reads the page q asks for, or with all every page from there on; more is
+// called when pages are left unread.
+func listStoredJobs(ctx context.Context, st store.Store, q api.ListQuery, all bool, more func()) ([]store.JobRecord, error) {
+	var recs []store.JobRecord
+	for {
+		page, err := st.ListJobs(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		recs = append(recs, page.Items...)
+		if !page.More {
+			return recs, nil
+		}
+		if !all {
+			more()
+			return recs, nil
+		}
+		next := len(page.Items)
+		if q.Offset != nil {
+			next += *q.Offset
+		}
+		q.Offset = api.Int(next)
+	}
+}
+
 func newJobsShowCmd() *cobra.Command {
-	var output string
+	var output outputFlag
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one stored job: the service's record, what scribehook knows of it, its live messages",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := scribehook.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
 			id := args[0]
-			rec, err := st.GetJob(ctx, id)
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("job %s is not in the local store %s (see scribehook remote get for the service's record)", id, cfg.Store.DSN)
-			}
-			if err != nil {
-				return fmt.Errorf("read job %s: %w", id, err)
-			}
-			arts, err := st.Artifacts(ctx, id)
-			if err != nil {
-				return fmt.Errorf("read artifacts of %s: %w", id, err)
-			}
-			local := receiver.NewLocalView(rec.Local, arts)
-			if rec.Job.Kind == api.KindLive {
-				n, err := countLiveMessages(cmd, st, id)
-				if err != nil {
-					return err
+			return withStore(cmd, func(ctx context.Context, cfg configs.Config, st store.Store) error {
+				rec, err := st.GetJob(ctx, id)
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("job %s is not in the local store %s (see scribehook remote get for the service's record)", id, cfg.Store.DSN)
 				}
-				local.LiveMessages = &n
-			}
-			if output == "json" {
-				b, err := receiver.JobJSON(rec.Job, local)
 				if err != nil {
-					return err
+					return fmt.Errorf("read job %s: %w", id, err)
 				}
-				return writeJSON(cmd.OutOrStdout(), b)
-			}
-			return writeJobDetails(cmd.OutOrStdout(), rec, local)
+				arts, err := st.Artifacts(ctx, id)
+				if err != nil {
+					return fmt.Errorf("read artifacts of %s: %w", id, err)
+				}
+				local := receiver.NewLocalView(rec.Local, arts)
+				if rec.Job.Kind == api.KindLive {
+					n, err := countLiveMessages(ctx, st, id)
+					if err != nil {
+						return err
+					}
+					local.LiveMessages = &n
+				}
+				if output.json() {
+					b, err := receiver.JobJSON(rec.Job, local)
+					if err != nil {
+						return err
+					}
+					return writeJSON(cmd.OutOrStdout(), b)
+				}
+				return writeJobDetails(cmd.OutOrStdout(), rec, local)
+			})
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output: table or json")
+	output.register(cmd, outputTable)
 	return cmd
 }
 
 // countLiveMessages counts a session's stored messages a page at a time, so a long session
 // is never held in memory at once.
-func countLiveMessages(cmd *cobra.Command, st store.Store, id string) (int64, error) {
+func countLiveMessages(ctx context.Context, st store.Store, id string) (int64, error) {
 	const page = 1000
 	var n, after int64
 	for {
-		msgs, err := st.LiveMessages(cmd.Context(), id, after, page)
+		msgs, err := st.LiveMessages(ctx, id, after, page)
 		if err != nil {
 			return 0, fmt.Errorf("read live messages of %s: %w", id, err)
 		}
@@ -236,7 +221,7 @@ func writeJobDetails(w io.Writer, rec store.JobRecord, local receiver.LocalView)
 func newJobsQuarantineCmd() *cobra.Command {
 	var (
 		n      int
-		output string
+		output outputFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "quarantine",
@@ -246,53 +231,49 @@ the design: schema drift on the service side must not lose data). Each shows its
 reason, when it arrived, its size and its first bytes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if n < 1 {
 				return fmt.Errorf("-n %d: give at least 1", n)
 			}
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := scribehook.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			rows, err := st.Quarantined(ctx, n)
-			if err != nil {
-				return fmt.Errorf("list quarantine: %w", err)
-			}
-			if output == "json" {
-				type item struct {
-					ID         int64     `json:"id"`
-					Route      string    `json:"route"`
-					Reason     string    `json:"reason"`
-					ReceivedAt time.Time `json:"received_at"`
-					Size       int       `json:"size"`
-					FirstBytes string    `json:"first_bytes"`
+			return withStore(cmd, func(ctx context.Context, _ configs.Config, st store.Store) error {
+				rows, err := st.Quarantined(ctx, n)
+				if err != nil {
+					return fmt.Errorf("list quarantine: %w", err)
 				}
-				items := make([]item, 0, len(rows))
-				for _, r := range rows {
-					items = append(items, item{r.ID, r.Route, r.Reason, r.ReceivedAt.UTC(), len(r.Body), firstBytes(r.Body, 200)})
-				}
-				return writeJSON(cmd.OutOrStdout(), items)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tROUTE\tRECEIVED\tSIZE\tREASON\tFIRST BYTES")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", r.ID, cell(r.Route), r.ReceivedAt.UTC().Format("2006-01-02 15:04:05"),
-					len(r.Body), cell(r.Reason), firstBytes(r.Body, 40))
-			}
-			return tw.Flush()
+				return output.print(cmd.OutOrStdout(), quarantineItems(rows), func(w io.Writer) error { return writeQuarantine(w, rows) })
+			})
 		},
 	}
 	cmd.Flags().IntVarP(&n, "number", "n", 20, "how many deliveries to show")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output: table or json")
+	output.register(cmd, outputTable)
 	return cmd
+}
+
+// quarantineItem is a quarantined delivery in the JSON output: its first bytes, not its body.
+type quarantineItem struct {
+	ID         int64     `json:"id"`
+	Route      string    `json:"route"`
+	Reason     string    `json:"reason"`
+	ReceivedAt time.Time `json:"received_at"`
+	Size       int       `json:"size"`
+	FirstBytes string    `json:"first_bytes"`
+}
+
+func quarantineItems(rows []store.QuarantineRow) []quarantineItem {
+	items := make([]quarantineItem, 0, len(rows))
+	for _, r := range rows {
+		items = append(items, quarantineItem{r.ID, r.Route, r.Reason, r.ReceivedAt.UTC(), len(r.Body), firstBytes(r.Body, 200)})
+	}
+	return items
+}
+
+func writeQuarantine(w io.Writer, rows []store.QuarantineRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tROUTE\tRECEIVED\tSIZE\tREASON\tFIRST BYTES")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", r.ID, cell(r.Route), r.ReceivedAt.UTC().Format("2006-01-02 15:04:05"),
+			len(r.Body), cell(r.Reason), firstBytes(r.Body, 40))
+	}
+	return tw.Flush()
 }
 
 // firstBytes shows the start of a body on one line: printable text as is, anything else

@@ -16,7 +16,9 @@ import (
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/sandbox/audio"
+	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
 )
 
@@ -150,58 +152,41 @@ func runLive(cmd *cobra.Command, lf *liveFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	secrets, err := apiKeySecrets(cfg)
-	if err != nil {
-		return err
-	}
-	client, err := scribehook.ServiceClient(cfg, secrets.APIKey, submitter.WithLogger(stderrLogger(cmd, lf.verbose)))
-	if err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	st, err := scribehook.OpenStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	return withService(cmd, lf.verbose, func(ctx context.Context, cfg configs.Config, st store.Store, client *submitter.Client) error {
+		req.CallbackConfig = &api.LiveCallbackConfig{MessagesConfig: mc}
+		subm := &scribehook.Submitter{Store: st, Service: client, PublicURL: cfg.PublicURL}
+		created, err := subm.StartLive(ctx, req, lf.region)
+		if err != nil {
+			return err
+		}
+		out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		fmt.Fprintf(out, "live session %s\n", created.ID)
 
-	req.CallbackConfig = &api.LiveCallbackConfig{MessagesConfig: mc}
-	subm := &scribehook.Submitter{Store: st, Service: client, PublicURL: cfg.PublicURL}
-	created, err := subm.StartLive(ctx, req, lf.region)
-	if err != nil {
-		return err
-	}
-	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	fmt.Fprintf(out, "live session %s\n", created.ID)
+		// An interrupt ends the audio instead of the stream: stop_recording goes out and the
+		// session ends properly, within stopGrace.
+		streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancelStream()
+		stopWatch := context.AfterFunc(ctx, func() {
+			fmt.Fprintf(errOut, "\ninterrupted: stopping the recording; waiting up to %s for post-processing\n", stopGrace)
+			time.AfterFunc(stopGrace, cancelStream)
+		})
+		defer stopWatch()
 
-	// An interrupt ends the audio instead of the stream: stop_recording goes out and the
-	// session ends properly, within stopGrace.
-	streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelStream()
-	stopWatch := context.AfterFunc(ctx, func() {
-		fmt.Fprintf(errOut, "\ninterrupted: stopping the recording; waiting up to %s for post-processing\n", stopGrace)
-		time.AfterFunc(stopGrace, cancelStream)
+		eff := req.Settings()
+		opts := submitter.StreamOptions{SampleRate: eff.SampleRate, BitDepth: eff.BitDepth, Channels: eff.Channels, Realtime: lf.realtime}
+		sum := &liveSummary{}
+		start := time.Now()
+		audioSrc := newInterruptibleReader(ctx, src)
+		defer audioSrc.Close()
+		err = client.StreamLive(streamCtx, created.URL, audioSrc, opts, func(m api.LiveMessage) {
+			sum.observe(out, errOut, m)
+		})
+		if err != nil {
+			return fmt.Errorf("live session %s: %w", created.ID, err)
+		}
+		sum.write(out, created.ID, time.Since(start), cfg.PublicURL)
+		return nil
 	})
-	defer stopWatch()
-
-	eff := req.Settings()
-	opts := submitter.StreamOptions{SampleRate: eff.SampleRate, BitDepth: eff.BitDepth, Channels: eff.Channels, Realtime: lf.realtime}
-	sum := &liveSummary{}
-	start := time.Now()
-	audioSrc := newInterruptibleReader(ctx, src)
-	defer audioSrc.Close()
-	err = client.StreamLive(streamCtx, created.URL, audioSrc, opts, func(m api.LiveMessage) {
-		sum.observe(out, errOut, m)
-	})
-	if err != nil {
-		return fmt.Errorf("live session %s: %w", created.ID, err)
-	}
-	sum.write(out, created.ID, time.Since(start), cfg.PublicURL)
-	return nil
 }
 
 // request builds the live request from the flags and the WAV header, if src has one.

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
 	"github.com/scribehook/scribehook/api"
@@ -56,15 +55,9 @@ func (o *remoteOptions) client(cmd *cobra.Command) (*submitter.Client, error) {
 	if key == "" {
 		return nil, fmt.Errorf("environment variable %s is empty: set it to the service API key", o.apiKeyEnv)
 	}
-	l := logrus.New()
-	l.Out = cmd.ErrOrStderr()
-	l.Level = logrus.WarnLevel
-	if o.verbose {
-		l.Level = logrus.DebugLevel
-	}
 	return submitter.New(o.baseURL, key,
 		submitter.WithKeyHeader(o.keyHeader),
-		submitter.WithLogger(logrus.NewEntry(l)))
+		submitter.WithLogger(stderrLogger(cmd, o.verbose)))
 }
 
 func newRemoteListCmd(o *remoteOptions) *cobra.Command {
@@ -79,9 +72,6 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 			"--kind uses the deprecated /v2/transcription list, the only one that filters on kind.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(lf.output); err != nil {
-				return err
-			}
 			if live && len(lf.kinds) > 0 {
 				return errors.New("--live and --kind exclude each other: the live list has no kind filter")
 			}
@@ -115,14 +105,11 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 					return err
 				}
 				jobs = append(jobs, page.Items...)
-				if page.Next != nil && lf.output == "table" {
-					fmt.Fprintln(cmd.ErrOrStderr(), "more jobs follow: use --all, or --offset to page")
+				if page.Next != nil {
+					lf.noteMore(cmd)
 				}
 			}
-			if lf.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), jobs)
-			}
-			return writeJobsTable(cmd.OutOrStdout(), jobs)
+			return lf.output.print(cmd.OutOrStdout(), jobs, func(w io.Writer) error { return writeJobsTable(w, jobs) })
 		},
 	}
 	f := cmd.Flags()
@@ -133,15 +120,12 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 
 func newRemoteGetCmd(o *remoteOptions) *cobra.Command {
 	var live bool
-	var output string
+	var output outputFlag
 	cmd := &cobra.Command{
 		Use:   "get ID",
 		Short: "Show one job record of the service",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
@@ -154,14 +138,11 @@ func newRemoteGetCmd(o *remoteOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "table" {
-				return writeJobsTable(cmd.OutOrStdout(), []api.Job{job})
-			}
-			return writeJSON(cmd.OutOrStdout(), job)
+			return output.print(cmd.OutOrStdout(), job, func(w io.Writer) error { return writeJobsTable(w, []api.Job{job}) })
 		},
 	}
 	cmd.Flags().BoolVar(&live, "live", false, "the id is a live session (GET /v2/live/{id})")
-	cmd.Flags().StringVarP(&output, "output", "o", "json", "output: json or table")
+	output.register(cmd, outputJSON)
 	return cmd
 }
 
@@ -176,7 +157,7 @@ type jobFlags struct {
 
 func newRemoteCreateCmd(o *remoteOptions) *cobra.Command {
 	var jf jobFlags
-	var output string
+	var output outputFlag
 	cmd := &cobra.Command{
 		Use:   "create --audio-url URL [--params file.json] [job flags]",
 		Short: "Create a pre-recorded job on the service",
@@ -184,9 +165,6 @@ func newRemoteCreateCmd(o *remoteOptions) *cobra.Command {
 			"request, - for stdin); job flags given on the command line override its values.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			req, err := jf.request(cmd)
 			if err != nil {
 				return err
@@ -203,12 +181,11 @@ func newRemoteCreateCmd(o *remoteOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), out)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "ID\tRESULT_URL\n%s\t%s\n", cell(out.ID), cell(out.ResultURL))
-			return tw.Flush()
+			return output.print(cmd.OutOrStdout(), out, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintf(tw, "ID\tRESULT_URL\n%s\t%s\n", cell(out.ID), cell(out.ResultURL))
+				return tw.Flush()
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -216,7 +193,7 @@ func newRemoteCreateCmd(o *remoteOptions) *cobra.Command {
 	f.StringVar(&jf.callbackURL, "callback-url", "", "send the result to this URL (sets callback and callback_config)")
 	f.StringVar(&jf.callbackMethod, "callback-method", "", "HTTP method of the callback: POST or PUT")
 	f.BoolVar(&jf.deprecatedEndpoint, "deprecated-endpoint", false, "create through the deprecated POST /v2/transcription")
-	f.StringVarP(&output, "output", "o", "table", "output: table or json")
+	output.register(cmd, outputTable)
 	return cmd
 }
 
@@ -365,33 +342,6 @@ func newRemoteDeleteCmd(o *remoteOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&live, "live", false, "the id is a live session (DELETE /v2/live/{id})")
 	return cmd
-}
-
-func checkOutput(output string) error {
-	if output != "table" && output != "json" {
-		return fmt.Errorf("unknown output %q: use table or json", output)
-	}
-	return nil
-}
-
-// metadataObject turns key=value pairs into a JSON object of strings; nil for none.
-func metadataObject(pairs []string) (json.RawMessage, error) {
-	if len(pairs) == 0 {
-		return nil, nil
-	}
-	m := make(map[string]string, len(pairs))
-	for _, p := range pairs {
-		k, v, ok := strings.Cut(p, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("metadata %q is not key=value", p)
-		}
-		m[k] = v
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("encode metadata: %w", err)
-	}
-	return b, nil
 }
 
 // writeJSON prints v indented; the job records keep the members this model does not know.

@@ -29,7 +29,7 @@ func newSubmitCmd() *cobra.Command {
 		method  string
 		wait    bool
 		timeout time.Duration
-		output  string
+		output  outputFlag
 		verbose bool
 	)
 	cmd := &cobra.Command{
@@ -49,9 +49,6 @@ given on the command line override its values. The callback settings of --params
 replaced.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			method = strings.ToUpper(method)
 			if method != http.MethodPost && method != http.MethodPut {
 				return fmt.Errorf("--method %q: use POST or PUT", method)
@@ -60,64 +57,47 @@ replaced.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			secrets, err := apiKeySecrets(cfg)
-			if err != nil {
-				return err
-			}
-			client, err := scribehook.ServiceClient(cfg, secrets.APIKey, submitter.WithLogger(stderrLogger(cmd, verbose)))
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := scribehook.OpenStore(ctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-
-			warn := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: "+format+"\n", args...) }
-			id, err := submitJob(ctx, cfg, st, client, &req, method, warn)
-			if err != nil {
-				return err
-			}
-			if !wait {
-				if output == "json" {
-					return writeJSON(cmd.OutOrStdout(), map[string]string{"id": id})
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), id)
-				return nil
-			}
-			if output == "table" {
-				fmt.Fprintln(cmd.OutOrStdout(), id)
-			}
-			rec, waited, err := waitForJob(ctx, st, id, timeout, cfg, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				arts, err := st.Artifacts(ctx, id)
-				if err != nil {
-					return fmt.Errorf("read artifacts of %s: %w", id, err)
-				}
-				b, err := receiver.JobJSON(rec.Job, receiver.NewLocalView(rec.Local, arts))
+			return withService(cmd, verbose, func(ctx context.Context, cfg configs.Config, st store.Store, client *submitter.Client) error {
+				warn := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: "+format+"\n", args...) }
+				id, err := submitJob(ctx, cfg, st, client, &req, method, warn)
 				if err != nil {
 					return err
 				}
+				if !wait && output.json() {
+					return writeJSON(cmd.OutOrStdout(), map[string]string{"id": id})
+				}
+				if !output.json() {
+					fmt.Fprintln(cmd.OutOrStdout(), id)
+				}
+				if !wait {
+					return nil
+				}
+				rec, waited, err := waitForJob(ctx, st, id, timeout, cfg, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				if output.json() {
+					arts, err := st.Artifacts(ctx, id)
+					if err != nil {
+						return fmt.Errorf("read artifacts of %s: %w", id, err)
+					}
+					b, err := receiver.JobJSON(rec.Job, receiver.NewLocalView(rec.Local, arts))
+					if err != nil {
+						return err
+					}
+					// A failed job is printed too; its exit status says it failed.
+					if err := writeJSON(cmd.OutOrStdout(), b); err != nil && rec.Job.Status == api.StatusDone {
+						return err
+					}
+				}
 				if rec.Job.Status != api.StatusDone {
-					_ = writeJSON(cmd.OutOrStdout(), b)
 					return jobFailed(rec)
 				}
-				return writeJSON(cmd.OutOrStdout(), b)
-			}
-			if rec.Job.Status != api.StatusDone {
-				return jobFailed(rec)
-			}
-			writeSummary(cmd.OutOrStdout(), rec, waited)
-			return nil
+				if !output.json() {
+					writeSummary(cmd.OutOrStdout(), rec, waited)
+				}
+				return nil
+			})
 		},
 	}
 	jf.register(cmd)
@@ -125,7 +105,7 @@ replaced.`,
 	f.StringVar(&method, "method", http.MethodPost, "HTTP method of the callback: POST or PUT")
 	f.BoolVar(&wait, "wait", false, "wait until serve has stored the callback, then print a summary")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "with --wait, give up after this long (0: no limit)")
-	f.StringVarP(&output, "output", "o", "table", "output: table or json")
+	output.register(cmd, outputTable)
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every call to the service to stderr")
 	return cmd
 }
