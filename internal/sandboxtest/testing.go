@@ -15,10 +15,7 @@ import (
 // NewService starts a sandbox (StartService) that is closed at the end of the test.
 func NewService(tb testing.TB, cfg sandbox.Config) *Service {
 	tb.Helper()
-	s, err := StartService(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := must(StartService(cfg))(tb)
 	tb.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -35,10 +32,7 @@ func NewFiles(tb testing.TB, rec Recording) *Files {
 // test.
 func NewWorld(tb testing.TB, cfg sandbox.Config, rec Recording) *World {
 	tb.Helper()
-	w, err := StartWorld(cfg, rec)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	w := must(StartWorld(cfg, rec))(tb)
 	tb.Cleanup(func() { _ = w.Close() })
 	return w
 }
@@ -46,21 +40,13 @@ func NewWorld(tb testing.TB, cfg sandbox.Config, rec Recording) *World {
 // DemoSample reads the demo's recording (ReadDemoSample).
 func DemoSample(tb testing.TB) Recording {
 	tb.Helper()
-	rec, err := ReadDemoSample()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return rec
+	return must(ReadDemoSample())(tb)
 }
 
 // LoadRecording reads the WAV at path and its sidecar (ReadRecording).
 func LoadRecording(tb testing.TB, path string) Recording {
 	tb.Helper()
-	rec, err := ReadRecording(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return rec
+	return must(ReadRecording(path))(tb)
 }
 
 // RunProgram builds the main package in dir with buildFlags and starts it with args in env
@@ -68,14 +54,11 @@ func LoadRecording(tb testing.TB, path string) Recording {
 // is logged (shown with -v), its standard error only if the test failed.
 func RunProgram(tb testing.TB, dir string, buildFlags, args, env []string) *Program {
 	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), filepath.Base(mustAbs(tb, dir)))
+	bin := filepath.Join(tb.TempDir(), filepath.Base(must(filepath.Abs(dir))(tb)))
 	if err := BuildProgram(dir, bin, buildFlags...); err != nil {
 		tb.Fatal(err)
 	}
-	p, err := StartProgram(bin, args, env)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	p := must(StartProgram(bin, args, env))(tb)
 	tb.Cleanup(func() {
 		p.Kill()
 		tb.Logf("program's stdout:\n%s", strings.Join(p.Lines(), "\n"))
@@ -86,24 +69,11 @@ func RunProgram(tb testing.TB, dir string, buildFlags, args, env []string) *Prog
 	return p
 }
 
-func mustAbs(tb testing.TB, dir string) string {
-	tb.Helper()
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return abs
-}
-
 // Wait polls the program's lines until find reports what it looks for (WaitFor), failing the
 // test after d.
 func (p *Program) Wait(tb testing.TB, what string, d time.Duration, find func(lines []string) (string, bool)) string {
 	tb.Helper()
-	v, err := p.WaitFor(what, d, find)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return v
+	return must(p.WaitFor(what, d, find))(tb)
 }
 
 var client = &http.Client{Timeout: 30 * time.Second}
@@ -132,4 +102,16 @@ func Do(tb testing.TB, method, u, auth string, body []byte) (*http.Response, []b
 		tb.Fatalf("%s %s: read the answer: %v", method, u, err)
 	}
 	return resp, b
+}
+
+// must(v, err)(tb) is v, or the test fails with err: the layer for tests over the functions
+// that return an error.
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(tb testing.TB) T {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return v
+	}
 }
