@@ -83,26 +83,24 @@ func (j Job) MarshalJSON() ([]byte, error) {
 
 // PreRecordedParams decodes request_params of a pre-recorded job; nil when null.
 func (j *Job) PreRecordedParams() (*PreRecordedRequest, error) {
-	if isNull(j.RequestParams) {
-		return nil, nil
-	}
-	var p PreRecordedRequest
-	if err := json.Unmarshal(j.RequestParams, &p); err != nil {
-		return nil, fmt.Errorf("decode request_params: %w", err)
-	}
-	return &p, nil
+	return decodeParams[PreRecordedRequest](j.RequestParams)
 }
 
 // LiveParams decodes request_params of a live job; nil when null.
 func (j *Job) LiveParams() (*LiveRequest, error) {
-	if isNull(j.RequestParams) {
+	return decodeParams[LiveRequest](j.RequestParams)
+}
+
+// decodeParams decodes raw request_params as the request of one kind; nil when null.
+func decodeParams[T any](raw json.RawMessage) (*T, error) {
+	if isNull(raw) {
 		return nil, nil
 	}
-	var p LiveRequest
-	if err := json.Unmarshal(j.RequestParams, &p); err != nil {
+	p := new(T)
+	if err := json.Unmarshal(raw, p); err != nil {
 		return nil, fmt.Errorf("decode request_params: %w", err)
 	}
-	return &p, nil
+	return p, nil
 }
 
 func isNull(raw json.RawMessage) bool {
