@@ -192,26 +192,10 @@ func renderSRT(cues []Cue, lines [][]string) ([]byte, error) {
 	r := newLineReader(in)
 	out := make([]byte, 0, len(in))
 	for c, cue := range cues {
-		if c > 0 {
-			if err := r.expect(""); err != nil {
-				return nil, err
-			}
-			out = append(out, '\n')
-		}
-		mark := len(out)
-		out = strconv.AppendInt(out, int64(c+1), 10)
-		index := len(out)
-		out = appendTimestamp(out, cue.Start, ',')
-		out = append(out, " --> "...)
-		out = appendTimestamp(out, cue.End, ',')
-		if err := r.expectBytes(out[mark:index], out[index:]); err != nil {
+		var err error
+		if out, err = appendCueHeader(out, r, c, cue, ','); err != nil {
 			return nil, err
 		}
-		out = append(out[:index], '\n')
-		out = appendTimestamp(out, cue.Start, ',')
-		out = append(out, " --> "...)
-		out = appendTimestamp(out, cue.End, ',')
-		out = append(out, '\n')
 		for _, t := range lines[c] {
 			if err := r.expect(astisubEscape(t)); err != nil {
 				return nil, err
@@ -223,6 +207,36 @@ func renderSRT(cues []Cue, lines [][]string) ([]byte, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// appendCueHeader appends the index and timing lines of cue c (its index c+1, times with sep
+// before the milliseconds), after the blank line that separates it from the previous cue, once
+// r has found the same lines in astisub's output.
+func appendCueHeader(out []byte, r *lineReader, c int, cue Cue, sep byte) ([]byte, error) {
+	if c > 0 {
+		if err := r.expect(""); err != nil {
+			return nil, err
+		}
+		out = append(out, '\n')
+	}
+	// Written once to compare with astisub's lines, then again as the file's.
+	mark := len(out)
+	out = strconv.AppendInt(out, int64(c+1), 10)
+	index := len(out)
+	out = appendTiming(out, cue, sep)
+	if err := r.expectBytes(out[mark:index], out[index:]); err != nil {
+		return nil, err
+	}
+	out = append(out[:index], '\n')
+	out = appendTiming(out, cue, sep)
+	return append(out, '\n'), nil
+}
+
+// appendTiming appends a cue's "start --> end".
+func appendTiming(b []byte, cue Cue, sep byte) []byte {
+	b = appendTimestamp(b, cue.Start, sep)
+	b = append(b, " --> "...)
+	return appendTimestamp(b, cue.End, sep)
 }
 
 // renderVTT writes through astisub, then checks its output and completes it: > escaped as
@@ -252,26 +266,10 @@ func renderVTT(cues []Cue, lines [][]string) ([]byte, error) {
 	out := make([]byte, 0, buf.Len()+buf.Len()/8)
 	out = append(out, "WEBVTT\n\n"...)
 	for c, cue := range cues {
-		if c > 0 {
-			if err := r.expect(""); err != nil {
-				return nil, err
-			}
-			out = append(out, '\n')
-		}
-		mark := len(out)
-		out = strconv.AppendInt(out, int64(c+1), 10)
-		index := len(out)
-		out = appendTimestamp(out, cue.Start, '.')
-		out = append(out, " --> "...)
-		out = appendTimestamp(out, cue.End, '.')
-		if err := r.expectBytes(out[mark:index], out[index:]); err != nil {
+		var err error
+		if out, err = appendCueHeader(out, r, c, cue, '.'); err != nil {
 			return nil, err
 		}
-		out = append(out[:index], '\n')
-		out = appendTimestamp(out, cue.Start, '.')
-		out = append(out, " --> "...)
-		out = appendTimestamp(out, cue.End, '.')
-		out = append(out, '\n')
 		for l, t := range lines[c] {
 			v := voice(cue, l)
 			tag := ""
