@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/whsec"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -43,7 +44,7 @@ func compileRoutes(routes []Route) ([]staticRoute, error) {
 		seen[rt.Name] = true
 		sr := staticRoute{name: rt.Name, tokenHash: sha256.Sum256([]byte(rt.Token))}
 		for j, s := range rt.SigningSecrets {
-			key, err := parseSecret(s)
+			key, err := whsec.Key(s)
 			if err != nil {
 				// The secret itself never goes into the message.
 				return nil, fmt.Errorf("route %q: signing secret %d: %w", rt.Name, j, err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/whsec"
 )
 
 // FuzzVerifySignature checks the signature headers' parsing on any values: no panic, an
@@ -35,15 +37,15 @@ func FuzzVerifySignature(f *testing.F) {
 		fixed["no v1 signature in "+p+"-signature header"] = true
 	}
 	f.Fuzz(func(t *testing.T, secret, id, ts, sigs string, body []byte, svix bool, skew int64) {
-		key, err := parseSecret(secret)
+		key, err := whsec.Key(secret)
 		if err != nil {
-			if len(secret) > len(secretPrefix)+2 && strings.Contains(err.Error(), secret) {
+			if len(secret) > len(whsec.Prefix)+2 && strings.Contains(err.Error(), secret) {
 				t.Fatalf("secret error repeats the secret: %v", err)
 			}
 			return
 		}
 		if len(key) == 0 {
-			t.Fatal("parseSecret accepted an empty key")
+			t.Fatal("whsec.Key accepted an empty key")
 		}
 		prefix := "webhook"
 		if svix {

@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -13,31 +12,6 @@ import (
 // signatureTolerance is how far a signed timestamp may be from our clock, either way, as
 // Standard Webhooks prescribes; it bounds replays of captured requests.
 const signatureTolerance = 5 * time.Minute
-
-const secretPrefix = "whsec_"
-
-// parseSecret turns a configured secret into an HMAC key: the base64 after "whsec_", or the
-// raw bytes of any other string.
-func parseSecret(s string) ([]byte, error) {
-	if s == "" {
-		return nil, errors.New("secret is empty")
-	}
-	rest, ok := strings.CutPrefix(s, secretPrefix)
-	if !ok {
-		return []byte(s), nil
-	}
-	key, err := base64.StdEncoding.DecodeString(rest)
-	if err != nil {
-		// Some tools strip the padding.
-		if key, err = base64.RawStdEncoding.DecodeString(rest); err != nil {
-			return nil, errors.New("whsec_ secret is not base64")
-		}
-	}
-	if len(key) == 0 {
-		return nil, errors.New("secret is empty")
-	}
-	return key, nil
-}
 
 // signedHeaders are the three headers of one signing scheme.
 type signedHeaders struct{ id, timestamp, signature string }

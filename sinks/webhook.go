@@ -3,7 +3,6 @@ package sinks
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/netguard"
+	"github.com/scribehook/scribehook/internal/whsec"
 )
 
 // DefaultWebhookTimeout bounds one webhook attempt when the spec gives none.
@@ -104,16 +104,17 @@ func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
 	}, nil
 }
 
-// parseSecrets turns configured secrets into signers: "whsec_<base64>" is decoded (with or
-// without padding), any other string is the key itself. Messages never quote a secret.
+// parseSecrets turns configured secrets into signers, their surrounding spaces trimmed, as
+// whsec.Key reads them: "whsec_<base64>" is decoded (with or without padding), any other
+// string is the key itself. Messages never quote a secret.
 func parseSecrets(secrets []string) ([]*standardwebhooks.Webhook, error) {
 	var out []*standardwebhooks.Webhook
 	for i, s := range secrets {
-		key, err := secretKey(s)
+		key, err := whsec.Key(strings.TrimSpace(s))
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}
-		// NewWebhookRaw cannot fail; v0.0.1 would also accept an empty key, which secretKey
+		// NewWebhookRaw cannot fail; v0.0.1 would also accept an empty key, which whsec.Key
 		// has already refused.
 		wh, err := standardwebhooks.NewWebhookRaw(key)
 		if err != nil {
@@ -122,27 +123,6 @@ func parseSecrets(secrets []string) ([]*standardwebhooks.Webhook, error) {
 		out = append(out, wh)
 	}
 	return out, nil
-}
-
-func secretKey(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, errors.New("secret is empty")
-	}
-	rest, ok := strings.CutPrefix(s, "whsec_")
-	if !ok {
-		return []byte(s), nil
-	}
-	key, err := base64.StdEncoding.DecodeString(rest)
-	if err != nil {
-		if key, err = base64.RawStdEncoding.DecodeString(rest); err != nil {
-			return nil, errors.New("whsec_ secret is not base64")
-		}
-	}
-	if len(key) == 0 {
-		return nil, errors.New("whsec_ secret is empty")
-	}
-	return key, nil
 }
 
 // Name implements Sink.
