@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
@@ -142,41 +143,15 @@ func (f Filter) Validate() error {
 
 // Match reports whether ev passes the filter.
 func (f Filter) Match(ev *api.Event) bool {
-	if len(f.Events) > 0 {
-		ok := false
-		for _, pattern := range f.Events {
-			if globMatch(pattern, ev.Type) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	if len(f.Events) > 0 && !slices.ContainsFunc(f.Events, func(pattern string) bool { return globMatch(pattern, ev.Type) }) {
+		return false
 	}
-	if len(f.Categories) > 0 && ev.Category != "" {
-		ok := false
-		for _, c := range f.Categories {
-			if c == ev.Category {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	// An event without a category (not a live message) is not narrowed by Categories.
+	if len(f.Categories) > 0 && ev.Category != "" && !slices.Contains(f.Categories, ev.Category) {
+		return false
 	}
-	if len(f.Kinds) > 0 {
-		ok := false
-		for _, k := range f.Kinds {
-			if k == ev.Kind {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, ev.Kind) {
+		return false
 	}
 	if len(f.CustomMetadata) > 0 {
 		q := api.ListQuery{CustomMetadata: f.CustomMetadata}
