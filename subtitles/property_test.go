@@ -218,19 +218,34 @@ func propertyProfiles() []Profile {
 	return []Profile{adult, kids, bbc, oneLine, three, tiny, labels, loose}
 }
 
-func TestPropertiesHostile(t *testing.T) {
-	cases := 3000
+// propertyCase is one generated input and what the pipeline made of it.
+type propertyCase struct {
+	seed   uint64
+	p      Profile
+	utts   []api.Utterance
+	words  []word
+	issues []Violation
+}
+
+// runProperties segments n inputs from gen (n/10 with -short), seeded 0 to n-1 on the given
+// PCG stream, each under the next of propertyProfiles, and holds every result to
+// checkInvariants, then to more (when not nil), then to checkFiles.
+func runProperties(t *testing.T, n int, stream uint64, gen func(rng *rand.Rand, seed uint64) []api.Utterance, more func(t *testing.T, c propertyCase)) {
+	t.Helper()
 	if testing.Short() {
-		cases = 300
+		n /= 10
 	}
 	profiles := propertyProfiles()
-	for seed := range uint64(cases) {
-		rng := rand.New(rand.NewPCG(seed, 0x5eed))
-		utts := genHostile(rng, 60)
+	for seed := range uint64(n) {
+		rng := rand.New(rand.NewPCG(seed, stream))
+		utts := gen(rng, seed)
 		p := profiles[int(seed)%len(profiles)]
 		words, spans, cues, issues := segmentAll(t, utts, p)
 		if err := checkInvariants(utts, p, words, spans, cues, issues); err != nil {
 			t.Fatalf("seed %d, profile %s: %v", seed, p.Name, err)
+		}
+		if more != nil {
+			more(t, propertyCase{seed: seed, p: p, utts: utts, words: words, issues: issues})
 		}
 		if err := checkFiles(cues); err != nil {
 			t.Fatalf("seed %d, profile %s: %v", seed, p.Name, err)
@@ -238,43 +253,36 @@ func TestPropertiesHostile(t *testing.T) {
 	}
 }
 
+func TestPropertiesHostile(t *testing.T) {
+	runProperties(t, 3000, 0x5eed, func(rng *rand.Rand, _ uint64) []api.Utterance { return genHostile(rng, 60) }, nil)
+}
+
 func TestPropertiesSpeech(t *testing.T) {
-	cases := 600
-	if testing.Short() {
-		cases = 60
-	}
-	profiles := propertyProfiles()
-	for seed := range uint64(cases) {
-		rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
+	gen := func(rng *rand.Rand, seed uint64) []api.Utterance {
 		utts := genSpeech(rng, 20+rng.IntN(400), rng.IntN(4))
 		if seed%3 == 0 {
 			// URLs longer than a line among ordinary speech: each must get a line of its own
 			// and a cue of MinDuration (checkInvariants).
 			utts = withLongWords(rng, utts, 40)
 		}
-		p := profiles[int(seed)%len(profiles)]
-		words, spans, cues, issues := segmentAll(t, utts, p)
-		if err := checkInvariants(utts, p, words, spans, cues, issues); err != nil {
-			t.Fatalf("seed %d, profile %s: %v", seed, p.Name, err)
-		}
+		return utts
+	}
+	runProperties(t, 600, 0xc0ffee, gen, func(t *testing.T, c propertyCase) {
 		// Utterances of one stream that do not overlap keep the global input order.
 		var in []string
-		for _, u := range utts {
+		for _, u := range c.utts {
 			in = append(in, expectedWords(u)...)
 		}
-		out := make([]string, len(words))
-		for i, w := range words {
+		out := make([]string, len(c.words))
+		for i, w := range c.words {
 			out[i] = w.text
 		}
 		if !slices.Equal(in, out) {
-			t.Fatalf("seed %d: word order changed", seed)
+			t.Fatalf("seed %d: word order changed", c.seed)
 		}
 		// Only words longer than a line are reported (checkInvariants checks which).
-		if long := slices.ContainsFunc(words, func(w word) bool { return w.runes > p.MaxCharsPerLine }); len(issues) != 0 && !long {
-			t.Fatalf("seed %d: unexpected issues %v", seed, issues)
+		if long := slices.ContainsFunc(c.words, func(w word) bool { return w.runes > c.p.MaxCharsPerLine }); len(c.issues) != 0 && !long {
+			t.Fatalf("seed %d: unexpected issues %v", c.seed, c.issues)
 		}
-		if err := checkFiles(cues); err != nil {
-			t.Fatalf("seed %d, profile %s: %v", seed, p.Name, err)
-		}
-	}
+	})
 }
