@@ -1,33 +1,17 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/url"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/scribehook/scribehook/internal/sandboxtest"
-	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/internal/exampletest"
 )
 
-const (
-	testKey   = "nethttp-test-key"
-	readToken = "nethttp-read-token"
-)
-
-// The program, built and run as a subprocess against a sandbox of the service and a file
-// server on loopback: a job submitted through its own endpoint comes back as a callback under
-// /hooks (net/http's StripPrefix in front of kit.Handler), its Go handler prints the transcript the sidecar fixes, the read API under /hooks
-// serves the job, a bad callback token is refused, the app's own route still answers, and
-// SIGTERM stops it cleanly.
+// The program, built and run as a subprocess against a sandbox of the service: the test every
+// example passes (internal/exampletest), with the kit's routes behind net/http's StripPrefix in
+// front of kit.Handler; and no Fiber in the program's own imports.
 func TestProgramEndToEnd(t *testing.T) {
-	began := time.Now()
-	service, audioURL := startWorld(t)
-
 	// The point of the example: net/http only. (The kit itself uses Fiber inside; the program
 	// never touches it.)
 	list, err := exec.Command("go", "list", "-f", "{{join .Imports \"\\n\"}}", ".").Output()
@@ -40,119 +24,11 @@ func TestProgramEndToEnd(t *testing.T) {
 		}
 	}
 
-	dir := t.TempDir()
-	prog := sandboxtest.RunProgram(t, ".", buildFlags, []string{
-		"-listen", "127.0.0.1:0", // the program derives public_url from the port it got
-		"-service-url", service,
-		"-store", filepath.Join(dir, "app.db"),
-		"-artifacts", filepath.Join(dir, "artifacts"),
-	}, append(cleanEnv(), "SCRIBEHOOK_API_KEY="+testKey, "SCRIBEHOOK_READ_TOKEN="+readToken))
-	built := time.Now()
-
-	listening := prog.Wait(t, "the address line", 30*time.Second, func(all []string) (string, bool) {
-		for _, l := range all {
-			if rest, ok := strings.CutPrefix(l, "listening on "); ok {
-				return strings.Fields(rest)[0], true
-			}
-		}
-		return "", false
+	exampletest.EndToEnd(t, exampletest.Program{
+		Dir: ".", Name: "nethttp", BuildFlags: buildFlags,
+		Hello: "hello from the program's own route\n",
 	})
-	base := listening // http://127.0.0.1:port
-
-	// Submit through the program's own endpoint.
-	resp, body := do(t, http.MethodPost, base+"/transcribe?audio_url="+url.QueryEscape(audioURL), "", nil)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /transcribe: %d %s", resp.StatusCode, body)
-	}
-	var created struct{ ID string }
-	if err := json.Unmarshal(body, &created); err != nil || created.ID == "" {
-		t.Fatalf("POST /transcribe answered %s (%v)", body, err)
-	}
-
-	// The Go handler saw job.succeeded: its first utterance is the sidecar's.
-	header := "job " + created.ID + " succeeded, "
-	first := prog.Wait(t, "the handler's transcript", 60*time.Second, func(all []string) (string, bool) {
-		for i, l := range all {
-			if strings.HasPrefix(l, header) && i+1 < len(all) {
-				_, text, ok := strings.Cut(all[i+1], "] ")
-				return text, ok
-			}
-		}
-		return "", false
-	})
-	if first != "Welcome to scribehook" {
-		t.Errorf("first utterance printed by the handler: %q, want %q", first, "Welcome to scribehook")
-	}
-	handled := time.Now()
-
-	// The read API under /hooks serves the job, done, with its result; only with the token.
-	resp, body = do(t, http.MethodGet, base+"/hooks/v1/jobs/"+created.ID, "Bearer "+readToken, nil)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /hooks/v1/jobs/%s: %d %s", created.ID, resp.StatusCode, body)
-	}
-	var job struct {
-		ID     string
-		Status string
-		Result struct {
-			Transcription struct {
-				Utterances []struct{ Text string }
-			}
-		}
-	}
-	if err := json.Unmarshal(body, &job); err != nil {
-		t.Fatalf("job: %v: %s", err, body)
-	}
-	if job.ID != created.ID || job.Status != "done" {
-		t.Errorf("read API: job %q status %q, want %q done", job.ID, job.Status, created.ID)
-	}
-	if u := job.Result.Transcription.Utterances; len(u) == 0 || u[0].Text != "Welcome to scribehook" {
-		t.Errorf("read API: utterances %+v", u)
-	}
-	if resp, body := do(t, http.MethodGet, base+"/hooks/v1/jobs/"+created.ID, "", nil); resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("read API without a token: %d %s, want 401", resp.StatusCode, body)
-	}
-
-	// A callback with a token the kit never minted is refused.
-	resp, body = do(t, http.MethodPost, base+"/hooks/v1/callbacks/not-a-token", "", []byte(`{"id":"x","event":"transcription.success"}`))
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("callback with a bad token: %d %s, want 401", resp.StatusCode, body)
-	}
-
-	// The program's own routes still answer, and the kit's health beside them.
-	if resp, body := do(t, http.MethodGet, base+"/hello", "", nil); resp.StatusCode != http.StatusOK || string(body) != "hello from the program's own route\n" {
-		t.Errorf("GET /hello: %d %q", resp.StatusCode, body)
-	}
-	if resp, body := do(t, http.MethodGet, base+"/hooks/healthz", "", nil); resp.StatusCode != http.StatusOK {
-		t.Errorf("GET /hooks/healthz: %d %s", resp.StatusCode, body)
-	}
-
-	// SIGTERM: the server stops, then the kit, and the program exits 0.
-	if err := prog.Stop(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	prog.Wait(t, "the stop line", 5*time.Second, func(all []string) (string, bool) {
-		return "", len(all) > 0 && all[len(all)-1] == "stopped"
-	})
-	t.Logf("build %v, start to handled job %v, total %v",
-		built.Sub(began).Round(time.Millisecond), handled.Sub(built).Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 }
-
-// startWorld starts, on loopback, a sandbox of the service whose scripted engine returns the
-// words of a recording's sidecar, and a file server with the demo's recording and sidecar (cmd/scribehook/demodata). It
-// returns the sandbox's URL and the recording's.
-func startWorld(t *testing.T) (string, string) {
-	t.Helper()
-	w := sandboxtest.NewWorld(t, sandbox.Config{APIKey: testKey, Callbacks: sandboxtest.QuickRetries},
-		sandboxtest.DemoSample(t))
-	return w.Service.URL, w.Files.AudioURL
-}
-
-// cleanEnv is the test's environment without the variables the program reads, so that a
-// developer's own settings cannot change what is tested.
-func cleanEnv() []string { return sandboxtest.EnvWithout("SCRIBEHOOK_", "LISTEN_ADDR=") }
 
 // buildFlags are the flags of the program's build (race_test.go adds -race).
 var buildFlags []string
-
-// do sends a request to the program; see sandboxtest.Do.
-var do = sandboxtest.Do
