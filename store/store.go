@@ -1,7 +1,8 @@
 // Package store is scribehook's persistence contract: the inbox of raw deliveries, the job
 // records, live messages, artifacts, quarantine and callback tokens. The SQLite implementation
-// (store/sqlite) is the embedded default; a PostgreSQL one implements the same contract, and the
-// shared suite in store/storetest runs against both.
+// (store/sqlite) is the embedded default; a PostgreSQL one implements the same contract. Both
+// are one core (store/internal/sqlcore) over a dialect each, and the shared suite in
+// store/storetest runs against both.
 package store
 
 import (

@@ -21,14 +21,6 @@ func text(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
-// nullTime stores the zero time as NULL, for columns where "not yet" is a state.
-func nullTime(t time.Time) sql.NullTime {
-	if t.IsZero() {
-		return sql.NullTime{}
-	}
-	return sql.NullTime{Time: t, Valid: true}
-}
-
 // limitArg maps the contract's "zero or less means no limit" to LIMIT NULL, which PostgreSQL
 // reads as no limit.
 func limitArg(limit int) sql.NullInt64 {
@@ -80,6 +72,84 @@ func reserveIDs(ctx context.Context, q sqlcore.Querier, sequence string, n int) 
 	return ids, nil
 }
 
-// reader is sqlcore.Reader under a name that makes the embedded field unexported: Store gets
-// the read methods without an exported field of an internal type.
-type reader = sqlcore.Reader
+// core is sqlcore.Core under a name that makes the embedded field unexported: Store gets the
+// contract's methods without an exported field of an internal type.
+type core = sqlcore.Core
+
+// dialect is how PostgreSQL differs from SQLite in the shared code.
+var dialect = sqlcore.Dialect{
+	Numbered: true,
+	Text:     text,
+	Time:     func(t time.Time) any { return t },
+	Limit:    func(n int) any { return limitArg(n) },
+	JSON:     func(b []byte) any { return sqlcore.Blob(b) },
+	// Rows are locked one by one, and replicas claim from one queue at once.
+	ForUpdate:  " FOR UPDATE",
+	SkipLocked: " FOR UPDATE SKIP LOCKED",
+	SQL: map[sqlcore.Stmt]string{
+		// Held until the transaction ends: see applyTx.Job in sqlcore.
+		sqlcore.StJobLock: `SELECT pg_advisory_xact_lock(?)`,
+		// The session's next number comes from its live_sequences row, taken and the message
+		// inserted in one statement. The upsert locks the counter row until Apply's transaction
+		// ends, so a concurrent Apply of the same session, on any replica, waits here and then
+		// reads the committed number (or the old one, when this transaction rolls back):
+		// numbers follow commit order, without gaps or repeats.
+		sqlcore.StLiveAppend: `WITH next AS (
+			INSERT INTO live_sequences AS s (session_id, last_seq) VALUES (?1, 1)
+			ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + 1
+			RETURNING last_seq)
+		INSERT INTO live_messages (session_id, seq, type, category, created_at, received_at, inbox_id, payload)
+		SELECT ?1, next.last_seq, ?2, ?3, ?4, ?5, ?6, ?7 FROM next
+		RETURNING seq`,
+	},
+	// ListJobs's two steps see one snapshot.
+	ListTx: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+}
+
+var stmtSQL = sqlcore.Statements(dialect)
+
+// pgTx is a write transaction: a *sql.Tx, or the pool itself for a sqlcore.OneStatement one,
+// whose statement commits on its own.
+type pgTx struct {
+	q  sqlcore.Querier
+	tx *sql.Tx // nil on the pool
+}
+
+func (t *pgTx) Exec(ctx context.Context, st sqlcore.Stmt, args ...any) (sql.Result, error) {
+	return t.q.ExecContext(ctx, stmtSQL[st], args...)
+}
+
+func (t *pgTx) Query(ctx context.Context, st sqlcore.Stmt, args ...any) (*sql.Rows, error) {
+	return t.q.QueryContext(ctx, stmtSQL[st], args...)
+}
+
+func (t *pgTx) QueryRow(ctx context.Context, st sqlcore.Stmt, args ...any) *sql.Row {
+	return t.q.QueryRowContext(ctx, stmtSQL[st], args...)
+}
+
+func (t *pgTx) Commit() error {
+	if t.tx == nil {
+		return nil
+	}
+	return t.tx.Commit()
+}
+
+func (t *pgTx) Rollback() {
+	if t.tx != nil {
+		_ = t.tx.Rollback()
+	}
+}
+
+// writes is the Store's sqlcore.Writes, unexported so that its methods do not join the Store's.
+type writes struct{ s *Store }
+
+func (w writes) Begin(ctx context.Context, _ string, kind sqlcore.TxKind) (sqlcore.Tx, error) {
+	if kind&sqlcore.OneStatement != 0 {
+		return &pgTx{q: w.s.db}, nil
+	}
+	tx, err := w.s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &pgTx{q: tx, tx: tx}, nil
+}

@@ -1,5 +1,8 @@
 // Package postgres implements store.Store on PostgreSQL through database/sql and pgx's stdlib
-// adapter: the store of several scribehook replicas sharing one database.
+// adapter: the store of several scribehook replicas sharing one database. The contract's flows
+// are store/internal/sqlcore's, shared with the SQLite store; this package gives them its
+// dialect (SQL text, locks, a write transaction on a *sql.Tx, or on the pool for a single
+// statement) and ingests and queues sink deliveries in batches of its own.
 //
 // # Replicas
 //
@@ -10,8 +13,14 @@
 //     replicas ingesting the same delivery at once store it once: the second insert waits for
 //     the first transaction and then finds the row. Each batch inserts its rows in dedupe key
 //     order, so two batches sharing keys never wait for each other in a cycle (a deadlock).
-//   - Apply locks its inbox row (SELECT … FOR UPDATE): a second replica applying the same row
-//     waits, then sees it done and gets store.ErrAlreadyApplied.
+//   - Apply locks its inbox row from its first statement (the UPDATE that marks it done): a
+//     second replica applying the same row waits, then sees it done and gets
+//     store.ErrAlreadyApplied. Apply's function may call the Store's own methods (they use
+//     other connections of the pool), but those do not see its uncommitted writes and must not
+//     wait for rows it has locked.
+//   - Tx.Job takes a transaction-level advisory lock on the job id before it reads: Applies of
+//     one job on several replicas run one after the other, so no read-modify-write of a record
+//     is lost.
 //   - Live sequence numbers come from a per-session counter row (live_sequences) updated in the
 //     Apply's transaction and locked until it ends: the Applies of one session take their
 //     numbers in commit order, without gaps even when one rolls back.
@@ -75,8 +84,8 @@ type Options struct {
 // Store is the PostgreSQL store.Store. Every method is safe for concurrent use, from any
 // number of processes sharing the database.
 type Store struct {
-	// The read methods, shared with the SQLite store.
-	*reader
+	// The contract's methods but Ingest, Ping and Close, shared with the SQLite store.
+	*core
 	db  *sql.DB
 	log *logrus.Entry
 
@@ -128,12 +137,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// Connections are recycled now and then so that a replica follows a failover or a
 	// configuration reload of the server without being restarted.
 	db.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, log: opts.Logger, reader: sqlcore.NewReader(db, sqlcore.Dialect{
-		Numbered: true,
-		Text:     text,
-		Time:     func(t time.Time) any { return t },
-		Limit:    func(n int) any { return limitArg(n) },
-	})}
+	s := &Store{db: db, log: opts.Logger}
+	s.core = sqlcore.NewCore(db, dialect, writes{s})
 	if err := s.setup(ctx, cfg, maxConns); err != nil {
 		_ = s.Close()
 		return nil, err

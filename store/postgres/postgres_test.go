@@ -232,16 +232,6 @@ func TestText(t *testing.T) {
 	}
 }
 
-func TestCeilMicro(t *testing.T) {
-	base := time.Date(2024, 3, 1, 0, 0, 0, 1000, time.UTC)
-	if got := ceilMicro(base); !got.Equal(base) {
-		t.Errorf("ceilMicro(%v) = %v", base, got)
-	}
-	if got := ceilMicro(base.Add(1)); !got.Equal(base.Add(time.Microsecond)) {
-		t.Errorf("ceilMicro(+1ns) = %v", got)
-	}
-}
-
 // sqlDB gives tests the pool, for checks the Store does not offer.
 func sqlDB(s *Store) *sql.DB { return s.db }
 

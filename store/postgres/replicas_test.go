@@ -13,6 +13,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // The tests of this file open two or more Stores on one schema: separate pools, as separate
@@ -185,7 +186,7 @@ func TestReplicaDiesMidApply(t *testing.T) {
 				return err
 			}
 			var p int
-			if err := stx.(*tx).q.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&p); err != nil {
+			if err := sqlcore.DialectTx(stx).(*pgTx).q.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&p); err != nil {
 				return err
 			}
 			pid <- p

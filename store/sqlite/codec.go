@@ -20,6 +20,6 @@ func nullTime(t time.Time) sql.NullString {
 	return sql.NullString{String: formatTime(t), Valid: true}
 }
 
-// reader is sqlcore.Reader under a name that makes the embedded field unexported: Store gets
-// the read methods without an exported field of an internal type.
-type reader = sqlcore.Reader
+// core is sqlcore.Core under a name that makes the embedded field unexported: Store gets the
+// contract's methods without an exported field of an internal type.
+type core = sqlcore.Core

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
@@ -23,11 +22,11 @@ func (s *Store) Ingest(ctx context.Context, ds []store.Delivery) ([]store.Ingest
 			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
 		}
 	}
-	w, err := s.begin(ctx, "ingest", durable)
+	w, err := s.begin(ctx, "ingest", sqlcore.Durable)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: begin: %w", err)
 	}
-	defer w.rollback()
+	defer w.Rollback()
 	out := make([]store.IngestResult, len(ds))
 	for i := range ds {
 		if ds[i].Quarantine != "" {
@@ -39,7 +38,7 @@ func (s *Store) Ingest(ctx context.Context, ds []store.Delivery) ([]store.Ingest
 			return nil, fmt.Errorf("ingest: delivery %d: %w", i, err)
 		}
 	}
-	if err := w.commit(); err != nil {
+	if err := w.Commit(); err != nil {
 		return nil, fmt.Errorf("ingest: commit: %w", err)
 	}
 	return out, nil
@@ -51,7 +50,7 @@ func ingestInbox(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestRe
 		return store.IngestResult{}, err
 	}
 	var id int64
-	err = w.stmt(stInboxInsert).QueryRowContext(w.ctx, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
+	err = w.QueryRow(ctx, stInboxInsert, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
 		string(d.MessageType), string(d.Category), d.PartitionKey, headers, sqlcore.Blob(d.Body),
 		nullTime(d.ReceivedAt)).Scan(&id)
 	switch {
@@ -61,7 +60,7 @@ func ingestInbox(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestRe
 		return store.IngestResult{}, fmt.Errorf("insert inbox row: %w", err)
 	}
 	// No row returned: the key exists, committed earlier or inserted earlier in this batch.
-	if err := w.stmt(stInboxFind).QueryRowContext(w.ctx, d.DedupeKey).Scan(&id); err != nil {
+	if err := w.QueryRow(ctx, stInboxFind, d.DedupeKey).Scan(&id); err != nil {
 		return store.IngestResult{}, fmt.Errorf("find duplicate inbox row: %w", err)
 	}
 	return store.IngestResult{ID: id, Duplicate: true}, nil
@@ -74,7 +73,7 @@ func ingestQuarantine(ctx context.Context, w *wtx, d *store.Delivery) (store.Ing
 	}
 	key := QuarantineKey(d.Route, d.Body)
 	var id int64
-	err = w.stmt(stQuarantineInsert).QueryRowContext(w.ctx, key, d.Route, d.Quarantine, headers, sqlcore.Blob(d.Body),
+	err = w.QueryRow(ctx, stQuarantineInsert, key, d.Route, d.Quarantine, headers, sqlcore.Blob(d.Body),
 		nullTime(d.ReceivedAt)).Scan(&id)
 	switch {
 	case err == nil:
@@ -82,7 +81,7 @@ func ingestQuarantine(ctx context.Context, w *wtx, d *store.Delivery) (store.Ing
 	case !errors.Is(err, sql.ErrNoRows):
 		return store.IngestResult{}, fmt.Errorf("insert quarantine row: %w", err)
 	}
-	if err := w.stmt(stQuarantineFind).QueryRowContext(w.ctx, key).Scan(&id); err != nil {
+	if err := w.QueryRow(ctx, stQuarantineFind, key).Scan(&id); err != nil {
 		return store.IngestResult{}, fmt.Errorf("find duplicate quarantine row: %w", err)
 	}
 	return store.IngestResult{ID: id, Quarantined: true, Duplicate: true}, nil
@@ -100,66 +99,4 @@ func limitArg(limit int) int {
 		return -1
 	}
 	return limit
-}
-
-// Apply runs fn and marks the inbox row done in one IMMEDIATE transaction, committed as a
-// derived transaction (see "Durability" in the package documentation). fn must write through
-// tx only (see the package documentation) and should be quick: the writer is held, and
-// ingestion waits, while it runs. A failed row may be applied (a replay).
-//
-// The row is marked done first, by an UPDATE that skips a done row: one statement instead of
-// a read of its status and a write, and fn's error still rolls the mark back.
-func (s *Store) Apply(ctx context.Context, inboxID int64, fn func(ctx context.Context, tx store.Tx) error) error {
-	w, err := s.begin(ctx, "apply", derived)
-	if err != nil {
-		return fmt.Errorf("apply inbox row %d: begin: %w", inboxID, err)
-	}
-	defer w.rollback()
-	res, err := w.stmt(stInboxDone).ExecContext(w.ctx, formatTime(time.Now()), inboxID)
-	if err != nil {
-		return fmt.Errorf("apply inbox row %d: mark done: %w", inboxID, err)
-	}
-	if err := sqlcore.OneRow(res); err != nil {
-		// Done already, or no such row.
-		var status string
-		if err := w.stmt(stInboxStatus).QueryRowContext(w.ctx, inboxID).Scan(&status); err != nil {
-			return fmt.Errorf("apply inbox row %d: %w", inboxID, sqlcore.NotFound(err))
-		}
-		return fmt.Errorf("apply inbox row %d: %w", inboxID, store.ErrAlreadyApplied)
-	}
-	if err := fn(ctx, &tx{w: w}); err != nil {
-		return err
-	}
-	if err := w.commit(); err != nil {
-		return fmt.Errorf("apply inbox row %d: commit: %w", inboxID, err)
-	}
-	return nil
-}
-
-// MarkInboxFailed counts a failed attempt and keeps its error; final marks the row failed. A
-// row already done is left alone and reported with store.ErrAlreadyApplied. Derived: a lost
-// attempt only means one more retry.
-func (s *Store) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error {
-	w, err := s.begin(ctx, "mark inbox failed", derived)
-	if err != nil {
-		return fmt.Errorf("mark inbox row %d failed: begin: %w", inboxID, err)
-	}
-	defer w.rollback()
-	var status string
-	if err := w.stmt(stInboxStatus).QueryRowContext(w.ctx, inboxID).Scan(&status); err != nil {
-		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, sqlcore.NotFound(err))
-	}
-	if store.InboxStatus(status) == store.InboxDone {
-		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, store.ErrAlreadyApplied)
-	}
-	if final {
-		status = string(store.InboxFailed)
-	}
-	if _, err := w.stmt(stInboxFailed).ExecContext(w.ctx, errMsg, status, inboxID); err != nil {
-		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, err)
-	}
-	if err := w.commit(); err != nil {
-		return fmt.Errorf("mark inbox row %d failed: commit: %w", inboxID, err)
-	}
-	return nil
 }

@@ -1,12 +1,15 @@
 // Package sqlite implements store.Store on SQLite through mattn/go-sqlite3: the embedded
-// default of scribehook, one process, one database file.
+// default of scribehook, one process, one database file. The contract's flows are
+// store/internal/sqlcore's, shared with the PostgreSQL store; this package gives them its
+// dialect (SQL text, times as text) and its write transactions on the held writer connection,
+// and ingests on statements of its own.
 //
 // # Connections
 //
 // SQLite allows one writer at a time. The store therefore keeps two pools on the same file:
 // a writer pool of exactly one connection, and a pool of read connections with query_only set.
 // In WAL mode readers never block the writer nor the writer them. The store takes the writer
-// connection once and keeps it with the hot statements prepared on it (go-sqlite3 would
+// connection once and keeps it with every write statement prepared on it (go-sqlite3 would
 // prepare each statement again on every call); every write of the process queues for it, in
 // arrival order. Write transactions begin IMMEDIATE (they take the write lock at BEGIN, so a
 // read-then-write transaction never fails half-way with "database is locked", which a deferred
@@ -121,8 +124,9 @@ type Options struct {
 
 // Store is the SQLite store.Store. Every method is safe for concurrent use.
 type Store struct {
-	// The read methods, shared with the PostgreSQL store, on the read pool r.
-	*reader
+	// The contract's methods but Ingest, Ping and Close, shared with the PostgreSQL store:
+	// reads on the read pool r, writes through the writer connection.
+	*core
 	w    *sql.DB // the writer pool: one connection
 	r    *sql.DB // query_only connections
 	log  *logrus.Entry
@@ -210,10 +214,7 @@ func (s *Store) setup(ctx context.Context, opts Options) error {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
-	s.reader = sqlcore.NewReader(r, sqlcore.Dialect{
-		Time:  func(t time.Time) any { return formatTime(t) },
-		Limit: func(n int) any { return limitArg(n) },
-	})
+	s.core = sqlcore.NewCore(r, dialect, writes{s})
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("open sqlite readers: %w", err)
 	}

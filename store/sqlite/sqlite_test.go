@@ -207,11 +207,11 @@ func TestBusy(t *testing.T) {
 	s := openTemp(t, Options{Path: path, BusyTimeout: 50 * time.Millisecond})
 	other := openTemp(t, Options{Path: path})
 	ctx := t.Context()
-	tx, err := other.begin(ctx, "hold the lock", durable) // BEGIN IMMEDIATE: holds the write lock
+	tx, err := other.begin(ctx, "hold the lock", sqlcore.Durable) // BEGIN IMMEDIATE: holds the write lock
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.rollback()
+	defer tx.Rollback()
 	start := time.Now()
 	_, err = s.Ingest(ctx, []store.Delivery{delivery("a")})
 	if err == nil {
@@ -227,7 +227,7 @@ func TestBusy(t *testing.T) {
 	if _, err := s.InboxBacklog(ctx); err != nil {
 		t.Errorf("read while locked: %v", err)
 	}
-	tx.rollback()
+	tx.Rollback()
 	if _, err := s.Ingest(ctx, []store.Delivery{delivery("a")}); err != nil {
 		t.Errorf("Ingest after the lock was released: %v", err)
 	}

@@ -5,101 +5,61 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
-// durability says how a write transaction commits; see "Durability" in the package
-// documentation.
-type durability uint8
-
+// The statements of the writer: the write core's (sqlcore.Stmt), with this dialect's own
+// after them, every one prepared once on the writer connection (go-sqlite3 would otherwise
+// prepare each statement again on every call).
 const (
-	// durable transactions commit with Options.Synchronous: they record something that exists
-	// nowhere else (a delivery before its 2xx, a token, a job the submitter created).
-	durable durability = iota
-	// derived transactions commit with synchronous=NORMAL: their content is derived from inbox
-	// rows that are already durable, and is derived again if a power cut loses it.
-	derived
-)
-
-// Statements of the writer's hot paths, prepared once on the writer connection (go-sqlite3
-// would otherwise prepare each statement again on every call).
-type stmtID int
-
-const (
-	stInboxInsert stmtID = iota
+	stInboxInsert = sqlcore.NumStmts + iota
 	stInboxFind
 	stQuarantineInsert
 	stQuarantineFind
-	stInboxStatus
-	stInboxDone
-	stInboxFailed
-	stLiveAppend
-	stJobGet
-	stJobReplace
-	stJobCreate
 	stSinkEnqueue
-	stSinkClaim
-	stSinkComplete
-	stSinkRetry
-	stSinkKill
 	numStmts
 )
 
-const jobInsert = `INSERT INTO jobs (id, kind, status, created_at, completed_at, custom_metadata,
-	record, local) VALUES (?, ?, ?, ?, ?, ?, ?, ?) `
-
-var stmtSQL = [numStmts]string{
-	stInboxInsert: `INSERT INTO inbox (dedupe_key, route, kind, event, job_id,
-		message_type, category, partition_key, headers, body, received_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
-	stInboxFind: `SELECT id FROM inbox WHERE dedupe_key = ?`,
-	stQuarantineInsert: `INSERT INTO quarantine (dedupe_key, route, reason, headers,
-		body, received_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`,
-	stQuarantineFind: `SELECT id FROM quarantine WHERE dedupe_key = ?`,
-	stInboxStatus:    `SELECT status FROM inbox WHERE id = ?`,
-	stInboxDone: `UPDATE inbox SET status = 'done', processed_at = ?,
-		attempts = attempts + 1 WHERE id = ? AND status != 'done'`,
-	stInboxFailed: `UPDATE inbox SET attempts = attempts + 1, last_error = ?,
-		status = ? WHERE id = ?`,
-	// The writer's transactions are serial, so two messages of a session never read the same
-	// max(seq); the primary key (session_id, seq) makes max(seq) one seek.
-	stLiveAppend: `INSERT INTO live_messages (session_id, seq, type, category,
+// dialect is how SQLite differs from PostgreSQL in the shared code. Times are fixed-width UTC
+// text; a write transaction holds the database's only write lock from its BEGIN IMMEDIATE, so
+// nothing is locked row by row; the writer's transactions are serial, so two messages of a
+// session never read the same max(seq), and the primary key (session_id, seq) makes max(seq)
+// one seek.
+var dialect = sqlcore.Dialect{
+	Time:  func(t time.Time) any { return formatTime(t) },
+	Limit: func(n int) any { return limitArg(n) },
+	JSON:  func(b []byte) any { return string(b) },
+	SQL: map[sqlcore.Stmt]string{
+		sqlcore.StLiveAppend: `INSERT INTO live_messages (session_id, seq, type, category,
 		created_at, received_at, inbox_id, payload)
 		VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM live_messages WHERE session_id = ?1),
 		?2, ?3, ?4, ?5, ?6, ?7) RETURNING seq`,
-	stJobGet: `SELECT record, local FROM jobs WHERE id = ?`,
-	stJobReplace: jobInsert + `ON CONFLICT (id) DO UPDATE SET kind = excluded.kind,
-		status = excluded.status, created_at = excluded.created_at,
-		completed_at = excluded.completed_at, custom_metadata = excluded.custom_metadata,
-		record = excluded.record, local = excluded.local`,
-	stJobCreate: jobInsert + `ON CONFLICT (id) DO NOTHING`,
-	stSinkEnqueue: `INSERT INTO sink_deliveries (sink, event_id, event, order_key,
-		next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (sink, event_id) DO NOTHING`,
-	stSinkClaim: `UPDATE sink_deliveries SET lease_until = ?1
-		WHERE id IN (
-			SELECT d.id FROM sink_deliveries d
-			WHERE d.sink = ?2 AND d.status = 'queued' AND d.next_attempt_at <= ?3
-				AND (d.lease_until IS NULL OR d.lease_until < ?3)
-				AND (NOT ?4 OR d.order_key = '' OR NOT EXISTS (
-					SELECT 1 FROM sink_deliveries e
-					WHERE e.sink = d.sink AND e.order_key = d.order_key AND e.status = 'queued'
-						AND e.id < d.id))
-			ORDER BY d.next_attempt_at, d.id
-			LIMIT ?5)
-		RETURNING ` + sqlcore.SinkColumns,
-	stSinkComplete: `UPDATE sink_deliveries SET status = 'delivered',
-		delivered_at = coalesce(delivered_at, ?), lease_until = NULL, failed_at = NULL WHERE id = ?`,
-	stSinkRetry: `UPDATE sink_deliveries SET attempts = attempts + 1,
-		next_attempt_at = ?, last_error = ?, lease_until = NULL WHERE id = ? AND status = 'queued'`,
-	stSinkKill: `UPDATE sink_deliveries SET status = 'dead', attempts = attempts + 1,
-		failed_at = ?, last_error = ?, lease_until = NULL WHERE id = ? AND status = 'queued'`,
+	},
+	ReleasesLeases: true,
 }
+
+var stmtSQL = func() [numStmts]string {
+	var q [numStmts]string
+	core := sqlcore.Statements(dialect)
+	copy(q[:], core[:])
+	q[stInboxInsert] = `INSERT INTO inbox (dedupe_key, route, kind, event, job_id,
+		message_type, category, partition_key, headers, body, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`
+	q[stInboxFind] = `SELECT id FROM inbox WHERE dedupe_key = ?`
+	q[stQuarantineInsert] = `INSERT INTO quarantine (dedupe_key, route, reason, headers,
+		body, received_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`
+	q[stQuarantineFind] = `SELECT id FROM quarantine WHERE dedupe_key = ?`
+	q[stSinkEnqueue] = `INSERT INTO sink_deliveries (sink, event_id, event, order_key,
+		next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sink, event_id) DO NOTHING`
+	return q
+}()
 
 // The writer connection.
 //
@@ -196,15 +156,17 @@ type wtx struct {
 	done bool
 }
 
-// begin takes the writer connection, sets synchronous for d, and begins the transaction. op
-// names the transaction for the commit hook of the tests. The caller must end it with commit
-// or rollback (rollback after commit is a no-op).
-func (s *Store) begin(ctx context.Context, op string, d durability) (*wtx, error) {
+// begin takes the writer connection, sets synchronous for the kind of transaction (see
+// "Durability" in the package documentation), and begins the transaction: every kind, even a
+// sqlcore.OneStatement one, is one IMMEDIATE transaction on the held connection. op names the
+// transaction for the commit hook of the tests. The caller must end it with Commit or Rollback
+// (Rollback after Commit is a no-op).
+func (s *Store) begin(ctx context.Context, op string, kind sqlcore.TxKind) (*wtx, error) {
 	if err := s.acquire(ctx); err != nil {
 		return nil, err
 	}
 	w := &wtx{s: s, user: ctx, ctx: context.WithoutCancel(ctx), conn: s.wconn, op: op}
-	if err := s.setSynchronous(w.ctx, d); err != nil {
+	if err := s.setSynchronous(w.ctx, kind&sqlcore.Derived != 0); err != nil {
 		s.settle(w.ctx)
 		s.release()
 		return nil, err
@@ -217,11 +179,12 @@ func (s *Store) begin(ctx context.Context, op string, d durability) (*wtx, error
 	return w, nil
 }
 
-// setSynchronous sets PRAGMA synchronous on the writer connection for a transaction of d,
-// outside any transaction (SQLite refuses to change it inside one), and only when it changes.
-func (s *Store) setSynchronous(ctx context.Context, d durability) error {
+// setSynchronous sets PRAGMA synchronous on the writer connection for a durable or a derived
+// transaction, outside any transaction (SQLite refuses to change it inside one), and only when
+// it changes.
+func (s *Store) setSynchronous(ctx context.Context, derived bool) error {
 	want := s.sync
-	if d == derived {
+	if derived {
 		want = SynchronousNormal
 	}
 	if want == s.syncLevel {
@@ -262,15 +225,26 @@ func (s *Store) inTransaction() (bool, error) {
 	return inTx, err
 }
 
-// stmt is the prepared statement id, on the writer connection.
-func (w *wtx) stmt(id stmtID) *sql.Stmt { return w.s.stmts[id] }
+// Exec, Query and QueryRow run the prepared statement st with the transaction's context (see
+// above), not ctx.
+func (w *wtx) Exec(_ context.Context, st sqlcore.Stmt, args ...any) (sql.Result, error) {
+	return w.s.stmts[st].ExecContext(w.ctx, args...)
+}
 
-func (w *wtx) commit() error {
+func (w *wtx) Query(_ context.Context, st sqlcore.Stmt, args ...any) (*sql.Rows, error) {
+	return w.s.stmts[st].QueryContext(w.ctx, args...)
+}
+
+func (w *wtx) QueryRow(_ context.Context, st sqlcore.Stmt, args ...any) *sql.Row {
+	return w.s.stmts[st].QueryRowContext(w.ctx, args...)
+}
+
+func (w *wtx) Commit() error {
 	if w.done {
 		return errors.New("transaction already ended")
 	}
 	if err := w.user.Err(); err != nil {
-		w.rollback()
+		w.Rollback()
 		return err
 	}
 	if h := w.s.beforeCommit; h != nil {
@@ -285,11 +259,31 @@ func (w *wtx) commit() error {
 	return err
 }
 
-func (w *wtx) rollback() {
+func (w *wtx) Rollback() {
 	if w.done {
 		return
 	}
 	w.done = true
 	w.s.settle(w.ctx)
 	w.s.release()
+}
+
+// writes is the Store's sqlcore.Writes, unexported so that its methods do not join the Store's.
+type writes struct{ s *Store }
+
+func (w writes) Begin(ctx context.Context, op string, kind sqlcore.TxKind) (sqlcore.Tx, error) {
+	return w.s.begin(ctx, op, kind)
+}
+
+// InsertSinkRows inserts the rows one by one with the prepared statement: a (sink, event id)
+// pair already stored, or earlier in rows, is ignored.
+func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, rows []sqlcore.SinkRow) error {
+	for i := range rows {
+		r := &rows[i]
+		if _, err := t.Exec(ctx, stSinkEnqueue, r.Sink, r.EventID, r.EventArg, r.OrderKey, formatTime(r.Next),
+			formatTime(r.Created)); err != nil {
+			return fmt.Errorf("enqueue sink delivery %d for %s: %w", i, r.Sink, err)
+		}
+	}
+	return nil
 }

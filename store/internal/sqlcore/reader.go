@@ -4,52 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/scribehook/scribehook/store"
 )
-
-// Dialect is how a database wants the arguments and placeholders of the shared queries.
-type Dialect struct {
-	// Numbered placeholders ($1, $2, …: PostgreSQL) instead of ? (SQLite).
-	Numbered bool
-	// Text makes a lookup key comparable with what was stored (PostgreSQL replaces NUL and
-	// invalid UTF-8 before storing text); nil keeps it as it is.
-	Text func(string) string
-	// Time is the argument of a time compared with a stored one.
-	Time func(time.Time) any
-	// Limit is the argument of a LIMIT for the contract's limit (zero or less: none).
-	Limit func(int) any
-}
-
-// Rebind turns the ? placeholders of query into the dialect's.
-func (d Dialect) Rebind(query string) string {
-	if !d.Numbered {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for {
-		i := strings.IndexByte(query, '?')
-		if i < 0 {
-			b.WriteString(query)
-			return b.String()
-		}
-		n++
-		b.WriteString(query[:i])
-		b.WriteString("$" + strconv.Itoa(n))
-		query = query[i+1:]
-	}
-}
-
-func (d Dialect) text(s string) string {
-	if d.Text == nil {
-		return s
-	}
-	return d.Text(s)
-}
 
 // Reader is the read side of the contract, the same on both databases: a store embeds it and
 // gets its read methods. Each query is rebound once, here.
@@ -72,6 +30,7 @@ const (
 	readArtifacts
 	readSinkDepth
 	readToken
+	readSinkStatus
 	numReads
 )
 
@@ -89,9 +48,10 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 		readJob:         `SELECT record, local FROM jobs WHERE id = ?`,
 		readLive: `SELECT ` + LiveColumns + `
 		FROM live_messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		readArtifacts: `SELECT ` + ArtifactColumns + ` FROM artifacts WHERE job_id = ? ORDER BY name`,
-		readSinkDepth: `SELECT count(*) FROM sink_deliveries WHERE sink = ? AND status = 'queued'`,
-		readToken:     `SELECT ` + TokenColumns + ` FROM tokens WHERE hash = ?`,
+		readArtifacts:  `SELECT ` + ArtifactColumns + ` FROM artifacts WHERE job_id = ? ORDER BY name`,
+		readSinkDepth:  `SELECT count(*) FROM sink_deliveries WHERE sink = ? AND status = 'queued'`,
+		readToken:      `SELECT ` + TokenColumns + ` FROM tokens WHERE hash = ?`,
+		readSinkStatus: `SELECT status FROM sink_deliveries WHERE id = ?`,
 	} {
 		r.q[id] = d.Rebind(q)
 	}

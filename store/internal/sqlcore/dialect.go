@@ -1,0 +1,86 @@
+package sqlcore
+
+import (
+	"database/sql"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Dialect is what differs between the databases in the shared code: how they want their
+// placeholders and arguments, the few clauses one of them needs, and the statements they write
+// their own way. Everything else (the flows of the contract, the encoding, the errors) is
+// written once, in this package.
+type Dialect struct {
+	// Numbered placeholders ($1, $2, …: PostgreSQL) instead of ? (SQLite).
+	Numbered bool
+	// Text makes a string storable in a text column and a lookup key comparable with what was
+	// stored (PostgreSQL replaces NUL and invalid UTF-8); nil keeps it as it is.
+	Text func(string) string
+	// Time is the argument of a time stored or compared with a stored one.
+	Time func(time.Time) any
+	// Limit is the argument of a LIMIT for the contract's limit (zero or less: none).
+	Limit func(int) any
+	// JSON is the argument of bytes that must come back exactly (job records, live payloads,
+	// sink events): TEXT in SQLite, BYTEA in PostgreSQL.
+	JSON func([]byte) any
+	// ForUpdate ends a SELECT of a row the transaction then changes: " FOR UPDATE" where rows
+	// are locked one by one (PostgreSQL); "" where a write transaction holds the database's only
+	// write lock from its BEGIN (SQLite).
+	ForUpdate string
+	// SkipLocked ends the sink claim's selection of candidates: " FOR UPDATE SKIP LOCKED" where
+	// another claimer may be leasing rows at the same moment (PostgreSQL); "" otherwise.
+	SkipLocked string
+	// SQL gives the statements the database writes its own way (StLiveAppend, and StJobLock
+	// where Applies of one job can run at once), with ? or ?N placeholders.
+	SQL map[Stmt]string
+	// ListTx is the read transaction of ListJobs, whose two steps must see one snapshot (nil:
+	// the driver's default, a snapshot in SQLite's WAL mode).
+	ListTx *sql.TxOptions
+	// ReleasesLeases: ReleaseSinkLeases releases the leases, for a store one process owns alone
+	// (SQLite). A store several replicas share (PostgreSQL) releases none: the leases it finds
+	// may be other replicas' live ones, and they expire.
+	ReleasesLeases bool
+}
+
+// Rebind turns the ? placeholders of query into the dialect's: ? numbers them in order, ?N
+// keeps N (a value used twice).
+func (d Dialect) Rebind(query string) string {
+	if !d.Numbered {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for {
+		i := strings.IndexByte(query, '?')
+		if i < 0 {
+			b.WriteString(query)
+			return b.String()
+		}
+		b.WriteString(query[:i])
+		query = query[i+1:]
+		digits := len(query) - len(strings.TrimLeft(query, "0123456789"))
+		if digits > 0 {
+			b.WriteString("$" + query[:digits])
+			query = query[digits:]
+			continue
+		}
+		n++
+		b.WriteString("$" + strconv.Itoa(n))
+	}
+}
+
+func (d Dialect) text(s string) string {
+	if d.Text == nil {
+		return s
+	}
+	return d.Text(s)
+}
+
+// nullTime is the argument of a time in a column where the zero time, "not yet", is NULL.
+func (d Dialect) nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return d.Time(t)
+}

@@ -1,0 +1,258 @@
+package sqlcore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// Statuses of sink_deliveries rows (the third is "delivered").
+const (
+	sinkQueued = "queued"
+	sinkDead   = "dead"
+)
+
+// SinkRow is one sink delivery ready to insert, its strings as stored.
+type SinkRow struct {
+	Sink, EventID, OrderKey string
+	// Event is the event's JSON, shared by the rows of one event; EventArg is the same as the
+	// dialect's argument (Dialect.JSON), made once per event.
+	Event         []byte
+	EventArg      any
+	Next, Created time.Time
+}
+
+// EnqueueSinkDeliveries queues events outside an inbox row, all of them or none. What it
+// queues is not derived from an inbox row (nothing would queue it again), so it commits
+// durably.
+func (c *Core) EnqueueSinkDeliveries(ctx context.Context, ds []store.SinkDelivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	t, err := c.w.Begin(ctx, "enqueue sink deliveries", Durable)
+	if err != nil {
+		return fmt.Errorf("enqueue sink deliveries: begin: %w", err)
+	}
+	defer t.Rollback()
+	if err := c.enqueue(ctx, t, ds); err != nil {
+		return err
+	}
+	if err := t.Commit(); err != nil {
+		return fmt.Errorf("enqueue sink deliveries: commit: %w", err)
+	}
+	return nil
+}
+
+// enqueue checks and encodes the deliveries and has the dialect insert them in t. Only Sink,
+// EventID (default Event.ID), Event, OrderKey, NextAttempt (default CreatedAt) and CreatedAt
+// (default now) are read: a new row starts queued with no attempts. An event queued for
+// several sinks (the same event in consecutive deliveries) is encoded once.
+func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	// Rounded up to PostgreSQL's microsecond: a time taken "now" and stored must not come back
+	// earlier than an instant read before the call.
+	now := ceilMicro(time.Now())
+	rows := make([]SinkRow, len(ds))
+	var prev *api.Event
+	for i := range ds {
+		d, r := &ds[i], &rows[i]
+		eventID := cmp.Or(d.EventID, d.Event.ID)
+		if d.Sink == "" {
+			return fmt.Errorf("enqueue sink delivery %d: empty sink", i)
+		}
+		if eventID == "" {
+			return fmt.Errorf("enqueue sink delivery %d for %s: empty event id", i, d.Sink)
+		}
+		if prev != nil && sameEvent(prev, &d.Event) {
+			r.Event, r.EventArg = rows[i-1].Event, rows[i-1].EventArg
+		} else {
+			b, err := json.Marshal(d.Event)
+			if err != nil {
+				return fmt.Errorf("enqueue sink delivery %d for %s: encode event: %w", i, d.Sink, err)
+			}
+			prev, r.Event, r.EventArg = &d.Event, b, c.d.JSON(b)
+		}
+		r.Sink, r.EventID, r.OrderKey = c.d.text(d.Sink), c.d.text(eventID), c.d.text(d.OrderKey)
+		r.Created, r.Next = d.CreatedAt, d.NextAttempt
+		if r.Created.IsZero() {
+			r.Created = now
+		}
+		if r.Next.IsZero() {
+			r.Next = r.Created
+		}
+	}
+	return c.w.InsertSinkRows(ctx, t, rows)
+}
+
+func ceilMicro(t time.Time) time.Time {
+	if c := t.Truncate(time.Microsecond); !c.Equal(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
+}
+
+// sameEvent reports whether a and b encode to the same JSON: equal fields, with the raw JSON
+// members compared byte for byte (far cheaper than encoding, which validates them).
+func sameEvent(a, b *api.Event) bool {
+	return a.ID == b.ID && a.Type == b.Type && a.CreatedAt.Equal(b.CreatedAt.Time) &&
+		a.CreatedAt.Location() == b.CreatedAt.Location() && a.JobID == b.JobID && a.Kind == b.Kind &&
+		a.Category == b.Category && bytes.Equal(a.CustomMetadata, b.CustomMetadata) &&
+		(a.CustomMetadata == nil) == (b.CustomMetadata == nil) &&
+		bytes.Equal(a.Data, b.Data) && (a.Data == nil) == (b.Data == nil)
+}
+
+// ClaimSinkDeliveries leases up to limit due deliveries of the sink (no limit when
+// limit <= 0), in one statement, so two claimers never get the same row: SQLite runs one
+// writer at a time, and PostgreSQL selects the candidates FOR UPDATE SKIP LOCKED (a claimer
+// on another replica skips the rows this one is leasing, and a row leased meanwhile fails the
+// conditions when checked again). Due means queued, next_attempt_at <= now and no lease, or a
+// lease that ended before now (its holder died or overran). "Oldest first" is
+// (next_attempt_at, id): the delivery due the longest goes first, and deliveries due at the
+// same instant go in queue order.
+//
+// For an ordered sink a delivery is eligible only when no earlier delivery with the same order
+// key is still queued: a key's deliveries go one at a time, in order, and a dead letter no
+// longer holds its successors back. An empty order key means "no key": such deliveries are
+// never held back.
+func (c *Core) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bool, now time.Time,
+	lease time.Duration, limit int) ([]store.SinkDelivery, error) {
+	if lease <= 0 {
+		return nil, fmt.Errorf("claim sink deliveries of %s: lease must be positive (got %s)", sink, lease)
+	}
+	t, err := c.w.Begin(ctx, "claim sink deliveries", Derived|OneStatement)
+	if err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: begin: %w", sink, err)
+	}
+	defer t.Rollback()
+	rows, err := t.Query(ctx, StSinkClaim, c.d.Time(now.Add(lease)), c.d.text(sink), c.d.Time(now), ordered, c.d.Limit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
+	}
+	out, err := Collect(rows, ScanSinkDelivery)
+	if err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
+	}
+	if err := t.Commit(); err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: commit: %w", sink, err)
+	}
+	// RETURNING gives rows in no promised order.
+	slices.SortFunc(out, func(a, b store.SinkDelivery) int {
+		return cmp.Or(a.NextAttempt.Compare(b.NextAttempt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// CompleteSinkDelivery marks the delivery delivered, whatever its status: the event did reach
+// the sink, even when the attempt overran its lease and another attempt meanwhile dead-lettered
+// it. Completing it again is a no-op; an unknown id is store.ErrNotFound. Derived, like the
+// claim: a completion lost in a power cut means the event is delivered again, under its id.
+func (c *Core) CompleteSinkDelivery(ctx context.Context, id int64) error {
+	if err := c.updateSinkDelivery(ctx, "complete sink delivery", Derived, StSinkComplete, c.d.Time(time.Now()), id); err != nil {
+		return fmt.Errorf("complete sink delivery %d: %w", id, err)
+	}
+	return nil
+}
+
+// RetrySinkDelivery counts a failed attempt of a queued delivery and releases its lease. A
+// delivery that is not queued (delivered or dead meanwhile) is left alone and reported with
+// store.ErrNotFound, as is an unknown id.
+func (c *Core) RetrySinkDelivery(ctx context.Context, id int64, next time.Time, errMsg string) error {
+	if err := c.updateSinkDelivery(ctx, "retry sink delivery", Derived, StSinkRetry, c.d.Time(next), c.d.text(errMsg), id); err != nil {
+		return fmt.Errorf("retry sink delivery %d: %w", id, c.whyNot(ctx, id, sinkQueued, err))
+	}
+	return nil
+}
+
+// KillSinkDelivery counts the last failed attempt of a queued delivery and makes it a dead
+// letter. A delivery that is not queued, or unknown, is store.ErrNotFound.
+func (c *Core) KillSinkDelivery(ctx context.Context, id int64, errMsg string, at time.Time) error {
+	if err := c.updateSinkDelivery(ctx, "kill sink delivery", Derived, StSinkKill, c.d.Time(at), c.d.text(errMsg), id); err != nil {
+		return fmt.Errorf("kill sink delivery %d: %w", id, c.whyNot(ctx, id, sinkQueued, err))
+	}
+	return nil
+}
+
+// ReplayDeadLetter queues a dead letter again, due at now, with no attempts and no lease; its
+// last error stays for the record. Only dead letters replay: a queued or delivered delivery,
+// like an unknown id, is store.ErrNotFound. A replay is an operator's decision that nothing
+// derives again, so it commits durably.
+func (c *Core) ReplayDeadLetter(ctx context.Context, id int64, now time.Time) error {
+	if err := c.updateSinkDelivery(ctx, "replay dead letter", Durable, StSinkReplay, c.d.Time(now), id); err != nil {
+		return fmt.Errorf("replay dead letter %d: %w", id, c.whyNot(ctx, id, sinkDead, err))
+	}
+	return nil
+}
+
+// updateSinkDelivery runs the UPDATE st of one delivery in a transaction of its own (the
+// queue's derived state is derived again by delivering again: at least once, same event id).
+// store.ErrNotFound when it changed no row; the transaction has ended when it returns.
+func (c *Core) updateSinkDelivery(ctx context.Context, op string, kind TxKind, st Stmt, args ...any) error {
+	t, err := c.w.Begin(ctx, op, kind|OneStatement)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer t.Rollback()
+	res, err := t.Exec(ctx, st, args...)
+	if err != nil {
+		return err
+	}
+	if err := OneRow(res); err != nil {
+		return err
+	}
+	if err := t.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// ReleaseSinkLeases clears the lease of every queued delivery and reports how many it
+// released, on a store one process owns alone (Dialect.ReleasesLeases: serve on SQLite, at
+// startup): the leases it finds were taken by an earlier process, killed before it settled
+// them, and would otherwise hold those deliveries back until they end. On a store replicas
+// share it does nothing and returns 0: a lease found at startup may be another replica's, held
+// for a delivery in progress, and releasing it would deliver the event twice at once.
+func (c *Core) ReleaseSinkLeases(ctx context.Context) (int64, error) {
+	if !c.d.ReleasesLeases {
+		return 0, nil
+	}
+	t, err := c.w.Begin(ctx, "release sink leases", Derived|OneStatement)
+	if err != nil {
+		return 0, fmt.Errorf("release sink leases: begin: %w", err)
+	}
+	defer t.Rollback()
+	res, err := t.Exec(ctx, StSinkRelease)
+	if err != nil {
+		return 0, fmt.Errorf("release sink leases: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("release sink leases: %w", err)
+	}
+	if err := t.Commit(); err != nil {
+		return 0, fmt.Errorf("release sink leases: commit: %w", err)
+	}
+	return n, nil
+}
+
+// whyNot explains an UPDATE that matched no row although it may exist: the row's actual status
+// makes "not found" readable ("it is delivered, not queued"). err is kept for errors.Is.
+func (c *Core) whyNot(ctx context.Context, id int64, want string, err error) error {
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var status string
+	if qerr := c.db.QueryRowContext(ctx, c.q[readSinkStatus], id).Scan(&status); qerr != nil {
+		return err
+	}
+	return fmt.Errorf("it is %s, not %s: %w", status, want, err)
+}
