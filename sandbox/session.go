@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -265,114 +262,6 @@ func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) (
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
-// audioLocked decodes one chunk, feeds the engine, acknowledges the chunk and emits what the
-// engine recognised. It reports true when the session reached its maximum duration.
-func (sess *session) audioLocked(chunk []byte) bool {
-	if len(chunk) >= maxFrameBytes {
-		sess.nackLocked(api.MessageAudioChunk, "audio chunk exceeds 1 MiB: send about 100 ms per chunk")
-		return false
-	}
-	startByte := sess.bytesIn
-	startTime := sess.decoder.Seconds()
-	frames, err := sess.decoder.Write(chunk)
-	if err != nil {
-		sess.nackLocked(api.MessageAudioChunk, "audio chunk could not be decoded: "+err.Error())
-		return false
-	}
-	sess.bytesIn += int64(len(chunk))
-	sess.recordAudioLocked(frames) // before resampling, at the client's rate
-	for ch := range frames {
-		frames[ch] = sess.resamplers[ch].Process(frames[ch])
-	}
-	events, err := sess.stream.Feed(frames)
-	ack := api.AudioChunkAckData{
-		ByteRange: [2]int64{startByte, sess.bytesIn},
-		TimeRange: [2]float64{round3(startTime), round3(sess.decoder.Seconds())},
-	}
-	sess.emitLocked(api.MessageAudioChunk, ack, api.Bool(true))
-	if err != nil {
-		sess.emitErrorLocked("speech engine failed: " + err.Error())
-		return false
-	}
-	sess.engineEventsLocked(events)
-	if limit := sess.srv.cfg.MaxLiveDuration; sess.decoder.Seconds() >= limit.Seconds() {
-		sess.emitErrorLocked(fmt.Sprintf("session reached its maximum duration of %s: recording stopped", limit))
-		return true
-	}
-	return false
-}
-
-// engineEventsLocked turns the engine's speech events and transcripts into messages, with the
-// realtime add-ons after each final.
-func (sess *session) engineEventsLocked(events []engine.Event) {
-	for _, ev := range events {
-		switch ev.Kind {
-		case engine.EventSpeechStart:
-			sess.emitLocked(api.MessageSpeechStart, api.SpeechEventData{Time: round3(ev.Time), Channel: ev.Channel}, nil)
-		case engine.EventSpeechEnd:
-			sess.emitLocked(api.MessageSpeechEnd, api.SpeechEventData{Time: round3(ev.Time), Channel: ev.Channel}, nil)
-		case engine.EventPartial, engine.EventFinal:
-			final := ev.Kind == engine.EventFinal
-			utt := sess.utteranceLocked(ev.Utterance)
-			if final && len(utt.Words) == 0 {
-				continue
-			}
-			id := sess.utteranceID(ev.UtteranceID)
-			sess.emitLocked(api.MessageTranscript, api.TranscriptData{ID: id, IsFinal: final, Utterance: utt}, nil)
-			if final {
-				sess.finals = append(sess.finals, utt)
-				sess.realtimeAddonsLocked(id, utt)
-			}
-		}
-	}
-}
-
-// utteranceID makes the engine's per-session utterance number a stable id shared by the
-// partials and the final of one utterance.
-func (sess *session) utteranceID(n int) string {
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(sess.id+"/"+strconv.Itoa(n))).String()
-}
-
-func (sess *session) utteranceLocked(u engine.Utterance) api.Utterance {
-	t := toTranscription(engine.Result{Utterances: []engine.Utterance{u}}, firstOr(liveLanguages(sess.req), "en"))
-	utt := t.Utterances[0]
-	if sess.speller != nil {
-		utt = sess.speller.Utterance(utt)
-	}
-	return utt
-}
-
-// realtimeAddonsLocked answers the realtime add-ons the session asked for. The sandbox has no
-// model for them, so each message carries an error, as the service does when an add-on fails.
-func (sess *session) realtimeAddonsLocked(id string, utt api.Utterance) {
-	rp := sess.req.RealtimeProcessing
-	if rp == nil {
-		return
-	}
-	unavailable := func(name string) json.RawMessage {
-		b, _ := json.Marshal(api.MessageErrorBody{Message: name + " needs a model the sandbox does not have"})
-		return b
-	}
-	if api.IsTrue(rp.Translation) && rp.TranslationConfig != nil {
-		for _, target := range rp.TranslationConfig.TargetLanguages {
-			sess.emitWithErrorLocked(api.MessageTranslation, api.TranslationData{
-				UtteranceID: id, Utterance: utt, OriginalLanguage: utt.Language, TargetLanguage: target,
-				TranslatedUtterance: api.Utterance{Start: utt.Start, End: utt.End, Channel: utt.Channel, Language: target, Words: []api.Word{}},
-			}, unavailable("translation"))
-		}
-	}
-	if api.IsTrue(rp.NamedEntityRecognition) {
-		sess.emitWithErrorLocked(api.MessageNamedEntityRecognition, api.NamedEntityData{
-			UtteranceID: id, Utterance: utt, Results: []api.NamedEntity{},
-		}, unavailable("named_entity_recognition"))
-	}
-	if api.IsTrue(rp.SentimentAnalysis) {
-		sess.emitWithErrorLocked(api.MessageSentimentAnalysis, api.SentimentData{
-			UtteranceID: id, Utterance: utt, Results: []api.Sentiment{},
-		}, unavailable("sentiment_analysis"))
-	}
-}
-
 // finishLocked ends the recording and runs post-processing: the remaining finals, the
 // stop_recording acknowledgment (when the client asked), end_recording, post_* messages,
 // end_session; then the job is done and holds every message.
@@ -503,40 +392,6 @@ func (sess *session) abort() {
 	sess.abortOnce.Do(func() { close(sess.done) })
 }
 
-// emitLocked builds a message of type t with data, records it, sends it on the socket when
-// messages_config wants its category and to the callback when callback_config does.
-func (sess *session) emitLocked(t api.MessageType, data any, acknowledged *bool) {
-	m := api.LiveMessage{SessionID: sess.id, CreatedAt: api.Now(), Type: t, Acknowledged: acknowledged}
-	if acknowledged != nil || isAddonMessage(t) {
-		m.Error = json.RawMessage("null")
-	}
-	if data != nil {
-		if err := m.SetData(data); err != nil {
-			sess.log.WithError(err).Error("encode live message")
-			return
-		}
-	}
-	sess.sendLocked(m)
-}
-
-func (sess *session) emitWithErrorLocked(t api.MessageType, data any, errBody json.RawMessage) {
-	m := api.LiveMessage{SessionID: sess.id, CreatedAt: api.Now(), Type: t, Error: errBody}
-	if err := m.SetData(data); err != nil {
-		return
-	}
-	sess.sendLocked(m)
-}
-
-// emitAddonLocked sends a post-processing add-on's message, with the add-on's error when it
-// failed.
-func (sess *session) emitAddonLocked(t api.MessageType, failure *api.AddonError, data any) {
-	errBody := json.RawMessage("null")
-	if failure != nil {
-		errBody, _ = json.Marshal(api.MessageErrorBody{Message: failure.Message})
-	}
-	sess.emitWithErrorLocked(t, data, errBody)
-}
-
 func chapterData(raw json.RawMessage) api.ChapterizationData {
 	var d api.ChapterizationData
 	if len(raw) > 0 {
@@ -546,70 +401,6 @@ func chapterData(raw json.RawMessage) api.ChapterizationData {
 		d.Results = []api.Chapter{}
 	}
 	return d
-}
-
-func (sess *session) nackLocked(t api.MessageType, msg string) {
-	b, _ := json.Marshal(api.MessageErrorBody{Message: msg})
-	m := api.LiveMessage{SessionID: sess.id, CreatedAt: api.Now(), Type: t, Acknowledged: api.Bool(false), Error: b}
-	sess.sendLocked(m)
-}
-
-func (sess *session) emitErrorLocked(msg string) {
-	b, _ := json.Marshal(api.MessageErrorBody{Message: msg})
-	sess.sendLocked(api.LiveMessage{SessionID: sess.id, CreatedAt: api.Now(), Type: api.MessageError, Error: b})
-}
-
-func isAddonMessage(t api.MessageType) bool {
-	switch t {
-	case api.MessageTranslation, api.MessageNamedEntityRecognition, api.MessageSentimentAnalysis,
-		api.MessagePostChapterization, api.MessagePostSummarization:
-		return true
-	}
-	return false
-}
-
-func (sess *session) sendLocked(m api.LiveMessage) {
-	b, err := sess.recordLocked(m)
-	if err != nil {
-		return
-	}
-	sess.deliverLocked(m, b)
-}
-
-// recordLocked keeps the message for result.messages.
-func (sess *session) recordLocked(m api.LiveMessage) ([]byte, error) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		sess.log.WithError(err).Error("encode live message")
-		return nil, err
-	}
-	sess.messages = append(sess.messages, string(b))
-	return b, nil
-}
-
-// deliverLocked sends a recorded message on the socket and to the callback, as their
-// categories ask.
-func (sess *session) deliverLocked(m api.LiveMessage, b []byte) {
-	cats := api.MessageCategories(&m)
-	// start_session never goes on the socket: the official SDKs make their own from the answer
-	// to POST /v2/live when lifecycle events are asked for (docs/spec/sdk-notes.md), so the
-	// service cannot be sending one there; callbacks and result.messages still have it.
-	onSocket := m.Type != api.MessageStartSession
-	if onSocket && sess.conn != nil && sess.wsCats.Has(cats...) {
-		ctx, cancel := context.WithTimeout(sess.srv.ctx, 10*time.Second)
-		err := sess.conn.Write(ctx, websocket.MessageText, b)
-		cancel()
-		if err != nil && !errors.Is(err, context.Canceled) {
-			sess.log.WithError(err).Debug("write to live socket")
-		}
-	}
-	if sess.callbackURL != "" && sess.cbCats.Has(cats...) {
-		body, err := json.Marshal(api.LiveCallback{ID: sess.id, Event: api.LiveEvent(m.Type), Payload: m})
-		if err != nil {
-			return
-		}
-		sess.srv.cb.enqueue(sess.id, outbound{url: sess.callbackURL, method: http.MethodPost, body: body, key: sess.id, event: api.LiveEvent(m.Type)})
-	}
 }
 
 func joinUtterances(utts []api.Utterance, lang string) *api.Transcription {
