@@ -15,29 +15,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/e2elaunch"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/sqlite"
-	"github.com/scribehook/scribehook/submitter"
 )
 
 const (
@@ -56,30 +46,17 @@ func main() {
 }
 
 func run(sample string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); stop() }() // the test went away
-
-	log := logrus.New()
-	log.SetOutput(os.Stderr)
-	log.SetLevel(logrus.ErrorLevel)
-	quiet := logrus.NewEntry(log)
-	rec, err := sandboxtest.ReadRecording(sample)
+	ctx, env, err := e2elaunch.Start("scribehook-sdk-", sample)
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "scribehook-sdk-")
-	if err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	defer os.RemoveAll(dir)
+	defer env.Close()
 
 	// The service. Jobs stay a moment in queued and processing, so that polling sees them move;
 	// callbacks are retried quickly.
 	sb, err := sandboxtest.StartService(sandbox.Config{
-		APIKey: apiKey, KeyHeader: keyHeader, Logger: quiet, TempDir: dir,
-		ProcessingDelay: 300 * time.Millisecond,
-		Callbacks:       sandbox.CallbackPolicy{Schedule: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second}},
+		APIKey: apiKey, KeyHeader: keyHeader, Logger: env.Log, TempDir: env.Dir,
+		ProcessingDelay: 300 * time.Millisecond, Callbacks: e2elaunch.CallbackRetries,
 	})
 	if err != nil {
 		return err
@@ -89,16 +66,12 @@ func run(sample string) error {
 	if err != nil {
 		return err
 	}
-	files := sandboxtest.StartFiles(rec)
+	files := sandboxtest.StartFiles(env.Recording)
 	defer files.Close()
 
 	// serve: the kit, as `scribehook serve` runs it, fetching jobs from the sandbox.
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	defer st.Close()
-	serveURL, closeKit, err := startServe(ctx, st, service, quiet)
+	serveURL, closeKit, err := env.ServeKit(ctx, "127.0.0.1:0", configs.Default(), scribehook.WithService(service),
+		scribehook.WithSecrets(configs.Secrets{APIKey: apiKey, ReadToken: readToken}))
 	if err != nil {
 		return err
 	}
@@ -111,55 +84,24 @@ func run(sample string) error {
 			http.Error(w, "kind must be pre-recorded or live", http.StatusBadRequest)
 			return
 		}
-		u, err := mintCallbackURL(r.Context(), st, serveURL, kind)
+		u, err := mintCallbackURL(r.Context(), env.Store, serveURL, kind)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]string{"url": u})
+		e2elaunch.WriteJSON(w, map[string]string{"url": u})
 	})
 	controlSrv := sandboxtest.Serve(control)
 	defer controlSrv.Close()
-	out, err := json.Marshal(map[string]string{
+	if err := e2elaunch.PrintLine(map[string]string{
 		"sandbox": sb.URL, "api_key": apiKey, "key_header": keyHeader,
 		"sample_url": files.AudioURL, "serve": serveURL, "read_token": readToken,
 		"control": controlSrv.URL,
-	})
-	if err != nil {
-		return fmt.Errorf("encode the launch line: %w", err)
+	}); err != nil {
+		return err
 	}
-	fmt.Println(string(out))
 	<-ctx.Done()
 	return nil
-}
-
-// startServe runs the kit on loopback and returns its URL and how to stop it.
-func startServe(ctx context.Context, st store.Store, service *submitter.Client, log *logrus.Entry) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("listen for serve: %w", err)
-	}
-	serveURL := "http://" + ln.Addr().String()
-	cfg := configs.Default()
-	cfg.PublicURL = serveURL
-	kit, err := scribehook.New(ctx, cfg, scribehook.WithStore(st), scribehook.WithService(service),
-		scribehook.WithSecrets(configs.Secrets{APIKey: apiKey, ReadToken: readToken}), scribehook.WithLogger(log))
-	if err != nil {
-		_ = ln.Close()
-		return "", nil, fmt.Errorf("build the kit: %w", err)
-	}
-	if err := kit.Start(ctx); err != nil {
-		_ = ln.Close()
-		_ = kit.Close()
-		return "", nil, fmt.Errorf("start the kit: %w", err)
-	}
-	go func() {
-		if err := kit.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(os.Stderr, "launch: serve:", err)
-		}
-	}()
-	return serveURL, func() { _ = kit.Close() }, nil
 }
 
 // mintCallbackURL stores a per-job callback token of the kind, unbound: the sandbox's first

@@ -20,27 +20,21 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/e2elaunch"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
 	"github.com/scribehook/scribehook/subtitles"
 )
@@ -61,9 +55,9 @@ func main() {
 }
 
 type env struct {
+	*e2elaunch.Env
 	service   *submitter.Client
 	submitter *scribehook.Submitter
-	store     store.Store
 	serve     string // base URL of the receiver
 	files     string
 	wav       []byte
@@ -74,29 +68,17 @@ type env struct {
 }
 
 func run(sample, listen string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() { _, _ = io.Copy(io.Discard, os.Stdin); stop() }() // the test went away
-
-	log := logrus.New()
-	log.SetOutput(os.Stderr)
-	log.SetLevel(logrus.ErrorLevel)
-	quiet := logrus.NewEntry(log)
-	rec, err := sandboxtest.ReadRecording(sample)
+	ctx, launch, err := e2elaunch.Start("scribehook-ui-", sample)
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "scribehook-ui-")
-	if err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	e := &env{wav: rec.WAV}
+	defer launch.Close()
+	rec := launch.Recording
+	e := &env{Env: launch, wav: rec.WAV}
 
 	// The service: jobs wait a little in queued and processing, so the dashboard sees them move.
 	sb, err := sandboxtest.StartService(sandbox.Config{
-		APIKey: apiKey, Logger: quiet, ProcessingDelay: 2500 * time.Millisecond,
-		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second}},
+		APIKey: apiKey, Logger: e.Log, ProcessingDelay: 2500 * time.Millisecond, Callbacks: e2elaunch.CallbackRetries,
 	})
 	if err != nil {
 		return err
@@ -122,13 +104,7 @@ func run(sample, listen string) error {
 	e.files = filesSrv.URL
 
 	// serve: the kit, as `scribehook serve` runs it.
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	e.store = st
-	stopServe, err := e.startServe(ctx, listen, dir, quiet)
+	stopServe, err := e.startServe(ctx, listen)
 	if err != nil {
 		return err
 	}
@@ -155,60 +131,48 @@ func run(sample, listen string) error {
 			return
 		}
 		e.healthy.Store(body.Healthy)
-		writeJSON(w, map[string]any{"healthy": body.Healthy})
+		e2elaunch.WriteJSON(w, map[string]any{"healthy": body.Healthy})
 	})
 	control.HandleFunc("GET /hook", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, map[string]any{"healthy": e.healthy.Load(), "received": e.hooks.Load(), "refused": e.refused.Load()})
+		e2elaunch.WriteJSON(w, map[string]any{"healthy": e.healthy.Load(), "received": e.hooks.Load(), "refused": e.refused.Load()})
 	})
 	controlSrv := sandboxtest.Serve(control)
 	defer controlSrv.Close()
-	out, _ := json.Marshal(map[string]string{
+	if err := e2elaunch.PrintLine(map[string]string{
 		"ui": e.serve + "/ui/", "serve": e.serve, "sandbox": sb.URL, "api_key": apiKey, "key_header": "x-service-key",
 		"token": readToken, "control": controlSrv.URL, "files": e.files, "seeded_job": seeded,
-		"hostile_job": hostileJob, "data_dir": dir,
-	})
-	fmt.Println(string(out))
+		"hostile_job": hostileJob, "data_dir": e.Dir,
+	}); err != nil {
+		return err
+	}
 	<-ctx.Done()
 	e.wg.Wait()
 	return nil
 }
 
 // startServe runs serve (scribehook.Kit) with subtitles in srt and vtt and two sinks: files
-// under dir, and a webhook to the failing destination with a short retry schedule, so that
-// dead letters appear within a second, and its breaker opens after 3 failures for 3 s.
-func (e *env) startServe(ctx context.Context, listen, dir string, log *logrus.Entry) (func(), error) {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, err
-	}
-	e.serve = "http://" + ln.Addr().String()
+// under the data directory, and a webhook to the failing destination with a short retry
+// schedule, so that dead letters appear within a second, and its breaker opens after 3
+// failures for 3 s.
+func (e *env) startServe(ctx context.Context, listen string) (func(), error) {
 	cfg := configs.Default()
-	cfg.PublicURL = e.serve
-	cfg.Subtitles = configs.SubtitlesConfig{Profile: subtitles.NetflixAdult, Formats: []string{"srt", "vtt"}, Dir: filepath.Join(dir, "subtitles")}
-	cfg.Sinks = []configs.Sink{{Name: "files", Kind: sinks.KindFile, Dir: filepath.Join(dir, "out"), Events: []string{"*"}, Timeout: configs.DefaultSinkTimeout}}
+	cfg.Subtitles = configs.SubtitlesConfig{Profile: subtitles.NetflixAdult, Formats: []string{"srt", "vtt"}, Dir: filepath.Join(e.Dir, "subtitles")}
+	cfg.Sinks = []configs.Sink{{Name: "files", Kind: sinks.KindFile, Dir: filepath.Join(e.Dir, "out"), Events: []string{"*"}, Timeout: configs.DefaultSinkTimeout}}
 	hook := sinks.Spec{Name: "captions-hook", Kind: sinks.KindWebhook, URL: e.files + "/hook", Allow: []string{"127.0.0.0/8"},
 		Filter: sinks.Filter{Events: []string{"job.succeeded"}}, Retry: []time.Duration{0, 200 * time.Millisecond}, Timeout: 2 * time.Second,
 		BreakerThreshold: 3, BreakerCooldown: 3 * time.Second}
-	hookSink, err := sinks.New(hook, sinks.Deps{Logger: log})
+	hookSink, err := sinks.New(hook, sinks.Deps{Logger: e.Log})
 	if err != nil {
-		_ = ln.Close()
 		return nil, err
 	}
-	kit, err := scribehook.New(ctx, cfg, scribehook.WithStore(e.store), scribehook.WithService(e.service),
-		scribehook.WithSecrets(configs.Secrets{APIKey: apiKey, ReadToken: readToken}), scribehook.WithLogger(log),
-		scribehook.WithSink(hook, hookSink))
+	serveURL, stop, err := e.ServeKit(ctx, listen, cfg, scribehook.WithService(e.service),
+		scribehook.WithSecrets(configs.Secrets{APIKey: apiKey, ReadToken: readToken}), scribehook.WithSink(hook, hookSink))
 	if err != nil {
-		_ = ln.Close()
 		return nil, err
 	}
-	if err := kit.Start(ctx); err != nil {
-		_ = ln.Close()
-		_ = kit.Close()
-		return nil, err
-	}
-	go func() { _ = kit.Serve(ln) }()
-	e.submitter = &scribehook.Submitter{Store: e.store, Service: e.service, PublicURL: e.serve}
-	return func() { _ = kit.Close() }, nil
+	e.serve = serveURL
+	e.submitter = &scribehook.Submitter{Store: e.Store, Service: e.service, PublicURL: e.serve}
+	return stop, nil
 }
 
 // hostileJob is a finished job whose record names a javascript: URL as its audio source, as a
@@ -218,7 +182,7 @@ const hostileJob = "hostile-source-job"
 func (e *env) seedHostile(ctx context.Context) error {
 	created := time.Now().Add(-time.Hour)
 	completed := api.NewTime(created.Add(time.Minute))
-	return e.store.PutJob(ctx, store.JobRecord{
+	return e.Store.PutJob(ctx, store.JobRecord{
 		Job: api.Job{
 			ID: hostileJob, Version: api.RecordVersion, Status: api.StatusDone, Kind: api.KindPreRecorded,
 			CreatedAt: api.NewTime(created), CompletedAt: &completed,
@@ -244,7 +208,7 @@ func (e *env) waitDone(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		rec, err := e.store.GetJob(ctx, id)
+		rec, err := e.Store.GetJob(ctx, id)
 		if err == nil && rec.Job.Status.Final() {
 			return nil
 		}
@@ -270,7 +234,7 @@ func (e *env) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
-	writeJSON(w, map[string]string{"id": id})
+	e2elaunch.WriteJSON(w, map[string]string{"id": id})
 }
 
 // handleLive creates a live session with every category on and streams the sample to it in
@@ -301,10 +265,5 @@ func (e *env) handleLive(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(os.Stderr, "launch: live session:", err)
 		}
 	}()
-	writeJSON(w, map[string]string{"id": created.ID})
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+	e2elaunch.WriteJSON(w, map[string]string{"id": created.ID})
 }
