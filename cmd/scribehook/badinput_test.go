@@ -560,11 +560,7 @@ func TestBadInputConfigFiles(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			cmd := newRootCmd()
-			cmd.SetOut(io.Discard)
-			cmd.SetErr(io.Discard)
-			cmd.SetArgs([]string{"--config", path, "serve"})
-			err := cmd.ExecuteContext(ctx)
+			_, _, err := runCmd(ctx, nil, "--config", path, "serve")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("serve = %v, want an error with %q", err, tc.want)
 			}

@@ -18,33 +18,11 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/subtitles"
 )
-
-func fileSink(t *testing.T, dir string) sinkSetup {
-	t.Helper()
-	spec := sinks.Spec{Name: "files", Kind: "file", Dir: dir, Filter: sinks.Filter{Events: []string{"*"}}}
-	sk, err := sinks.New(spec, sinks.Deps{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sinkSetup{Spec: spec, Sink: sk}
-}
-
-// readWhile polls fn until it returns true or the deadline passes.
-func waitUntil(t *testing.T, what string, d time.Duration, fn func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(25 * time.Millisecond) {
-		if fn() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
 
 func TestE2ESubtitlesArtifactsReadAPIAndFileSink(t *testing.T) {
 	root := t.TempDir()
@@ -210,7 +188,7 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 			Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"live.*"}},
 			Retry: []time.Duration{0, 20 * time.Millisecond, 20 * time.Millisecond}, BreakerThreshold: 1000,
 		}
-		sk, err := sinks.New(spec, sinks.Deps{Logger: quietLogger()})
+		sk, err := sinks.New(spec, sinks.Deps{Logger: sandboxtest.QuietLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,10 +245,7 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 	// The server comes back; the command replays them; each event arrives once, signed.
 	target.setDown(false)
 	t.Setenv("SCRIBEHOOK_STORE_DSN", l.dbPath)
-	cmd := newRootCmd()
-	cmd.SetOut(io.Discard)
-	cmd.SetArgs([]string{"deadletters", "replay", "--sink", "hook"})
-	if err := cmd.ExecuteContext(ctx); err != nil {
+	if _, _, err := runCmd(ctx, nil, "deadletters", "replay", "--sink", "hook"); err != nil {
 		t.Fatalf("deadletters replay: %v", err)
 	}
 	waitUntil(t, "replayed deliveries", 45*time.Second, func() bool {

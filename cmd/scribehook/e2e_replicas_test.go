@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -26,10 +24,10 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
-	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/postgres"
@@ -50,28 +48,8 @@ func testReplicas(t *testing.T, driver string) {
 	schema := testinfra.PGSchema(t)
 	dsn := schema.DSN
 	brokerURL := startTestBroker(t, driver, "")
-	eng, err := engine.NewRegistry().New("scripted")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandbox.New(sandbox.Config{
-		APIKey: e2eKey, Engine: eng, Logger: quietLogger(),
-		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
-		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	service := httptest.NewServer(sb.Handler())
-	client, err := submitter.New(service.URL, e2eKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wav, _ := demodata.ReadFile("demodata/sample.wav")
-	files := http.NewServeMux()
-	files.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) })
-	fs := httptest.NewServer(files)
-	t.Cleanup(fs.Close)
+	world, client := startWorld(t, sandbox.Config{APIKey: e2eKey, Callbacks: sandboxtest.QuickRetries})
+	fs := world.Files
 
 	out := filepath.Join(t.TempDir(), "out")
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -81,11 +59,7 @@ func testReplicas(t *testing.T, driver string) {
 		replicas = append(replicas, startReplicaServer(t, fmt.Sprintf("replica-%d", i), dsn, driver, brokerURL, client, out, hook.srv.URL, secret))
 	}
 	// The sandbox stops first: its retries would otherwise keep the replicas' connections busy.
-	t.Cleanup(func() {
-		service.CloseClientConnections()
-		service.Close()
-		sb.Close()
-	})
+	t.Cleanup(func() { _ = world.Close() })
 	lb := newRoundRobin(t, replicas)
 	st := replicas[0].store
 
@@ -130,7 +104,7 @@ func testReplicas(t *testing.T, driver string) {
 				t.Error(err)
 				return
 			}
-			if err := client.StreamLive(ctx, created.URL, bytes.NewReader(wav), submitter.StreamOptions{SampleRate: 16000}, nil); err != nil {
+			if err := client.StreamLive(ctx, created.URL, bytes.NewReader(fs.WAV), submitter.StreamOptions{SampleRate: 16000}, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -260,35 +234,19 @@ func startReplicaServer(t *testing.T, name, dsn, driver, brokerURL string, clien
 		Name: "hook", Kind: "webhook", URL: hookURL, SigningSecrets: []string{secret}, Ordered: true,
 		Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"live.*"}},
 	}
-	hookSink, err := sinks.New(hookSpec, sinks.Deps{Logger: quietLogger()})
+	hookSink, err := sinks.New(hookSpec, sinks.Deps{Logger: sandboxtest.QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := startServer(context.Background(), serverOptions{
-		Store: st, Listener: ln, Service: client, ReadToken: "read-token", Logger: quietLogger(),
+	srv := serveOn(t, st, "", serverOptions{
+		Service: client, ReadToken: "read-token", Logger: sandboxtest.QuietLogger(),
 		Routes: []receiver.Route{{Name: "account", Token: "account-route-token"}},
 		Sinks:  []sinkSetup{fileSink(t, out), {Spec: hookSpec, Sink: hookSink}},
 		Bus: configs.BusConfig{Driver: driver, URL: brokerURL, Consumer: name, ClaimAfter: 5 * time.Second,
 			SweepInterval: 2 * time.Second, SweepGrace: time.Second},
 	})
-	if err != nil {
-		_ = st.Close()
-		t.Fatal(err)
-	}
-	r := &replicaServer{name: name, addr: ln.Addr().String(), store: st, srv: srv}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("%s shutdown: %v", name, err)
-		}
-		_ = st.Close()
-	})
-	return r
+	t.Cleanup(func() { srv.stop(t) })
+	return &replicaServer{name: name, addr: srv.addr, store: st, srv: srv.kit}
 }
 
 // roundRobin is the load balancer: a reverse proxy sending each request to the next replica.

@@ -9,10 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -20,13 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
-	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
-	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
@@ -37,23 +31,16 @@ const e2eKey = "e2e-service-key"
 // loop is a sandbox and a serve process on loopback, sharing nothing but HTTP.
 type loop struct {
 	t       *testing.T
-	sandbox *httptest.Server
+	sandbox *sandboxtest.Service
 	service *submitter.Client
-	dbPath  string
-	store   store.Store
-	srv     *scribehook.Kit
-	addr    string
+	files   *sandboxtest.Files
 	wav     []byte
-	sidecar []byte
-	files   *httptest.Server
+	dbPath  string
+	serve   *served // nil while stopped
+	store   store.Store
+	addr    string
 	// with adjusts the server's options at every start (subtitles, sinks).
 	with func(*serverOptions)
-}
-
-func quietLogger() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return logrus.NewEntry(l)
 }
 
 func newLoop(t *testing.T, faults sandbox.Faults) *loop {
@@ -62,38 +49,23 @@ func newLoop(t *testing.T, faults sandbox.Faults) *loop {
 
 func newLoopWith(t *testing.T, faults sandbox.Faults, with func(*serverOptions)) *loop {
 	t.Helper()
-	eng, err := engine.NewRegistry().New("scripted")
-	if err != nil {
-		t.Fatal(err)
+	return startLoop(t, sandbox.Config{APIKey: e2eKey, Faults: faults, Callbacks: sandboxtest.QuickRetries}, with)
+}
+
+// startLoop starts the world with cfg (its client logging as cfg.Logger does, when set) and
+// serve on a fresh store.
+func startLoop(t *testing.T, cfg sandbox.Config, with func(*serverOptions)) *loop {
+	t.Helper()
+	var opts []submitter.Option
+	if cfg.Logger != nil {
+		opts = append(opts, submitter.WithLogger(cfg.Logger.WithField("component", "submitter")))
 	}
-	sb, err := sandbox.New(sandbox.Config{
-		APIKey: e2eKey, Engine: eng, Logger: quietLogger(), Faults: faults,
-		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
-		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(sb.Handler())
-	client, err := submitter.New(hs.URL, e2eKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wav, _ := demodata.ReadFile("demodata/sample.wav")
-	sidecar, _ := demodata.ReadFile("demodata/sample.wav.json")
-	files := http.NewServeMux()
-	files.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) })
-	files.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
-	fs := httptest.NewServer(files)
-	t.Cleanup(fs.Close)
-	l := &loop{t: t, sandbox: hs, service: client, dbPath: filepath.Join(t.TempDir(), "scribehook.db"), wav: wav, sidecar: sidecar, files: fs, with: with}
+	w, client := startWorld(t, cfg, opts...)
+	l := &loop{t: t, sandbox: w.Service, service: client, files: w.Files, wav: w.Files.WAV,
+		dbPath: filepath.Join(t.TempDir(), "scribehook.db"), with: with}
 	l.start()
-	// The sandbox stops first: its retries and injected duplicates would otherwise keep serve's
-	// connections busy while serve shuts down.
 	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		sb.Close()
+		_ = w.Close() // first: see startWorld
 		l.stop()
 	})
 	return l
@@ -106,40 +78,23 @@ func (l *loop) start() {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	addr := l.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.addr = ln.Addr().String()
 	opts := serverOptions{
-		Store: st, Listener: ln, Service: l.service, ReadToken: "read-token", Logger: quietLogger(),
+		Service: l.service, ReadToken: "read-token", Logger: sandboxtest.QuietLogger(),
 		Routes: []receiver.Route{{Name: "account", Token: "account-route-token", SigningSecrets: []string{"whsec_" + "c2VjcmV0LXNpZ25pbmcta2V5LTAxMjM0NTY3ODk="}}},
 	}
 	if l.with != nil {
 		l.with(&opts)
 	}
-	srv, err := startServer(context.Background(), opts)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.store, l.srv = st, srv
+	l.serve = serveOn(l.t, st, l.addr, opts)
+	l.store, l.addr = st, l.serve.addr
 }
 
 func (l *loop) stop() {
-	if l.srv == nil {
+	if l.serve == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := l.srv.Shutdown(ctx); err != nil {
-		l.t.Errorf("shutdown: %v", err)
-	}
-	_ = l.store.Close()
-	l.srv = nil
+	l.serve.stop(l.t)
+	l.serve = nil
 }
 
 // token mints a per-job callback token and returns the callback URL.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -22,15 +21,7 @@ func TestExportRendersTheStoredResult(t *testing.T) {
 	}
 	l.waitJob(created.ID)
 	t.Setenv("SCRIBEHOOK_STORE_DSN", l.dbPath)
-	run := func(args ...string) (string, string, error) {
-		var out, errOut bytes.Buffer
-		root := newRootCmd()
-		root.SetOut(&out)
-		root.SetErr(&errOut)
-		root.SetArgs(args)
-		err := root.ExecuteContext(context.Background())
-		return out.String(), errOut.String(), err
-	}
+	run := func(args ...string) (string, string, error) { return runCmd(context.Background(), nil, args...) }
 	srt, report, err := run("export", "--job", created.ID, "--format", "srt", "--check")
 	if err != nil {
 		t.Fatalf("export: %v\n%s", err, report)

@@ -225,23 +225,16 @@ func TestJobsUseTheEnvironmentWithoutAFile(t *testing.T) {
 	e := newJobsEnv(t)
 	dir := t.TempDir()
 	t.Setenv("SCRIBEHOOK_STORE_DSN", filepath.Join(dir, "other.db"))
-	cmd := newRootCmd()
-	var out strings.Builder
-	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"jobs", "list"})
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
+	out, _, err := runCmd(context.Background(), nil, "jobs", "list")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != "ID  KIND  STATUS  CREATED  DURATION  FILE\n" {
-		t.Fatalf("other store listed:\n%s", out.String())
+	if out != "ID  KIND  STATUS  CREATED  DURATION  FILE\n" {
+		t.Fatalf("other store listed:\n%s", out)
 	}
 	t.Setenv("SCRIBEHOOK_STORE_DSN", e.dbPath)
 	t.Setenv(envConfig, e.cfgPath)
-	out.Reset()
-	cmd = newRootCmd()
-	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"jobs", "list"})
-	if err := cmd.ExecuteContext(context.Background()); err != nil || strings.Count(out.String(), "\n") != 4 {
-		t.Fatalf("SCRIBEHOOK_CONFIG: %v\n%s", err, out.String())
+	if out, _, err = runCmd(context.Background(), nil, "jobs", "list"); err != nil || strings.Count(out, "\n") != 4 {
+		t.Fatalf("SCRIBEHOOK_CONFIG: %v\n%s", err, out)
 	}
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -42,20 +42,8 @@ func TestRestartReleasesSinkLeases(t *testing.T) {
 		t.Fatalf("claimed twice before the restart: %v", again)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := startServer(ctx, serverOptions{Store: st, Listener: ln, Logger: quietLogger(), Sinks: []sinkSetup{fileSink(t, out)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		_ = st.Close()
-	})
+	srv := serveOn(t, st, "", serverOptions{Logger: sandboxtest.QuietLogger(), Sinks: []sinkSetup{fileSink(t, out)}})
+	t.Cleanup(func() { srv.stop(t) })
 	path := filepath.Join(out, ev.JobID, "events", sinks.EventFileName(ev))
 	waitUntil(t, "the leased delivery at the file sink", 30*time.Second, func() bool {
 		_, err := os.Stat(path)

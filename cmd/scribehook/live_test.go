@@ -17,6 +17,7 @@ import (
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/store"
 )
@@ -317,14 +318,8 @@ func TestLiveInterruptStopsTheRecordingCleanly(t *testing.T) {
 	defer pw.Close()
 	go func() { _, _ = pw.Write(wav[:len(wav)/3]) }() // then the source blocks, like a microphone
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := newRootCmd()
-	var out, errOut syncBuffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetIn(pr)
-	cmd.SetArgs([]string{"--config", e.cfgPath, "live", "--audio", "-"})
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
+	var out, errOut sandboxtest.Buffer
+	done := startCmd(ctx, pr, &out, &errOut, "--config", e.cfgPath, "live", "--audio", "-")
 	waitForOutput(t, &out, "live session ")
 	time.Sleep(500 * time.Millisecond)
 	cancel()
@@ -346,7 +341,7 @@ func TestLiveInterruptStopsTheRecordingCleanly(t *testing.T) {
 }
 
 // waitForOutput waits until a command running in another goroutine has written want.
-func waitForOutput(t *testing.T, b *syncBuffer, want string) {
+func waitForOutput(t *testing.T, b *sandboxtest.Buffer, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if strings.Contains(b.String(), want) {
@@ -354,22 +349,4 @@ func waitForOutput(t *testing.T, b *syncBuffer, want string) {
 		}
 	}
 	t.Fatalf("output never held %q", want)
-}
-
-// syncBuffer is a buffer a running command writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

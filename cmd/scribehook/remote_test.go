@@ -99,13 +99,7 @@ func (fs *fakeService) count() int {
 
 func runRemote(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := newRemoteCmd()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
+	return runCmd(context.Background(), nil, append([]string{"remote"}, args...)...)
 }
 
 func TestRemoteListMapsFlagsAndFollowsPages(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -11,12 +10,13 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/submitter"
 )
 
 // startSandboxCmd runs `scribehook sandbox` with args on a free loopback port and returns a
 // client of it; the command stops with the test.
-func startSandboxCmd(t *testing.T, args ...string) (*submitter.Client, *syncBuffer) {
+func startSandboxCmd(t *testing.T, args ...string) (*submitter.Client, *sandboxtest.Buffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -25,14 +25,9 @@ func startSandboxCmd(t *testing.T, args ...string) (*submitter.Client, *syncBuff
 	addr := ln.Addr().String()
 	ln.Close()
 	const key = "sandbox-fetch-test-key"
-	logs := &syncBuffer{}
-	cmd := newRootCmd()
-	cmd.SetOut(logs)
-	cmd.SetErr(logs)
-	cmd.SetArgs(append([]string{"sandbox", "--listen", addr, "--api-key", key}, args...))
+	logs := &sandboxtest.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
+	done := startCmd(ctx, nil, logs, logs, append([]string{"sandbox", "--listen", addr, "--api-key", key}, args...)...)
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -121,12 +116,7 @@ func TestSandboxCommandAllowFetch(t *testing.T) {
 	}
 
 	for _, bad := range [][]string{{"--allow-fetch", "localhost"}, {"--allow-fetch", "10.0.0.0/33"}, {"--max-fetch-bytes", "0"}} {
-		cmd := newRootCmd()
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs(append([]string{"sandbox", "--listen", "127.0.0.1:0", "--api-key", "k"}, bad...))
-		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), bad[0]) {
+		if _, _, err := runCmd(context.Background(), nil, append([]string{"sandbox", "--listen", "127.0.0.1:0", "--api-key", "k"}, bad...)...); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("sandbox %v = %v, want an error naming %s", bad, err, bad[0])
 		}
 	}

@@ -10,10 +10,7 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,9 +19,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
-	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
@@ -36,7 +33,7 @@ import (
 // down, read API calls with the right and a wrong token — with every component logging at
 // debug level into one buffer, and greps the logs for each secret.
 func TestNoSecretInTheLogs(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &sandboxtest.Buffer{}
 	base := logrus.New()
 	base.SetOutput(logs)
 	base.SetLevel(logrus.DebugLevel)
@@ -215,33 +212,8 @@ func signWith(secret, id string, body []byte) http.Header {
 // apiKey as the account's key.
 func newLoggedLoop(t *testing.T, log *logrus.Entry, apiKey string, with func(*serverOptions)) *loop {
 	t.Helper()
-	eng, err := engine.NewRegistry().New("scripted")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandbox.New(sandbox.Config{
-		APIKey: apiKey, Engine: eng, Logger: log,
-		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
-		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(sb.Handler())
-	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close(); sb.Close() })
-	client, err := submitter.New(hs.URL, apiKey, submitter.WithLogger(log.WithField("component", "submitter")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wav, _ := demodata.ReadFile("demodata/sample.wav")
-	sidecar, _ := demodata.ReadFile("demodata/sample.wav.json")
-	files := http.NewServeMux()
-	files.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) })
-	files.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
-	fs := httptest.NewServer(files)
-	t.Cleanup(fs.Close)
-	l := &loop{t: t, sandbox: hs, service: client, dbPath: filepath.Join(t.TempDir(), "scribehook.db"), wav: wav, sidecar: sidecar, files: fs, with: with}
-	l.start()
-	t.Cleanup(l.stop)
-	return l
+	return startLoop(t, sandbox.Config{
+		APIKey: apiKey, Logger: log,
+		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}},
+	}, with)
 }

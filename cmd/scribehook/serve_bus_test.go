@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 )
 
 // serveWithBus writes a configuration for serve on SQLite in a temporary directory with the
 // given bus, the broker URL in SCRIBEHOOK_BUS_URL as a password belongs, and returns the root
 // command, its stderr and the listen address.
-func serveWithBus(t *testing.T, driver, brokerURL string) (run func(ctx context.Context) error, stderr *syncBuffer, addr string) {
+func serveWithBus(t *testing.T, driver, brokerURL string) (run func(ctx context.Context) error, stderr *sandboxtest.Buffer, addr string) {
 	t.Helper()
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -36,13 +37,9 @@ func serveWithBus(t *testing.T, driver, brokerURL string) (run func(ctx context.
 		t.Fatal(err)
 	}
 	t.Setenv("SCRIBEHOOK_BUS_URL", brokerURL)
-	stderr = &syncBuffer{}
+	stderr = &sandboxtest.Buffer{}
 	return func(ctx context.Context) error {
-		cmd := newRootCmd()
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(stderr)
-		cmd.SetArgs([]string{"--config", path, "serve"})
-		return cmd.ExecuteContext(ctx)
+		return rootCmd(nil, io.Discard, stderr, "--config", path, "serve").ExecuteContext(ctx)
 	}, stderr, addr
 }
 

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,12 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
-	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
@@ -36,9 +31,9 @@ const cliTestKey = "sk-cli-test-0123456789"
 // the same SQLite store as the commands, and a configuration file pointing at all of them.
 type cliEnv struct {
 	t       *testing.T
-	sandbox *httptest.Server
+	sandbox *sandboxtest.Service
 	client  *submitter.Client
-	files   *httptest.Server
+	files   *sandboxtest.Files
 	serve   *fakeServe
 	dbPath  string
 	cfgPath string
@@ -46,45 +41,18 @@ type cliEnv struct {
 
 func newCLIEnv(t *testing.T, mutate func(*sandbox.Config)) *cliEnv {
 	t.Helper()
-	eng, err := engine.NewRegistry().New("scripted")
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
 	scfg := sandbox.Config{
-		APIKey: cliTestKey, Engine: eng, Logger: logrus.NewEntry(quiet),
-		AllowFetch: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the audio is served on loopback
-		Callbacks:  sandbox.CallbackPolicy{Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}, Timeout: 5 * time.Second},
+		APIKey:    cliTestKey,
+		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}, Timeout: 5 * time.Second},
 	}
 	if mutate != nil {
 		mutate(&scfg)
 	}
-	sb, err := sandbox.New(scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(sb.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		sb.Close()
-	})
-	client, err := submitter.New(hs.URL, cliTestKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	wav, _ := demodata.ReadFile("demodata/sample.wav")
-	sidecar, _ := demodata.ReadFile("demodata/sample.wav.json")
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /sample.wav", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) })
-	mux.HandleFunc("GET /sample.wav.json", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(sidecar) })
-	files := httptest.NewServer(mux)
-	t.Cleanup(files.Close)
+	w, client := startWorld(t, scfg)
+	t.Cleanup(func() { _ = w.Close() })
 
 	dir := t.TempDir()
-	e := &cliEnv{t: t, sandbox: hs, client: client, files: files, dbPath: filepath.Join(dir, "scribehook.db")}
+	e := &cliEnv{t: t, sandbox: w.Service, client: client, files: w.Files, dbPath: filepath.Join(dir, "scribehook.db")}
 	e.serve = newFakeServe(t, e.dbPath)
 	e.cfgPath = filepath.Join(dir, "scribehook.yaml")
 	e.writeConfig(e.serve.URL)
@@ -104,16 +72,7 @@ func (e *cliEnv) writeConfig(publicURL string) {
 // run executes the root command with args after --config.
 func (e *cliEnv) run(stdin io.Reader, args ...string) (string, string, error) {
 	e.t.Helper()
-	cmd := newRootCmd()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	if stdin != nil {
-		cmd.SetIn(stdin)
-	}
-	cmd.SetArgs(append([]string{"--config", e.cfgPath}, args...))
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), err
+	return runCmd(context.Background(), stdin, append([]string{"--config", e.cfgPath}, args...)...)
 }
 
 func (e *cliEnv) openStore() *sqlite.Store {
@@ -371,27 +330,9 @@ func (e *cliEnv) useRealServe() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	srv, err := startServer(context.Background(), serverOptions{
-		Store: st, Listener: ln, Service: e.client, Partitions: 2, BodyLimit: 32 << 20, Logger: logrus.NewEntry(quiet),
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			e.t.Errorf("shutdown: %v", err)
-		}
-		_ = st.Close()
-	})
-	e.writeConfig("http://" + ln.Addr().String())
+	srv := serveOn(e.t, st, "", serverOptions{Service: e.client, Partitions: 2, BodyLimit: 32 << 20, Logger: sandboxtest.QuietLogger()})
+	e.t.Cleanup(func() { srv.stop(e.t) })
+	e.writeConfig("http://" + srv.addr)
 }
 
 func TestSubmitAndLiveWithTheRealServe(t *testing.T) {

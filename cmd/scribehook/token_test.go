@@ -20,29 +20,12 @@ import (
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
 )
-
-// lockedBuffer collects log lines written from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
 
 // sandboxCallbackToken reads the callback token of a job from the sandbox's own record, raw
 // (api.Job redacts what it decodes): the service holds the URL in clear, and only it may.
@@ -78,7 +61,7 @@ func sandboxCallbackToken(t *testing.T, base, kind, id string) string {
 // dead letters, the token is nowhere: not in the database's files, the sinks' files, the
 // webhook's bodies, the read API's answers or the logs.
 func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
-	var logs lockedBuffer
+	var logs sandboxtest.Buffer
 	logger := logrus.New()
 	logger.SetOutput(&logs)
 	logger.SetLevel(logrus.DebugLevel)

@@ -1,0 +1,132 @@
+package main
+
+// The set-up the command tests share: the loopback world (internal/sandboxtest's sandbox with
+// the scripted engine and a file server with the demo's sample), serve started on a store, the
+// root command run with arguments, and the waits.
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scribehook/scribehook"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// startWorld starts a sandbox with cfg and a file server with the demo's sample
+// (sandboxtest.StartWorld), and a client of the sandbox with cfg.APIKey and opts. The caller
+// closes the world, so that it can stop the sandbox before serve: the sandbox's retries and
+// injected duplicates would otherwise keep serve's connections busy while it shuts down.
+func startWorld(t *testing.T, cfg sandbox.Config, opts ...submitter.Option) (*sandboxtest.World, *submitter.Client) {
+	t.Helper()
+	w, err := sandboxtest.StartWorld(cfg, sandboxtest.DemoSample(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := submitter.New(w.Service.URL, cfg.APIKey, opts...)
+	if err != nil {
+		_ = w.Close()
+		t.Fatal(err)
+	}
+	return w, client
+}
+
+// served is serve running on a store and a loopback port (startServer).
+type served struct {
+	kit   *scribehook.Kit
+	store store.Store
+	addr  string
+}
+
+// serveOn starts serve with o on st, listening on addr (a free loopback port when empty).
+// stop shuts it down, then closes st.
+func serveOn(t *testing.T, st store.Store, addr string, o serverOptions) *served {
+	t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = st.Close()
+		t.Fatal(err)
+	}
+	o.Store, o.Listener = st, ln
+	kit, err := startServer(context.Background(), o)
+	if err != nil {
+		_ = ln.Close()
+		_ = st.Close()
+		t.Fatal(err)
+	}
+	return &served{kit: kit, store: st, addr: ln.Addr().String()}
+}
+
+func (s *served) stop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.kit.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown of serve on %s: %v", s.addr, err)
+	}
+	_ = s.store.Close()
+}
+
+// rootCmd is the root command with args, reading stdin (when not nil) and writing out and
+// errOut.
+func rootCmd(stdin io.Reader, out, errOut io.Writer, args ...string) *cobra.Command {
+	cmd := newRootCmd()
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	if stdin != nil {
+		cmd.SetIn(stdin)
+	}
+	cmd.SetArgs(args)
+	return cmd
+}
+
+// runCmd runs the root command with args and returns what it wrote on stdout and stderr.
+func runCmd(ctx context.Context, stdin io.Reader, args ...string) (string, string, error) {
+	var out, errOut bytes.Buffer
+	err := rootCmd(stdin, &out, &errOut, args...).ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+// startCmd runs the root command with args in the background, writing to out and errOut
+// (sandboxtest.Buffers, which the test reads meanwhile); the channel yields its error.
+func startCmd(ctx context.Context, stdin io.Reader, out, errOut io.Writer, args ...string) <-chan error {
+	done := make(chan error, 1)
+	cmd := rootCmd(stdin, out, errOut, args...)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	return done
+}
+
+// fileSink is a file sink writing under dir every event.
+func fileSink(t *testing.T, dir string) sinkSetup {
+	t.Helper()
+	spec := sinks.Spec{Name: "files", Kind: "file", Dir: dir, Filter: sinks.Filter{Events: []string{"*"}}}
+	sk, err := sinks.New(spec, sinks.Deps{Logger: sandboxtest.QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sinkSetup{Spec: spec, Sink: sk}
+}
+
+// waitUntil polls fn until it returns true, failing the test after d.
+func waitUntil(t *testing.T, what string, d time.Duration, fn func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(25 * time.Millisecond) {
+		if fn() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
