@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
@@ -23,7 +24,7 @@ func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, 
 				return fmt.Errorf("store artifact %s of job %s: %w", a.Name, a.JobID, err)
 			}
 		}
-		data, err := marshalJSON(subs.event)
+		data, err := plainjson.Marshal(subs.event)
 		if err != nil {
 			return fmt.Errorf("encode subtitles.ready: %w", err)
 		}

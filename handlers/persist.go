@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -63,7 +63,7 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 	log.Debug("delivery applied")
 	out := make([]*message.Message, 0, len(events))
 	for _, ev := range events {
-		b, err := marshalJSON(ev)
+		b, err := plainjson.Marshal(ev)
 		if err != nil {
 			return nil, fmt.Errorf("encode event: %w", err)
 		}
@@ -586,7 +586,7 @@ func jobEvent(row store.InboxRow, j api.Job) api.Event {
 }
 
 func newEvent(row store.InboxRow, typ string, j api.Job) api.Event {
-	data, _ := marshalJSON(j)
+	data, _ := plainjson.Marshal(j)
 	return api.Event{
 		ID:             eventID(row.DedupeKey, typ),
 		Type:           typ,
@@ -612,16 +612,4 @@ func rawPayload(body []byte) (json.RawMessage, error) {
 		return nil, fmt.Errorf("decode live callback: %w", err)
 	}
 	return env.Payload, nil
-}
-
-// marshalJSON encodes v without HTML escaping: an event carries the delivery's text as the
-// service sent it ("&", "<" and ">" stay themselves, not \u0026…), as the receiver's own JSON.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -1,10 +1,8 @@
 package receiver
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/receiver/ui"
 	"github.com/scribehook/scribehook/store"
 )
@@ -389,14 +388,6 @@ func (r *Receiver) readyz(c *fiber.Ctx) error {
 	return sendJSON(c, fiber.Map{"status": "ready"})
 }
 
-// marshalPlain encodes JSON without HTML escaping: page links keep a readable "&" instead of
-// "\u0026", and nothing here is embedded in HTML.
-func marshalPlain(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// marshalPlain is the receiver's JSON encoder, Fiber's too: no HTML escaping, so page links
+// keep a readable "&" instead of "\u0026" and a delivery's text reads as the service sent it.
+var marshalPlain = plainjson.Marshal

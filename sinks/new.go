@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/plainjson"
 )
 
 // Kinds of sink.
@@ -114,12 +115,4 @@ func New(spec Spec, deps Deps) (Sink, error) {
 
 // eventJSON is the envelope as every sink sends it: compact, without HTML escaping (a
 // transcript's "<" stays "<").
-func eventJSON(ev api.Event) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ev); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func eventJSON(ev api.Event) ([]byte, error) { return plainjson.Marshal(ev) }

@@ -23,14 +23,12 @@
 package ui
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -42,6 +40,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/scribehook/scribehook/internal/plainjson"
 )
 
 //go:embed assets
@@ -296,13 +296,11 @@ func sameOrigin(c *fiber.Ctx) bool {
 // sendError answers {"error": msg, "status": status} as the receiver does (no HTML escaping),
 // whatever JSON encoder the app the dashboard is mounted in has.
 func sendError(c *fiber.Ctx, status int, msg string) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(fiber.Map{"error": msg, "status": status}); err != nil {
+	b, err := plainjson.Marshal(fiber.Map{"error": msg, "status": status})
+	if err != nil {
 		return fmt.Errorf("encode error: %w", err)
 	}
-	c.Status(status).Response().SetBodyRaw(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	c.Status(status).Response().SetBodyRaw(b)
 	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
 	return nil
 }
