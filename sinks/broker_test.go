@@ -84,25 +84,27 @@ func checkMessage(t *testing.T, byID map[string]api.Event, uuid string, payload 
 	}
 }
 
-func TestRedisStreamSink(t *testing.T) {
-	url := testinfra.Redis(t).URL
-	spec := Spec{Name: "redis", Kind: KindRedisStream, BrokerURL: url, Topic: "scribehook.{type}"}
-	evs := brokerEvents()
+// deliverAcrossRestart delivers evs through a sink of spec, calls then (when not nil) with it,
+// closes it, and opens it again, as a restarted process would, which delivers again plus one new
+// event of another type and job. It returns every event it delivered by ID, the new one
+// included; the restarted sink stays open until the test ends.
+func deliverAcrossRestart(t *testing.T, spec Spec, evs []api.Event, then func(Sink), again []api.Event) map[string]api.Event {
+	t.Helper()
 	byID := map[string]api.Event{}
 	for _, ev := range evs {
 		byID[ev.ID] = ev
 	}
-
 	s, err := New(spec, Deps{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	deliverConcurrently(t, s, evs)
+	if then != nil {
+		then(s)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Restarted, the sink publishes the last two again (their acknowledgments "lost") and a
-	// new one.
 	extra := testEvent()
 	extra.ID, extra.Type, extra.JobID = "00000000-0000-5000-8000-000000000099", api.EventSubtitlesReady, "job-9"
 	byID[extra.ID] = extra
@@ -110,8 +112,18 @@ func TestRedisStreamSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	deliverConcurrently(t, s, append(evs[3:], extra))
+	t.Cleanup(func() { _ = s.Close() })
+	deliverConcurrently(t, s, append(again, extra))
+	return byID
+}
+
+func TestRedisStreamSink(t *testing.T) {
+	url := testinfra.Redis(t).URL
+	spec := Spec{Name: "redis", Kind: KindRedisStream, BrokerURL: url, Topic: "scribehook.{type}"}
+	evs := brokerEvents()
+	// Restarted, the sink publishes the last two again (their acknowledgments "lost") and a
+	// new one.
+	byID := deliverAcrossRestart(t, spec, evs, nil, evs[3:])
 
 	opts, _ := redis.ParseURL(url)
 	client := redis.NewClient(opts)
@@ -173,33 +185,12 @@ func TestNATSSink(t *testing.T) {
 	url := testinfra.NATS(t).URL
 	spec := Spec{Name: "nats", Kind: KindNATS, BrokerURL: url, Topic: "scribehook.events.{type}"}
 	evs := brokerEvents()
-	byID := map[string]api.Event{}
-	for _, ev := range evs {
-		byID[ev.ID] = ev
-	}
-
-	s, err := New(spec, Deps{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deliverConcurrently(t, s, evs)
-	// Repeated by the same sink: deduplicated.
-	if err := s.Deliver(context.Background(), evs[0]); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	extra := testEvent()
-	extra.ID, extra.Type, extra.JobID = "00000000-0000-5000-8000-000000000099", api.EventSubtitlesReady, "job-9"
-	byID[extra.ID] = extra
-	// Restarted: everything again, and one new event.
-	s, err = New(spec, Deps{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	deliverConcurrently(t, s, append(evs, extra))
+	// Repeated by the same sink: deduplicated. Restarted: everything again, and one new event.
+	byID := deliverAcrossRestart(t, spec, evs, func(s Sink) {
+		if err := s.Deliver(context.Background(), evs[0]); err != nil {
+			t.Fatal(err)
+		}
+	}, evs)
 
 	nc, err := nats.Connect(url)
 	if err != nil {
