@@ -16,6 +16,7 @@ import (
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -76,6 +77,17 @@ func (s *served) stop(t *testing.T) {
 		t.Errorf("shutdown of serve on %s: %v", s.addr, err)
 	}
 	_ = s.store.Close()
+}
+
+// freePort is a loopback port nothing listens on now: for a command to listen on, or for a
+// peer that is down.
+func freePort(t *testing.T) string {
+	t.Helper()
+	port, err := testinfra.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
 }
 
 // rootCmd is the root command with args, reading stdin (when not nil) and writing out and

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,12 +17,7 @@ import (
 // client of it; the command stops with the test.
 func startSandboxCmd(t *testing.T, args ...string) (*submitter.Client, *sandboxtest.Buffer) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := "127.0.0.1:" + freePort(t)
 	const key = "sandbox-fetch-test-key"
 	logs := &sandboxtest.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -111,12 +110,7 @@ func TestNoSecretInTheLogs(t *testing.T) {
 	l.storedMessages(live.ID, api.MessageEndSession)
 
 	// A job whose callbacks find serve down: the service's failed attempts are logged.
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	_ = dead.Close()
+	deadAddr := "127.0.0.1:" + freePort(t)
 	downURL := mint(api.KindPreRecorded)
 	downURL = "http://" + deadAddr + downURL[strings.Index(downURL, "/v1/"):]
 	if _, err := l.service.CreatePreRecorded(ctx, api.PreRecordedRequest{

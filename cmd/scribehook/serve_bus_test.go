@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,12 +20,7 @@ import (
 func serveWithBus(t *testing.T, driver, brokerURL string) (run func(ctx context.Context) error, stderr *sandboxtest.Buffer, addr string) {
 	t.Helper()
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr = ln.Addr().String()
-	_ = ln.Close()
+	addr = "127.0.0.1:" + freePort(t)
 	cfg := "listen: " + addr + "\n" +
 		"store: {driver: sqlite, dsn: " + filepath.Join(dir, "scribehook.db") + "}\n" +
 		"bus: {driver: " + driver + ", claim_after: 5s}\n" +
@@ -51,17 +45,11 @@ func TestServeBrokerUnreachable(t *testing.T) {
 		{handlers.BusNATS, "nats://scribehook:s3cret-pw@127.0.0.1:PORT", "cannot reach the NATS broker"},
 	} {
 		t.Run(tc.driver, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, port, _ := net.SplitHostPort(ln.Addr().String())
-			_ = ln.Close() // nothing listens there now
-			url := strings.Replace(tc.url, "PORT", port, 1)
+			url := strings.Replace(tc.url, "PORT", freePort(t), 1) // nothing listens there
 			run, stderr, _ := serveWithBus(t, tc.driver, url)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			err = run(ctx)
+			err := run(ctx)
 			redacted := strings.Replace(url, "s3cret-pw", "REDACTED", 1)
 			if err == nil || !strings.Contains(err.Error(), "bus.url "+redacted) || !strings.Contains(err.Error(), tc.cause) {
 				t.Fatalf("serve = %v, want an error naming bus.url %s and %q", err, redacted, tc.cause)
