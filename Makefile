@@ -3,9 +3,10 @@ GO ?= go
 
 # Debian packages the tests need; scripts/deps.sh installs the missing ones.
 TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server postgresql \
-	libpocketsphinx-dev pocketsphinx-en-us flite pocketsphinx-testdata
+	libpocketsphinx-dev pocketsphinx-en-us flite pocketsphinx-testdata \
+	podman buildah runc file systemd ca-certificates curl
 
-.PHONY: test deps build demo fuzz ui-test
+.PHONY: test deps build demo fuzz ui-test image-test
 
 deps:
 	@scripts/deps.sh $(TEST_PACKAGES)
@@ -20,7 +21,9 @@ build:
 # the official JavaScript SDK against the sandbox,
 # then every fuzz target briefly (its committed seed corpus and a few seconds of new inputs),
 # then the fault scenarios in their bounded form (kill -9, dead webhook, full disk, slow clients),
-# then two replicas on PostgreSQL and each broker: one killed, then the broker restarted.
+# then two replicas on PostgreSQL and each broker: one killed, then the broker restarted,
+# then the container image (static binary, built with buildah, run read-only as uid 65532 with
+# podman, a real callback through the sandbox) and the systemd unit (systemd-analyze).
 test: deps
 	$(GO) vet ./...
 	scripts/pg.sh run -- $(GO) test -race -count=1 ./...
@@ -32,9 +35,14 @@ test: deps
 	scripts/fuzz.sh -t 10s -T 3m
 	$(MAKE) --no-print-directory fault
 	scripts/fault-replicas.sh
+	scripts/image-test.sh
 
 ui-test:
 	@scripts/ui-test.sh
+
+# The container image and the systemd unit (about 20 s; IMAGE_TEST_MODE=chroot without podman).
+image-test:
+	@scripts/image-test.sh
 
 # Runs of every fuzz target (longer: FUZZTIME=5m make fuzz); make test runs a bounded smoke run.
 FUZZTIME ?= 20s

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# The container image and the systemd unit, built and run for real (make test; about a minute).
+#
+# 1. The image's file system, built by deploy/image/rootfs.sh exactly as the Dockerfile's build
+#    stage builds it; its binary must be static (file, ldd).
+# 2. The image: the Dockerfile's final stage (FROM scratch …) built with buildah from that file
+#    system (base images cannot be pulled here, so the golang stage is run on the host), then
+#    run with podman: serve with a read-only root file system, every capability dropped, the
+#    image's own user (uid 65532 must be what runs), /data a host directory; the sandbox from
+#    the same image (read-only, a tmpfs /tmp). Checked: /readyz, the image's HEALTHCHECK, a
+#    real pre-recorded job whose callback comes back through the sandbox (subtitles and file
+#    sink written under /data, by uid 65532), and a clean stop on SIGTERM (exit 0).
+#    Without podman, buildah and runc (crun refuses this machine's hybrid cgroups), or when they
+#    cannot run a container here, the same checks run on the static binary chrooted into the
+#    file system as uid 65532, the root bind-mounted read-only and only /data writable, and
+#    the script says so (IMAGE_TEST_MODE=chroot forces it).
+# 3. deploy/systemd/scribehook.service: systemd-analyze verify, and security (the exposure
+#    score is printed; above 2.0 fails).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+
+work=$(mktemp -d /tmp/scribehook-image.XXXXXX)
+pids=()
+ctr=()
+podman_s=()
+# descendants PID: the processes under PID, deepest first (the chroot fallback's servers run
+# under unshare, under a subshell of this script).
+descendants() {
+	local c
+	for c in $(pgrep -P "$1"); do
+		descendants "$c"
+		echo "$c"
+	done
+}
+descendant_named() { # descendant_named PID NAME: the first process under PID called NAME
+	local p
+	for p in $(descendants "$1"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$2" ] && echo "$p" && return
+	done
+}
+cleanup() {
+	set +e
+	for c in "${ctr[@]}"; do podman "${podman_s[@]}" rm -f -t 0 "$c" >/dev/null 2>&1; done
+	for p in "${pids[@]}"; do
+		kill $(descendants "$p") "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	[ -n "${podman_s[*]}" ] && podman "${podman_s[@]}" rmi -a -f >/dev/null 2>&1
+	grep -q " $work/" /proc/mounts && awk -v w="$work/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+	echo "image-test: FAIL: $*" >&2
+	local c f
+	for c in "${ctr[@]}"; do
+		echo "--- podman logs $c" >&2
+		podman "${podman_s[@]}" logs "$c" 2>&1 | tail -20 >&2
+	done
+	for f in "$work"/*.log; do
+		[ -s "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }
+	done
+	exit 1
+}
+step() { echo "image-test: $*"; }
+start=$SECONDS
+
+# --- 1. the file system and its static binary --------------------------------------------------
+deploy/image/rootfs.sh "$work/rootfs"
+bin=$work/rootfs/scribehook
+file -b "$bin" | grep -q "statically linked" || fail "not static: $(file -b "$bin")"
+if ldd "$bin" >/dev/null 2>&1; then fail "ldd finds dynamic dependencies: $(ldd "$bin")"; fi
+step "static binary: $(file -b "$bin" | cut -d, -f1-4), $(du -h "$bin" | cut -f1) ($((SECONDS - start)) s)"
+
+# --- 2. the image ------------------------------------------------------------------------------
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port) sbport=$(free_port) fsport=$(free_port)
+export SCRIBEHOOK_API_KEY=image-test-key SCRIBEHOOK_READ_TOKEN=image-test-read
+data=$work/data
+mkdir -p "$data"
+chown 65532:65532 "$data"
+# serve as the image configures it, on free loopback ports, the sandbox as its service.
+serve_env=(-e SCRIBEHOOK_LISTEN=127.0.0.1:$port -e SCRIBEHOOK_PUBLIC_URL=http://127.0.0.1:$port
+	-e SCRIBEHOOK_SERVICE_BASE_URL=http://127.0.0.1:$sbport -e SCRIBEHOOK_API_KEY -e SCRIBEHOOK_READ_TOKEN)
+sandbox_args=(sandbox --listen 127.0.0.1:$sbport --allow-fetch 127.0.0.0/8)
+
+# The sample the sandbox fetches, from a file server on the host.
+(cd cmd/scribehook/demodata && exec python3 -m http.server --bind 127.0.0.1 "$fsport" >"$work/fileserver.log" 2>&1) &
+pids+=($!)
+
+mode=${IMAGE_TEST_MODE:-podman}
+why=""
+if [ "$mode" = podman ]; then
+	for c in podman buildah runc; do command -v $c >/dev/null || why="$c is not installed"; done
+fi
+if [ "$mode" = podman ] && [ -z "$why" ]; then
+	# Storage of its own (vfs: no overlay mounts to leave behind), runc, no systemd.
+	podman_s=(--root "$work/storage" --runroot "$work/run" --storage-driver vfs --runtime runc --cgroup-manager cgroupfs --events-backend file)
+	buildah_s=(--root "$work/storage" --runroot "$work/run" --storage-driver vfs)
+	# The Dockerfile's final stage, its COPY --from=build taking the file system built above.
+	awk '/^FROM scratch/ {p = 1} p' Dockerfile | sed 's#^COPY --from=build /rootfs/ /#COPY rootfs/ /#' >"$work/Containerfile"
+	grep -q '^COPY rootfs/ /$' "$work/Containerfile" || fail "the Dockerfile's final stage no longer copies /rootfs/ from the build stage"
+	buildah "${buildah_s[@]}" bud -q --format docker -f "$work/Containerfile" -t localhost/scribehook:test "$work" >/dev/null
+	# Limits below this machine's (podman would raise them, which it may not do here).
+	run=(podman "${podman_s[@]}" run -d --network host --read-only --read-only-tmpfs=false --cap-drop all
+		--security-opt no-new-privileges --ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
+	if ! out=$("${run[@]}" --name image-test-probe localhost/scribehook:test healthcheck --url http://127.0.0.1:1/ 2>&1); then
+		why="podman cannot run a container here: $(echo "$out" | tail -1)"
+	else
+		ctr+=(image-test-probe)
+	fi
+fi
+if [ "$mode" = podman ] && [ -n "$why" ]; then
+	echo "image-test: the image cannot be built or run here ($why)"
+	echo "image-test: FALLBACK: testing the static binary the image wraps, chrooted into its file system as uid 65532"
+	mode=chroot
+fi
+
+if [ "$mode" = podman ]; then
+	step "image built: $(podman "${podman_s[@]}" image inspect localhost/scribehook:test --format '{{.Size}}') bytes ($((SECONDS - start)) s)"
+	"${run[@]}" --name image-test-sandbox -e SCRIBEHOOK_API_KEY --tmpfs /tmp:size=64m localhost/scribehook:test "${sandbox_args[@]}" >/dev/null 2>>"$work/podman.log"
+	ctr+=(image-test-sandbox)
+	# No --user: the image's USER must be what runs.
+	"${run[@]}" --name image-test-serve -v "$data:/data" "${serve_env[@]}" localhost/scribehook:test >/dev/null 2>>"$work/podman.log"
+	ctr+=(image-test-serve)
+	in_serve() { podman "${podman_s[@]}" exec image-test-serve /scribehook "$@"; }
+	serve_pid() { podman "${podman_s[@]}" inspect -f '{{.State.Pid}}' image-test-serve; }
+	stop_serve() {
+		podman "${podman_s[@]}" stop -t 30 image-test-serve >/dev/null 2>>"$work/podman.log"
+		rc=$(podman "${podman_s[@]}" inspect -f '{{.State.ExitCode}}' image-test-serve)
+	}
+else
+	# The image without an image runtime: its file system bind-mounted read-only as the root,
+	# /data the only writable place (and a tmpfs /tmp), uid and gid 65532, the image's ENV.
+	chrooted() { # chrooted NAME DATA-DIR [VAR=VALUE…] -- ARGS…: /scribehook ARGS in the image's root
+		local root=$work/root-$1 rw=$2
+		shift 2
+		mkdir -p "$root"
+		unshare --mount --fork sh -c '
+			set -e
+			root=$1 rootfs=$2 rw=$3 chroot=$(command -v chroot)
+			shift 3
+			mount --make-rprivate /
+			mount --bind "$rootfs" "$root"
+			if [ -n "$rw" ]; then mount --bind "$rw" "$root/data"; fi
+			mount -t tmpfs -o size=64m tmpfs "$root/tmp"
+			mount -o remount,bind,ro "$root"
+			cd "$root/data"
+			env=""
+			while [ "$1" != -- ]; do env="$env $1"; shift; done
+			shift
+			exec env -i SCRIBEHOOK_CONFIG=/etc/scribehook/scribehook.yaml \
+				SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt $env \
+				"$chroot" --userspec=65532:65532 "$root" /scribehook "$@"' sh "$root" "$work/rootfs" "$rw" "$@"
+	}
+	senv=()
+	for kv in "${serve_env[@]}"; do
+		case $kv in -e) ;; *=*) senv+=("$kv") ;; *) senv+=("$kv=${!kv}") ;; esac
+	done
+	chrooted sandbox "" "SCRIBEHOOK_API_KEY=$SCRIBEHOOK_API_KEY" -- "${sandbox_args[@]}" >"$work/sandbox.log" 2>&1 &
+	pids+=($!)
+	chrooted serve "$data" "${senv[@]}" -- serve >"$work/serve.log" 2>&1 &
+	serve_wrapper=$!
+	pids+=($serve_wrapper)
+	in_serve() { chrooted exec "$data" "${senv[@]}" -- "$@"; }
+	serve_pid() { descendant_named "$serve_wrapper" scribehook; }
+	stop_serve() {
+		kill -TERM "$(serve_pid)"
+		rc=0
+		wait "$serve_wrapper" || rc=$?
+	}
+fi
+
+# serve answers /readyz, and the image's health check says healthy.
+for _ in $(seq 100); do
+	curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+	sleep 0.2
+done
+ready=$(curl -sS -w ' %{http_code}' "http://127.0.0.1:$port/readyz") || fail "serve never answered /readyz"
+[ "${ready##* }" = 200 ] || fail "/readyz: $ready"
+in_serve healthcheck >/dev/null || fail "scribehook healthcheck inside the image failed"
+if [ "$mode" = podman ]; then
+	# HEALTHCHECK itself (podman runs the image's command; without systemd it has no timer).
+	health=$(podman "${podman_s[@]}" healthcheck run image-test-serve 2>/dev/null) || fail "podman healthcheck run: ${health:-unhealthy}"
+fi
+pid=$(serve_pid)
+uid=$(awk '/^Uid:/ {print $2 "/" $3}' "/proc/$pid/status")
+[ "$uid" = 65532/65532 ] || fail "serve runs as uid $uid, want 65532"
+# Its mounts as it sees them: / read-only, /data writable (field 5 is the mount point, 6 its options).
+mounts=$(awk '$5 == "/" || $5 == "/data" {print $5, $6}' "/proc/$pid/mountinfo")
+grep -qE '^/ ro(,|$)' <<<"$mounts" || fail "serve's root is not mounted read-only: $mounts"
+grep -qE '^/data rw(,|$)' <<<"$mounts" || fail "serve's /data is not writable: $mounts"
+step "serve ready as uid 65532, read-only root, healthcheck healthy: ${ready% *} ($((SECONDS - start)) s)"
+
+# A real job: created at the sandbox, its callback back into serve, processed, subtitled.
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$sbport/" && break; sleep 0.2; done
+out=$(in_serve submit --audio-url "http://127.0.0.1:$fsport/sample.wav" --subtitles --wait --timeout 60s -o json) ||
+	fail "submit --wait: $out"
+job=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["id"])' <<<"$out")
+rec=$(curl -fsS -H "Authorization: Bearer $SCRIBEHOOK_READ_TOKEN" "http://127.0.0.1:$port/v1/jobs/$job")
+python3 - "$rec" <<'PY' || fail "job record: $rec"
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["status"] == "done", r["status"]
+names = sorted(a["name"] for a in r["local"]["artifacts"])
+assert any(n.endswith(".srt") for n in names) and any(n.endswith(".vtt") for n in names), names
+PY
+srt=$(find "$data/artifacts/$job" -name '*.srt' | head -1)
+[ -s "$srt" ] || fail "no SRT under /data/artifacts/$job"
+[ "$(stat -c %u "$srt")" = 65532 ] || fail "$srt is owned by uid $(stat -c %u "$srt"), want 65532"
+events=$(find "$data/out" -type f | wc -l)
+[ "$events" -ge 2 ] || fail "the file sink wrote $events files under /data/out, want job.created and more"
+step "job $job: callback received, $(grep -c -- '-->' "$srt") cues in $(basename "$srt"), $events sink files, all by uid 65532 ($((SECONDS - start)) s)"
+
+# A stop on SIGTERM is clean.
+stop_serve
+[ "$rc" = 0 ] || fail "serve exited $rc on SIGTERM, want 0"
+step "serve stopped on SIGTERM, exit 0 ($mode) ($((SECONDS - start)) s)"
+
+# --- 3. the systemd unit -------------------------------------------------------------------------
+unit=$work/scribehook.service
+sed "s#/usr/local/bin/scribehook#$bin#" deploy/systemd/scribehook.service >"$unit"
+systemd-analyze verify "$unit" 2>&1 | tee "$work/verify.log"
+[ -s "$work/verify.log" ] && fail "systemd-analyze verify found problems"
+score=$(systemd-analyze security --offline=true "$unit" | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+[ -n "$score" ] || fail "systemd-analyze security printed no exposure level"
+awk -v s="$score" 'BEGIN {exit !(s <= 2.0)}' || fail "systemd unit exposure $score, want at most 2.0"
+stop=$(sed -n 's/^TimeoutStopSec=\([0-9]*\)s$/\1/p' deploy/systemd/scribehook.service)
+timeout=$(sed -n 's/^const DefaultShutdownTimeout = \([0-9]*\) \* time.Second$/\1/p' kit.go)
+[ -n "$stop" ] && [ -n "$timeout" ] && [ "$stop" -gt "$timeout" ] ||
+	fail "TimeoutStopSec=${stop}s must exceed serve's shutdown timeout (${timeout}s)"
+step "systemd unit: verify clean, exposure $score, TimeoutStopSec ${stop}s > shutdown ${timeout}s"
+step "PASS ($mode, $((SECONDS - start)) s)"
