@@ -5,7 +5,8 @@
 # Needs root to mount a small tmpfs for the database; skipped, saying so, when it cannot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tmp=$(mktemp -d)
+. scripts/lib.sh
+work_dir
 db="$tmp/db"
 mkdir -p "$db"
 cleanup() {
@@ -21,9 +22,5 @@ if ! mount -t tmpfs -o size=128m tmpfs "$db" 2>"$tmp/mount.err"; then
   echo "fault-diskfull: SKIPPED: cannot mount a tmpfs here: $(cat "$tmp/mount.err")"
   exit 0
 fi
-go build -o "$tmp/scribehook" ./cmd/scribehook
-go build -o "$tmp/load" ./bench/load
-if ! "$tmp/load" fault diskfull -bin "$tmp/scribehook" -dir "$tmp/run" -db-dir "$db" -remount "$@"; then
-  echo "fault-diskfull: FAILED (see the reason above)" >&2
-  exit 1
-fi
+build_tools
+run_fault diskfull "see the reason above" -db-dir "$db" -remount "$@"

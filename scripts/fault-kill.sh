@@ -6,11 +6,8 @@
 # through (-seed N reproduces a run's kill moments).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/scribehook" ./cmd/scribehook
-go build -o "$tmp/load" ./bench/load
-if ! "$tmp/load" fault kill -bin "$tmp/scribehook" -dir "$tmp/run" -n "${FAULT_KILL_N:-20000}" "$@"; then
-  echo "fault-kill: FAILED (see the reason above; the run's directory is removed, rerun with -keep -dir DIR to inspect it)" >&2
-  exit 1
-fi
+. scripts/lib.sh
+work_dir
+build_tools
+run_fault kill "see the reason above; the run's directory is removed, rerun with -keep -dir DIR to inspect it" \
+  -n "${FAULT_KILL_N:-20000}" "$@"

@@ -22,10 +22,9 @@ if [ -z "${SCRIBEHOOK_TEST_PG_DSN:-}" ]; then
   exec scripts/pg.sh run -- "$0" "$@"
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/scribehook" ./cmd/scribehook
-go build -o "$tmp/load" ./bench/load
+. scripts/lib.sh
+work_dir
+build_tools
 
 n=${FAULT_REPLICAS_N:-3000}
 failed=()

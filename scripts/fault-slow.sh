@@ -8,11 +8,7 @@
 # goroutine count must come back to where it was. Flags of `load fault slow` pass through.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/scribehook" ./cmd/scribehook
-go build -o "$tmp/load" ./bench/load
-if ! "$tmp/load" fault slow -bin "$tmp/scribehook" -dir "$tmp/run" "$@"; then
-  echo "fault-slow: FAILED (see the reason above)" >&2
-  exit 1
-fi
+. scripts/lib.sh
+work_dir
+build_tools
+run_fault slow "see the reason above" "$@"

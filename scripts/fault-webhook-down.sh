@@ -4,11 +4,7 @@
 # keep its latency meanwhile. Flags of `load fault webhook-down` pass through.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/scribehook" ./cmd/scribehook
-go build -o "$tmp/load" ./bench/load
-if ! "$tmp/load" fault webhook-down -bin "$tmp/scribehook" -dir "$tmp/run" "$@"; then
-  echo "fault-webhook-down: FAILED (see the reason above)" >&2
-  exit 1
-fi
+. scripts/lib.sh
+work_dir
+build_tools
+run_fault webhook-down "see the reason above" "$@"
