@@ -14,6 +14,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
+	"github.com/scribehook/scribehook/store/storetest"
 )
 
 // The tests of this file open two or more Stores on one schema: separate pools, as separate
@@ -27,6 +28,33 @@ func replicas(t *testing.T, n int) []*Store {
 		out[i] = open(t, dsn)
 	}
 	return out
+}
+
+// atOnce runs fn on per goroutines of every replica at once and waits for them all; r is the
+// replica's index, and rng, seeded with (r, g), gives each goroutine an order of its own.
+func atOnce(rs []*Store, per int, fn func(r int, s *Store, rng *rand.Rand)) {
+	var wg sync.WaitGroup
+	for r, s := range rs {
+		for g := range per {
+			wg.Go(func() { fn(r, s, rand.New(rand.NewPCG(uint64(r), uint64(g)))) })
+		}
+	}
+	wg.Wait()
+}
+
+// ingestLive ingests n live deliveries through s, spread over groups sessions (or jobs) named
+// prefix0, prefix1, …
+func ingestLive(t *testing.T, s *Store, n, groups int, prefix string) ([]store.Delivery, []store.IngestResult) {
+	t.Helper()
+	var ds []store.Delivery
+	for i := range n {
+		ds = append(ds, liveDelivery(keyOf(i), fmt.Sprint(prefix, i%groups)))
+	}
+	res, err := s.Ingest(t.Context(), ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds, res
 }
 
 func liveDelivery(key, session string) store.Delivery {
@@ -51,37 +79,30 @@ func TestReplicasIngestOnce(t *testing.T) {
 		idOf  = map[string]int64{}
 		fresh = map[string]int{}
 	)
-	var wg sync.WaitGroup
-	for r, s := range rs {
-		for g := range perReplica {
-			wg.Go(func() {
-				order := rand.New(rand.NewPCG(uint64(r), uint64(g))).Perm(keys)
-				for chunk := range slices.Chunk(order, batch) {
-					var ds []store.Delivery
-					for _, k := range chunk {
-						ds = append(ds, liveDelivery(keyOf(k), "session"))
-					}
-					res, err := s.Ingest(context.Background(), ds)
-					if err != nil {
-						t.Errorf("replica %d: Ingest: %v", r, err)
-						return
-					}
-					mu.Lock()
-					for i, d := range ds {
-						if prev, ok := idOf[d.DedupeKey]; ok && prev != res[i].ID {
-							t.Errorf("%s: ids %d and %d", d.DedupeKey, prev, res[i].ID)
-						}
-						idOf[d.DedupeKey] = res[i].ID
-						if !res[i].Duplicate {
-							fresh[d.DedupeKey]++
-						}
-					}
-					mu.Unlock()
+	atOnce(rs, perReplica, func(r int, s *Store, rng *rand.Rand) {
+		for chunk := range slices.Chunk(rng.Perm(keys), batch) {
+			var ds []store.Delivery
+			for _, k := range chunk {
+				ds = append(ds, liveDelivery(keyOf(k), "session"))
+			}
+			res, err := s.Ingest(context.Background(), ds)
+			if err != nil {
+				t.Errorf("replica %d: Ingest: %v", r, err)
+				return
+			}
+			mu.Lock()
+			for i, d := range ds {
+				if prev, ok := idOf[d.DedupeKey]; ok && prev != res[i].ID {
+					t.Errorf("%s: ids %d and %d", d.DedupeKey, prev, res[i].ID)
 				}
-			})
+				idOf[d.DedupeKey] = res[i].ID
+				if !res[i].Duplicate {
+					fresh[d.DedupeKey]++
+				}
+			}
+			mu.Unlock()
 		}
-	}
-	wg.Wait()
+	})
 	for k := range keys {
 		if n := fresh[keyOf(k)]; n != 1 {
 			t.Errorf("%s reported new %d times, want once", keyOf(k), n)
@@ -105,43 +126,29 @@ func TestReplicasIngestOnce(t *testing.T) {
 func TestReplicasApplyOnce(t *testing.T) {
 	rs := replicas(t, 2)
 	const sessions, perSession = 3, 30
-	var ds []store.Delivery
-	for i := range sessions * perSession {
-		ds = append(ds, liveDelivery(keyOf(i), fmt.Sprint("session-", i%sessions)))
-	}
-	res, err := rs[0].Ingest(t.Context(), ds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, res := ingestLive(t, rs[0], sessions*perSession, sessions, "session-")
 	var runs [sessions * perSession]atomic.Int32
 	var applied, already atomic.Int32
-	var wg sync.WaitGroup
-	for r, s := range rs {
-		for g := range 4 {
-			wg.Go(func() {
-				order := rand.New(rand.NewPCG(uint64(r), uint64(g))).Perm(len(ds))
-				for _, i := range order {
-					err := s.Apply(context.Background(), res[i].ID, func(ctx context.Context, tx store.Tx) error {
-						runs[i].Add(1)
-						_, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
-							SessionID: ds[i].JobID, Type: api.MessageTranscript, InboxID: res[i].ID,
-							Payload: ds[i].Body, ReceivedAt: ds[i].ReceivedAt,
-						})
-						return err
-					})
-					switch {
-					case err == nil:
-						applied.Add(1)
-					case errors.Is(err, store.ErrAlreadyApplied):
-						already.Add(1)
-					default:
-						t.Errorf("replica %d: Apply(%d): %v", r, res[i].ID, err)
-					}
-				}
+	atOnce(rs, 4, func(r int, s *Store, rng *rand.Rand) {
+		for _, i := range rng.Perm(len(ds)) {
+			err := s.Apply(context.Background(), res[i].ID, func(ctx context.Context, tx store.Tx) error {
+				runs[i].Add(1)
+				_, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
+					SessionID: ds[i].JobID, Type: api.MessageTranscript, InboxID: res[i].ID,
+					Payload: ds[i].Body, ReceivedAt: ds[i].ReceivedAt,
+				})
+				return err
 			})
+			switch {
+			case err == nil:
+				applied.Add(1)
+			case errors.Is(err, store.ErrAlreadyApplied):
+				already.Add(1)
+			default:
+				t.Errorf("replica %d: Apply(%d): %v", r, res[i].ID, err)
+			}
 		}
-	}
-	wg.Wait()
+	})
 	for i := range runs {
 		if n := runs[i].Load(); n != 1 {
 			t.Errorf("row %d: fn ran %d times, want once", res[i].ID, n)
@@ -249,41 +256,27 @@ func TestReplicaDiesMidApply(t *testing.T) {
 func TestReplicasJobUpdates(t *testing.T) {
 	rs := replicas(t, 2)
 	const jobs, perJob = 3, 20
-	var ds []store.Delivery
-	for i := range jobs * perJob {
-		ds = append(ds, liveDelivery(keyOf(i), fmt.Sprint("job-", i%jobs)))
-	}
-	res, err := rs[0].Ingest(t.Context(), ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for r, s := range rs {
-		for g := range 3 {
-			wg.Go(func() {
-				order := rand.New(rand.NewPCG(uint64(r), uint64(g))).Perm(len(ds))
-				for _, i := range order {
-					err := s.Apply(context.Background(), res[i].ID, func(ctx context.Context, tx store.Tx) error {
-						rec, err := tx.Job(ctx, ds[i].JobID)
-						switch {
-						case errors.Is(err, store.ErrNotFound):
-							rec = store.JobRecord{Job: api.Job{ID: ds[i].JobID, Status: api.StatusProcessing, Kind: api.KindLive,
-								CreatedAt: api.Time{Time: time.Now()}}, Local: store.Local{Source: "callback"}}
-						case err != nil:
-							return err
-						}
-						time.Sleep(time.Millisecond) // widen the window between read and write
-						rec.Local.Deliveries++
-						return tx.PutJob(ctx, rec)
-					})
-					if err != nil && !errors.Is(err, store.ErrAlreadyApplied) {
-						t.Errorf("replica %d: Apply: %v", r, err)
-					}
+	ds, res := ingestLive(t, rs[0], jobs*perJob, jobs, "job-")
+	atOnce(rs, 3, func(r int, s *Store, rng *rand.Rand) {
+		for _, i := range rng.Perm(len(ds)) {
+			err := s.Apply(context.Background(), res[i].ID, func(ctx context.Context, tx store.Tx) error {
+				rec, err := tx.Job(ctx, ds[i].JobID)
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+					rec = store.JobRecord{Job: api.Job{ID: ds[i].JobID, Status: api.StatusProcessing, Kind: api.KindLive,
+						CreatedAt: api.Time{Time: time.Now()}}, Local: store.Local{Source: "callback"}}
+				case err != nil:
+					return err
 				}
+				time.Sleep(time.Millisecond) // widen the window between read and write
+				rec.Local.Deliveries++
+				return tx.PutJob(ctx, rec)
 			})
+			if err != nil && !errors.Is(err, store.ErrAlreadyApplied) {
+				t.Errorf("replica %d: Apply: %v", r, err)
+			}
 		}
-	}
-	wg.Wait()
+	})
 	for j := range jobs {
 		rec, err := rs[j%2].GetJob(t.Context(), fmt.Sprint("job-", j))
 		if err != nil {
@@ -313,42 +306,23 @@ func TestReplicasClaimOnce(t *testing.T) {
 	if err := rs[0].EnqueueSinkDeliveries(t.Context(), ds); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	owner := map[int64]string{}
-	var wg sync.WaitGroup
-	for r, s := range rs {
-		for g := range 4 {
-			wg.Go(func() {
-				me := fmt.Sprintf("%d/%d", r, g)
-				for {
-					got, err := s.ClaimSinkDeliveries(context.Background(), "hook", false, time.Now(), time.Minute, 9)
-					if err != nil {
-						t.Errorf("claim: %v", err)
-						return
-					}
-					if len(got) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, d := range got {
-						if prev, ok := owner[d.ID]; ok {
-							t.Errorf("delivery %d claimed by %s and %s", d.ID, prev, me)
-						}
-						owner[d.ID] = me
-					}
-					mu.Unlock()
-					for _, d := range got {
-						if err := s.CompleteSinkDelivery(context.Background(), d.ID); err != nil {
-							t.Errorf("complete: %v", err)
-						}
+	// Each claimer completes what it claims, from its own replica.
+	var claimers []func() ([]store.SinkDelivery, error)
+	for _, s := range rs {
+		for range 4 {
+			claimers = append(claimers, func() ([]store.SinkDelivery, error) {
+				got, err := s.ClaimSinkDeliveries(context.Background(), "hook", false, time.Now(), time.Minute, 9)
+				for _, d := range got {
+					if err := s.CompleteSinkDelivery(context.Background(), d.ID); err != nil {
+						t.Errorf("complete: %v", err)
 					}
 				}
+				return got, err
 			})
 		}
 	}
-	wg.Wait()
-	if len(owner) != n {
-		t.Errorf("%d deliveries claimed, want %d", len(owner), n)
+	if got := storetest.ClaimAll(t, claimers...); got != n {
+		t.Errorf("%d deliveries claimed, want %d", got, n)
 	}
 	if d, err := rs[1].SinkDepth(t.Context(), "hook"); err != nil || d != 0 {
 		t.Errorf("depth = %d, %v; want 0", d, err)
@@ -376,42 +350,36 @@ func TestReplicasClaimOrdered(t *testing.T) {
 		total    atomic.Int32
 	)
 	deadline := time.Now().Add(time.Minute)
-	var wg sync.WaitGroup
-	for r, s := range rs {
-		for range 3 {
-			wg.Go(func() {
-				for total.Load() < keys*perKey && time.Now().Before(deadline) {
-					got, err := s.ClaimSinkDeliveries(context.Background(), "hook", true, time.Now(), time.Minute, 4)
-					if err != nil {
-						t.Errorf("replica %d: claim: %v", r, err)
-						return
-					}
-					mu.Lock()
-					for _, d := range got {
-						if other, busy := inFlight[d.OrderKey]; busy {
-							t.Errorf("%s claimed while %s of the same key is in flight", d.EventID, other)
-						}
-						inFlight[d.OrderKey] = d.EventID
-					}
-					mu.Unlock()
-					time.Sleep(time.Millisecond) // "delivering"
-					for _, d := range got {
-						mu.Lock()
-						delete(inFlight, d.OrderKey)
-						done[d.OrderKey] = append(done[d.OrderKey], d.EventID)
-						mu.Unlock()
-						// Completed after leaving the in-flight set: the next of the key may be
-						// claimed from the moment this commits.
-						if err := s.CompleteSinkDelivery(context.Background(), d.ID); err != nil {
-							t.Errorf("complete: %v", err)
-						}
-						total.Add(1)
-					}
+	atOnce(rs, 3, func(r int, s *Store, _ *rand.Rand) {
+		for total.Load() < keys*perKey && time.Now().Before(deadline) {
+			got, err := s.ClaimSinkDeliveries(context.Background(), "hook", true, time.Now(), time.Minute, 4)
+			if err != nil {
+				t.Errorf("replica %d: claim: %v", r, err)
+				return
+			}
+			mu.Lock()
+			for _, d := range got {
+				if other, busy := inFlight[d.OrderKey]; busy {
+					t.Errorf("%s claimed while %s of the same key is in flight", d.EventID, other)
 				}
-			})
+				inFlight[d.OrderKey] = d.EventID
+			}
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // "delivering"
+			for _, d := range got {
+				mu.Lock()
+				delete(inFlight, d.OrderKey)
+				done[d.OrderKey] = append(done[d.OrderKey], d.EventID)
+				mu.Unlock()
+				// Completed after leaving the in-flight set: the next of the key may be
+				// claimed from the moment this commits.
+				if err := s.CompleteSinkDelivery(context.Background(), d.ID); err != nil {
+					t.Errorf("complete: %v", err)
+				}
+				total.Add(1)
+			}
 		}
-	}
-	wg.Wait()
+	})
 	for k := range keys {
 		key := fmt.Sprint("key-", k)
 		var want []string
@@ -480,25 +448,18 @@ func TestLeaseExpiryAcrossReplicas(t *testing.T) {
 func TestReplicasEnqueueOnce(t *testing.T) {
 	rs := replicas(t, 2)
 	const n = 120
-	var wg sync.WaitGroup
-	for r, s := range rs {
-		for g := range 4 {
-			wg.Go(func() {
-				order := rand.New(rand.NewPCG(uint64(r), uint64(g))).Perm(n)
-				for chunk := range slices.Chunk(order, 30) {
-					var ds []store.SinkDelivery
-					for _, i := range chunk {
-						ds = append(ds, sinkEvent(fmt.Sprint("e", i), "job"))
-					}
-					if err := s.EnqueueSinkDeliveries(context.Background(), ds); err != nil {
-						t.Errorf("replica %d: enqueue: %v", r, err)
-						return
-					}
-				}
-			})
+	atOnce(rs, 4, func(r int, s *Store, rng *rand.Rand) {
+		for chunk := range slices.Chunk(rng.Perm(n), 30) {
+			var ds []store.SinkDelivery
+			for _, i := range chunk {
+				ds = append(ds, sinkEvent(fmt.Sprint("e", i), "job"))
+			}
+			if err := s.EnqueueSinkDeliveries(context.Background(), ds); err != nil {
+				t.Errorf("replica %d: enqueue: %v", r, err)
+				return
+			}
 		}
-	}
-	wg.Wait()
+	})
 	if d, err := rs[0].SinkDepth(t.Context(), "hook"); err != nil || d != n {
 		t.Errorf("depth = %d, %v; want %d", d, err, n)
 	}
