@@ -117,6 +117,22 @@ func deliverAcrossRestart(t *testing.T, spec Spec, evs []api.Event, then func(Si
 	return byID
 }
 
+// jetStream is a JetStream client of the server at url, to read what a sink stored; its
+// connection closes when the test ends.
+func jetStream(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 func TestRedisStreamSink(t *testing.T) {
 	url := testinfra.Redis(t).URL
 	spec := Spec{Name: "redis", Kind: KindRedisStream, BrokerURL: url, Topic: "scribehook.{type}"}
@@ -192,12 +208,7 @@ func TestNATSSink(t *testing.T) {
 		}
 	}, evs)
 
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := jetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stream, err := js.Stream(ctx, "scribehook_events")
@@ -255,12 +266,7 @@ func TestNATSSink(t *testing.T) {
 // sink's own stream.
 func TestNATSSinkExistingStream(t *testing.T) {
 	url := testinfra.NATS(t).URL
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := jetStream(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ops", Subjects: []string{"custom.job.>"}}); err != nil {
@@ -366,12 +372,7 @@ func TestNATSSinkStreamDeleted(t *testing.T) {
 	if err := s.Deliver(ctx, evs[0]); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := jetStream(t, url)
 	if err := js.DeleteStream(ctx, "scribehook_events"); err != nil {
 		t.Fatal(err)
 	}
