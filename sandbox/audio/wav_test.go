@@ -2,6 +2,7 @@ package audio
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -294,6 +295,26 @@ func TestEncode16RoundTrip(t *testing.T) {
 	for _, bad := range [][][]float32{nil, {{1}, {1, 2}}, make([][]float32, 9)} {
 		if err := Encode16(io.Discard, bad, 16000); err == nil {
 			t.Fatalf("Encode16 accepted %d channels of lengths that differ", len(bad))
+		}
+	}
+}
+
+// A recording longer than the 32-bit sizes hold gets the placeholder sizes of streamed WAVs;
+// one that fits gets its own.
+func TestHeader16Sizes(t *testing.T) {
+	for _, tc := range []struct {
+		data       int64
+		riff, size uint32
+	}{
+		{data: 32000, riff: 36 + 32000, size: 32000},
+		{data: 0xFFFFFFFF - 36, riff: 0xFFFFFFFF, size: 0xFFFFFFFF - 36},
+		{data: 0xFFFFFFFF - 35, riff: 0xFFFFFFFF, size: 0xFFFFFFFF},
+	} {
+		h := Header16(2, 48000, tc.data)
+		le := binary.LittleEndian
+		if len(h) != 44 || le.Uint32(h[4:]) != tc.riff || le.Uint32(h[40:]) != tc.size || le.Uint32(h[28:]) != 48000*2*2 {
+			t.Errorf("%d bytes of data: RIFF size %d, data size %d, byte rate %d; want %d and %d",
+				tc.data, le.Uint32(h[4:]), le.Uint32(h[40:]), le.Uint32(h[28:]), tc.riff, tc.size)
 		}
 	}
 }
