@@ -2,10 +2,7 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strings"
@@ -62,6 +59,7 @@ type ScriptedOptions struct {
 // wordList is the vocabulary of generated transcripts: the test sentences of
 // notes/offline-asr.md and some common words.
 const wordList = `the quick brown fox jumps over lazy dog please call stella and ask her to bring these
+
 things with from store we will meet at train station nine tomorrow morning weather today is cloudy
 chance of rain in afternoon open door turn on lights kitchen a hello world this sandbox speaks
 words time people year way day thing man woman life child work week case point number group
@@ -297,177 +295,3 @@ func joinWords(words []Word) string {
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-// wordGen lays words out from the start of an utterance, one after another, drawing them from
-// a generator seeded by the channel and the start: the words of a partial are always the first
-// words of the final.
-type wordGen struct {
-	rng          uint64
-	words, vocab []string
-	laid         []Word
-	next         float64 // start of the next word, unrounded
-}
-
-func newWordGen(words, vocab []string, channel int, start float64) *wordGen {
-	h := fnv.New64a()
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(channel))
-	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(start))
-	_, _ = h.Write(b[:])
-	return &wordGen{rng: h.Sum64(), words: words, vocab: vocab, next: start}
-}
-
-// float returns the next number in [0, 1) of a splitmix64 sequence.
-func (g *wordGen) float() float64 {
-	g.rng += 0x9e3779b97f4a7c15
-	z := g.rng
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return float64(z>>11) / (1 << 53)
-}
-
-// layUntil lays words until one starts at or after t.
-func (g *wordGen) layUntil(t float64) {
-	for g.next < t {
-		dur := 0.20 + 0.16*g.float()
-		gap := 0.06 + 0.12*g.float()
-		pick, fromVocab, conf := g.float(), g.float(), g.float()
-		text := g.words[int(pick*float64(len(g.words)))]
-		if len(g.vocab) > 0 && fromVocab < 0.2 {
-			text = g.vocab[int(pick*float64(len(g.vocab)))]
-		}
-		g.laid = append(g.laid, Word{Text: text, Start: round3(g.next), End: round3(g.next + dur), Confidence: round3(0.70 + 0.29*conf)})
-		g.next += dur + gap
-	}
-}
-
-// partial returns the words that end by t.
-func (g *wordGen) partial(t float64) []Word {
-	g.layUntil(t)
-	var out []Word
-	for _, w := range g.laid {
-		if w.End > t {
-			break
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
-// final returns the words of an utterance that ends at end: those that fit, and the next one
-// clipped when enough of it is left (or when it is the only one).
-func (g *wordGen) final(end float64) []Word {
-	out := g.partial(end)
-	if len(out) < len(g.laid) {
-		if w := g.laid[len(out)]; w.Start < end && (len(out) == 0 || end-w.Start >= 0.1) {
-			w.End = end
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// sidecar is the JSON format documented on Scripted.
-type sidecar struct {
-	Utterances *[]sidecarUtterance `json:"utterances"`
-}
-
-type sidecarUtterance struct {
-	Start      *float64      `json:"start"`
-	End        *float64      `json:"end"`
-	Channel    int           `json:"channel"`
-	Speaker    *int          `json:"speaker"`
-	Language   string        `json:"language"`
-	Text       string        `json:"text"`
-	Confidence *float64      `json:"confidence"`
-	Words      []sidecarWord `json:"words"`
-}
-
-type sidecarWord struct {
-	Word       string   `json:"word"`
-	Start      *float64 `json:"start"`
-	End        *float64 `json:"end"`
-	Confidence *float64 `json:"confidence"`
-}
-
-// parseSidecar reads a sidecar; ok is false when it has no utterances member.
-func parseSidecar(b []byte, channels int, lang string) ([]Utterance, bool, error) {
-	var sc sidecar
-	if err := json.Unmarshal(b, &sc); err != nil {
-		return nil, false, unsupported(ScriptedName, "sidecar: %v", err)
-	}
-	if sc.Utterances == nil {
-		return nil, false, nil
-	}
-	bad := func(i int, format string, args ...any) error {
-		return unsupported(ScriptedName, "sidecar: utterance %d: %s", i, fmt.Sprintf(format, args...))
-	}
-	utts := []Utterance{}
-	perChannel := make([]int, channels)
-	for i, su := range *sc.Utterances {
-		if su.Channel < 0 || su.Channel >= channels {
-			return nil, false, bad(i, "channel %d; the audio has %d", su.Channel, channels)
-		}
-		u := Utterance{Channel: su.Channel, Language: su.Language, Text: su.Text}
-		for j, sw := range su.Words {
-			w := Word{Text: strings.TrimSpace(sw.Word), Confidence: 1}
-			switch {
-			case w.Text == "":
-				return nil, false, bad(i, "word %d is empty", j)
-			case sw.Start == nil || sw.End == nil:
-				return nil, false, bad(i, "word %d (%q) needs start and end", j, w.Text)
-			case !validTime(*sw.Start) || !validTime(*sw.End) || *sw.End < *sw.Start:
-				return nil, false, bad(i, "word %d (%q) has start %v and end %v; times are seconds ≥ 0 and start ≤ end", j, w.Text, *sw.Start, *sw.End)
-			}
-			w.Start, w.End = *sw.Start, *sw.End
-			if sw.Confidence != nil {
-				if !(*sw.Confidence >= 0 && *sw.Confidence <= 1) {
-					return nil, false, bad(i, "word %d (%q) has confidence %v outside 0–1", j, w.Text, *sw.Confidence)
-				}
-				w.Confidence = *sw.Confidence
-			}
-			u.Words = append(u.Words, w)
-		}
-		switch {
-		case su.Start != nil && su.End != nil:
-			u.Start, u.End = *su.Start, *su.End
-		case len(u.Words) > 0:
-			u.Start, u.End = u.Words[0].Start, u.Words[len(u.Words)-1].End
-			if su.Start != nil {
-				u.Start = *su.Start
-			}
-			if su.End != nil {
-				u.End = *su.End
-			}
-		default:
-			return nil, false, bad(i, "needs words or start and end")
-		}
-		if !validTime(u.Start) || !validTime(u.End) || u.End < u.Start {
-			return nil, false, bad(i, "start %v and end %v; times are seconds ≥ 0 and start ≤ end", u.Start, u.End)
-		}
-		if su.Speaker != nil {
-			u.Speaker = *su.Speaker
-		} else if channels > 1 {
-			u.Speaker = su.Channel
-		} else {
-			u.Speaker = perChannel[su.Channel] % 2
-		}
-		perChannel[su.Channel]++
-		if u.Language == "" {
-			u.Language = lang
-		}
-		if u.Text == "" {
-			u.Text = joinWords(u.Words)
-		}
-		u.Confidence = meanConfidence(u.Words)
-		if su.Confidence != nil {
-			u.Confidence = *su.Confidence
-		}
-		utts = append(utts, u)
-	}
-	sortUtterances(utts)
-	return utts, true, nil
-}
-
-func validTime(t float64) bool { return t >= 0 && !math.IsInf(t, 1) }
