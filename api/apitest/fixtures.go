@@ -1,7 +1,9 @@
 // Package apitest generates deterministic wire-model bodies for tests and benchmarks: live
 // transcript callbacks like the sandbox sends and pre-recorded results of a given length. The
 // load runs (bench/load/bodies.go) build their bodies from the same generator, so a benchmark of
-// one package measures what the load runs send.
+// one package measures what the load runs send. It also holds the reference classification of
+// callback bodies (ReferenceClassifyCallback), the oracle of api's and the receiver's
+// differential tests.
 package apitest
 
 import (
