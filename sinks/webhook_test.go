@@ -72,6 +72,26 @@ func (r *receiver) last(t *testing.T) received {
 	return r.reqs[len(r.reqs)-1]
 }
 
+// deliver delivers ev through s and gives the request the receiver got.
+func (r *receiver) deliver(t *testing.T, s Sink, ev api.Event) received {
+	t.Helper()
+	if err := s.Deliver(context.Background(), ev); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	return r.last(t)
+}
+
+// newTestWebhook is a webhook sink of spec, closed when the test ends.
+func newTestWebhook(t *testing.T, spec Spec, deps Deps) *WebhookSink {
+	t.Helper()
+	s, err := NewWebhook(spec, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 func loopbackSpec(url string, secrets ...string) Spec {
 	return Spec{Name: "hook", Kind: KindWebhook, URL: url, SigningSecrets: secrets, Timeout: 5 * time.Second,
 		Allow: []string{"127.0.0.0/8"}}
@@ -87,16 +107,9 @@ func TestWebhookSignatureRotation(t *testing.T) {
 	logger := logrus.New()
 	logger.SetOutput(&logs)
 	logger.SetLevel(logrus.TraceLevel)
-	s, err := NewWebhook(loopbackSpec(srv.URL+"/hook", secretOld, secretNew), Deps{Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestWebhook(t, loopbackSpec(srv.URL+"/hook", secretOld, secretNew), Deps{Logger: logger})
 	ev := testEvent()
-	if err := s.Deliver(context.Background(), ev); err != nil {
-		t.Fatalf("Deliver: %v", err)
-	}
-	got := rc.last(t)
+	got := rc.deliver(t, s, ev)
 
 	onlyOld, err := standardwebhooks.NewWebhook(secretOld)
 	if err != nil {
@@ -141,10 +154,7 @@ func TestWebhookSignatureRotation(t *testing.T) {
 	}
 
 	// A retry of the same event carries the same webhook-id, freshly signed.
-	if err := s.Deliver(context.Background(), ev); err != nil {
-		t.Fatal(err)
-	}
-	again := rc.last(t)
+	again := rc.deliver(t, s, ev)
 	if again.header.Get("webhook-id") != ev.ID {
 		t.Error("retry changed webhook-id")
 	}
@@ -165,15 +175,8 @@ func TestWebhookSecretForms(t *testing.T) {
 	srv := httptest.NewServer(rc.handler(http.StatusNoContent))
 	defer srv.Close()
 	unpadded := "whsec_" + base64.RawStdEncoding.EncodeToString([]byte("sixteen byte key!")) // 17 bytes: padding
-	s, err := NewWebhook(loopbackSpec(srv.URL, "a raw secret", unpadded), Deps{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Deliver(context.Background(), testEvent()); err != nil {
-		t.Fatal(err)
-	}
-	got := rc.last(t)
+	s := newTestWebhook(t, loopbackSpec(srv.URL, "a raw secret", unpadded), Deps{Logger: quietLogger()})
+	got := rc.deliver(t, s, testEvent())
 	raw, _ := standardwebhooks.NewWebhookRaw([]byte("a raw secret"))
 	if err := raw.Verify(got.body, got.header); err != nil {
 		t.Errorf("raw secret: %v", err)
@@ -205,15 +208,8 @@ func TestWebhookUnsigned(t *testing.T) {
 	var logs bytes.Buffer
 	logger := logrus.New()
 	logger.SetOutput(&logs)
-	s, err := NewWebhook(loopbackSpec(srv.URL), Deps{Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Deliver(context.Background(), testEvent()); err != nil {
-		t.Fatal(err)
-	}
-	got := rc.last(t)
+	s := newTestWebhook(t, loopbackSpec(srv.URL), Deps{Logger: logger})
+	got := rc.deliver(t, s, testEvent())
 	if got.header.Get("webhook-signature") != "" || got.header.Get("webhook-id") == "" || got.header.Get("webhook-timestamp") == "" {
 		t.Errorf("headers %v", got.header)
 	}
@@ -228,15 +224,8 @@ func TestWebhookTLS(t *testing.T) {
 	srv := httptest.NewTLSServer(rc.handler(http.StatusAccepted))
 	defer srv.Close()
 	base := srv.Client().Transport.(*http.Transport)
-	s, err := NewWebhook(loopbackSpec(srv.URL, secretNew), Deps{Transport: base, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Deliver(context.Background(), testEvent()); err != nil {
-		t.Fatalf("Deliver: %v", err)
-	}
-	got := rc.last(t)
+	s := newTestWebhook(t, loopbackSpec(srv.URL, secretNew), Deps{Transport: base, Logger: quietLogger()})
+	got := rc.deliver(t, s, testEvent())
 	wh, _ := standardwebhooks.NewWebhook(secretNew)
 	if err := wh.Verify(got.body, got.header); err != nil {
 		t.Error(err)
@@ -356,11 +345,7 @@ func TestWebhookNetworkError(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now: connection refused
-	s, err := NewWebhook(loopbackSpec("http://"+addr+"/hook?token=s3cr3t"), Deps{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestWebhook(t, loopbackSpec("http://"+addr+"/hook?token=s3cr3t"), Deps{Logger: quietLogger()})
 	err = s.Deliver(context.Background(), testEvent())
 	f := AsFailure(err)
 	if err == nil || f.Permanent || f.Disable || f.RetryAfter != 0 {
@@ -385,11 +370,7 @@ func TestWebhookCancelled(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s, err := NewWebhook(loopbackSpec(srv.URL), Deps{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestWebhook(t, loopbackSpec(srv.URL), Deps{Logger: quietLogger()})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
