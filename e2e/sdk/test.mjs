@@ -7,13 +7,13 @@
 // Environment: SDK_LAUNCHER (a built ./launch; default e2e/sdk/.bin/launch, else
 // `go run ./e2e/sdk/launch`).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { GladiaClient } from '@gladiaio/sdk';
+
+import { startLauncher } from '../launcher.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
@@ -51,27 +51,6 @@ function parseWAV(buf) {
 const round3 = (x) => Math.round(x * 1000) / 1000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const expectedTranscript = sidecar.utterances.map((u) => u.text ?? u.words.map((w) => w.word).join(' ')).join(' ');
-
-function startLauncher() {
-  const bin = process.env.SDK_LAUNCHER || path.join(here, '.bin', 'launch');
-  const [cmd, args] = fs.existsSync(bin) ? [bin, []] : ['go', ['run', './e2e/sdk/launch']];
-  const child = spawn(cmd, args, { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
-  const info = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the launcher printed nothing within 180 s')), 180_000);
-    readline.createInterface({ input: child.stdout }).once('line', (line) => {
-      clearTimeout(timer);
-      try { resolve(JSON.parse(line)); } catch { reject(new Error(`launcher said: ${line}`)); }
-    });
-    child.once('exit', (code) => reject(new Error(`the launcher exited with ${code}`)));
-  });
-  const stop = () => new Promise((resolve) => {
-    if (child.exitCode !== null) { resolve(); return; }
-    child.once('exit', resolve);
-    child.stdin.end();
-    setTimeout(() => child.kill('SIGTERM'), 5000).unref();
-  });
-  return { info, stop };
-}
 
 /** Runs fn and returns the error it throws, failing when it does not. */
 async function rejection(fn, what) {
@@ -549,7 +528,7 @@ async function live(info) {
 
 // ------------------------------------------------------------------ main
 
-const launcher = startLauncher();
+const launcher = startLauncher('sdk', 'SDK_LAUNCHER');
 let failed = false;
 try {
   const info = await launcher.info;

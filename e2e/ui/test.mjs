@@ -7,13 +7,13 @@
 // Environment: CHROMIUM (default /usr/bin/chromium), UI_LAUNCHER (a built ./launch; default
 // e2e/ui/.bin/launch, else `go run ./e2e/ui/launch`), HEADED=1 to watch.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+
+import { startLauncher } from '../launcher.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
@@ -21,28 +21,6 @@ const shotsDir = path.join(here, 'screenshots');
 const T = { short: 10_000, long: 45_000 };
 
 // ------------------------------------------------------------------ launcher
-
-function startLauncher() {
-  const bin = process.env.UI_LAUNCHER || path.join(here, '.bin', 'launch');
-  const [cmd, args] = fs.existsSync(bin) ? [bin, []] : ['go', ['run', './e2e/ui/launch']];
-  const child = spawn(cmd, args, { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
-  const info = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the launcher printed nothing within 180 s')), 180_000);
-    readline.createInterface({ input: child.stdout }).once('line', (line) => {
-      clearTimeout(timer);
-      try { resolve(JSON.parse(line)); } catch (e) { reject(new Error(`launcher said: ${line}`)); }
-    });
-    child.once('exit', (code) => reject(new Error(`the launcher exited with ${code}`)));
-  });
-  // Closing its standard input stops it; SIGTERM if it lingers.
-  const stop = () => new Promise((resolve) => {
-    if (child.exitCode !== null) { resolve(); return; }
-    child.once('exit', resolve);
-    child.stdin.end();
-    setTimeout(() => child.kill('SIGTERM'), 5000).unref();
-  });
-  return { info, stop };
-}
 
 async function control(info, method, p, body) {
   const res = await fetch(info.control + p, { method, body: body && JSON.stringify(body) });
@@ -125,7 +103,7 @@ async function step(name, fn) {
 async function main() {
   fs.rmSync(shotsDir, { recursive: true, force: true });
   fs.mkdirSync(shotsDir, { recursive: true });
-  const launcher = startLauncher();
+  const launcher = startLauncher('ui', 'UI_LAUNCHER');
   let context;
   let page;
   const pageErrors = [];
