@@ -83,7 +83,7 @@ func TestCheckAddrDecisions(t *testing.T) {
 
 func TestFromPrefixesAllows(t *testing.T) {
 	g := FromPrefixes([]netip.Prefix{netip.MustParsePrefix("127.0.0.2/32"), netip.MustParsePrefix("10.1.0.0/16"), {}})
-	for addr, blocked := range map[string]bool{
+	assertBlocked(t, g, map[string]bool{
 		"127.0.0.2":          false,
 		"::ffff:127.0.0.2":   false,
 		"127.0.0.1":          true,
@@ -93,12 +93,7 @@ func TestFromPrefixesAllows(t *testing.T) {
 		"169.254.169.254":    true,
 		"0.0.0.0":            true,
 		"::ffff:169.254.0.1": true,
-	} {
-		err := g.CheckAddr(netip.MustParseAddr(addr))
-		if (err != nil) != blocked {
-			t.Errorf("CheckAddr(%s) = %v, want blocked %v", addr, err, blocked)
-		}
-	}
+	})
 	u, _ := url.Parse("http://localhost/")
 	if g.HostAllowed(u.Hostname()) {
 		t.Error("a prefix-only guard allows a host name")
@@ -342,7 +337,7 @@ func TestGuardRangesAndAllow(t *testing.T) {
 		}
 	}
 	g, _ := New([]string{"10.1.2.0/24", "fd00::5", "HOOKS.example."})
-	for addr, blocked := range map[string]bool{
+	assertBlocked(t, g, map[string]bool{
 		"10.1.2.3":         false,
 		"10.1.3.1":         true,
 		"::ffff:10.1.2.99": false,
@@ -350,12 +345,7 @@ func TestGuardRangesAndAllow(t *testing.T) {
 		"fd00::5":          false,
 		"fd00::6":          true,
 		"fe80::1%eth0":     true,
-	} {
-		err := g.CheckAddr(netip.MustParseAddr(addr))
-		if (err != nil) != blocked {
-			t.Errorf("CheckAddr(%s) = %v, want blocked %v", addr, err, blocked)
-		}
-	}
+	})
 	u, _ := url.Parse("http://hooks.example:8080/")
 	if !g.HostAllowed(u.Hostname()) {
 		t.Error("host name allow-list is not case and trailing-dot insensitive")
@@ -363,6 +353,17 @@ func TestGuardRangesAndAllow(t *testing.T) {
 	for _, bad := range []string{"10.0.0.0/33", "http://x", "under_score.example", ""} {
 		if _, err := New([]string{bad}); err == nil || !strings.Contains(err.Error(), "allow[0]") {
 			t.Errorf("New(%q) = %v, want an error naming allow[0]", bad, err)
+		}
+	}
+}
+
+// assertBlocked checks g's verdict on each address: blocked (true) or allowed.
+func assertBlocked(t *testing.T, g *Guard, want map[string]bool) {
+	t.Helper()
+	for addr, blocked := range want {
+		err := g.CheckAddr(netip.MustParseAddr(addr))
+		if (err != nil) != blocked {
+			t.Errorf("CheckAddr(%s) = %v, want blocked %v", addr, err, blocked)
 		}
 	}
 }
