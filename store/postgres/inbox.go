@@ -12,32 +12,21 @@ import (
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
-// Ingest stores the deliveries in one transaction: classified ones in the inbox, quarantined
-// ones in the quarantine table. A dedupe key seen before, in an earlier batch, earlier in this
-// one, or in a batch another replica is committing at the same moment, reports Duplicate with
-// the first row's id.
-//
-// Each table gets one multi-row INSERT … ON CONFLICT (dedupe_key) DO NOTHING RETURNING, then
+// Ingest stores the deliveries in one transaction. Each table gets one multi-row INSERT … ON CONFLICT (dedupe_key) DO NOTHING RETURNING, then
 // one look-up of the keys that were not inserted. Ids are reserved first, in batch
 // order, and the rows inserted in dedupe key order: an insert that meets a key another
 // transaction has inserted but not committed waits for it, and with every batch taking its
 // keys in the same order no two batches ever wait for each other in a cycle.
-func (s *Store) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error) {
-	if len(ds) == 0 {
-		return nil, nil
-	}
+func (w writes) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error) {
 	var inbox, quarantine []pending
 	for i := range ds {
-		switch {
-		case ds[i].Quarantine != "":
+		if ds[i].Quarantine != "" {
 			quarantine = append(quarantine, pending{idx: i, key: QuarantineKey(ds[i].Route, ds[i].Body)})
-		case ds[i].DedupeKey == "":
-			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
-		default:
+		} else {
 			inbox = append(inbox, pending{idx: i, key: text(ds[i].DedupeKey)})
 		}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := w.s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: begin: %w", err)
 	}
@@ -66,43 +55,28 @@ type pending struct {
 type tableSpec struct {
 	name, sequence string
 	quarantined    bool
-	// insert inserts rows (ids reserved, in key order) with ON CONFLICT (dedupe_key) DO NOTHING
-	// and returns the rows it inserted.
-	insert func(ctx context.Context, tx *sql.Tx, ds []store.Delivery, rows []*pending) (*sql.Rows, error)
+	// own gives the table's own text columns, those between route and headers in insert.
+	own []func(d *store.Delivery) string
+	// insert inserts rows (ids reserved, in key order) from one array per column (id,
+	// dedupe_key, route, own…, headers, body, received_at) with ON CONFLICT (dedupe_key) DO
+	// NOTHING and returns the rows it inserted.
+	insert string
 }
 
 // The inserts pass one array per column to unnest, so each table has one statement text
 // whatever the batch size: pgx prepares it once per connection instead of once per size.
 // unnest yields the rows in array order, which is the order they are inserted in.
 var (
-	inboxTable = tableSpec{name: "inbox", sequence: "inbox_id_seq", insert: insertInbox}
-
-	quarantineTable = tableSpec{name: "quarantine", sequence: "quarantine_id_seq", quarantined: true,
-		insert: insertQuarantine}
-)
-
-func insertInbox(ctx context.Context, tx *sql.Tx, ds []store.Delivery, rows []*pending) (*sql.Rows, error) {
-	n := len(rows)
-	var (
-		ids                               = make([]int64, n)
-		keys, routes, kinds, events, jobs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		mtypes, cats, parts               = make([]string, n), make([]string, n), make([]string, n)
-		headers                           = make([]*string, n)
-		bodies                            = make([][]byte, n)
-		received                          = make([]*time.Time, n)
-	)
-	for i, p := range rows {
-		d := &ds[p.idx]
-		h, err := sqlcore.EncodeHeaders(d.Headers, text)
-		if err != nil {
-			return nil, fmt.Errorf("delivery %d: %w", p.idx, err)
-		}
-		ids[i], keys[i], routes[i], kinds[i], events[i], jobs[i] = p.id, p.key, text(d.Route), text(string(d.Kind)),
-			text(d.Event), text(d.JobID)
-		mtypes[i], cats[i], parts[i] = text(string(d.MessageType)), text(string(d.Category)), text(d.PartitionKey)
-		headers[i], bodies[i], received[i] = nullString(h), sqlcore.Blob(d.Body), timePtr(d.ReceivedAt)
-	}
-	return tx.QueryContext(ctx, `INSERT INTO inbox (id, dedupe_key, route, kind, event, job_id, message_type,
+	inboxTable = tableSpec{name: "inbox", sequence: "inbox_id_seq",
+		own: []func(d *store.Delivery) string{
+			func(d *store.Delivery) string { return string(d.Kind) },
+			func(d *store.Delivery) string { return d.Event },
+			func(d *store.Delivery) string { return d.JobID },
+			func(d *store.Delivery) string { return string(d.MessageType) },
+			func(d *store.Delivery) string { return string(d.Category) },
+			func(d *store.Delivery) string { return d.PartitionKey },
+		},
+		insert: `INSERT INTO inbox (id, dedupe_key, route, kind, event, job_id, message_type,
 			category, partition_key, headers, body, received_at)
 		SELECT id, dedupe_key, route, kind, event, job_id, message_type, category, partition_key,
 			headers::jsonb, body, received_at
@@ -111,35 +85,49 @@ func insertInbox(ctx context.Context, tx *sql.Tx, ds []store.Delivery, rows []*p
 			AS u (id, dedupe_key, route, kind, event, job_id, message_type, category, partition_key, headers,
 				body, received_at)
 		ON CONFLICT (dedupe_key) DO NOTHING
-		RETURNING dedupe_key, id`,
-		ids, keys, routes, kinds, events, jobs, mtypes, cats, parts, headers, bodies, received)
-}
+		RETURNING dedupe_key, id`}
 
-func insertQuarantine(ctx context.Context, tx *sql.Tx, ds []store.Delivery, rows []*pending) (*sql.Rows, error) {
+	quarantineTable = tableSpec{name: "quarantine", sequence: "quarantine_id_seq", quarantined: true,
+		own: []func(d *store.Delivery) string{func(d *store.Delivery) string { return d.Quarantine }},
+		insert: `INSERT INTO quarantine (id, dedupe_key, route, reason, headers, body, received_at)
+		SELECT id, dedupe_key, route, reason, headers::jsonb, body, received_at
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
+			AS u (id, dedupe_key, route, reason, headers, body, received_at)
+		ON CONFLICT (dedupe_key) DO NOTHING
+		RETURNING dedupe_key, id`}
+)
+
+// insertRows runs tbl's insert for rows.
+func insertRows(ctx context.Context, tx *sql.Tx, tbl tableSpec, ds []store.Delivery, rows []*pending) (*sql.Rows, error) {
 	n := len(rows)
 	var (
-		ids                   = make([]int64, n)
-		keys, routes, reasons = make([]string, n), make([]string, n), make([]string, n)
-		headers               = make([]*string, n)
-		bodies                = make([][]byte, n)
-		received              = make([]*time.Time, n)
+		ids          = make([]int64, n)
+		keys, routes = make([]string, n), make([]string, n)
+		own          = make([][]string, len(tbl.own))
+		headers      = make([]*string, n)
+		bodies       = make([][]byte, n)
+		received     = make([]*time.Time, n)
 	)
+	for c := range own {
+		own[c] = make([]string, n)
+	}
 	for i, p := range rows {
 		d := &ds[p.idx]
 		h, err := sqlcore.EncodeHeaders(d.Headers, text)
 		if err != nil {
 			return nil, fmt.Errorf("delivery %d: %w", p.idx, err)
 		}
-		ids[i], keys[i], routes[i], reasons[i] = p.id, p.key, text(d.Route), text(d.Quarantine)
+		ids[i], keys[i], routes[i] = p.id, p.key, text(d.Route)
+		for c, col := range tbl.own {
+			own[c][i] = text(col(d))
+		}
 		headers[i], bodies[i], received[i] = nullString(h), sqlcore.Blob(d.Body), timePtr(d.ReceivedAt)
 	}
-	return tx.QueryContext(ctx, `INSERT INTO quarantine (id, dedupe_key, route, reason, headers, body, received_at)
-		SELECT id, dedupe_key, route, reason, headers::jsonb, body, received_at
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])
-			AS u (id, dedupe_key, route, reason, headers, body, received_at)
-		ON CONFLICT (dedupe_key) DO NOTHING
-		RETURNING dedupe_key, id`,
-		ids, keys, routes, reasons, headers, bodies, received)
+	args := []any{ids, keys, routes}
+	for _, col := range own {
+		args = append(args, col)
+	}
+	return tx.QueryContext(ctx, tbl.insert, append(args, headers, bodies, received)...)
 }
 
 func ingestTable(ctx context.Context, tx *sql.Tx, tbl tableSpec, ds []store.Delivery, ps []pending, out []store.IngestResult) error {
@@ -167,7 +155,7 @@ func ingestTable(ctx context.Context, tx *sql.Tx, tbl tableSpec, ds []store.Deli
 	slices.SortFunc(byKey, func(a, b *pending) int { return cmp.Compare(a.key, b.key) })
 
 	inserted := make(map[string]int64, len(fresh))
-	rows, err := tbl.insert(ctx, tx, ds, byKey)
+	rows, err := insertRows(ctx, tx, tbl, ds, byKey)
 	if err != nil {
 		return fmt.Errorf("insert %s rows: %w", tbl.name, err)
 	}

@@ -172,9 +172,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		return errors.New("postgres: no schema of the search_path exists: create it or fix search_path in the DSN")
 	}
 	return sqlcore.Migrator{
-		Files:   migrationFiles,
-		Prefix:  "postgres: ",
-		Version: schemaVersion,
+		Files:  migrationFiles,
+		Prefix: "postgres: ",
+		Exists: `SELECT to_regclass('schema_migrations') IS NOT NULL`,
 		CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			applied_at TIMESTAMPTZ NOT NULL
@@ -203,22 +203,6 @@ func migrationLockKey(schema string) int64 {
 	h.Write([]byte("scribehook/store/postgres migrate\x00"))
 	h.Write([]byte(schema))
 	return int64(h.Sum64())
-}
-
-// schemaVersion is the highest applied migration, 0 for a new schema.
-func schemaVersion(ctx context.Context, q sqlcore.Querier) (int, error) {
-	var exists bool
-	if err := q.QueryRowContext(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
-		return 0, fmt.Errorf("postgres: read schema version: %w", err)
-	}
-	if !exists {
-		return 0, nil
-	}
-	var v int
-	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("postgres: read schema version: %w", err)
-	}
-	return v, nil
 }
 
 // Ping checks that the database answers a query (readiness).

@@ -57,18 +57,7 @@ func TestContract(t *testing.T) {
 }
 
 func TestMigrationsRecorded(t *testing.T) {
-	s := open(t, newSchema(t))
-	ms, err := sqlcore.LoadMigrations(migrationFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n, latest int
-	if err := s.db.QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &latest); err != nil {
-		t.Fatal(err)
-	}
-	if n != len(ms) || latest != ms[len(ms)-1].Version {
-		t.Errorf("schema_migrations has %d rows up to %d, want %d up to %d", n, latest, len(ms), ms[len(ms)-1].Version)
-	}
+	storetest.MigrationsRecorded(t, migrationFiles, open(t, newSchema(t)).db)
 }
 
 // TestConcurrentOpen: replicas starting together migrate the schema once, all of them open.

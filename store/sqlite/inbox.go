@@ -10,19 +10,11 @@ import (
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
-// Ingest stores the deliveries in one transaction: classified ones in the inbox, quarantined
-// ones in the quarantine table. A dedupe key seen before, in an earlier batch or earlier in
-// this one, reports Duplicate with the first row's id.
-func (s *Store) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error) {
-	if len(ds) == 0 {
-		return nil, nil
-	}
-	for i := range ds {
-		if ds[i].Quarantine == "" && ds[i].DedupeKey == "" {
-			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
-		}
-	}
-	w, err := s.begin(ctx, "ingest", sqlcore.Durable)
+// Ingest inserts the deliveries one by one on prepared statements, in one durable
+// transaction: the writer is one connection, so a batch never meets another's uncommitted keys,
+// and a key inserted earlier in the batch is found like a committed one.
+func (ws writes) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error) {
+	w, err := ws.s.begin(ctx, "ingest", sqlcore.Durable)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: begin: %w", err)
 	}

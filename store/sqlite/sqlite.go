@@ -292,8 +292,8 @@ func readerDSN(o Options) string {
 // pool begins them so).
 func (s *Store) migrate(ctx context.Context) error {
 	return sqlcore.Migrator{
-		Files:   migrationFiles,
-		Version: schemaVersion,
+		Files:  migrationFiles,
+		Exists: `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`,
 		CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			applied_at TEXT NOT NULL
@@ -305,23 +305,6 @@ func (s *Store) migrate(ctx context.Context) error {
 		},
 		Applied: func(name string) { s.log.WithField("migration", name).Info("sqlite: migration applied") },
 	}.Run(ctx, s.w)
-}
-
-// schemaVersion is the highest applied migration, 0 for a new database.
-func schemaVersion(ctx context.Context, db sqlcore.Querier) (int, error) {
-	var n int
-	if err := db.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("read schema version: %w", err)
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	var v int
-	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("read schema version: %w", err)
-	}
-	return v, nil
 }
 
 // Ping checks that both pools answer a query, that the database file can be written, and

@@ -248,17 +248,7 @@ func TestSchemaTooNew(t *testing.T) {
 
 func TestMigrationsRecorded(t *testing.T) {
 	s := openTemp(t, Options{})
-	ms, err := sqlcore.LoadMigrations(migrationFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n, max int
-	if err := s.r.QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &max); err != nil {
-		t.Fatal(err)
-	}
-	if n != len(ms) || max != ms[len(ms)-1].Version {
-		t.Errorf("schema_migrations has %d rows up to %d, want %d up to %d", n, max, len(ms), ms[len(ms)-1].Version)
-	}
+	storetest.MigrationsRecorded(t, migrationFiles, s.r)
 	var mode string
 	if err := s.r.QueryRowContext(t.Context(), `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal mode = %q, %v; want wal", mode, err)

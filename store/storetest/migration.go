@@ -1,13 +1,16 @@
 package storetest
 
 import (
+	"database/sql"
 	"encoding/json"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // Database is one database a test opens a store on more than once, with the raw access the
@@ -64,5 +67,21 @@ func MigrationRedactsLegacyTokens(t *testing.T, db Database) {
 	}
 	if want := strings.Replace(params, legacyToken, "[token]", 1); string(j.Job.RequestParams) != want {
 		t.Errorf("request_params %s, want %s", j.Job.RequestParams, want)
+	}
+}
+
+// MigrationsRecorded: on db, which a store has opened, schema_migrations has one row for each
+// migration of files (the store's embedded ones), up to the latest.
+func MigrationsRecorded(t *testing.T, files fs.FS, db *sql.DB) {
+	ms, err := sqlcore.LoadMigrations(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, latest int
+	if err := db.QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &latest); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(ms) || latest != ms[len(ms)-1].Version {
+		t.Errorf("schema_migrations has %d rows up to %d, want %d up to %d", n, latest, len(ms), ms[len(ms)-1].Version)
 	}
 }

@@ -1,13 +1,13 @@
 // Package sqlcore is the store contract written once for the SQL stores (store/sqlite,
 // store/postgres), as watermill-sql writes its publisher and subscriber once over its
-// adapters: Core holds every flow of store.Store but Ingest, Ping and Close (reads, Apply and
-// its Tx, jobs, tokens, the sink queue), with the encoding of values into columns and back, the
+// adapters: Core holds every flow of store.Store but Ping and Close (reads, Apply and its Tx,
+// jobs, tokens, the sink queue, the checks of Ingest), with the encoding of values into columns and back, the
 // row loops, the mapping of driver errors to the contract's, and the migrations runner. A store
 // gives it a Dialect (placeholders, argument types, a few clauses, the statements it writes its
 // own way) and Writes: how it begins a write transaction (Tx: SQLite's held writer connection
-// and group commit, PostgreSQL's *sql.Tx or pool) and how it inserts sink deliveries. Ingest,
-// whose algorithms differ (SQLite inserts row by row on prepared statements, PostgreSQL in one
-// statement per table with ids reserved first), stays with each store.
+// and group commit, PostgreSQL's *sql.Tx or pool), how it inserts sink deliveries, and how it
+// ingests, whose algorithms differ (SQLite inserts row by row on prepared statements,
+// PostgreSQL in one statement per table with ids reserved first).
 package sqlcore
 
 import (

@@ -138,6 +138,9 @@ type Tx interface {
 
 // Writes is what a database does its own way on the write side.
 type Writes interface {
+	// Ingest stores checked deliveries (at least one; each classified one has a dedupe key) in
+	// one transaction, as Core.Ingest promises.
+	Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error)
 	// Begin starts a write transaction of kind; op names it (SQLite's tests watch commits by
 	// name).
 	Begin(ctx context.Context, op string, kind TxKind) (Tx, error)
@@ -147,7 +150,7 @@ type Writes interface {
 }
 
 // Core is the store contract written once over a Dialect and its Writes: every method of
-// store.Store but Ingest, Ping and Close, which a store adds. A store embeds it.
+// store.Store but Ping and Close, which a store adds. A store embeds it.
 type Core struct {
 	*Reader
 	d        Dialect
@@ -159,6 +162,23 @@ type Core struct {
 // w.
 func NewCore(db *sql.DB, d Dialect, w Writes) *Core {
 	return &Core{Reader: NewReader(db, d), d: d, w: w, lockJobs: d.SQL[StJobLock] != ""}
+}
+
+// Ingest stores the deliveries in one transaction: classified ones in the inbox, quarantined
+// ones in the quarantine table (their dedupe key is QuarantineKey). A dedupe key seen before,
+// in an earlier batch, earlier in this one, or in a batch another process is committing at the
+// same moment, reports Duplicate with the first row's id. How the rows are inserted is the
+// dialect's (Writes.Ingest).
+func (c *Core) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	for i := range ds {
+		if ds[i].Quarantine == "" && ds[i].DedupeKey == "" {
+			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
+		}
+	}
+	return c.w.Ingest(ctx, ds)
 }
 
 // Apply runs fn and marks the inbox row done in one Derived transaction. The row is marked

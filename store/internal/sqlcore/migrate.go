@@ -61,8 +61,9 @@ type Migrator struct {
 	Files fs.FS
 	// Prefix starts every error message (the store's name, or "").
 	Prefix string
-	// Version reads the highest applied migration, 0 when schema_migrations does not exist.
-	Version func(ctx context.Context, q Querier) (int, error)
+	// Exists selects whether schema_migrations exists (a boolean, or a count of 0 or 1): the
+	// version of a new database is 0.
+	Exists string
 	// CreateTable creates schema_migrations when it does not exist.
 	CreateTable string
 	// Record inserts the schema_migrations row of version.
@@ -86,7 +87,7 @@ func (m Migrator) Run(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("%s%w", m.Prefix, err)
 	}
 	latest := ms[len(ms)-1].Version
-	current, err := m.Version(ctx, db)
+	current, err := m.version(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -99,6 +100,22 @@ func (m Migrator) Run(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("%sschema version %d, binary knows up to %d: %w", m.Prefix, current, latest, ErrSchemaTooNew)
 	}
 	return nil
+}
+
+// version is the highest applied migration, 0 for a new database.
+func (m Migrator) version(ctx context.Context, q Querier) (int, error) {
+	var exists bool
+	if err := q.QueryRowContext(ctx, m.Exists).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("%sread schema version: %w", m.Prefix, err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("%sread schema version: %w", m.Prefix, err)
+	}
+	return v, nil
 }
 
 // step runs one migration transaction and returns the version it leaves.
@@ -116,7 +133,7 @@ func (m Migrator) step(ctx context.Context, db *sql.DB, ms []Migration, before i
 	if _, err := tx.ExecContext(ctx, m.CreateTable); err != nil {
 		return before, fmt.Errorf("%screate schema_migrations: %w", m.Prefix, err)
 	}
-	current, err := m.Version(ctx, tx)
+	current, err := m.version(ctx, tx)
 	if err != nil {
 		return before, err
 	}
