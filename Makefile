@@ -4,7 +4,7 @@ GO ?= go
 # Debian packages the tests need; scripts/deps.sh installs the missing ones.
 TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server postgresql \
 	libpocketsphinx-dev pocketsphinx-en-us flite pocketsphinx-testdata \
-	podman buildah runc file systemd ca-certificates curl
+	podman buildah runc file systemd ca-certificates curl haproxy
 
 .PHONY: test deps build demo fuzz ui-test image-test
 
