@@ -49,7 +49,7 @@ func cmdBig(args []string) error {
 		return err
 	}
 	time.Sleep(time.Second)
-	pid := srv.pid()
+	pid := srv.Pid()
 	if *pause > 0 {
 		fmt.Printf("serve pid %d on %s: sending in %s\n", pid, srv.addr, *pause)
 		time.Sleep(*pause)

@@ -113,8 +113,8 @@ func faultDiskFull(args []string) error {
 			problems.add("/readyz answered %d while the disk was full, want 503", code)
 		}
 	}
-	if !srv.alive() {
-		return fmt.Errorf("serve exited while the disk was full: %v", srv.exitErr())
+	if !srv.Running() {
+		return fmt.Errorf("serve exited while the disk was full: %v", srv.ExitErr())
 	}
 
 	if err := os.Remove(filler); err != nil {
@@ -215,14 +215,14 @@ func readOnlyRestart(srv *serveProc, dbDir string, probe callback) error {
 	}
 	if out, err := exec.Command("mount", "-o", "remount,ro", dbDir).CombinedOutput(); err != nil {
 		fmt.Printf("read-only: skipped, remount refused: %s\n", strings.TrimSpace(string(out)))
-		return srv.start(context.Background())
+		return srv.Start(context.Background())
 	}
 	defer func() { _ = exec.Command("mount", "-o", "remount,rw", dbDir).Run() }()
 	var problem error
-	if err := srv.start(context.Background()); err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		first := strings.SplitN(err.Error(), "\n", 2)[0]
 		fmt.Printf("read-only: serve refuses to start: %s\n", truncate(first, 300))
-		fmt.Printf("read-only: its log ends with: %s\n", strings.TrimSpace(testinfra.Tail(srv.log(), 400)))
+		fmt.Printf("read-only: its log ends with: %s\n", strings.TrimSpace(testinfra.Tail(srv.Log(), 400)))
 	} else {
 		r := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: []callback{probe}, Conns: 1})
 		fmt.Printf("read-only: serve started; a callback got %s\n", r.statusLine())
@@ -234,7 +234,7 @@ func readOnlyRestart(srv *serveProc, dbDir string, probe callback) error {
 	if out, err := exec.Command("mount", "-o", "remount,rw", dbDir).CombinedOutput(); err != nil {
 		return fmt.Errorf("remount read-write: %s: %w", strings.TrimSpace(string(out)), err)
 	}
-	if err := srv.start(context.Background()); err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		return fmt.Errorf("start after the read-write remount: %w", err)
 	}
 	r := runLoad(loadSpec{Addr: srv.addr, Path: callbackPath, Calls: []callback{probe}, Conns: 1})

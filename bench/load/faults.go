@@ -75,7 +75,7 @@ func faultKill(args []string) error {
 			return err
 		}
 		fmt.Printf("kill %d: SIGKILL at %s, %d acknowledged\n", i+1, time.Since(start).Round(time.Millisecond), acked.Load())
-		if err := srv.start(context.Background()); err != nil {
+		if err := srv.Start(context.Background()); err != nil {
 			return fmt.Errorf("restart after kill %d: %w", i+1, err)
 		}
 		downs = append(downs, time.Since(killed))

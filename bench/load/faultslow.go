@@ -47,12 +47,12 @@ func faultSlow(args []string) error {
 	if err != nil {
 		return err
 	}
-	rssBefore, _, _ := memory(srv.pid())
+	rssBefore, _, _ := memory(srv.Pid())
 	fmt.Printf("before: %.0f goroutines, RSS %s\n", gBefore, mib(rssBefore))
 	fmt.Printf("holding %d idle connections, %d slow-header and %d slow-body clients (announcing %s, sent at 1 KiB/s) for %s, with %.0f callbacks/s meanwhile\n",
 		*flood, *slowHead, *slowBody, mib(int64(*bodySize)), *hold, *rate)
 
-	sampler := sampleRSS(srv.pid(), 100*time.Millisecond)
+	sampler := sampleRSS(srv.Pid(), 100*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), *hold)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -163,7 +163,7 @@ func faultSlow(args []string) error {
 		}
 	}
 	fmt.Printf("goroutines after the clients left: %s\n", strings.Join(series, " "))
-	rssAfter, _, _ := memory(srv.pid())
+	rssAfter, _, _ := memory(srv.Pid())
 	fmt.Printf("goroutines: %.0f before, peak %.0f, %.0f after\n", gBefore, gPeak, gAfter)
 	fmt.Printf("memory: RSS before %s, peak %s, after %s (bound %d MiB)\n", mib(rssBefore), mib(peak), mib(rssAfter), *maxRSS)
 	if gAfter > gBefore+10 {

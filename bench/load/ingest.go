@@ -75,19 +75,19 @@ func cmdIngest(args []string) error {
 	if _, _, err := waitDrained(srv.db, setup.FileSink != "", lf.drain); err != nil {
 		return fmt.Errorf("after the warm-up: %w", err)
 	}
-	rssIdle, _, _ := memory(srv.pid())
-	sampler := sampleRSS(srv.pid(), 50*time.Millisecond)
-	cpu := cpuMeter(srv.pid())
+	rssIdle, _, _ := memory(srv.Pid())
+	sampler := sampleRSS(srv.Pid(), 50*time.Millisecond)
+	cpu := cpuMeter(srv.Pid())
 	res := runLoad(spec)
 	peakLoad := sampler.stop()
 	fmt.Printf("serve: %s; %s\n", describeLoad(res), cpu(res.OK))
-	sampler = sampleRSS(srv.pid(), 50*time.Millisecond)
+	sampler = sampleRSS(srv.Pid(), 50*time.Millisecond)
 	left, waited, derr := waitDrained(srv.db, setup.FileSink != "", lf.drain)
 	peakDrain := sampler.stop()
 	// Processing lags behind at high rates and finishes after the load: the cost of a delivery
 	// is the CPU until everything is applied.
 	fmt.Printf("serve, receipt and processing until drained: %s\n", cpu(res.OK))
-	_, hwm, _ := memory(srv.pid())
+	_, hwm, _ := memory(srv.Pid())
 	fmt.Printf("processing: everything applied %s after the last ack (%d pending, %d failed, %d sink deliveries queued); %.0f rows/s from the first call to the last row\n",
 		waited.Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, float64(res.OK)/(res.Elapsed+waited).Seconds())
 	fmt.Printf("memory: RSS idle %s, peak during the load %s, peak while processing the backlog %s, VmHWM %s\n",

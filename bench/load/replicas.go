@@ -119,7 +119,7 @@ func cmdReplicas(args []string) error {
 		addrs = append(addrs, procs[i].addr)
 	}
 	for i, p := range procs {
-		if err := p.start(context.Background()); err != nil {
+		if err := p.Start(context.Background()); err != nil {
 			return fmt.Errorf("replica %d: %w", i+1, err)
 		}
 	}
@@ -183,7 +183,7 @@ func cmdReplicas(args []string) error {
 	load.Acked = &acked
 	cpu := make([]func(int) string, len(procs))
 	for i, p := range procs {
-		cpu[i] = cpuMeter(p.pid())
+		cpu[i] = cpuMeter(p.Pid())
 	}
 	loadBefore := loadAvg()
 	done := make(chan replicaLoadResult, 1)
@@ -331,7 +331,7 @@ func (s *scenarioRun) kill(acked *atomic.Int64) error {
 	s.killed = rng.IntN(len(s.procs))
 	s.threshold(acked, 0.2, 0.5)
 	p := s.procs[s.killed]
-	pid := p.pid()
+	pid := p.Pid()
 	if err := p.kill9(); err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (s *scenarioRun) kill(acked *atomic.Int64) error {
 	s.restarted = make(chan error, 1)
 	go func() {
 		time.Sleep(time.Until(s.killedAt.Add(s.restartAfter)))
-		err := p.start(context.Background())
+		err := p.Start(context.Background())
 		if err == nil {
 			fmt.Printf("kill: replica %d started again %s after the kill\n", s.killed+1, time.Since(s.killedAt).Round(time.Millisecond))
 		}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -44,21 +41,16 @@ type serveSetup struct {
 }
 
 // serveProc is one `scribehook serve` subprocess with its configuration. It can be stopped,
-// killed and started again on the same address and database.
+// killed and started again on the same address and database (Start, from testinfra.Process,
+// runs it and waits until /readyz answers 200; its logs are serve-N.log in setup.Dir).
 type serveProc struct {
+	*testinfra.Process
 	bin   string
 	setup serveSetup
 	addr  string
 	cfg   string
 	db    string
 	env   []string
-
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	err     error
-	starts  int
-	logPath string // the current process's log
 }
 
 func newServe(bin string, setup serveSetup) (*serveProc, error) {
@@ -91,6 +83,21 @@ func prepareServe(bin string, setup serveSetup, db, what string, config func(add
 		}
 	}
 	p.env = append(p.env, envRoute+"="+routeToken, envRead+"="+readToken, envHook+"="+hookSecret)
+	p.Process = &testinfra.Process{
+		Name: what, LogName: "serve", Dir: setup.Dir, Within: 30 * time.Second,
+		Command: func() *exec.Cmd {
+			cmd := exec.Command(bin, "serve", "--config", p.cfg)
+			cmd.Env = p.env
+			return cmd
+		},
+		Ready: func() error {
+			if code, body := httpGet(p.url("/readyz")); code != http.StatusOK {
+				return fmt.Errorf("GET /readyz: %d %s", code, strings.TrimSpace(body))
+			}
+			return nil
+		},
+		Started: track, Exited: untrack,
+	}
 	return p, nil
 }
 
@@ -151,127 +158,24 @@ func freeAddr() (string, error) {
 
 func (p *serveProc) url(path string) string { return "http://" + p.addr + path }
 
-// start runs serve and waits until /readyz answers 200.
-func (p *serveProc) start(ctx context.Context) error {
-	p.mu.Lock()
-	p.starts++
-	logPath := filepath.Join(p.setup.Dir, fmt.Sprintf("serve-%d.log", p.starts))
-	p.logPath = logPath
-	p.mu.Unlock()
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return fmt.Errorf("serve log: %w", err)
-	}
-	cmd := exec.Command(p.bin, "serve", "--config", p.cfg)
-	cmd.Dir = p.setup.Dir
-	cmd.Env = p.env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start serve: %w", err)
-	}
-	track(cmd.Process)
-	exited := make(chan struct{})
-	p.mu.Lock()
-	p.cmd, p.exited, p.err = cmd, exited, nil
-	p.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		untrack(cmd.Process)
-		logf.Close()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(exited)
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-exited:
-			return fmt.Errorf("serve exited during start (%v); log %s:\n%s", p.exitErr(), logPath, testinfra.Tail(logPath, 2000))
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		if code, _ := httpGet(p.url("/readyz")); code == http.StatusOK {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("serve not ready after 30s; log %s:\n%s", logPath, testinfra.Tail(logPath, 2000))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// log is the path of the current (or last) process's log.
-func (p *serveProc) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logPath
-}
-
-func (p *serveProc) exitErr() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.err
-}
-
-func (p *serveProc) pid() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil || p.cmd.Process == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}
-
-// alive reports whether the process runs.
-func (p *serveProc) alive() bool {
-	p.mu.Lock()
-	ch := p.exited
-	p.mu.Unlock()
-	if ch == nil {
-		return false
-	}
-	select {
-	case <-ch:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop asks serve to shut down (SIGTERM: in-flight requests finish) and waits.
+// stop asks serve to shut down (SIGTERM: in-flight requests finish) and waits; serve exiting
+// with an error is one. A serve that is not running is left alone.
 func (p *serveProc) stop() error {
-	return p.signal(syscall.SIGTERM, 25*time.Second)
+	if !p.Running() {
+		return nil
+	}
+	if err := p.Signal(syscall.SIGTERM, 25*time.Second); err != nil {
+		return err
+	}
+	if err := p.ExitErr(); err != nil {
+		return fmt.Errorf("serve stopped with %w; log:\n%s", err, testinfra.Tail(p.Log(), 2000))
+	}
+	return nil
 }
 
 // kill9 kills serve without warning, as a crash or the OOM killer would.
 func (p *serveProc) kill9() error {
-	return p.signal(syscall.SIGKILL, 10*time.Second)
-}
-
-func (p *serveProc) signal(sig syscall.Signal, wait time.Duration) error {
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.mu.Unlock()
-	if cmd == nil || !p.alive() {
-		return nil
-	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signal serve: %w", err)
-	}
-	select {
-	case <-exited:
-	case <-time.After(wait):
-		_ = cmd.Process.Kill()
-		<-exited
-		return fmt.Errorf("serve did not stop within %s of %s: killed", wait, sig)
-	}
-	if err := p.exitErr(); err != nil && sig == syscall.SIGTERM {
-		return fmt.Errorf("serve stopped with %w; log:\n%s", err, testinfra.Tail(p.log(), 2000))
-	}
-	return nil
+	return p.Signal(syscall.SIGKILL, 10*time.Second)
 }
 
 // memory reads the process's resident set now (VmRSS) and its peak so far (VmHWM).

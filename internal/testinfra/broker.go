@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -102,20 +101,15 @@ type Broker struct {
 	Bin  string
 	Dir  string
 
-	opts  BrokerOptions
 	args  []string
 	ready func() error
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	starts int
+	proc  *Process
 }
 
 // NewBroker prepares a broker without starting it; the error wraps ErrNoBinary when the
 // server is not installed.
 func NewBroker(opts BrokerOptions) (*Broker, error) {
-	b := &Broker{Kind: opts.Kind, Port: opts.Port, Dir: opts.Dir, opts: opts}
+	b := &Broker{Kind: opts.Kind, Port: opts.Port, Dir: opts.Dir}
 	if b.Dir == "" {
 		return nil, errors.New("broker: no work directory")
 	}
@@ -171,6 +165,12 @@ func NewBroker(opts BrokerOptions) (*Broker, error) {
 		b.URL = u.String()
 		b.ready = func() error { return natsReady(b.URL) }
 	}
+	b.proc = &Process{
+		Name: filepath.Base(b.Bin), LogName: b.Kind, Dir: b.Dir,
+		Command: func() *exec.Cmd { return exec.Command(b.Bin, b.args...) },
+		Ready:   func() error { return b.ready() },
+		Within:  readyWithin, Started: opts.Started, Exited: opts.Exited,
+	}
 	return b, nil
 }
 
@@ -188,112 +188,15 @@ func StartBroker(opts BrokerOptions) (*Broker, error) {
 
 // Start runs the server and waits until it serves: Redis answers PING, JetStream answers for
 // the account (only once it has opened its store).
-func (b *Broker) Start() error {
-	b.mu.Lock()
-	if b.cmd != nil {
-		b.mu.Unlock()
-		return fmt.Errorf("%s already running", b.Kind)
-	}
-	b.starts++
-	logPath := filepath.Join(b.Dir, fmt.Sprintf("%s-%d.log", b.Kind, b.starts))
-	b.mu.Unlock()
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return fmt.Errorf("broker log: %w", err)
-	}
-	cmd := exec.Command(b.Bin, b.args...)
-	cmd.Dir = b.Dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start %s: %w", b.Bin, err)
-	}
-	if b.opts.Started != nil {
-		b.opts.Started(cmd.Process)
-	}
-	exited := make(chan struct{})
-	b.mu.Lock()
-	b.cmd, b.exited = cmd, exited
-	b.mu.Unlock()
-	go func() {
-		_ = cmd.Wait()
-		if b.opts.Exited != nil {
-			b.opts.Exited(cmd.Process)
-		}
-		logf.Close()
-		close(exited)
-	}()
-	name := filepath.Base(b.Bin)
-	deadline := time.Now().Add(readyWithin)
-	for {
-		err := b.ready()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			b.forget(cmd)
-			return fmt.Errorf("%s exited during start; log %s:\n%s", name, logPath, Tail(logPath, 2000))
-		default:
-		}
-		if time.Now().After(deadline) {
-			b.Kill()
-			return fmt.Errorf("%s not ready after %s (%w); log %s:\n%s", name, readyWithin, err, logPath, Tail(logPath, 2000))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// forget clears the process if it is still the current one, so that Start may run again.
-func (b *Broker) forget(cmd *exec.Cmd) {
-	b.mu.Lock()
-	if b.cmd == cmd {
-		b.cmd, b.exited = nil, nil
-	}
-	b.mu.Unlock()
-}
+func (b *Broker) Start() error { return b.proc.Start(context.Background()) }
 
 // Stop sends SIGTERM, a clean shutdown (Redis writes its append-only file, NATS closes its
 // JetStream store), and waits; after 20 s it kills and says so. Stopping a stopped broker does
 // nothing.
-func (b *Broker) Stop() error {
-	b.mu.Lock()
-	cmd, exited := b.cmd, b.exited
-	b.cmd, b.exited = nil, nil
-	b.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	select {
-	case <-exited:
-		return nil
-	default:
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signal %s: %w", b.Kind, err)
-	}
-	select {
-	case <-exited:
-		return nil
-	case <-time.After(stopGrace):
-		_ = cmd.Process.Kill()
-		<-exited
-		return fmt.Errorf("%s did not stop within %s of SIGTERM: killed", filepath.Base(b.Bin), stopGrace)
-	}
-}
+func (b *Broker) Stop() error { return b.proc.Signal(syscall.SIGTERM, stopGrace) }
 
 // Kill ends the server at once, for the end of a test, where nothing needs its store after.
-func (b *Broker) Kill() {
-	b.mu.Lock()
-	cmd, exited := b.cmd, b.exited
-	b.cmd, b.exited = nil, nil
-	b.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-exited
-}
+func (b *Broker) Kill() { b.proc.Kill() }
 
 // redisReady pings through the client, which sends the URL's password first.
 func redisReady(u string) error {
