@@ -187,7 +187,7 @@ func (r *rig) serve(setup serveSetup) (*serveProc, error) {
 		return nil, err
 	}
 	r.onClose(func() { _ = srv.kill9() })
-	if err := srv.start(context.Background()); err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		return nil, err
 	}
 	return srv, nil
