@@ -68,32 +68,46 @@ func buildDelivery(in inbound) store.Delivery {
 		if err != nil {
 			return quarantine(d, fmt.Sprintf("live payload is not a message: %v", err))
 		}
-		// The classification reads "type" as a map would (that exact name, last wins), the
-		// message as a struct (any case): a payload where they differ is refused.
-		if msg.Type != c.MessageType {
-			return quarantine(d, fmt.Sprintf("live payload type is ambiguous (%q and %q)", c.MessageType, msg.Type))
-		}
-		cat, ok := msg.Category()
-		if !ok {
-			// A type the model does not know is drift; quarantine keeps it visible instead of
-			// giving it a made-up category.
-			return quarantine(d, fmt.Sprintf("unknown live message type %q", msg.Type))
-		}
-		d.MessageType, d.Category = msg.Type, cat
-		d.DedupeKey = "live:" + c.JobID + ":" + compactHash(payload)
+		return liveDelivery(d, c, msg, compactHash(payload))
 	case api.CallbackAccountWebhook:
-		if !accountEvents[c.Event] {
-			// As for live types: an event the model does not know is drift, kept visible
-			// rather than given a made-up status on a job record.
-			return quarantine(d, fmt.Sprintf("unknown account webhook event %q", c.Event))
-		}
-		if id := firstNonEmpty(in.Headers["webhook-id"], in.Headers["svix-id"]); id != "" {
-			d.DedupeKey = "webhook:" + in.Route + ":" + id
-		} else {
-			d.DedupeKey = "webhook:" + c.Event + ":" + c.JobID
-		}
+		return webhookDelivery(d, in, c)
 	default:
 		return quarantine(d, fmt.Sprintf("unhandled callback kind %q", c.Kind))
+	}
+	return d
+}
+
+// liveDelivery finishes d, a live callback classified as c, from what its payload decoded to
+// (msg) and the hash of the compacted payload, which keys it.
+func liveDelivery(d store.Delivery, c api.Classified, msg api.LiveMessageHead, payloadHash string) store.Delivery {
+	// The classification reads "type" as a map would (that exact name, last wins), the
+	// message as a struct (any case): a payload where they differ is refused.
+	if msg.Type != c.MessageType {
+		return quarantine(d, fmt.Sprintf("live payload type is ambiguous (%q and %q)", c.MessageType, msg.Type))
+	}
+	cat, ok := msg.Category()
+	if !ok {
+		// A type the model does not know is drift; quarantine keeps it visible instead of
+		// giving it a made-up category.
+		return quarantine(d, fmt.Sprintf("unknown live message type %q", msg.Type))
+	}
+	d.MessageType, d.Category = msg.Type, cat
+	d.DedupeKey = "live:" + c.JobID + ":" + payloadHash
+	return d
+}
+
+// webhookDelivery finishes d, an account webhook classified as c: keyed by its webhook-id
+// (svix-id) on its route, or by its event and job when it has none.
+func webhookDelivery(d store.Delivery, in inbound, c api.Classified) store.Delivery {
+	if !accountEvents[c.Event] {
+		// As for live types: an event the model does not know is drift, kept visible
+		// rather than given a made-up status on a job record.
+		return quarantine(d, fmt.Sprintf("unknown account webhook event %q", c.Event))
+	}
+	if id := firstNonEmpty(in.Headers["webhook-id"], in.Headers["svix-id"]); id != "" {
+		d.DedupeKey = "webhook:" + in.Route + ":" + id
+	} else {
+		d.DedupeKey = "webhook:" + c.Event + ":" + c.JobID
 	}
 	return d
 }

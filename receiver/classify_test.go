@@ -185,24 +185,11 @@ func referenceBuildDelivery(in inbound) store.Delivery {
 		if err := json.Unmarshal(buf.Bytes(), &msg); err != nil {
 			return quarantine(d, fmt.Errorf("live payload is not a message: %w", err).Error())
 		}
-		if msg.Type != c.MessageType {
-			return quarantine(d, fmt.Sprintf("live payload type is ambiguous (%q and %q)", c.MessageType, msg.Type))
-		}
-		cat, ok := api.Category(&msg)
-		if !ok {
-			return quarantine(d, fmt.Sprintf("unknown live message type %q", msg.Type))
-		}
-		d.MessageType, d.Category = msg.Type, cat
-		d.DedupeKey = "live:" + c.JobID + ":" + sha256Hex(buf.Bytes())
+		// What follows the decoding (api.Category(&msg) is msg.Head().Category()) is
+		// buildDelivery's own: only the decoding changed.
+		return liveDelivery(d, c, msg.Head(), sha256Hex(buf.Bytes()))
 	case api.CallbackAccountWebhook:
-		if !accountEvents[c.Event] {
-			return quarantine(d, fmt.Sprintf("unknown account webhook event %q", c.Event))
-		}
-		if id := firstNonEmpty(in.Headers["webhook-id"], in.Headers["svix-id"]); id != "" {
-			d.DedupeKey = "webhook:" + in.Route + ":" + id
-		} else {
-			d.DedupeKey = "webhook:" + c.Event + ":" + c.JobID
-		}
+		return webhookDelivery(d, in, c)
 	default:
 		return quarantine(d, fmt.Sprintf("unhandled callback kind %q", c.Kind))
 	}
