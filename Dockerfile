@@ -16,10 +16,13 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    deploy/image/rootfs.sh /rootfs
+    deploy/image/rootfs.sh /rootfs && mkdir /data
 
 FROM scratch
 COPY --from=build /rootfs/ /
+# COPY makes everything root's; the volume's directory must be the user's (a named volume
+# starts as a copy of it, owner included).
+COPY --from=build --chown=65532:65532 /data /data
 ENV SCRIBEHOOK_CONFIG=/etc/scribehook/scribehook.yaml \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 USER 65532:65532

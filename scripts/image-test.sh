@@ -6,7 +6,7 @@
 # 2. The image: the Dockerfile's final stage (FROM scratch …) built with buildah from that file
 #    system (base images cannot be pulled here, so the golang stage is run on the host), then
 #    run with podman: serve with a read-only root file system, every capability dropped, the
-#    image's own user (uid 65532 must be what runs), /data a host directory; the sandbox from
+#    image's own user (uid 65532 must be what runs), /data a named volume; the sandbox from
 #    the same image (read-only, a tmpfs /tmp). Checked: /readyz, the image's HEALTHCHECK, a
 #    real pre-recorded job whose callback comes back through the sandbox (subtitles and file
 #    sink written under /data, by uid 65532), and a clean stop on SIGTERM (exit 0).
@@ -47,7 +47,10 @@ cleanup() {
 		kill $(descendants "$p") "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
-	[ -n "${podman_s[*]}" ] && podman "${podman_s[@]}" rmi -a -f >/dev/null 2>&1
+	if [ -n "${podman_s[*]}" ]; then
+		podman "${podman_s[@]}" volume rm -a -f >/dev/null 2>&1
+		podman "${podman_s[@]}" rmi -a -f >/dev/null 2>&1
+	fi
 	grep -q " $work/" /proc/mounts && awk -v w="$work/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l
 	rm -rf "$work"
 }
@@ -78,7 +81,7 @@ step "static binary: $(file -b "$bin" | cut -d, -f1-4), $(du -h "$bin" | cut -f1
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port) sbport=$(free_port) fsport=$(free_port)
 export SCRIBEHOOK_API_KEY=image-test-key SCRIBEHOOK_READ_TOKEN=image-test-read
-data=$work/data
+data=$work/data # the chroot's /data; podman's is a named volume
 mkdir -p "$data"
 chown 65532:65532 "$data"
 # serve as the image configures it, on free loopback ports, the sandbox as its service.
@@ -99,9 +102,15 @@ if [ "$mode" = podman ] && [ -z "$why" ]; then
 	# Storage of its own (vfs: no overlay mounts to leave behind), runc, no systemd.
 	podman_s=(--root "$work/storage" --runroot "$work/run" --storage-driver vfs --runtime runc --cgroup-manager cgroupfs --events-backend file)
 	buildah_s=(--root "$work/storage" --runroot "$work/run" --storage-driver vfs)
-	# The Dockerfile's final stage, its COPY --from=build taking the file system built above.
-	awk '/^FROM scratch/ {p = 1} p' Dockerfile | sed 's#^COPY --from=build /rootfs/ /#COPY rootfs/ /#' >"$work/Containerfile"
-	grep -q '^COPY rootfs/ /$' "$work/Containerfile" || fail "the Dockerfile's final stage no longer copies /rootfs/ from the build stage"
+	# The Dockerfile's final stage, its COPY --from=build taking the file system built above
+	# (/rootfs/) and the volume's empty directory (/data) from the build context instead.
+	mkdir "$work/data-dir"
+	awk '/^FROM scratch/ {p = 1} p' Dockerfile |
+		sed -e 's#^COPY --from=build \(.*\)/rootfs/ /$#COPY \1rootfs/ /#' \
+			-e 's#^COPY --from=build \(.*\)/data /data$#COPY \1data-dir /data#' >"$work/Containerfile"
+	if grep -q -- '--from' "$work/Containerfile" || [ "$(grep -c '^COPY' "$work/Containerfile")" != 2 ]; then
+		fail "the Dockerfile's final stage copies other than /rootfs/ and /data: $(grep '^COPY' "$work/Containerfile")"
+	fi
 	buildah "${buildah_s[@]}" bud -q --format docker -f "$work/Containerfile" -t localhost/scribehook:test "$work" >/dev/null
 	# Limits below this machine's (podman would raise them, which it may not do here).
 	run=(podman "${podman_s[@]}" run -d --network host --read-only --read-only-tmpfs=false --cap-drop all
@@ -122,8 +131,11 @@ if [ "$mode" = podman ]; then
 	step "image built: $(podman "${podman_s[@]}" image inspect localhost/scribehook:test --format '{{.Size}}') bytes ($((SECONDS - start)) s)"
 	"${run[@]}" --name image-test-sandbox -e SCRIBEHOOK_API_KEY --tmpfs /tmp:size=64m localhost/scribehook:test "${sandbox_args[@]}" >/dev/null 2>>"$work/podman.log"
 	ctr+=(image-test-sandbox)
-	# No --user: the image's USER must be what runs.
-	"${run[@]}" --name image-test-serve -v "$data:/data" "${serve_env[@]}" localhost/scribehook:test >/dev/null 2>>"$work/podman.log"
+	# A named volume, initialised from the image's /data (its owner included), and no --user:
+	# the image's USER must be what runs and be able to write there.
+	podman "${podman_s[@]}" volume create image-test-data >/dev/null
+	data=$(podman "${podman_s[@]}" volume inspect -f '{{.Mountpoint}}' image-test-data)
+	"${run[@]}" --name image-test-serve -v image-test-data:/data "${serve_env[@]}" localhost/scribehook:test >/dev/null 2>>"$work/podman.log"
 	ctr+=(image-test-serve)
 	in_serve() { podman "${podman_s[@]}" exec image-test-serve /scribehook "$@"; }
 	serve_pid() { podman "${podman_s[@]}" inspect -f '{{.State.Pid}}' image-test-serve; }
@@ -134,6 +146,7 @@ if [ "$mode" = podman ]; then
 else
 	# The image without an image runtime: its file system bind-mounted read-only as the root,
 	# /data the only writable place (and a tmpfs /tmp), uid and gid 65532, the image's ENV.
+	mkdir "$work/rootfs/data" # the mount point the Dockerfile's second COPY makes
 	chrooted() { # chrooted NAME DATA-DIR [VAR=VALUE…] -- ARGS…: /scribehook ARGS in the image's root
 		local root=$work/root-$1 rw=$2
 		shift 2

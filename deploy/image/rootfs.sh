@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds the container image's file system into DIR: the static scribehook binary, /etc/passwd
 # and /etc/group with the non-root user (uid and gid 65532), the CA certificates, the
-# configuration, and the two writable places (/data, the volume, and /tmp, a tmpfs mount point).
+# configuration, and /tmp (a mount point for a tmpfs). The volume's directory /data is not in
+# it: the Dockerfile makes that one apart, owned by the user (COPY makes everything else root's).
 # The Dockerfile's build stage runs it, and scripts/image-test.sh runs it on the host, so what is
 # tested is what the image holds. Run from the repository root; needs go, gcc and the static C
 # library (Debian: gcc, libc6-dev) and /etc/ssl/certs/ca-certificates.crt.
@@ -13,7 +14,7 @@ go=${GO:-go}
 
 # cgo for mattn/go-sqlite3, linked statically: osusergo and netgo keep glibc's NSS (user and
 # host look-ups, which cannot be static) out; load_extension is left out, as it needs dlopen.
-mkdir -p "$dir/etc/scribehook" "$dir/etc/ssl/certs" "$dir/data" "$dir/tmp"
+mkdir -p "$dir/etc/scribehook" "$dir/etc/ssl/certs" "$dir/tmp"
 CGO_ENABLED=1 "$go" build -trimpath \
 	-tags 'osusergo netgo sqlite_omit_load_extension' \
 	-ldflags '-linkmode external -extldflags "-static" -s -w' \
@@ -29,5 +30,4 @@ scribehook:x:65532:
 GROUP
 cp /etc/ssl/certs/ca-certificates.crt "$dir/etc/ssl/certs/ca-certificates.crt"
 cp deploy/image/scribehook.yaml "$dir/etc/scribehook/scribehook.yaml"
-chmod 0755 "$dir/data"
 chmod 1777 "$dir/tmp"
