@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -40,13 +41,13 @@ func successBody(t *testing.T, id string) []byte {
 	if len(job.Result) < 1000 {
 		t.Fatalf("test data result is too small to be real: %s", job.Result)
 	}
-	return mustJSON(t, map[string]any{
+	return testjson.Marshal(t, map[string]any{
 		"id": id, "event": api.EventTranscriptionSuccess, "payload": job.Result, "custom_metadata": job.CustomMetadata,
 	})
 }
 
 func errorBody(t *testing.T, id string) []byte {
-	return mustJSON(t, map[string]any{
+	return testjson.Marshal(t, map[string]any{
 		"id": id, "event": api.EventTranscriptionError,
 		"error": map[string]any{"code": 500, "message": "audio unreachable"}, "custom_metadata": map[string]any{"user": "a"},
 	})
@@ -59,7 +60,7 @@ func liveBody(t *testing.T, session string, msg map[string]any) []byte {
 	if _, ok := msg["created_at"]; !ok {
 		msg["created_at"] = "2026-11-20T11:59:00.000Z"
 	}
-	return mustJSON(t, map[string]any{"id": session, "event": "live." + msg["type"].(string), "payload": msg})
+	return testjson.Marshal(t, map[string]any{"id": session, "event": "live." + msg["type"].(string), "payload": msg})
 }
 
 func transcript(id string, final bool, text string) map[string]any {

@@ -405,15 +405,6 @@ func signHeaders(prefix string, key []byte, id string, ts time.Time, body []byte
 	}
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // newClosedStore opens a SQLite store and closes it: every Ingest then fails.
 func newClosedStore(t *testing.T) *sqlite.Store {
 	t.Helper()

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -350,7 +351,7 @@ func wantAnswer(t *testing.T, r response, status int, body string) {
 // bigErrorBody is a job error callback of at least size bytes.
 func bigErrorBody(t *testing.T, id string, size int) []byte {
 	t.Helper()
-	return mustJSON(t, map[string]any{
+	return testjson.Marshal(t, map[string]any{
 		"id": id, "event": api.EventTranscriptionError,
 		"error": map[string]any{"code": 500, "message": strings.Repeat("x", size)},
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -260,8 +261,8 @@ func TestGetJob(t *testing.T) {
 			"name": "subtitles.en.srt", "format": "srt", "language": "en", "path": "/out/" + jobID + "/subtitles.en.srt", "size": float64(1234),
 		}},
 	}
-	if got, _ := json.Marshal(withLocal.Local); string(got) != string(mustJSON(t, want)) {
-		t.Errorf("local\n got %s\nwant %s", got, mustJSON(t, want))
+	if got, _ := json.Marshal(withLocal.Local); string(got) != string(testjson.Marshal(t, want)) {
+		t.Errorf("local\n got %s\nwant %s", got, testjson.Marshal(t, want))
 	}
 
 	r = h.read("/v1/jobs/nope")
@@ -341,7 +342,7 @@ func jsonSame(t *testing.T, a, b []byte) bool {
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
 	}
-	return string(mustJSON(t, x)) == string(mustJSON(t, y))
+	return string(testjson.Marshal(t, x)) == string(testjson.Marshal(t, y))
 }
 
 func TestPanicsAnswerJSON(t *testing.T) {
