@@ -148,15 +148,13 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 			return nil, err
 		}
 	}
-	var events []api.Event
-	var aside string
-	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) (err error) {
+	return p.commit(ctx, row, func(ctx context.Context, tx store.Tx, events *[]api.Event, aside *string) error {
 		rec, err := loadOrNew(ctx, tx, id, api.KindPreRecorded, row.ReceivedAt)
 		if err != nil {
 			return err
 		}
 		if final := finalOf(rec); final != "" {
-			aside, err = p.setAside(ctx, tx, row, final)
+			*aside, err = p.setAside(ctx, tx, row, final)
 			return err
 		}
 		if fetched != nil && fetched.Status.Final() {
@@ -173,15 +171,9 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
-		events = []api.Event{jobEvent(row, rec.Job)}
-		return p.outbox(ctx, tx, row, rec.Job, &events, subs)
+		*events = []api.Event{jobEvent(row, rec.Job)}
+		return p.outbox(ctx, tx, row, rec.Job, events, subs)
 	})
-	if err != nil {
-		return nil, err
-	}
-	p.countAside(aside, row)
-	p.wakeSinks(events)
-	return events, nil
 }
 
 // fromCallback fills a record from the callback alone.
@@ -230,27 +222,21 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		if done, err := p.finalAlready(ctx, row); done || err != nil {
 			return nil, err
 		}
-		fetched, resolution = p.resolve(ctx, id, api.KindLive)
-		if fetched != nil && fetched.Status == api.StatusDone {
-			if subs, err = p.subtitlesFor(ctx, id, fetched, nil); err != nil {
-				return nil, err
-			}
+		if fetched, resolution, subs, err = p.resolveFinal(ctx, id, api.KindLive); err != nil {
+			return nil, err
 		}
 	}
-	var events []api.Event
-	var aside string
-	err = p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) (err error) {
-		aside, events = "", nil
+	events, err := p.commit(ctx, row, func(ctx context.Context, tx store.Tx, events *[]api.Event, aside *string) error {
 		rec, err := loadOrNew(ctx, tx, id, api.KindLive, row.ReceivedAt)
 		if err != nil {
 			return err
 		}
 		if final := finalOf(rec); final != "" {
 			if !lateMessage(rec, &msg, row) {
-				aside, err = p.setAside(ctx, tx, row, final)
+				*aside, err = p.setAside(ctx, tx, row, final)
 				return err
 			}
-			aside = asideLate
+			*aside = asideLate
 		}
 		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
 			SessionID:  id,
@@ -273,11 +259,11 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 			CustomMetadata: rec.Job.CustomMetadata,
 			Data:           payload,
 		}
-		events = []api.Event{liveEvent}
-		if aside == asideLate {
+		*events = []api.Event{liveEvent}
+		if *aside == asideLate {
 			// Stored and forwarded, so nothing the session said is lost; the ended session's
 			// record stays as its end left it.
-			return p.outbox(ctx, tx, row, rec.Job, &events, nil)
+			return p.outbox(ctx, tx, row, rec.Job, events, nil)
 		}
 		updateLiveRecord(&rec.Job, &msg, row.ReceivedAt)
 		if msg.Type == api.MessageEndSession {
@@ -294,18 +280,16 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
-		events[0].CustomMetadata = rec.Job.CustomMetadata
+		(*events)[0].CustomMetadata = rec.Job.CustomMetadata
 		if msg.Type == api.MessageEndSession && rec.Job.Status.Final() {
-			events = append(events, jobEvent(row, rec.Job))
+			*events = append(*events, jobEvent(row, rec.Job))
 		}
-		return p.outbox(ctx, tx, row, rec.Job, &events, subs)
+		return p.outbox(ctx, tx, row, rec.Job, events, subs)
 	})
 	if err != nil {
 		return nil, err
 	}
-	p.countAside(aside, row)
 	p.feed.Publish(id)
-	p.wakeSinks(events)
 	return events, nil
 }
 
@@ -347,23 +331,17 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 	if done, err := p.finalAlready(ctx, row); done || err != nil {
 		return nil, err
 	}
-	fetched, resolution := p.resolve(ctx, id, kind)
-	var subs *renderedSubtitles
-	if fetched != nil && fetched.Status == api.StatusDone {
-		var err error
-		if subs, err = p.subtitlesFor(ctx, id, fetched, nil); err != nil {
-			return nil, err
-		}
+	fetched, resolution, subs, err := p.resolveFinal(ctx, id, kind)
+	if err != nil {
+		return nil, err
 	}
-	var events []api.Event
-	var aside string
-	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) (err error) {
+	return p.commit(ctx, row, func(ctx context.Context, tx store.Tx, events *[]api.Event, aside *string) error {
 		rec, err := loadOrNew(ctx, tx, id, kind, row.ReceivedAt)
 		if err != nil {
 			return err
 		}
 		if final := finalOf(rec); final != "" {
-			aside, err = p.setAside(ctx, tx, row, final)
+			*aside, err = p.setAside(ctx, tx, row, final)
 			return err
 		}
 		if rec.Local.Source == "" || rec.Local.Source == "callback" {
@@ -405,12 +383,24 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 		switch wh.Event {
 		case api.EventTranscriptionSuccess, api.EventTranscriptionError, api.EventLiveEndSession:
 			if rec.Job.Status.Final() {
-				events = append(events, jobEvent(row, rec.Job))
+				*events = append(*events, jobEvent(row, rec.Job))
 			}
 		case api.EventTranscriptionCreated:
-			events = append(events, newEvent(row, api.EventJobCreated, rec.Job))
+			*events = append(*events, newEvent(row, api.EventJobCreated, rec.Job))
 		}
-		return p.outbox(ctx, tx, row, rec.Job, &events, subs)
+		return p.outbox(ctx, tx, row, rec.Job, events, subs)
+	})
+}
+
+// commit applies row in one store transaction: fn writes the row's effects and the events they
+// raise (queued through p.outbox), or sets the row aside (aside says why). A row set aside is
+// then counted, and the sinks are woken for the events. fn starts with no events and no aside.
+func (p *Pipeline) commit(ctx context.Context, row store.InboxRow, fn func(ctx context.Context, tx store.Tx, events *[]api.Event, aside *string) error) ([]api.Event, error) {
+	var events []api.Event
+	var aside string
+	err := p.cfg.Store.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
+		events, aside = nil, ""
+		return fn(ctx, tx, &events, &aside)
 	})
 	if err != nil {
 		return nil, err
@@ -418,6 +408,20 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 	p.countAside(aside, row)
 	p.wakeSinks(events)
 	return events, nil
+}
+
+// resolveFinal reads the record of id from the service (resolve), and renders its subtitles
+// when it is done, before the store transaction.
+func (p *Pipeline) resolveFinal(ctx context.Context, id string, kind api.JobKind) (*api.Job, string, *renderedSubtitles, error) {
+	fetched, resolution := p.resolve(ctx, id, kind)
+	if fetched == nil || fetched.Status != api.StatusDone {
+		return fetched, resolution, nil, nil
+	}
+	subs, err := p.subtitlesFor(ctx, id, fetched, nil)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return fetched, resolution, subs, nil
 }
 
 // finalOf is the event that made rec final, or "" while later deliveries may still change it.
