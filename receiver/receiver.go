@@ -141,6 +141,8 @@ type Receiver struct {
 
 	// perAddr counts connections per client address for Serve; nil when unbounded.
 	perAddr *addrCounter
+	// conns are Serve's connections, for Shutdown (stopServer).
+	conns connTracker
 }
 
 // New checks cfg and builds the app with every route.
@@ -277,7 +279,7 @@ func (r *Receiver) Listener(ln net.Listener) net.Listener {
 // shut down.
 func (r *Receiver) Shutdown(ctx context.Context) error {
 	r.closeOnce.Do(func() { close(r.closing) })
-	if err := r.app.ShutdownWithContext(ctx); err != nil {
+	if err := r.stopServer(ctx); err != nil {
 		return fmt.Errorf("receiver: shutdown: %w", err)
 	}
 	return nil

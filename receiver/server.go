@@ -7,6 +7,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/valyala/fasthttp"
@@ -31,6 +33,96 @@ func (r *Receiver) hardenServer(s *fasthttp.Server) {
 	s.ErrorHandler = r.serverError
 	// Errors then say what is wrong without quoting the request, should any be logged.
 	s.SecureErrorLogMessage = true
+	// Shutdown closes the connections that are not in a request (stopServer).
+	next, hook := s.Handler, s.ConnState
+	s.Handler = func(ctx *fasthttp.RequestCtx) {
+		r.conns.handling(ctx.Conn())
+		next(ctx)
+	}
+	s.ConnState = func(c net.Conn, state fasthttp.ConnState) {
+		r.conns.state(c, state)
+		if hook != nil {
+			hook(c, state)
+		}
+	}
+}
+
+// sweepEvery paces stopServer's passes over the connections.
+const sweepEvery = 50 * time.Millisecond
+
+// stopServer is Shutdown of Serve's server. fasthttp's own stops accepting and waits for every
+// connection to end, but closes only those idle for a while between two requests: a
+// connection that has not sent its first request yet counts as active, and so holds the
+// shutdown until its header timeout, and a request body still arriving holds it until
+// readTimeout, past a 20 s shutdown. So, until fasthttp's returns, every connection that is
+// not in a request (no handler started since its last answer) is closed, and a request's
+// reads are bounded by half the time ctx leaves: it then has the other half to commit and
+// answer. Closing one is safe whatever it was doing: nothing unanswered was acknowledged, and a
+// client whose request is cut sends it again.
+func (r *Receiver) stopServer(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- r.app.ShutdownWithContext(ctx) }()
+	var limit time.Time
+	if d, ok := ctx.Deadline(); ok {
+		limit = time.Now().Add(time.Until(d) / 2)
+	}
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
+	for {
+		// Again on every tick: fasthttp's stop may be set after the first pass, and a
+		// request answered before it leaves its connection idle.
+		r.conns.sweep(limit)
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+		}
+	}
+}
+
+// connTracker follows the connections of Serve's server, and whether each is in a request:
+// from its handler's start to the end of its answer (StateIdle) or its close.
+type connTracker struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool // true while in a request
+}
+
+func (t *connTracker) state(c net.Conn, state fasthttp.ConnState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch state {
+	case fasthttp.StateNew, fasthttp.StateIdle:
+		if t.conns == nil {
+			t.conns = map[net.Conn]bool{}
+		}
+		t.conns[c] = false
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		delete(t.conns, c)
+	}
+}
+
+func (t *connTracker) handling(c net.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.conns[c]; ok {
+		t.conns[c] = true
+	}
+}
+
+// sweep closes the connections not in a request, and bounds the reads of the others by limit
+// (none when zero).
+func (t *connTracker) sweep(limit time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for c, busy := range t.conns {
+		lc, lingers := c.(*lingerConn)
+		switch {
+		case !busy:
+			_ = c.Close()
+		case lingers && !limit.IsZero():
+			lc.limitReads(limit)
+		}
+	}
 }
 
 // preBody runs when a request's headers are in. A request to refuse gets an "Expect:
