@@ -72,6 +72,14 @@ func (r *receiver) last(t *testing.T) received {
 	return r.reqs[len(r.reqs)-1]
 }
 
+// newReceiver serves a test receiver answering status until the test ends, at the URL it gives.
+func newReceiver(t *testing.T, status int) (*receiver, string) {
+	rc := &receiver{}
+	srv := httptest.NewServer(rc.handler(status))
+	t.Cleanup(srv.Close)
+	return rc, srv.URL
+}
+
 // deliver delivers ev through s and gives the request the receiver got.
 func (r *receiver) deliver(t *testing.T, s Sink, ev api.Event) received {
 	t.Helper()
@@ -100,14 +108,12 @@ func loopbackSpec(url string, secrets ...string) Spec {
 // The receiver verifies with the Standard Webhooks library, knowing one secret of a rotation at
 // a time: first only the old one, then only the new one.
 func TestWebhookSignatureRotation(t *testing.T) {
-	var rc receiver
-	srv := httptest.NewServer(rc.handler(http.StatusOK))
-	defer srv.Close()
+	rc, url := newReceiver(t, http.StatusOK)
 	var logs bytes.Buffer
 	logger := logrus.New()
 	logger.SetOutput(&logs)
 	logger.SetLevel(logrus.TraceLevel)
-	s := newTestWebhook(t, loopbackSpec(srv.URL+"/hook", secretOld, secretNew), Deps{Logger: logger})
+	s := newTestWebhook(t, loopbackSpec(url+"/hook", secretOld, secretNew), Deps{Logger: logger})
 	ev := testEvent()
 	got := rc.deliver(t, s, ev)
 
@@ -171,11 +177,9 @@ func TestWebhookSignatureRotation(t *testing.T) {
 
 // A secret without the whsec_ prefix is the key itself; whsec_ without padding decodes too.
 func TestWebhookSecretForms(t *testing.T) {
-	var rc receiver
-	srv := httptest.NewServer(rc.handler(http.StatusNoContent))
-	defer srv.Close()
+	rc, url := newReceiver(t, http.StatusNoContent)
 	unpadded := "whsec_" + base64.RawStdEncoding.EncodeToString([]byte("sixteen byte key!")) // 17 bytes: padding
-	s := newTestWebhook(t, loopbackSpec(srv.URL, "a raw secret", unpadded), Deps{Logger: quietLogger()})
+	s := newTestWebhook(t, loopbackSpec(url, "a raw secret", unpadded), Deps{Logger: quietLogger()})
 	got := rc.deliver(t, s, testEvent())
 	raw, _ := standardwebhooks.NewWebhookRaw([]byte("a raw secret"))
 	if err := raw.Verify(got.body, got.header); err != nil {
@@ -202,13 +206,11 @@ func TestWebhookBadSecrets(t *testing.T) {
 }
 
 func TestWebhookUnsigned(t *testing.T) {
-	var rc receiver
-	srv := httptest.NewServer(rc.handler(http.StatusOK))
-	defer srv.Close()
+	rc, url := newReceiver(t, http.StatusOK)
 	var logs bytes.Buffer
 	logger := logrus.New()
 	logger.SetOutput(&logs)
-	s := newTestWebhook(t, loopbackSpec(srv.URL), Deps{Logger: logger})
+	s := newTestWebhook(t, loopbackSpec(url), Deps{Logger: logger})
 	got := rc.deliver(t, s, testEvent())
 	if got.header.Get("webhook-signature") != "" || got.header.Get("webhook-id") == "" || got.header.Get("webhook-timestamp") == "" {
 		t.Errorf("headers %v", got.header)
