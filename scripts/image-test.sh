@@ -14,9 +14,15 @@
 #    cannot run a container here, the same checks run on the static binary chrooted into the
 #    file system as uid 65532, the root bind-mounted read-only and only /data writable, and
 #    the script says so (IMAGE_TEST_MODE=chroot forces it).
-# 3. deploy/systemd/scribehook.service: systemd-analyze verify, and security (the exposure
-#    score is printed; above 2.0 fails).
-# 4. deploy/compose/haproxy.cfg: haproxy -c.
+# 3. The replicas topology of deploy/compose.yaml, as near as this machine allows (its base
+#    images cannot be pulled): two serve replicas from the image with the compose file's
+#    deploy/compose/replica.yaml and one shared volume, PostgreSQL (scripts/pg.sh) and
+#    redis-server from Debian, HAProxy with deploy/compose/haproxy.cfg (its addresses made
+#    loopback ports), the sandbox container posting callbacks to the balancer. A job is
+#    received through the balancer, its subtitles served by both replicas; then one replica is
+#    killed and a second job still comes back. Podman only.
+# 4. deploy/systemd/scribehook.service: systemd-analyze verify, and security (the exposure
+#    score is printed; above 2.0 fails). deploy/compose/haproxy.cfg: haproxy -c.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -42,6 +48,7 @@ descendant_named() { # descendant_named PID NAME: the first process under PID ca
 }
 cleanup() {
 	set +e
+	[ -n "${SCRIBEHOOK_PG_DIR:-}" ] && scripts/pg.sh stop >/dev/null 2>&1
 	for c in "${ctr[@]}"; do podman "${podman_s[@]}" rm -f -t 0 "$c" >/dev/null 2>&1; done
 	for p in "${pids[@]}"; do
 		kill $(descendants "$p") "$p" 2>/dev/null
@@ -187,10 +194,14 @@ else
 fi
 
 # serve answers /readyz, and the image's health check says healthy.
-for _ in $(seq 100); do
-	curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-	sleep 0.2
-done
+wait_ready() { # wait_ready URL: until it answers 2xx, 20 s at most
+	for _ in $(seq 100); do
+		curl -fsS "$1" >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	return 1
+}
+wait_ready "http://127.0.0.1:$port/readyz" || true
 ready=$(curl -sS -w ' %{http_code}' "http://127.0.0.1:$port/readyz") || fail "serve never answered /readyz"
 [ "${ready##* }" = 200 ] || fail "/readyz: $ready"
 in_serve healthcheck >/dev/null || fail "scribehook healthcheck inside the image failed"
@@ -209,7 +220,7 @@ step "serve ready as uid 65532, read-only root, healthcheck healthy: ${ready% *}
 
 # A real job: created at the sandbox, its callback back into serve, processed, subtitled.
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$sbport/" && break; sleep 0.2; done
-out=$(in_serve submit --audio-url "http://127.0.0.1:$fsport/sample.wav" --subtitles --wait --timeout 60s -o json) ||
+out=$(in_serve submit --audio-url "http://127.0.0.1:$fsport/sample.wav" --subtitles --wait --timeout 60s -o json 2>>"$work/submit.log") ||
 	fail "submit --wait: $out"
 job=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["id"])' <<<"$out")
 rec=$(curl -fsS -H "Authorization: Bearer $SCRIBEHOOK_READ_TOKEN" "http://127.0.0.1:$port/v1/jobs/$job")
@@ -232,7 +243,76 @@ stop_serve
 [ "$rc" = 0 ] || fail "serve exited $rc on SIGTERM, want 0"
 step "serve stopped on SIGTERM, exit 0 ($mode) ($((SECONDS - start)) s)"
 
-# --- 3. the systemd unit -------------------------------------------------------------------------
+# --- 3. the replicas topology -------------------------------------------------------------------
+if [ "$mode" = podman ]; then
+	eval "$(scripts/pg.sh start)"
+	rport=$(free_port) lbport=$(free_port) r1port=$(free_port) r2port=$(free_port)
+	redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no >"$work/redis.log" 2>&1 &
+	pids+=($!)
+	# The compose file's balancer, its service names made this machine's loopback ports.
+	sed -e "s/^\( *bind \).*/\1127.0.0.1:$lbport/" -e '/^resolvers /,/^$/d' -e 's/ resolvers docker//' \
+		-e "s/^\( *server replica-1 \).*/\1127.0.0.1:$r1port/" -e "s/^\( *server replica-2 \).*/\1127.0.0.1:$r2port/" \
+		deploy/compose/haproxy.cfg >"$work/haproxy.cfg"
+	[ "$(grep -c "^ *server replica-[12] 127.0.0.1:" "$work/haproxy.cfg")" = 2 ] || fail "haproxy.cfg: replica-1 and replica-2 not found"
+	haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+	pids+=($!)
+	podman "${podman_s[@]}" volume create image-test-shared >/dev/null
+	for r in 1 2; do
+		rp=r${r}port
+		"${run[@]}" --name image-test-replica-$r -v image-test-shared:/data \
+			-v "$PWD/deploy/compose/replica.yaml:/etc/scribehook/scribehook.yaml:ro" \
+			-e SCRIBEHOOK_LISTEN=127.0.0.1:${!rp} -e SCRIBEHOOK_PUBLIC_URL=http://127.0.0.1:$lbport \
+			-e SCRIBEHOOK_SERVICE_BASE_URL=http://127.0.0.1:$sbport -e SCRIBEHOOK_STORE_DSN="$SCRIBEHOOK_TEST_PG_DSN" \
+			-e SCRIBEHOOK_BUS_URL=redis://127.0.0.1:$rport/0 -e SCRIBEHOOK_API_KEY -e SCRIBEHOOK_READ_TOKEN \
+			localhost/scribehook:test >/dev/null 2>>"$work/podman.log"
+		ctr+=(image-test-replica-$r)
+	done
+	for r in 1 2; do
+		rp=r${r}port
+		wait_ready "http://127.0.0.1:${!rp}/readyz" || fail "replica-$r never answered /readyz"
+	done
+	# lb_served PATH: the replicas the balancer's log says served requests for PATH.
+	lb_served() { awk -v p="$1" '$NF == p {print $4}' "$work/haproxy.log" | sort -u | tr '\n' ' '; }
+	# The balancer's health checks take both in (every 2 s; one may have been checked before it
+	# listened): round robin then sends consecutive requests to both.
+	for _ in $(seq 50); do
+		curl -s -o /dev/null "http://127.0.0.1:$lbport/readyz"
+		[ "$(lb_served /readyz)" = "replicas/replica-1 replicas/replica-2 " ] && break
+		sleep 0.2
+	done
+	submit_via() { # submit_via REPLICA: a job submitted there and waited for; prints its id
+		local out
+		out=$(podman "${podman_s[@]}" exec image-test-$1 /scribehook submit --audio-url "http://127.0.0.1:$fsport/sample.wav" \
+			--subtitles --wait --timeout 60s -o json 2>>"$work/submit.log") || fail "submit through $1: $out"
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <<<"$out"
+	}
+	job1=$(submit_via replica-1)
+	# The subtitles through the balancer, twice: round robin asks both replicas, and both read
+	# the shared volume.
+	for _ in 1 2; do
+		code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $SCRIBEHOOK_READ_TOKEN" \
+			"http://127.0.0.1:$lbport/v1/jobs/$job1/subtitles.srt")
+		[ "$code" = 200 ] || fail "subtitles of $job1 through the balancer: $code"
+	done
+	served=$(lb_served "/v1/jobs/$job1/subtitles.srt")
+	[ "$served" = "replicas/replica-1 replicas/replica-2 " ] || fail "the subtitles were served by $served, want both replicas"
+	podman "${podman_s[@]}" kill -s KILL image-test-replica-2 >/dev/null
+	job2=$(submit_via replica-1)
+	done_jobs=$(curl -fsS -H "Authorization: Bearer $SCRIBEHOOK_READ_TOKEN" "http://127.0.0.1:$lbport/v1/jobs?status=done" |
+		python3 -c 'import json,sys; print(" ".join(sorted(j["id"] for j in json.load(sys.stdin)["items"])))')
+	for j in "$job1" "$job2"; do
+		grep -q "$j" <<<"$done_jobs" || fail "job $j is not done in PostgreSQL (done: $done_jobs)"
+	done
+	# Callbacks went through the balancer, and its log keeps no token.
+	callbacks=$(awk '$NF ~ /^\/v1\/callbacks\//' "$work/haproxy.log")
+	[ -n "$callbacks" ] || fail "no callback went through the balancer"
+	if grep -v ' /v1/callbacks/\[token\]$' <<<"$callbacks"; then fail "the balancer logged a callback token"; fi
+	step "replicas: 2 from the image on PostgreSQL and Redis behind HAProxy (subtitles served by both, no token in its log); a job through them, then another with replica-2 killed ($((SECONDS - start)) s)"
+else
+	step "replicas topology: SKIPPED (it needs podman)"
+fi
+
+# --- 4. the systemd unit -------------------------------------------------------------------------
 unit=$work/scribehook.service
 sed "s#/usr/local/bin/scribehook#$bin#" deploy/systemd/scribehook.service >"$unit"
 systemd-analyze verify "$unit" 2>&1 | tee "$work/verify.log"
@@ -242,7 +322,7 @@ score=$(systemd-analyze security --offline=true "$unit" | sed -n 's/.*Overall ex
 awk -v s="$score" 'BEGIN {exit !(s <= 2.0)}' || fail "systemd unit exposure $score, want at most 2.0"
 step "systemd unit: verify clean, exposure $score"
 
-# --- 4. the balancer of deploy/compose.yaml ------------------------------------------------------
+# --- 5. the balancer of deploy/compose.yaml ------------------------------------------------------
 # (The compose file's services cannot be run here: their base images cannot be pulled.
 # deploy/deploy_test.go checks that its files agree; HAProxy checks its own configuration.)
 # (It warns that the replicas' names do not resolve outside compose's network.)
