@@ -23,7 +23,8 @@ build:
 # then the fault scenarios in their bounded form (kill -9, dead webhook, full disk, slow clients),
 # then two replicas on PostgreSQL and each broker: one killed, then the broker restarted,
 # then the container image (static binary, built with buildah, run read-only as uid 65532 with
-# podman, a real callback through the sandbox) and the systemd unit (systemd-analyze).
+# podman, a real callback through the sandbox; two replicas of it on PostgreSQL and Redis behind
+# HAProxy) and the systemd unit (systemd-analyze).
 test: deps
 	$(GO) vet ./...
 	scripts/pg.sh run -- $(GO) test -race -count=1 ./...
@@ -40,7 +41,8 @@ test: deps
 ui-test:
 	@scripts/ui-test.sh
 
-# The container image and the systemd unit (about 20 s; IMAGE_TEST_MODE=chroot without podman).
+# The container image and the systemd unit (about 10 s once built; IMAGE_TEST_MODE=chroot
+# tests the static binary in a chroot instead, without podman).
 image-test:
 	@scripts/image-test.sh
 
