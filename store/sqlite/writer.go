@@ -109,6 +109,9 @@ func (s *Store) openWriter(ctx context.Context) error {
 		return err
 	}
 	for id, query := range stmtSQL {
+		if query == "" {
+			continue // a statement of the core SQLite does without (StJobLock)
+		}
 		st, err := conn.PrepareContext(ctx, query)
 		if err != nil {
 			s.wconn = conn
