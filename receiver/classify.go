@@ -43,7 +43,32 @@ var keptHeaders = []string{
 // buildDelivery classifies an authenticated body and gives the delivery to ingest, with its
 // dedupe key and partition. A body it cannot classify becomes a quarantined delivery: it is
 // still stored, because schema drift on the service's side must not lose data.
-func buildDelivery(in inbound) store.Delivery {
+func buildDelivery(in inbound) store.Delivery { return deliveryOf(in, singlePass) }
+
+// decoding is how deliveryOf decodes a body: classify reads the envelope and gives what
+// decodeLive takes of a live callback; decodeLive gives what the message's category depends on
+// and the hash of its compacted payload, which keys it. The classification test's reference
+// passes the decoding as it was before singlePass, the rest being the same.
+type decoding struct {
+	classify   func(body []byte) (api.Classified, json.RawMessage, error)
+	decodeLive func(payload []byte) (api.LiveMessageHead, string, error)
+}
+
+// singlePass decodes the envelope once; the payload stays raw, and of a live message only what
+// its category depends on is decoded.
+var singlePass = decoding{
+	classify: api.ClassifyCallbackPayload,
+	decodeLive: func(payload []byte) (api.LiveMessageHead, string, error) {
+		msg, err := api.DecodeLiveMessageHead(payload)
+		if err != nil {
+			return msg, "", fmt.Errorf("live payload is not a message: %w", err)
+		}
+		return msg, compactHash(payload), nil
+	},
+}
+
+// deliveryOf is buildDelivery decoding with dec.
+func deliveryOf(in inbound, dec decoding) store.Delivery {
 	d := store.Delivery{Route: in.Route, Headers: in.Headers, Body: in.Body, ReceivedAt: in.ReceivedAt}
 	if in.Undecodable != "" {
 		return quarantine(d, in.Undecodable)
@@ -53,9 +78,7 @@ func buildDelivery(in inbound) store.Delivery {
 		// U+FFFD, so the record would differ from what was sent. The raw bytes are kept.
 		return quarantine(d, "body is not valid UTF-8")
 	}
-	// The envelope is decoded once; the payload stays raw, and of a live message only what its
-	// category depends on is decoded.
-	c, payload, err := api.ClassifyCallbackPayload(in.Body)
+	c, payload, err := dec.classify(in.Body)
 	if err != nil {
 		return quarantine(d, err.Error())
 	}
@@ -64,11 +87,11 @@ func buildDelivery(in inbound) store.Delivery {
 	case api.CallbackJobSuccess, api.CallbackJobError:
 		d.DedupeKey = "job:" + c.JobID + ":" + c.Event
 	case api.CallbackLiveMessage:
-		msg, err := api.DecodeLiveMessageHead(payload)
+		msg, hash, err := dec.decodeLive(payload)
 		if err != nil {
-			return quarantine(d, fmt.Sprintf("live payload is not a message: %v", err))
+			return quarantine(d, err.Error())
 		}
-		return liveDelivery(d, c, msg, compactHash(payload))
+		return liveDelivery(d, c, msg, hash)
 	case api.CallbackAccountWebhook:
 		return webhookDelivery(d, in, c)
 	default:

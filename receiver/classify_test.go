@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/api/apitest"
@@ -151,46 +150,32 @@ func sameDelivery(a, b store.Delivery) bool {
 // once (commit 75eb1af): the envelope decoded twice, the payload into a map, compacted, decoded
 // again as an api.LiveMessage. It is the oracle the faster classification must match field for
 // field, for every input (TestBuildDeliveryMatchesReference, FuzzClassifyDelivery).
-func referenceBuildDelivery(in inbound) store.Delivery {
-	d := store.Delivery{Route: in.Route, Headers: in.Headers, Body: in.Body, ReceivedAt: in.ReceivedAt}
-	if in.Undecodable != "" {
-		return quarantine(d, in.Undecodable)
-	}
-	if !utf8.Valid(in.Body) {
-		return quarantine(d, "body is not valid UTF-8")
-	}
-	c, _, err := apitest.ReferenceClassifyCallback(in.Body)
-	if err != nil {
-		return quarantine(d, err.Error())
-	}
-	d.Kind, d.Event, d.JobID, d.PartitionKey = c.Kind, c.Event, c.JobID, c.JobID
-	switch c.Kind {
-	case api.CallbackJobSuccess, api.CallbackJobError:
-		d.DedupeKey = "job:" + c.JobID + ":" + c.Event
-	case api.CallbackLiveMessage:
+func referenceBuildDelivery(in inbound) store.Delivery { return deliveryOf(in, referenceDecoding) }
+
+// referenceDecoding is the decoding of referenceBuildDelivery; what follows it (api.Category(&msg)
+// is msg.Head().Category()) is buildDelivery's own, since only the decoding changed.
+var referenceDecoding = decoding{
+	classify: func(body []byte) (api.Classified, json.RawMessage, error) {
+		c, _, err := apitest.ReferenceClassifyCallback(body)
+		return c, body, err // the live payload is read from the whole body again
+	},
+	decodeLive: func(body []byte) (api.LiveMessageHead, string, error) {
 		var env struct {
 			Payload json.RawMessage `json:"payload"`
 		}
 		var msg api.LiveMessage
-		if err := json.Unmarshal(in.Body, &env); err != nil {
-			return quarantine(d, fmt.Errorf("live callback does not decode: %w", err).Error())
+		if err := json.Unmarshal(body, &env); err != nil {
+			return api.LiveMessageHead{}, "", fmt.Errorf("live callback does not decode: %w", err)
 		}
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, env.Payload); err != nil {
-			return quarantine(d, fmt.Errorf("live payload is not JSON: %w", err).Error())
+			return api.LiveMessageHead{}, "", fmt.Errorf("live payload is not JSON: %w", err)
 		}
 		if err := json.Unmarshal(buf.Bytes(), &msg); err != nil {
-			return quarantine(d, fmt.Errorf("live payload is not a message: %w", err).Error())
+			return api.LiveMessageHead{}, "", fmt.Errorf("live payload is not a message: %w", err)
 		}
-		// What follows the decoding (api.Category(&msg) is msg.Head().Category()) is
-		// buildDelivery's own: only the decoding changed.
-		return liveDelivery(d, c, msg.Head(), sha256Hex(buf.Bytes()))
-	case api.CallbackAccountWebhook:
-		return webhookDelivery(d, in, c)
-	default:
-		return quarantine(d, fmt.Sprintf("unhandled callback kind %q", c.Kind))
-	}
-	return d
+		return msg.Head(), sha256Hex(buf.Bytes()), nil
+	},
 }
 
 // checkSameDelivery fails unless got and want agree in every stored field, byte for byte.
