@@ -1,8 +1,6 @@
 package receiver
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -29,21 +27,12 @@ var subtitleTypes = map[string]string{
 func (r *Receiver) subtitles(c *fiber.Ctx) error {
 	id, format := c.Params("id"), strings.ToLower(c.Params("format"))
 	lang := c.Query("lang")
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	rec, err := r.cfg.Store.GetJob(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return writeError(c, fiber.StatusNotFound, fmt.Sprintf("job %q not found", id))
-	}
-	if err != nil {
-		return r.storeFailed(c, err)
+	rec, arts, ok, err := r.storedJob(c, id)
+	if !ok {
+		return err
 	}
 	if lang == "" && rec.Job.Result != nil && rec.Job.Result.Transcription != nil && len(rec.Job.Result.Transcription.Languages) > 0 {
 		lang = rec.Job.Result.Transcription.Languages[0]
-	}
-	arts, err := r.cfg.Store.Artifacts(ctx, id)
-	if err != nil {
-		return r.storeFailed(c, err)
 	}
 	var found *store.Artifact
 	var have []string

@@ -138,19 +138,9 @@ func NewLocalView(local store.Local, arts []store.Artifact) LocalView {
 
 // getJob is GET /v1/jobs/:id: the service's job record shape plus a local object.
 func (r *Receiver) getJob(c *fiber.Ctx) error {
-	id := c.Params("id")
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	rec, err := r.cfg.Store.GetJob(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return writeError(c, fiber.StatusNotFound, fmt.Sprintf("job %q not found", id))
-	}
-	if err != nil {
-		return r.storeFailed(c, err)
-	}
-	arts, err := r.cfg.Store.Artifacts(ctx, id)
-	if err != nil {
-		return r.storeFailed(c, err)
+	rec, arts, ok, err := r.storedJob(c, c.Params("id"))
+	if !ok {
+		return err
 	}
 	b, err := JobJSON(rec.Job, NewLocalView(rec.Local, arts))
 	if err != nil {
@@ -158,6 +148,24 @@ func (r *Receiver) getJob(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(b)
+}
+
+// storedJob reads job id and its artifacts for a read route. ok is false when it has answered c
+// instead, the job being unknown or the store failing; err is then the answer's.
+func (r *Receiver) storedJob(c *fiber.Ctx, id string) (rec store.JobRecord, arts []store.Artifact, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	rec, err = r.cfg.Store.GetJob(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, nil, false, writeError(c, fiber.StatusNotFound, fmt.Sprintf("job %q not found", id))
+	}
+	if err != nil {
+		return rec, nil, false, r.storeFailed(c, err)
+	}
+	if arts, err = r.cfg.Store.Artifacts(ctx, id); err != nil {
+		return rec, nil, false, r.storeFailed(c, err)
+	}
+	return rec, arts, true, nil
 }
 
 // JobJSON writes the job exactly as the service would and appends "local" as its last member,
