@@ -31,8 +31,22 @@ type frame struct {
 // answers stop_recording like the service (ack, end_recording, post_final_transcript,
 // end_session) and closes with closeCode. closeAfter > 0 makes it close after that many
 // frames instead.
+// wsServer is a test service's HTTP server; url is its live endpoint as the service gives it.
+type wsServer struct{ *httptest.Server }
+
+func (s wsServer) url() string {
+	return "ws" + strings.TrimPrefix(s.URL, "http") + "/v2/live?token=tok-secret-42"
+}
+
+// serveWS serves h until the test ends.
+func serveWS(t *testing.T, h http.HandlerFunc) wsServer {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return wsServer{srv}
+}
+
 type liveServer struct {
-	*httptest.Server
+	wsServer
 	mu         sync.Mutex
 	frames     []frame
 	query      string
@@ -43,13 +57,8 @@ type liveServer struct {
 func newLiveServer(t *testing.T, closeCode websocket.StatusCode, closeAfter int) *liveServer {
 	t.Helper()
 	ls := &liveServer{closeCode: closeCode, closeAfter: closeAfter}
-	ls.Server = httptest.NewServer(http.HandlerFunc(ls.serve))
-	t.Cleanup(ls.Close)
+	ls.wsServer = serveWS(t, ls.serve)
 	return ls
-}
-
-func (ls *liveServer) url() string {
-	return "ws" + strings.TrimPrefix(ls.URL, "http") + "/v2/live?token=tok-secret-42"
 }
 
 func (ls *liveServer) serve(w http.ResponseWriter, r *http.Request) {
@@ -315,7 +324,7 @@ func TestStreamLiveRefusesOversizedFrames(t *testing.T) {
 // frame) when it reads the frames numbered in dropAt, counting across connections, and
 // discards those frames: what it never acknowledged, it never received.
 type resumeServer struct {
-	*httptest.Server
+	wsServer
 	dropAt  map[int]bool
 	noAcks  bool
 	refuse  func(conn int) int // status refusing connection n (1-based); 0 accepts
@@ -333,13 +342,8 @@ func newResumeServer(t *testing.T, dropAt ...int) *resumeServer {
 	for _, n := range dropAt {
 		rs.dropAt[n] = true
 	}
-	rs.Server = httptest.NewServer(http.HandlerFunc(rs.serve))
-	t.Cleanup(rs.Close)
+	rs.wsServer = serveWS(t, rs.serve)
 	return rs
-}
-
-func (rs *resumeServer) url() string {
-	return "ws" + strings.TrimPrefix(rs.URL, "http") + "/v2/live?token=tok-secret-42"
 }
 
 func (rs *resumeServer) serve(w http.ResponseWriter, r *http.Request) {
