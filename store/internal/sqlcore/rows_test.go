@@ -40,4 +40,9 @@ func TestRebind(t *testing.T) {
 	if got, want := (Dialect{Numbered: true}).Rebind(q), `SELECT 1 FROM t WHERE a = $1 AND b > $2 LIMIT $3`; got != want {
 		t.Errorf("Rebind = %s, want %s", got, want)
 	}
+	// ?N keeps its number: a value used twice.
+	q = `UPDATE t SET a = ?1 WHERE b <= ?2 AND c < ?2 LIMIT ?10`
+	if got, want := (Dialect{Numbered: true}).Rebind(q), `UPDATE t SET a = $1 WHERE b <= $2 AND c < $2 LIMIT $10`; got != want {
+		t.Errorf("Rebind = %s, want %s", got, want)
+	}
 }
