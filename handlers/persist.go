@@ -149,12 +149,8 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 		}
 	}
 	return p.commit(ctx, row, func(ctx context.Context, tx store.Tx, events *[]api.Event, aside *string) error {
-		rec, err := loadOrNew(ctx, tx, id, api.KindPreRecorded, row.ReceivedAt)
-		if err != nil {
-			return err
-		}
-		if final := finalOf(rec); final != "" {
-			*aside, err = p.setAside(ctx, tx, row, final)
+		rec, closed, err := p.openRecord(ctx, tx, row, id, api.KindPreRecorded, aside)
+		if closed || err != nil {
 			return err
 		}
 		if fetched != nil && fetched.Status.Final() {
@@ -336,12 +332,8 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 		return nil, err
 	}
 	return p.commit(ctx, row, func(ctx context.Context, tx store.Tx, events *[]api.Event, aside *string) error {
-		rec, err := loadOrNew(ctx, tx, id, kind, row.ReceivedAt)
-		if err != nil {
-			return err
-		}
-		if final := finalOf(rec); final != "" {
-			*aside, err = p.setAside(ctx, tx, row, final)
+		rec, closed, err := p.openRecord(ctx, tx, row, id, kind, aside)
+		if closed || err != nil {
 			return err
 		}
 		if rec.Local.Source == "" || rec.Local.Source == "callback" {
@@ -557,6 +549,20 @@ func (p *Pipeline) resolve(ctx context.Context, id string, kind api.JobKind) (*a
 		return nil, "not resolved: " + err.Error()
 	}
 	return &job, ""
+}
+
+// openRecord loads the record of id for row in tx (a new one when unknown). closed reports a
+// record that already has its final delivery: row has then been set aside, aside saying why.
+func (p *Pipeline) openRecord(ctx context.Context, tx store.Tx, row store.InboxRow, id string, kind api.JobKind, aside *string) (rec store.JobRecord, closed bool, err error) {
+	rec, err = loadOrNew(ctx, tx, id, kind, row.ReceivedAt)
+	if err != nil {
+		return rec, false, err
+	}
+	if final := finalOf(rec); final != "" {
+		*aside, err = p.setAside(ctx, tx, row, final)
+		return rec, true, err
+	}
+	return rec, false, nil
 }
 
 func loadOrNew(ctx context.Context, tx store.Tx, id string, kind api.JobKind, received time.Time) (store.JobRecord, error) {
