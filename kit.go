@@ -310,7 +310,8 @@ func (k *Kit) RunListener(ctx context.Context, ln net.Listener) error {
 }
 
 // Shutdown stops the kit in the order that loses nothing: the HTTP server first (in-flight
-// requests finish and commit), then the group committer, then the pipeline (handlers finish
+// requests finish and commit; connections without a request in them are closed at once, and a
+// request body still arriving gets half the time ctx leaves), then the group committer, then the pipeline (handlers finish
 // their current rows; the rest stay pending for the next start), then the sinks (deliveries in
 // flight settle), and closes the store if New opened it. Routes mounted elsewhere answer 503
 // from then on; the program stops its own server first.
