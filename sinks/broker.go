@@ -65,12 +65,9 @@ type BrokerSink struct {
 // (the event id) for consumers to deduplicate on.
 func NewRedisStream(spec Spec, deps Deps) (*BrokerSink, error) {
 	deps = deps.withDefaults()
-	topic, err := brokerTopic(spec)
+	topic, err := brokerSpec(spec, KindRedisStream, "redis://127.0.0.1:6379/0")
 	if err != nil {
 		return nil, err
-	}
-	if spec.BrokerURL == "" {
-		return nil, specErr(spec, "BrokerURL", errors.New(`is required for a redisstream sink, e.g. "redis://127.0.0.1:6379/0"`))
 	}
 	opts, err := redis.ParseURL(spec.BrokerURL)
 	if err != nil {
@@ -95,12 +92,9 @@ func NewRedisStream(spec Spec, deps Deps) (*BrokerSink, error) {
 // once.
 func NewNATS(spec Spec, deps Deps) (*BrokerSink, error) {
 	deps = deps.withDefaults()
-	topic, err := brokerTopic(spec)
+	topic, err := brokerSpec(spec, KindNATS, "nats://127.0.0.1:4222")
 	if err != nil {
 		return nil, err
-	}
-	if spec.BrokerURL == "" {
-		return nil, specErr(spec, "BrokerURL", errors.New(`is required for a nats sink, e.g. "nats://127.0.0.1:4222"`))
 	}
 	log := deps.Logger.WithField("sink", spec.Name)
 	nc, err := nats.Connect(spec.BrokerURL,
@@ -152,6 +146,19 @@ func NewNATS(spec Spec, deps Deps) (*BrokerSink, error) {
 		extra:  func(ev api.Event, m message.Metadata) { m.Set(jetstream.MsgIDHeader, ev.ID) },
 		failed: streams.forget,
 	}, nil
+}
+
+// brokerSpec checks what every broker sink needs of spec: a broker URL (an error for the kind
+// shows example) and a topic, which it returns (brokerTopic).
+func brokerSpec(spec Spec, kind, example string) (string, error) {
+	topic, err := brokerTopic(spec)
+	if err != nil {
+		return "", err
+	}
+	if spec.BrokerURL == "" {
+		return "", specErr(spec, "BrokerURL", fmt.Errorf("is required for a %s sink, e.g. %q", kind, example))
+	}
+	return topic, nil
 }
 
 func brokerTopic(spec Spec) (string, error) {
