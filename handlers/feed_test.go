@@ -9,7 +9,6 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
-	"github.com/scribehook/scribehook/store"
 )
 
 func pinged(ch <-chan struct{}) bool {
@@ -61,8 +60,7 @@ func TestSessionFeedPingsOnStoredMessages(t *testing.T) {
 
 	cancel()
 	cancel() // idempotent
-	ids = ingest(t, s, r.p, newLive("feed-a", 2, api.MessageSpeechStart, nil).Delivery)
-	waitStatus(t, s, store.InboxDone, ids...)
+	applyAll(t, s, r.p, newLive("feed-a", 2, api.MessageSpeechStart, nil).Delivery)
 	if pinged(ch) {
 		t.Error("pinged after cancel")
 	}

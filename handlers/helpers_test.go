@@ -145,6 +145,12 @@ func inboxRow(tb testing.TB, s store.Store, id int64) store.InboxRow {
 	return r
 }
 
+// applyAll ingests ds, tells p, and waits until the pipeline has applied every row.
+func applyAll(tb testing.TB, s store.Store, p *handlers.Pipeline, ds ...store.Delivery) {
+	tb.Helper()
+	waitStatus(tb, s, store.InboxDone, ingest(tb, s, p, ds...)...)
+}
+
 // waitStatus waits until every row has the status.
 func waitStatus(tb testing.TB, s store.Store, status store.InboxStatus, ids ...int64) {
 	tb.Helper()

@@ -46,8 +46,7 @@ func TestJobCallbackResolution(t *testing.T) {
 		want := serviceJob("job-r", api.KindPreRecorded, api.StatusDone)
 		res := &fakeResolver{jobs: map[string]api.Job{"job-r": want}}
 		r := start(t, handlers.Config{Store: s, Resolver: res})
-		ids := ingest(t, s, r.p, jobSuccess("job-r", sampleResult("from the callback"), `{"team":"cb"}`))
-		waitStatus(t, s, store.InboxDone, ids...)
+		applyAll(t, s, r.p, jobSuccess("job-r", sampleResult("from the callback"), `{"team":"cb"}`))
 		rec := getJob(t, s, "job-r")
 		if got, w := jsonOf(t, rec.Job), jsonOf(t, want); got != w {
 			t.Errorf("stored record\n%s\nwant the service's\n%s", got, w)
@@ -65,8 +64,7 @@ func TestJobCallbackResolution(t *testing.T) {
 		res := &fakeResolver{err: errors.New("service unavailable (503)")}
 		r := start(t, handlers.Config{Store: s, Resolver: res})
 		result := sampleResult("from the callback")
-		ids := ingest(t, s, r.p, jobSuccess("job-f", result, `{"team":"cb"}`))
-		waitStatus(t, s, store.InboxDone, ids...)
+		applyAll(t, s, r.p, jobSuccess("job-f", result, `{"team":"cb"}`))
 		rec := getJob(t, s, "job-f")
 		if rec.Local.Resolution != "not resolved: service unavailable (503)" {
 			t.Errorf("resolution %q", rec.Local.Resolution)
@@ -78,8 +76,7 @@ func TestJobCallbackResolution(t *testing.T) {
 		s := openStore(t)
 		r := start(t, handlers.Config{Store: s})
 		result := sampleResult("from the callback")
-		ids := ingest(t, s, r.p, jobSuccess("job-n", result, ""))
-		waitStatus(t, s, store.InboxDone, ids...)
+		applyAll(t, s, r.p, jobSuccess("job-n", result, ""))
 		rec := getJob(t, s, "job-n")
 		if rec.Local.Resolution != noKeyResolution {
 			t.Errorf("resolution %q", rec.Local.Resolution)
@@ -90,8 +87,7 @@ func TestJobCallbackResolution(t *testing.T) {
 		t.Parallel()
 		s := openStore(t)
 		r := start(t, handlers.Config{Store: s})
-		ids := ingest(t, s, r.p, jobError("job-e", 422, "audio could not be decoded"))
-		waitStatus(t, s, store.InboxDone, ids...)
+		applyAll(t, s, r.p, jobError("job-e", 422, "audio could not be decoded"))
 		rec := getJob(t, s, "job-e")
 		if rec.Job.Status != api.StatusError || rec.Job.ErrorCode == nil || *rec.Job.ErrorCode != 422 ||
 			rec.Job.Result != nil || rec.Local.ErrorMessage != "audio could not be decoded" {
@@ -131,8 +127,7 @@ func TestThinWebhook(t *testing.T) {
 		res := &fakeResolver{jobs: map[string]api.Job{"wh-r": want}}
 		r := start(t, handlers.Config{Store: s, Resolver: res})
 		evs := collectEvents(t, r.p)
-		ids := ingest(t, s, r.p, webhook(api.EventTranscriptionSuccess, "wh-r"))
-		waitStatus(t, s, store.InboxDone, ids...)
+		applyAll(t, s, r.p, webhook(api.EventTranscriptionSuccess, "wh-r"))
 		rec := getJob(t, s, "wh-r")
 		if got, w := jsonOf(t, rec.Job), jsonOf(t, want); got != w {
 			t.Errorf("stored record\n%s\nwant the service's\n%s", got, w)
@@ -154,8 +149,7 @@ func TestThinWebhook(t *testing.T) {
 		s := openStore(t)
 		res := &fakeResolver{jobs: map[string]api.Job{"wh-l": serviceJob("wh-l", api.KindLive, api.StatusDone)}}
 		r := start(t, handlers.Config{Store: s, Resolver: res})
-		ids := ingest(t, s, r.p, webhook(api.EventLiveEndSession, "wh-l"))
-		waitStatus(t, s, store.InboxDone, ids...)
+		applyAll(t, s, r.p, webhook(api.EventLiveEndSession, "wh-l"))
 		if !slices.Equal(res.called(), []string{"live/wh-l"}) {
 			t.Errorf("resolver calls %v", res.called())
 		}
@@ -168,14 +162,12 @@ func TestThinWebhook(t *testing.T) {
 		s := openStore(t)
 		r := start(t, handlers.Config{Store: s})
 		evs := collectEvents(t, r.p)
-		ids := ingest(t, s, r.p, webhook(api.EventTranscriptionCreated, "wh-n"))
-		waitStatus(t, s, store.InboxDone, ids...)
+		applyAll(t, s, r.p, webhook(api.EventTranscriptionCreated, "wh-n"))
 		if rec := getJob(t, s, "wh-n"); rec.Job.Status != api.StatusQueued {
 			t.Errorf("after created: %s", rec.Job.Status)
 		}
 		evs.wait(t, "wh-n", api.EventJobCreated, 1)
-		ids = ingest(t, s, r.p, webhook(api.EventTranscriptionSuccess, "wh-n"))
-		waitStatus(t, s, store.InboxDone, ids...)
+		applyAll(t, s, r.p, webhook(api.EventTranscriptionSuccess, "wh-n"))
 		rec := getJob(t, s, "wh-n")
 		if rec.Job.Status != api.StatusDone || rec.Job.Kind != api.KindPreRecorded || rec.Job.Result != nil {
 			t.Errorf("record %s", jsonOf(t, rec.Job))
@@ -189,8 +181,7 @@ func TestThinWebhook(t *testing.T) {
 		t.Parallel()
 		s := openStore(t)
 		r := start(t, handlers.Config{Store: s, Resolver: &fakeResolver{}})
-		ids := ingest(t, s, r.p, webhook(api.EventTranscriptionError, "wh-e"))
-		waitStatus(t, s, store.InboxDone, ids...)
+		applyAll(t, s, r.p, webhook(api.EventTranscriptionError, "wh-e"))
 		rec := getJob(t, s, "wh-e")
 		if rec.Job.Status != api.StatusError || rec.Local.Resolution != "not resolved: job wh-e: 404 not found" {
 			t.Errorf("record %s, local %+v", jsonOf(t, rec.Job), rec.Local)
