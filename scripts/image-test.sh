@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The container image and the systemd unit, built and run for real (make test; about a minute).
+# The container image and the systemd unit, built and run for real (make test; about 10 s once
+# the static binary is built).
 #
 # 1. The image's file system, built by deploy/image/rootfs.sh exactly as the Dockerfile's build
 #    stage builds it; its binary must be static (file, ldd).
@@ -31,6 +32,7 @@ work=$(mktemp -d /tmp/scribehook-image.XXXXXX)
 pids=()
 ctr=()
 podman_s=()
+pg_dir="" # the PostgreSQL cluster this script started
 # descendants PID: the processes under PID, deepest first (the chroot fallback's servers run
 # under unshare, under a subshell of this script).
 descendants() {
@@ -48,8 +50,8 @@ descendant_named() { # descendant_named PID NAME: the first process under PID ca
 }
 cleanup() {
 	set +e
-	[ -n "${SCRIBEHOOK_PG_DIR:-}" ] && scripts/pg.sh stop >/dev/null 2>&1
 	for c in "${ctr[@]}"; do podman "${podman_s[@]}" rm -f -t 0 "$c" >/dev/null 2>&1; done
+	[ -n "$pg_dir" ] && SCRIBEHOOK_PG_DIR=$pg_dir scripts/pg.sh stop >/dev/null 2>&1
 	for p in "${pids[@]}"; do
 		kill $(descendants "$p") "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
@@ -245,7 +247,9 @@ step "serve stopped on SIGTERM, exit 0 ($mode) ($((SECONDS - start)) s)"
 
 # --- 3. the replicas topology -------------------------------------------------------------------
 if [ "$mode" = podman ]; then
-	eval "$(scripts/pg.sh start)"
+	pg_env=$(scripts/pg.sh start) || fail "scripts/pg.sh start"
+	eval "$pg_env"
+	pg_dir=$SCRIBEHOOK_PG_DIR
 	rport=$(free_port) lbport=$(free_port) r1port=$(free_port) r2port=$(free_port)
 	redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no >"$work/redis.log" 2>&1 &
 	pids+=($!)
