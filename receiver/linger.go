@@ -55,7 +55,7 @@ type lingerConn struct {
 	// Close may come from another goroutine than the server's one for this connection (the
 	// shutdown sweep, fasthttp's closing of idle connections) while that goroutine is blocked
 	// reading or about to set a deadline. mu orders Close against the deadlines: once closed,
-	// the server's own deadlines are refused, so none can outlast the drain's; reading is held
+	// the server's own deadlines are ignored, so none can outlast the drain's; reading is held
 	// during the server's reads, so the drain starts once a read woken by Close has returned.
 	mu       sync.Mutex
 	closed   bool
