@@ -20,5 +20,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newExportCmd())
 	root.AddCommand(newDeadLettersCmd())
 	root.AddCommand(newHealthcheckCmd())
+	root.AddCommand(newBackupCmd())
 	return root
 }

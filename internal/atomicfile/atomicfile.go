@@ -38,13 +38,16 @@ func WriteFile(path string, content []byte) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", base, err)
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename into %s: %w", base, err)
+	return Rename(tmp, path)
+}
+
+// Rename moves tmp, a file written and synced in path's directory, over path, and syncs the
+// directory: the last step of WriteFile, for a file another writer made (a database backup).
+func Rename(tmp, path string) error {
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename into %s: %w", filepath.Base(path), err)
 	}
-	if err = syncDir(dir); err != nil {
-		return err
-	}
-	return nil
+	return syncDir(filepath.Dir(path))
 }
 
 // MkdirAll creates dir and its missing parents, syncing each parent after a creation so the

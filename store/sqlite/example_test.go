@@ -1,0 +1,47 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+)
+
+// A backup taken while the store is open and written to, as serve's would be: the copy is a
+// store of its own, at the schema version Backup reports.
+func ExampleBackup() {
+	dir, _ := os.MkdirTemp("", "scribehook-backup")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	live, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer live.Close()
+	_, _ = live.Ingest(ctx, []store.Delivery{{DedupeKey: "k1", Route: "account", Kind: "job.error",
+		Event: "transcription.error", JobID: "j1", PartitionKey: "j1", Body: []byte(`{}`), ReceivedAt: time.Now()}})
+
+	res, err := sqlite.Backup(ctx, filepath.Join(dir, "scribehook.db"), filepath.Join(dir, "copy.db"), sqlite.BackupOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("backup written:", filepath.Base(res.Path))
+
+	restored, err := sqlite.Open(ctx, sqlite.Options{Path: res.Path})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer restored.Close()
+	rows, _ := restored.PendingInbox(ctx, 0, 10)
+	fmt.Println(len(rows), "pending delivery:", rows[0].DedupeKey)
+	// Output:
+	// backup written: copy.db
+	// 1 pending delivery: k1
+}
