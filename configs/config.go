@@ -24,6 +24,7 @@ type Config struct {
 	Subtitles    SubtitlesConfig `yaml:"subtitles"`
 	Sinks        []Sink          `yaml:"sinks"`
 	Receiver     ReceiverConfig  `yaml:"receiver"`
+	Debug        DebugConfig     `yaml:"debug"`
 }
 
 // ServiceConfig says where the transcription service is and how to authenticate.
@@ -150,6 +151,18 @@ type ReceiverConfig struct {
 	// once (default 256); -1 turns the bound off, for a proxy that brings every delivery from
 	// one address.
 	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
+}
+
+// DebugConfig is the profiling endpoint (net/http/pprof), off unless Listen is set. It is a
+// listener of its own, never the receiver's: profiles show the process's code and memory and
+// take seconds to serve.
+type DebugConfig struct {
+	// Listen is host:port of the endpoint, e.g. 127.0.0.1:6060; empty: no endpoint. A host
+	// other than a loopback address needs AllowRemote.
+	Listen string `yaml:"listen"`
+	// AllowRemote lets Listen be an address other hosts can reach (all interfaces, a LAN
+	// address, a host name): only behind a firewall, the endpoint has no authentication.
+	AllowRemote bool `yaml:"allow_remote"`
 }
 
 // Defaults of the configuration (DESIGN.md).

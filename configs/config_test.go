@@ -154,7 +154,7 @@ func TestExampleFileLoads(t *testing.T) {
 	// The example documents the defaults: the keys it shares with Default hold the same values.
 	def := Default()
 	if cfg.Listen != def.Listen || cfg.PublicURL != def.PublicURL || cfg.ReadTokenEnv != def.ReadTokenEnv ||
-		cfg.Service != def.Service || cfg.Store != def.Store || cfg.Bus != def.Bus ||
+		cfg.Service != def.Service || cfg.Store != def.Store || cfg.Bus != def.Bus || cfg.Debug != def.Debug ||
 		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || cfg.Receiver != def.Receiver ||
 		!reflect.DeepEqual(cfg.Sinks[0], def.Sinks[0]) {
 		t.Fatalf("example drifted from the defaults:\n%s", cfg)
@@ -499,5 +499,59 @@ func TestBusKeys(t *testing.T) {
 		if got := RedactBusURL(raw); got != want {
 			t.Errorf("RedactBusURL(%s) = %s, want %s", raw, got, want)
 		}
+	}
+}
+
+// TestDebugListen checks the profiling endpoint's address: off when empty, loopback only
+// unless debug.allow_remote, never the receiver's port; each refusal says why.
+func TestDebugListen(t *testing.T) {
+	const local = `must be a loopback address such as 127.0.0.1:6060 unless debug.allow_remote is true: profiles have no authentication (got %q)`
+	cases := []struct {
+		listen string
+		remote bool
+		want   string // the debug.listen sentence; empty: valid
+	}{
+		{listen: ""},
+		{listen: "127.0.0.1:6060"},
+		{listen: "127.0.0.1:0"},
+		{listen: "[::1]:6060"},
+		{listen: "localhost:6060"},
+		{listen: "127.3.2.1:6060"},
+		{listen: ":6060", want: local},
+		{listen: "0.0.0.0:6060", want: local},
+		{listen: "[::]:6060", want: local},
+		{listen: "10.0.0.5:6060", want: local},
+		{listen: "debug.internal:6060", want: local},
+		{listen: "0.0.0.0:6060", remote: true},
+		{listen: "debug.internal:6060", remote: true},
+		{listen: "6060", want: `must be host:port, e.g. 127.0.0.1:6060, or empty for no profiling endpoint (got %q)`},
+		{listen: "127.0.0.1:65536", want: `must be host:port, e.g. 127.0.0.1:6060, or empty for no profiling endpoint (got %q)`},
+		{listen: "127.0.0.1:8787", want: `must not use the port of listen (127.0.0.1:8787): profiles are never served where callbacks are (got %q)`},
+		{listen: "[::1]:8787", want: `must not use the port of listen (127.0.0.1:8787): profiles are never served where callbacks are (got %q)`},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s remote=%t", tc.listen, tc.remote), func(t *testing.T) {
+			cfg := Default()
+			cfg.Debug = DebugConfig{Listen: tc.listen, AllowRemote: tc.remote}
+			err := cfg.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			want := "config: debug.listen " + fmt.Sprintf(tc.want, tc.listen)
+			if err == nil || err.Error() != want {
+				t.Fatalf("err = %v\nwant %s", err, want)
+			}
+		})
+	}
+	// Off by default, and settable from the environment like every key.
+	if d := Default().Debug; d != (DebugConfig{}) {
+		t.Fatalf("default debug = %+v", d)
+	}
+	cfg, err := Load("", []string{"SCRIBEHOOK_DEBUG_LISTEN=127.0.0.1:6061"})
+	if err != nil || cfg.Debug.Listen != "127.0.0.1:6061" {
+		t.Fatalf("debug from the environment = %+v, %v", cfg.Debug, err)
 	}
 }

@@ -131,7 +131,37 @@ func (c Config) Validate() error {
 	if n := c.Receiver.MaxConnsPerIP; n == 0 || n < -1 {
 		v.add("receiver.max_conns_per_ip", "must be a positive number of connections, or -1 for no bound (got %d)", n)
 	}
+	v.debug(c.Debug, c.Listen)
 	return v.err()
+}
+
+// debug checks the profiling endpoint: off, or a host:port of its own that only this host
+// reaches unless allow_remote says otherwise.
+func (v *validator) debug(d DebugConfig, listen string) {
+	if d.Listen == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(d.Listen)
+	switch {
+	case err != nil || !validPort(port):
+		v.add("debug.listen", "must be host:port, e.g. 127.0.0.1:6060, or empty for no profiling endpoint (got %q)", d.Listen)
+	case !d.AllowRemote && !loopbackHost(host):
+		v.add("debug.listen", "must be a loopback address such as 127.0.0.1:6060 unless debug.allow_remote is true: profiles have no authentication (got %q)", d.Listen)
+	default:
+		if _, lport, err := net.SplitHostPort(listen); err == nil && port != "0" && port == lport {
+			v.add("debug.listen", "must not use the port of listen (%s): profiles are never served where callbacks are (got %q)", listen, d.Listen)
+		}
+	}
+}
+
+// loopbackHost reports whether host names this machine only: localhost or a loopback address.
+// An empty host is every interface.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }
 
 // Bounds of the bus keys.

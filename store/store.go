@@ -278,6 +278,13 @@ type Store interface {
 	BindToken(ctx context.Context, hash []byte, jobID string) error
 	RevokeToken(ctx context.Context, hash []byte) error
 
+	// Prune deletes what p says has been kept long enough at now, in batches of p.BatchSize
+	// rows per transaction, and reports per kind what it deleted; with dryRun it deletes
+	// nothing and reports what it would delete. It never deletes an inbox row not yet done (a
+	// failed row goes with the dead letters), a sink delivery still queued, a job record that is
+	// not final, nor a message of a live session that has not ended (retention.go).
+	Prune(ctx context.Context, p RetentionPolicy, now time.Time, dryRun bool) (PruneReport, error)
+
 	// Ping checks the store is reachable (readiness).
 	Ping(ctx context.Context) error
 	Close() error

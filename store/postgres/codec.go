@@ -101,7 +101,10 @@ var dialect = sqlcore.Dialect{
 		INSERT INTO live_messages (session_id, seq, type, category, created_at, received_at, inbox_id, payload)
 		SELECT ?1, next.last_seq, ?2, ?3, ?4, ?5, ?6, ?7 FROM next
 		RETURNING seq`,
+		// A pruned session's counter goes with its messages.
+		sqlcore.StPruneJobSeq: `DELETE FROM live_sequences WHERE session_id = ?`,
 	},
+	FinalJob: `j.local->>'final' <> ''`,
 	// ListJobs's two steps see one snapshot.
 	ListTx: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 }

@@ -79,6 +79,9 @@ type Options struct {
 	MaxConns int
 	// Logger receives migration and setup messages; nil discards them.
 	Logger *logrus.Entry
+	// Clock stamps the times the store takes itself (a row processed, a delivery delivered);
+	// nil is time.Now. Tests on a fake clock set it to prune what they made.
+	Clock func() time.Time
 }
 
 // Store is the PostgreSQL store.Store. Every method is safe for concurrent use, from any
@@ -139,6 +142,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	db.SetConnMaxLifetime(30 * time.Minute)
 	s := &Store{db: db, log: opts.Logger}
 	s.core = sqlcore.NewCore(db, dialect, writes{s})
+	s.core.SetClock(opts.Clock)
 	if err := s.setup(ctx, cfg, maxConns); err != nil {
 		_ = s.Close()
 		return nil, err

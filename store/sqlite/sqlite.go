@@ -118,6 +118,9 @@ type Options struct {
 	MinFreeBytes int64
 	// Logger receives migration and setup messages; nil discards them.
 	Logger *logrus.Entry
+	// Clock stamps the times the store takes itself (a row processed, a delivery delivered);
+	// nil is time.Now. Tests on a fake clock set it to prune what they made.
+	Clock func() time.Time
 
 	fsys fileSystem // the operating system's answers; tests replace them
 }
@@ -215,6 +218,7 @@ func (s *Store) setup(ctx context.Context, opts Options) error {
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
 	s.core = sqlcore.NewCore(r, dialect, writes{s})
+	s.core.SetClock(opts.Clock)
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("open sqlite readers: %w", err)
 	}
@@ -273,6 +277,9 @@ func fileURI(p string) string {
 func writerDSN(o Options) string {
 	v := url.Values{}
 	v.Set("_journal_mode", "WAL")
+	// Takes effect in a new database only (before its first table): freed pages are then given
+	// back by Prune. An older database keeps its mode until Vacuum.
+	v.Set("_auto_vacuum", "incremental")
 	v.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
 	v.Set("_synchronous", strings.ToUpper(o.Synchronous))
 	v.Set("_txlock", "immediate")

@@ -40,6 +40,7 @@ var dialect = sqlcore.Dialect{
 		?2, ?3, ?4, ?5, ?6, ?7) RETURNING seq`,
 	},
 	ReleasesLeases: true,
+	FinalJob:       `json_extract(j.local, '$.final') <> ''`,
 }
 
 var stmtSQL = func() [numStmts]string {

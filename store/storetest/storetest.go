@@ -77,6 +77,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"SinkReplay", testSinkReplay},
 		{"SinkClaimConcurrent", testSinkClaimConcurrent},
 		{"ReleaseSinkLeases", func(t *testing.T, s store.Store) { testReleaseSinkLeases(t, s, f.ReleasesLeases) }},
+		{"Prune", testPrune},
 		{"Ping", testPing},
 	}
 	for _, tc := range tests {

@@ -38,6 +38,18 @@ const (
 	StSinkKill                  // failed_at, last_error, id
 	StSinkReplay                // next_attempt_at, id
 	StSinkRelease               // no arguments
+	// The pruner's statements (prune.go).
+	StPruneInbox         // cutoff, limit
+	StPruneInboxFailed   // cutoff, limit
+	StPruneLive          // category, cutoff, limit
+	StPruneJobsPick      // cutoff, limit → id
+	StPruneJob           // id, cutoff
+	StPruneJobArtifacts  // job_id
+	StPruneJobLive       // session_id
+	StPruneJobSeq        // session_id: the session's counter, where it has one (optional)
+	StPruneSinkDelivered // cutoff, limit
+	StPruneDeadLetters   // cutoff, limit
+	StPruneQuarantine    // cutoff, limit
 	NumStmts
 )
 
@@ -96,6 +108,7 @@ func Statements(d Dialect) [NumStmts]string {
 		StSinkRelease: `UPDATE sink_deliveries SET lease_until = NULL
 		WHERE status = 'queued' AND lease_until IS NOT NULL`,
 	}
+	pruneStatements(d, &q)
 	for st, text := range d.SQL {
 		q[st] = text
 	}
@@ -156,12 +169,23 @@ type Core struct {
 	d        Dialect
 	w        Writes
 	lockJobs bool // the dialect locks a job before Tx.Job reads it
+	// now stamps what the store times itself (processed_at, delivered_at, revoked_at).
+	now func() time.Time
 }
 
 // NewCore reads through db (which may be a pool of read-only connections) and writes through
 // w.
 func NewCore(db *sql.DB, d Dialect, w Writes) *Core {
-	return &Core{Reader: NewReader(db, d), d: d, w: w, lockJobs: d.SQL[StJobLock] != ""}
+	return &Core{Reader: NewReader(db, d), d: d, w: w, lockJobs: d.SQL[StJobLock] != "", now: time.Now}
+}
+
+// SetClock replaces time.Now for the times the store stamps itself (when a row was processed,
+// delivered, revoked), so that a test running on a fake clock can prune what it made. Call it
+// before the store is used.
+func (c *Core) SetClock(now func() time.Time) {
+	if now != nil {
+		c.now = now
+	}
 }
 
 // Ingest stores the deliveries in one transaction: classified ones in the inbox, quarantined
@@ -203,7 +227,7 @@ func (c *Core) Apply(ctx context.Context, inboxID int64, fn func(ctx context.Con
 
 // applyIn applies one row inside t, which the caller commits.
 func (c *Core) applyIn(ctx context.Context, t Tx, inboxID int64, fn func(ctx context.Context, tx store.Tx) error) error {
-	res, err := t.Exec(ctx, StInboxDone, c.d.Time(time.Now()), inboxID)
+	res, err := t.Exec(ctx, StInboxDone, c.d.Time(c.now()), inboxID)
 	if err != nil {
 		return fmt.Errorf("apply inbox row %d: mark done: %w", inboxID, err)
 	}

@@ -31,6 +31,9 @@ type Dialect struct {
 	// SkipLocked ends the sink claim's selection of candidates: " FOR UPDATE SKIP LOCKED" where
 	// another claimer may be leasing rows at the same moment (PostgreSQL); "" otherwise.
 	SkipLocked string
+	// FinalJob is the condition, on a jobs row aliased j, that its record is final
+	// (store.Local.Final set): the pruner keeps every other record and its session's messages.
+	FinalJob string
 	// SQL gives the statements the database writes its own way (StLiveAppend, and StJobLock
 	// where Applies of one job can run at once), with ? or ?N placeholders.
 	SQL map[Stmt]string

@@ -61,7 +61,7 @@ func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error
 	}
 	// Rounded up to PostgreSQL's microsecond: a time taken "now" and stored must not come back
 	// earlier than an instant read before the call.
-	now := ceilMicro(time.Now())
+	now := ceilMicro(c.now())
 	rows := make([]SinkRow, len(ds))
 	var prev *api.Event
 	for i := range ds {
@@ -157,7 +157,7 @@ func (c *Core) ClaimSinkDeliveries(ctx context.Context, sink string, ordered boo
 // it. Completing it again is a no-op; an unknown id is store.ErrNotFound. Derived, like the
 // claim: a completion lost in a power cut means the event is delivered again, under its id.
 func (c *Core) CompleteSinkDelivery(ctx context.Context, id int64) error {
-	if err := c.updateSinkDelivery(ctx, "complete sink delivery", Derived, StSinkComplete, c.d.Time(time.Now()), id); err != nil {
+	if err := c.updateSinkDelivery(ctx, "complete sink delivery", Derived, StSinkComplete, c.d.Time(c.now()), id); err != nil {
 		return fmt.Errorf("complete sink delivery %d: %w", id, err)
 	}
 	return nil

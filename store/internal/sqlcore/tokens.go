@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/scribehook/scribehook/store"
 )
@@ -72,7 +71,7 @@ func (c *Core) RevokeToken(ctx context.Context, hash []byte) error {
 		return fmt.Errorf("revoke token: begin: %w", err)
 	}
 	defer t.Rollback()
-	res, err := t.Exec(ctx, StTokenRevoke, c.d.Time(time.Now()), hash)
+	res, err := t.Exec(ctx, StTokenRevoke, c.d.Time(c.now()), hash)
 	if err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// DefaultPruneBatch is RetentionPolicy.BatchSize when it is zero: small enough that one
+// transaction holds SQLite's only write lock for a few milliseconds, so ingest never waits
+// long behind the pruner.
+const DefaultPruneBatch = 500
+
+// RetentionPolicy says how long each kind of row is kept before Prune deletes it. A zero
+// duration keeps that kind for ever; a category missing from Live keeps its messages for ever.
+//
+// What each duration is measured from, and what is never deleted whatever the policy:
+//
+//   - Inbox: done rows, from processed_at. Their dedupe keys go with them: a redelivery of a
+//     pruned row is stored and applied again, and set aside once its job is final (rule 7),
+//     so the duration must outlast the service's retries.
+//   - DeadLetters: dead sink deliveries from failed_at, and inbox rows that exhausted their
+//     retries (status failed, the inbox's own dead letters) from received_at. Pending inbox rows
+//     and queued sink deliveries (due, leased or waiting for a retry) are never deleted.
+//   - Live: the messages of a category from received_at, only once their session's record is
+//     final (its end_session applied). The last message of a session stays while its record
+//     does, so that a message arriving late never reuses a sequence number.
+//   - Jobs: final job records from completed_at, with their artifacts (Artifacts is told
+//     first, to remove the files) and the messages left of a live session. A record that is not
+//     final is kept, however old.
+//   - SinkDelivered: delivered sink deliveries, from delivered_at.
+//   - Quarantine: quarantined deliveries, from received_at.
+type RetentionPolicy struct {
+	Inbox         time.Duration
+	Live          map[api.MessageCategory]time.Duration
+	Jobs          time.Duration
+	SinkDelivered time.Duration
+	DeadLetters   time.Duration
+	Quarantine    time.Duration
+	// BatchSize is the most rows one transaction deletes (default DefaultPruneBatch).
+	BatchSize int
+	// RemoveArtifacts, when set, is given the artifacts of a batch of jobs before their rows
+	// are deleted, to remove the files; an error keeps the batch for the next run. Nil leaves the
+	// files where they are.
+	RemoveArtifacts func(ctx context.Context, arts []Artifact) error
+}
+
+// PruneKind names one kind of row Prune deletes; it is the kind label of the pruned-rows
+// metric.
+type PruneKind string
+
+// The kinds of PruneReport, in the order Prune goes through them; LiveKind names the live
+// messages of one category.
+const (
+	PruneInbox         PruneKind = "inbox"
+	PruneInboxFailed   PruneKind = "inbox_failed"
+	PruneJobs          PruneKind = "jobs"
+	PruneArtifacts     PruneKind = "artifacts"
+	PruneSessionRest   PruneKind = "live_messages" // the messages left of a pruned session
+	PruneSinkDelivered PruneKind = "sink_delivered"
+	PruneDeadLetters   PruneKind = "dead_letters"
+	PruneQuarantine    PruneKind = "quarantine"
+)
+
+// LiveKind is the kind of the live messages of category c: live_messages.<category>.
+func LiveKind(c api.MessageCategory) PruneKind { return PruneKind("live_messages." + string(c)) }
+
+// PruneKinds lists every kind in report order.
+func PruneKinds() []PruneKind {
+	kinds := []PruneKind{PruneInbox, PruneInboxFailed}
+	for _, c := range api.Categories {
+		kinds = append(kinds, LiveKind(c))
+	}
+	return append(kinds, PruneJobs, PruneArtifacts, PruneSessionRest, PruneSinkDelivered, PruneDeadLetters, PruneQuarantine)
+}
+
+// PruneReport is what Prune deleted, or would delete in a dry run.
+type PruneReport struct {
+	DryRun bool
+	// Rows counts the rows per kind; a kind with nothing to delete is absent.
+	Rows map[PruneKind]int64
+	// ReclaimedBytes is the space given back to the file system afterwards (SQLite's
+	// incremental vacuum); 0 where the database reclaims on its own (PostgreSQL's autovacuum).
+	ReclaimedBytes int64
+}
+
+// Total is the number of rows over every kind.
+func (r PruneReport) Total() int64 {
+	var n int64
+	for _, v := range r.Rows {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,93 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// fillInbox stores and applies n deliveries of size bytes each.
+func fillInbox(t *testing.T, s *Store, n, size int) {
+	t.Helper()
+	body := []byte(strings.Repeat("x", size))
+	for i := range n {
+		res, err := s.Ingest(t.Context(), []store.Delivery{{DedupeKey: fmt.Sprintf("k%d", i), Route: "job",
+			Kind: api.CallbackJobSuccess, JobID: "j", PartitionKey: "j", Body: body, ReceivedAt: time.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Apply(t.Context(), res[0].ID, func(context.Context, store.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// A new database gives the pages pruning frees back to the file system: the file shrinks.
+func TestPruneReclaimsSpace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scribehook.db")
+	s := openTemp(t, Options{Path: path})
+	if ok, err := s.IncrementalVacuum(t.Context()); err != nil || !ok {
+		t.Fatalf("IncrementalVacuum = %v, %v; want true for a new database", ok, err)
+	}
+	fillInbox(t, s, 400, 16<<10)
+	writerExec(t, s, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	full := fileSize(t, path)
+	rep, err := s.Prune(t.Context(), store.RetentionPolicy{Inbox: time.Hour}, time.Now().Add(2*time.Hour), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rows[store.PruneInbox] != 400 {
+		t.Fatalf("pruned %v", rep.Rows)
+	}
+	after := fileSize(t, path)
+	// 400 bodies of 16 KiB are 6.4 MB; what stays is the schema and a few pages.
+	if rep.ReclaimedBytes < 6<<20 || after > full/10 {
+		t.Fatalf("file %d bytes → %d, reclaimed %d", full, after, rep.ReclaimedBytes)
+	}
+}
+
+// A database created before retention keeps its size until Vacuum converts it; then pruning
+// gives space back.
+func TestPruneOldDatabaseNeedsVacuum(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scribehook.db")
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE before_retention (x)`); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	s := openTemp(t, Options{Path: path})
+	if ok, err := s.IncrementalVacuum(t.Context()); err != nil || ok {
+		t.Fatalf("IncrementalVacuum = %v, %v; want false for a database made before", ok, err)
+	}
+	fillInbox(t, s, 50, 16<<10)
+	rep, err := s.Prune(t.Context(), store.RetentionPolicy{Inbox: time.Hour}, time.Now().Add(2*time.Hour), false)
+	if err != nil || rep.Rows[store.PruneInbox] != 50 || rep.ReclaimedBytes != 0 {
+		t.Fatalf("Prune = %+v, %v; want 50 rows, nothing reclaimed", rep, err)
+	}
+	if err := s.Vacuum(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.IncrementalVacuum(t.Context()); err != nil || !ok {
+		t.Fatalf("after Vacuum: IncrementalVacuum = %v, %v", ok, err)
+	}
+}
