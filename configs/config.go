@@ -25,6 +25,7 @@ type Config struct {
 	Sinks        []Sink          `yaml:"sinks"`
 	Receiver     ReceiverConfig  `yaml:"receiver"`
 	Debug        DebugConfig     `yaml:"debug"`
+	Retention    RetentionConfig `yaml:"retention"`
 }
 
 // ServiceConfig says where the transcription service is and how to authenticate.
@@ -218,7 +219,8 @@ func Default() Config {
 		Sinks: []Sink{{
 			Name: "files", Kind: "file", Dir: DefaultSinkDir, Events: []string{"*"}, Timeout: DefaultSinkTimeout,
 		}},
-		Receiver: ReceiverConfig{BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions, TokenTTL: DefaultTokenTTL, MaxConnsPerIP: DefaultMaxConnsPerIP},
+		Receiver:  ReceiverConfig{BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions, TokenTTL: DefaultTokenTTL, MaxConnsPerIP: DefaultMaxConnsPerIP},
+		Retention: DefaultRetention(),
 	}
 }
 

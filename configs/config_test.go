@@ -63,6 +63,12 @@ sinks:
   - {name: stream, kind: redisstream, url: "redis://127.0.0.1:6379", events: ["*"]}
   - {name: log, kind: log, events: ["job.*"], timeout: 1m30s}
 receiver: {body_limit: 1048576, partitions: 16}
+retention:
+  interval: 30m
+  inbox: 36h
+  jobs: 90d
+  live: {partial_transcripts: 1d, final_transcripts: 90d}
+  dead_letters: forever
 `
 
 // TestLoad loads a file (none, or fullYAML) with an environment and compares the whole
@@ -89,12 +95,18 @@ func TestLoad(t *testing.T) {
 				Subtitles: SubtitlesConfig{Profile: "netflix-adult", Formats: []string{"srt", "vtt"}, Dir: "artifacts"},
 				Sinks:     []Sink{{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: 10 * time.Second}},
 				Receiver:  ReceiverConfig{BodyLimit: 32 << 20, Partitions: 4, TokenTTL: 7 * 24 * time.Hour, MaxConnsPerIP: 256},
+				Retention: RetentionConfig{Interval: time.Hour, BatchSize: 500, Inbox: Days(7), Jobs: Forever,
+					SinkDelivered: Days(7), DeadLetters: Days(30), Quarantine: Days(30),
+					Live: LiveRetention{PartialTranscripts: Days(2), FinalTranscripts: Forever, SpeechEvents: Days(30),
+						PreProcessingEvents: Days(30), RealtimeProcessingEvents: Days(30), PostProcessingEvents: Days(30),
+						Acknowledgments: Days(2), Errors: Days(30), LifecycleEvents: Days(30)}},
 			},
 			callbackURL: "http://127.0.0.1:8787/v1/callbacks/tok",
 		},
 		{
 			name: "full YAML",
 			body: fullYAML,
+			env:  []string{"SCRIBEHOOK_RETENTION_LIVE_ACKNOWLEDGMENTS=12h", "SCRIBEHOOK_RETENTION_QUARANTINE=forever"},
 			want: Config{
 				Listen:       "0.0.0.0:9000",
 				PublicURL:    "https://hooks.example.com/base/",
@@ -119,6 +131,12 @@ func TestLoad(t *testing.T) {
 					{Name: "log", Kind: "log", Events: []string{"job.*"}, Timeout: 90 * time.Second},
 				},
 				Receiver: ReceiverConfig{BodyLimit: 1 << 20, Partitions: 16, TokenTTL: 7 * 24 * time.Hour, MaxConnsPerIP: 256},
+				// Keys not given keep their defaults.
+				Retention: RetentionConfig{Interval: 30 * time.Minute, BatchSize: 500, Inbox: Keep(36 * time.Hour), Jobs: Days(90),
+					SinkDelivered: Days(7), DeadLetters: Forever, Quarantine: Forever,
+					Live: LiveRetention{PartialTranscripts: Days(1), FinalTranscripts: Days(90), SpeechEvents: Days(30),
+						PreProcessingEvents: Days(30), RealtimeProcessingEvents: Days(30), PostProcessingEvents: Days(30),
+						Acknowledgments: Keep(12 * time.Hour), Errors: Days(30), LifecycleEvents: Days(30)}},
 			},
 			callbackURL: "https://hooks.example.com/base/v1/callbacks/tok",
 		},
@@ -155,7 +173,7 @@ func TestExampleFileLoads(t *testing.T) {
 	def := Default()
 	if cfg.Listen != def.Listen || cfg.PublicURL != def.PublicURL || cfg.ReadTokenEnv != def.ReadTokenEnv ||
 		cfg.Service != def.Service || cfg.Store != def.Store || cfg.Bus != def.Bus || cfg.Debug != def.Debug ||
-		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || cfg.Receiver != def.Receiver ||
+		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || cfg.Receiver != def.Receiver || cfg.Retention != def.Retention ||
 		!reflect.DeepEqual(cfg.Sinks[0], def.Sinks[0]) {
 		t.Fatalf("example drifted from the defaults:\n%s", cfg)
 	}
@@ -334,6 +352,23 @@ func TestValidationSentences(t *testing.T) {
 				`receiver.partitions must be between 1 and 256 (got 1000)`,
 				`receiver.token_ttl must be at least 1h (got 1m0s)`,
 				`receiver.max_conns_per_ip must be a positive number of connections, or -1 for no bound (got -5)`,
+			},
+		},
+		{
+			name: "retention keys",
+			breaks: func(c *Config) {
+				c.Retention.Interval, c.Retention.BatchSize = 30*time.Second, 0
+				c.Retention.Inbox, c.Retention.Jobs, c.Retention.Quarantine = Keep(12*time.Hour), Days(30), Keep(-time.Hour)
+				c.Retention.Live.Acknowledgments, c.Retention.Live.Errors = Keep(30*time.Minute), Days(31)
+			},
+			want: []string{
+				`retention.interval must be at least 1m, or 0 to turn the background pruner off (got 30s)`,
+				`retention.batch_size must be between 1 and 100000 (got 0)`,
+				`retention.inbox must be at least 1d, or forever (got 12h): a redelivery of a pruned row is stored and applied again, so rows must outlast the service's retries`,
+				`retention.live.acknowledgments must be at least 1h, or forever (got 30m)`,
+				`retention.quarantine must not be negative (got -1h)`,
+				`retention.live.final_transcripts must not be longer than retention.jobs (30d): a session's messages go with its record (got forever)`,
+				`retention.live.errors must not be longer than retention.jobs (30d): a session's messages go with its record (got 31d)`,
 			},
 		},
 		{

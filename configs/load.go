@@ -131,7 +131,10 @@ func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
 	d.errs = append(d.errs, fmt.Errorf("config: line %d: %s", n.Line, fmt.Sprintf(format, args...)))
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	keepType     = reflect.TypeFor[Keep]()
+)
 
 // value decodes n into v; path is the dotted path of v ("" for the root).
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
@@ -214,6 +217,12 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
 // setScalar parses text into v by v's type. tag is the YAML tag, "" for environment values.
 func setScalar(v reflect.Value, text, tag string) error {
 	switch {
+	case v.Type() == keepType:
+		k, err := ParseKeep(text)
+		if err != nil {
+			return err
+		}
+		v.SetInt(int64(k))
 	case v.Type() == durationType:
 		if tag == "!!int" && text == "0" {
 			v.SetInt(0)
@@ -248,6 +257,8 @@ func typeName(t reflect.Type) string {
 	switch {
 	case t == durationType:
 		return "a duration such as 10s or 1m30s"
+	case t == keepType:
+		return "a duration such as 36h or 7d, or forever"
 	case t.Kind() == reflect.String:
 		return "a string"
 	case t.Kind() == reflect.Bool:
