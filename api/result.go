@@ -22,6 +22,9 @@ func (w *Word) UnmarshalJSON(b []byte) error {
 }
 
 func (w Word) MarshalJSON() ([]byte, error) {
+	if len(w.Extra) == 0 {
+		return appendWord(nil, &w) // fastencode.go
+	}
 	type plain Word
 	return encodeKeeping(plain(w), w.Extra)
 }
@@ -45,6 +48,9 @@ func (u *Utterance) UnmarshalJSON(b []byte) error {
 }
 
 func (u Utterance) MarshalJSON() ([]byte, error) {
+	if len(u.Extra) == 0 {
+		return appendUtterance(nil, &u) // fastencode.go
+	}
 	type plain Utterance
 	if u.Words == nil {
 		u.Words = []Word{}
@@ -162,6 +168,9 @@ func (t *Transcription) UnmarshalJSON(b []byte) error {
 }
 
 func (t Transcription) MarshalJSON() ([]byte, error) {
+	if len(t.Extra) == 0 {
+		return appendTranscription(make([]byte, 0, t.sizeHint()), &t) // fastencode.go
+	}
 	type plain Transcription
 	if t.Languages == nil {
 		t.Languages = []string{}

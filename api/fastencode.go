@@ -1,0 +1,246 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A 2-hour result holds 20,000 words in a few hundred utterances. Encoded through encoding/json,
+// each word is a reflective json.Marshal of its own, and the bytes of every word are then
+// validated and copied again by each enclosing MarshalJSON (utterance, transcription, result,
+// job), since encoding/json compacts what a Marshaler returns. The transcription, its
+// utterances and its words are therefore written here by hand, appending to one buffer, in
+// exactly the bytes encoding/json gives for them (compact, HTML-escaped, the same float
+// format); an object with members this model does not know, or a value encoding/json refuses
+// (NaN, infinities), takes the general way, whose output is compacted as its parent would.
+
+// appendTranscription appends t as Transcription.MarshalJSON encodes it.
+func appendTranscription(dst []byte, t *Transcription) ([]byte, error) {
+	if len(t.Extra) > 0 {
+		type plain Transcription
+		p := plain(*t)
+		if p.Languages == nil {
+			p.Languages = []string{}
+		}
+		if p.Utterances == nil {
+			p.Utterances = []Utterance{}
+		}
+		return appendGeneral(dst, p, t.Extra)
+	}
+	dst = append(dst, `{"full_transcript":`...)
+	dst = appendString(dst, t.FullTranscript)
+	dst = append(dst, `,"languages":[`...)
+	for i, l := range t.Languages {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, l)
+	}
+	dst = append(dst, `],"utterances":[`...)
+	var err error
+	for i := range t.Utterances {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendUtterance(dst, &t.Utterances[i]); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, ']')
+	if t.Sentences != nil {
+		if dst, err = appendMember(dst, "sentences", t.Sentences); err != nil {
+			return nil, err
+		}
+	}
+	if t.Subtitles != nil {
+		if dst, err = appendMember(dst, "subtitles", t.Subtitles); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendUtterance appends u as Utterance.MarshalJSON encodes it.
+func appendUtterance(dst []byte, u *Utterance) ([]byte, error) {
+	if len(u.Extra) > 0 || !finite(u.Start, u.End, u.Confidence) {
+		type plain Utterance
+		p := plain(*u)
+		if p.Words == nil {
+			p.Words = []Word{}
+		}
+		return appendGeneral(dst, p, u.Extra)
+	}
+	dst = append(dst, `{"start":`...)
+	dst = appendFloat(dst, u.Start)
+	dst = append(dst, `,"end":`...)
+	dst = appendFloat(dst, u.End)
+	dst = append(dst, `,"confidence":`...)
+	dst = appendFloat(dst, u.Confidence)
+	dst = append(dst, `,"channel":`...)
+	dst = strconv.AppendInt(dst, int64(u.Channel), 10)
+	dst = append(dst, `,"words":[`...)
+	var err error
+	for i := range u.Words {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendWord(dst, &u.Words[i]); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, `],"text":`...)
+	dst = appendString(dst, u.Text)
+	if u.Language != "" {
+		dst = append(dst, `,"language":`...)
+		dst = appendString(dst, u.Language)
+	}
+	if u.Speaker != nil {
+		dst = append(dst, `,"speaker":`...)
+		dst = strconv.AppendInt(dst, int64(*u.Speaker), 10)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendWord appends w as Word.MarshalJSON encodes it.
+func appendWord(dst []byte, w *Word) ([]byte, error) {
+	if len(w.Extra) > 0 || !finite(w.Start, w.End, w.Confidence) {
+		type plain Word
+		return appendGeneral(dst, plain(*w), w.Extra)
+	}
+	dst = append(dst, `{"word":`...)
+	dst = appendString(dst, w.Word)
+	dst = append(dst, `,"start":`...)
+	dst = appendFloat(dst, w.Start)
+	dst = append(dst, `,"end":`...)
+	dst = appendFloat(dst, w.End)
+	dst = append(dst, `,"confidence":`...)
+	dst = appendFloat(dst, w.Confidence)
+	return append(dst, '}'), nil
+}
+
+// appendMember appends ,"name":v with v encoded by encoding/json.
+func appendMember(dst []byte, name string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dst = append(dst, ',', '"')
+	dst = append(dst, name...)
+	dst = append(dst, '"', ':')
+	return append(dst, b...), nil
+}
+
+// appendGeneral appends what encodeKeeping gives for v (a method-free alias) and extra, as an
+// enclosing encoding/json Marshal would copy it: compacted, with HTML characters escaped (the
+// extra members are kept as they came).
+func appendGeneral(dst []byte, v any, extra Extra) ([]byte, error) {
+	b, err := encodeKeeping(v, extra)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, err
+	}
+	out := bytes.NewBuffer(dst)
+	json.HTMLEscape(out, buf.Bytes())
+	return out.Bytes(), nil
+}
+
+func finite(fs ...float64) bool {
+	for _, f := range fs {
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendFloat is encoding/json's float64 encoding of a finite f: the shortest decimal that
+// reads back as f, in exponent form below 1e-6 and from 1e21 on, with a one-digit negative
+// exponent written without its leading zero.
+func appendFloat(dst []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 becomes e-9.
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString is encoding/json's string encoding with HTML escaping (json.Marshal): quotes,
+// backslashes and control characters escaped (\b, \f, \n, \r, \t by name), <, > and & as
+// \u003c, \u003e, \u0026, U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as \ufffd.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// sizeHint guesses the encoded size of t from its words (about 80 bytes each), so that the
+// buffer of a long transcript is not grown a dozen times.
+func (t *Transcription) sizeHint() int {
+	n := 256 + 2*len(t.FullTranscript)
+	for i := range t.Utterances {
+		n += 160 + len(t.Utterances[i].Text) + 80*len(t.Utterances[i].Words)
+	}
+	return n
+}
