@@ -21,5 +21,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newDeadLettersCmd())
 	root.AddCommand(newHealthcheckCmd())
 	root.AddCommand(newBackupCmd())
+	root.AddCommand(newMigrateCmd())
 	return root
 }

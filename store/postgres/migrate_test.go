@@ -1,27 +1,48 @@
 package postgres
 
 import (
+	"database/sql"
 	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/storetest"
 )
 
-func TestMigrationRedactsLegacyTokens(t *testing.T) {
-	dsn := newSchema(t)
-	storetest.MigrationRedactsLegacyTokens(t, storetest.Database{
-		Open: func(t *testing.T) store.Store { return open(t, dsn) },
-		Text: func(t *testing.T, s store.Store, query string) string {
-			var v []byte
-			if err := sqlDB(s.(*Store)).QueryRowContext(t.Context(), query).Scan(&v); err != nil {
-				t.Fatalf("%s: %v", query, err)
-			}
-			return string(v)
-		},
-		Forget: func(t *testing.T, s store.Store, version int) {
-			if _, err := sqlDB(s.(*Store)).ExecContext(t.Context(), `DELETE FROM schema_migrations WHERE version = $1`, version); err != nil {
+// versions is a schema built at an earlier schema version, then opened by the store.
+func versions() storetest.Database {
+	var dsn string
+	return storetest.Database{
+		Dialect: dialect,
+		Files:   migrationFiles,
+		New: func(t *testing.T, version int) *sql.DB {
+			dsn = newSchema(t)
+			cfg, _, err := parseDSN(Options{DSN: dsn})
+			if err != nil {
 				t.Fatal(err)
 			}
+			db := stdlib.OpenDB(*cfg)
+			t.Cleanup(func() { _ = db.Close() })
+			schema, err := currentSchema(t.Context(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := migrator(schema, nil)
+			m.UpTo = version
+			if err := m.Run(t.Context(), db); err != nil {
+				t.Fatal(err)
+			}
+			return db
 		},
-	})
+		Open: func(t *testing.T) store.Store { return open(t, dsn) },
+	}
+}
+
+func TestMigrationRedactsLegacyTokens(t *testing.T) {
+	storetest.MigrationRedactsLegacyTokens(t, versions())
+}
+
+func TestMigrationsFromEveryVersion(t *testing.T) {
+	storetest.MigrationsFromEveryVersion(t, versions())
 }

@@ -46,7 +46,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"strconv"
 	"sync"
@@ -114,25 +113,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		l.SetOutput(io.Discard)
 		opts.Logger = logrus.NewEntry(l)
 	}
-	cfg, err := pgx.ParseConfig(opts.DSN)
+	cfg, maxConns, err := parseDSN(opts)
 	if err != nil {
-		// pgx's message never repeats the password.
-		return nil, fmt.Errorf("postgres: parse DSN: %w", err)
-	}
-	maxConns := opts.MaxConns
-	// pgx passes parameters it does not know to the server, which would refuse this one.
-	if v, ok := cfg.RuntimeParams["pool_max_conns"]; ok {
-		delete(cfg.RuntimeParams, "pool_max_conns")
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("postgres: DSN pool_max_conns must be a positive integer (got %q)", v)
-		}
-		if maxConns == 0 {
-			maxConns = n
-		}
-	}
-	if maxConns == 0 {
-		maxConns = DefaultMaxConns
+		return nil, err
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(maxConns)
@@ -163,50 +146,29 @@ func (s *Store) setup(ctx context.Context, cfg *pgx.ConnConfig, maxConns int) er
 	return nil
 }
 
-// migrate applies the pending migrations in one transaction, under an advisory lock keyed by
-// the schema: replicas starting at once wait for each other, and the later ones find the
-// schema current. It writes nothing when the schema is already current, so a role that may
-// only read still opens the store.
-func (s *Store) migrate(ctx context.Context) error {
-	var schema sql.NullString
-	if err := s.db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return fmt.Errorf("postgres: read current schema: %w", err)
+// parseDSN reads opts.DSN and the pool size it and opts give.
+func parseDSN(opts Options) (*pgx.ConnConfig, int, error) {
+	cfg, err := pgx.ParseConfig(opts.DSN)
+	if err != nil {
+		// pgx's message never repeats the password.
+		return nil, 0, fmt.Errorf("postgres: parse DSN: %w", err)
 	}
-	if !schema.Valid {
-		return errors.New("postgres: no schema of the search_path exists: create it or fix search_path in the DSN")
+	maxConns := opts.MaxConns
+	// pgx passes parameters it does not know to the server, which would refuse this one.
+	if v, ok := cfg.RuntimeParams["pool_max_conns"]; ok {
+		delete(cfg.RuntimeParams, "pool_max_conns")
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, 0, fmt.Errorf("postgres: DSN pool_max_conns must be a positive integer (got %q)", v)
+		}
+		if maxConns == 0 {
+			maxConns = n
+		}
 	}
-	return sqlcore.Migrator{
-		Files:  migrationFiles,
-		Prefix: "postgres: ",
-		Exists: `SELECT to_regclass('schema_migrations') IS NOT NULL`,
-		CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    INTEGER PRIMARY KEY,
-			applied_at TIMESTAMPTZ NOT NULL
-		)`,
-		Record: func(ctx context.Context, tx *sql.Tx, version int) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, now())`, version)
-			return err
-		},
-		// Held until COMMIT; concurrent CREATE TABLE IF NOT EXISTS alone is not safe (two
-		// sessions can both pass the check and one then fails on a duplicate catalog row).
-		Lock: func(ctx context.Context, tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey(schema.String))
-			return err
-		},
-		OneTransaction: true,
-		Applied: func(name string) {
-			s.log.WithFields(logrus.Fields{"migration": name, "schema": schema.String}).Info("postgres: migration applied")
-		},
-	}.Run(ctx, s.db)
-}
-
-// migrationLockKey is the advisory lock of one schema's migrations: schemas of one database
-// (one per test, or per tenant) migrate independently.
-func migrationLockKey(schema string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte("scribehook/store/postgres migrate\x00"))
-	h.Write([]byte(schema))
-	return int64(h.Sum64())
+	if maxConns == 0 {
+		maxConns = DefaultMaxConns
+	}
+	return cfg, maxConns, nil
 }
 
 // Ping checks that the database answers a query (readiness).

@@ -45,3 +45,20 @@ func ExampleBackup() {
 	// backup written: copy.db
 	// 1 pending delivery: k1
 }
+
+// What opening a database would do to its schema, asked before doing it: here a database that
+// does not exist yet, which every migration would create.
+func ExamplePendingMigrations() {
+	dir, _ := os.MkdirTemp("", "scribehook-migrate")
+	defer os.RemoveAll(dir)
+	plan, err := sqlite.PendingMigrations(context.Background(), filepath.Join(dir, "scribehook.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("schema version", plan.Current, "up to date:", len(plan.Pending) == 0)
+	fmt.Println("first:", plan.Pending[0].Name, "-", plan.Pending[0].Summary)
+	// Output:
+	// schema version 0 up to date: false
+	// first: 0001_init.sql - Initial schema. Times are UTC text of one fixed width (2006-01-02T15:04:05.000000000Z), so
+}

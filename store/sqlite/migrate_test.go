@@ -1,31 +1,96 @@
 package sqlite
 
 import (
+	"database/sql"
+	"os"
 	"path/filepath"
-	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 	"github.com/scribehook/scribehook/store/storetest"
 )
 
-func TestMigrationRedactsLegacyTokens(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "legacy.db")
-	storetest.MigrationRedactsLegacyTokens(t, storetest.Database{
+// oldDatabase creates a database at path with the migrations up to version applied.
+func oldDatabase(t *testing.T, path string, version int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", writerDSN(Options{Path: path, Synchronous: SynchronousFull, BusyTimeout: DefaultBusyTimeout}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	m := migrator(nil)
+	m.UpTo = version
+	if err := m.Run(t.Context(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// versions is a database built at an earlier schema version, then opened by the store.
+func versions() storetest.Database {
+	var path string
+	return storetest.Database{
+		Dialect: dialect,
+		Files:   migrationFiles,
+		New: func(t *testing.T, version int) *sql.DB {
+			path = filepath.Join(t.TempDir(), "old.db")
+			return oldDatabase(t, path, version)
+		},
 		Open: func(t *testing.T) store.Store { return openTemp(t, Options{Path: path}) },
-		Text: func(t *testing.T, s store.Store, query string) string {
-			var v string
-			if err := s.(*Store).r.QueryRowContext(t.Context(), query).Scan(&v); err != nil {
-				t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func TestMigrationRedactsLegacyTokens(t *testing.T) {
+	storetest.MigrationRedactsLegacyTokens(t, versions())
+}
+
+func TestMigrationsFromEveryVersion(t *testing.T) {
+	storetest.MigrationsFromEveryVersion(t, versions())
+}
+
+// TestPendingMigrations: at every version, PendingMigrations names the migrations after it,
+// each with its summary, and changes nothing; Migrate then applies exactly those.
+func TestPendingMigrations(t *testing.T) {
+	ms, err := sqlcore.LoadMigrations(migrationFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := ms[len(ms)-1].Version
+	for _, at := range ms {
+		path := filepath.Join(t.TempDir(), "old.db")
+		raw := oldDatabase(t, path, at.Version)
+		plan, err := PendingMigrations(t.Context(), path)
+		if err != nil {
+			t.Fatalf("at %d: %v", at.Version, err)
+		}
+		if plan.Current != at.Version || plan.Latest != latest || len(plan.Pending) != latest-at.Version {
+			t.Errorf("at %d: plan %+v", at.Version, plan)
+		}
+		for i, m := range plan.Pending {
+			if m.Version != at.Version+1+i || m.Name != ms[at.Version+i].Name || m.Summary == "" || strings.HasPrefix(m.Summary, "-") {
+				t.Errorf("at %d: pending %d is %+v", at.Version, i, m)
 			}
-			return v
-		},
-		// Closed before it is opened again, as a process stops before its upgrade starts.
-		Forget: func(t *testing.T, s store.Store, version int) {
-			writerExec(t, s.(*Store), `DELETE FROM schema_migrations WHERE version = `+strconv.Itoa(version))
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-		},
-	})
+		}
+		var n int
+		if err := raw.QueryRowContext(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != at.Version {
+			t.Errorf("at %d: the check left %d schema_migrations rows (%v)", at.Version, n, err)
+		}
+	}
+	missing := filepath.Join(t.TempDir(), "none.db")
+	plan, err := PendingMigrations(t.Context(), missing)
+	if err != nil || plan.Current != 0 || len(plan.Pending) != len(ms) {
+		t.Errorf("plan of a new database: %+v, %v", plan, err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("the check created the database: %v", err)
+	}
+	applied, err := Migrate(t.Context(), Options{Path: missing})
+	if err != nil || len(applied.Pending) != len(ms) {
+		t.Errorf("Migrate of a new database: %+v, %v", applied, err)
+	}
+	if plan, err := PendingMigrations(t.Context(), missing); err != nil || plan.Current != latest || len(plan.Pending) != 0 {
+		t.Errorf("plan after Migrate: %+v, %v", plan, err)
+	}
 }

@@ -295,25 +295,6 @@ func readerDSN(o Options) string {
 	return fileURI(o.Path) + "?" + v.Encode()
 }
 
-// migrate applies the pending migrations, each in its own IMMEDIATE transaction (the writer
-// pool begins them so).
-func (s *Store) migrate(ctx context.Context) error {
-	return sqlcore.Migrator{
-		Files:  migrationFiles,
-		Exists: `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`,
-		CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    INTEGER PRIMARY KEY,
-			applied_at TEXT NOT NULL
-		) STRICT`,
-		Record: func(ctx context.Context, tx *sql.Tx, version int) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
-				version, formatTime(time.Now()))
-			return err
-		},
-		Applied: func(name string) { s.log.WithField("migration", name).Info("sqlite: migration applied") },
-	}.Run(ctx, s.w)
-}
-
 // Ping checks that both pools answer a query, that the database file can be written, and
 // that its file system has at least Options.MinFreeBytes free: a store that answers queries
 // but cannot store a delivery is not ready.

@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -13,17 +15,35 @@ import (
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
-// Database is one database a test opens a store on more than once, with the raw access the
-// migration tests need beside the contract.
+// Database is a store's database as the migration tests need it: built at any earlier schema
+// version, written raw, then opened by the store, which upgrades it.
 type Database struct {
-	// Open opens a store on the database, migrating it; the test's cleanup closes it.
+	// Dialect rebinds the tests' statements and converts their arguments.
+	Dialect sqlcore.Dialect
+	// New creates a new database with the migrations up to version applied (the schema of an
+	// earlier release) and returns a raw connection pool on it; the test's cleanup closes it.
+	New func(t *testing.T, version int) *sql.DB
+	// Open opens the store on the database New made last, migrating it to the latest version;
+	// the test's cleanup closes it.
 	Open func(t *testing.T) store.Store
-	// Text reads the one value (text or bytes) query selects, on s's database.
-	Text func(t *testing.T, s store.Store, query string) string
-	// Forget deletes the schema_migrations row of version on s's database, so that the next
-	// Open applies that migration again, and closes s where a second store cannot open beside
-	// it.
-	Forget func(t *testing.T, s store.Store, version int)
+	// Files are the store's embedded migrations.
+	Files fs.FS
+}
+
+func (db Database) exec(t *testing.T, raw *sql.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := raw.ExecContext(t.Context(), db.Dialect.Rebind(query), args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func text(t *testing.T, raw *sql.DB, query string) string {
+	t.Helper()
+	var v []byte
+	if err := raw.QueryRowContext(t.Context(), query).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return string(v)
 }
 
 const legacyToken = "ptBdfcUbDtCQWkB-Om6Id-2EF9p-bJUFelCvU97Afeo"
@@ -32,41 +52,169 @@ const legacyToken = "ptBdfcUbDtCQWkB-Om6Id-2EF9p-bJUFelCvU97Afeo"
 // tokens in clear in job records and queued events; migration 0004 rewrites them, and leaves
 // other callback URLs alone.
 func MigrationRedactsLegacyTokens(t *testing.T, db Database) {
-	s := db.Open(t)
+	raw := db.New(t, 3)
 	params := `{"audio_url":"https://e.com/a.wav","callback":true,"callback_config":{"url":"http://127.0.0.1:8787/v1/callbacks/` + legacyToken + `","method":"POST"}}`
 	static := `{"callback_config":{"url":"http://127.0.0.1:8787/v1/callbacks/account-route"}}`
 	for id, p := range map[string]string{"legacy": params, "static": static} {
-		if err := s.PutJob(t.Context(), store.JobRecord{Job: api.Job{ID: id, Kind: api.KindPreRecorded, Status: api.StatusDone,
-			Version: 2, CreatedAt: api.NewTime(time.Now()), RequestParams: json.RawMessage(p)}}); err != nil {
-			t.Fatal(err)
-		}
+		seedJob(t, db, raw, api.Job{ID: id, Kind: api.KindPreRecorded, Status: api.StatusDone,
+			Version: 2, CreatedAt: api.NewTime(time.Now()), RequestParams: json.RawMessage(p)})
 	}
 	ev := api.Event{ID: "ev1", Type: api.EventJobSucceeded, JobID: "legacy", Kind: api.KindPreRecorded,
 		Data: json.RawMessage(`{"id":"legacy","request_params":` + params + `}`)}
-	if err := s.EnqueueSinkDeliveries(t.Context(), []store.SinkDelivery{{Sink: "hook", EventID: ev.ID, Event: ev, OrderKey: "legacy", NextAttempt: time.Now()}}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(db.Text(t, s, `SELECT record FROM jobs WHERE id = 'legacy'`), legacyToken) {
-		t.Fatal("the legacy record was not written in clear: the test proves nothing")
-	}
-	db.Forget(t, s, 4)
-	s2 := db.Open(t)
-	rec, ev2 := db.Text(t, s2, `SELECT record FROM jobs WHERE id = 'legacy'`), db.Text(t, s2, `SELECT event FROM sink_deliveries`)
+	seedSinkDelivery(t, db, raw, "hook", ev, "queued")
+	s := db.Open(t)
+	rec, ev2 := text(t, raw, `SELECT record FROM jobs WHERE id = 'legacy'`), text(t, raw, `SELECT event FROM sink_deliveries`)
 	for what, v := range map[string]string{"record": rec, "event": ev2} {
 		if strings.Contains(v, legacyToken) || !strings.Contains(v, `/v1/callbacks/[token]"`) {
 			t.Errorf("%s after the migration: %s", what, v)
 		}
 	}
-	if got := db.Text(t, s2, `SELECT record FROM jobs WHERE id = 'static'`); !strings.Contains(got, `/v1/callbacks/account-route"`) {
+	if got := text(t, raw, `SELECT record FROM jobs WHERE id = 'static'`); !strings.Contains(got, `/v1/callbacks/account-route"`) {
 		t.Errorf("a URL without a minted token changed: %s", got)
 	}
 	// Only the token changed: the record still decodes, with the rest as written.
-	j, err := s2.GetJob(t.Context(), "legacy")
+	j, err := s.GetJob(t.Context(), "legacy")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := strings.Replace(params, legacyToken, "[token]", 1); string(j.Job.RequestParams) != want {
 		t.Errorf("request_params %s, want %s", j.Job.RequestParams, want)
+	}
+}
+
+// seedJob writes a job record as every version since the first stores it.
+func seedJob(t *testing.T, db Database, raw *sql.DB, j api.Job) {
+	t.Helper()
+	rec, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.exec(t, raw, `INSERT INTO jobs (id, kind, status, created_at, completed_at, custom_metadata, record, local)
+		VALUES (?, ?, ?, ?, NULL, NULL, ?, ?)`, j.ID, string(j.Kind), string(j.Status), db.Dialect.Time(j.CreatedAt.Time),
+		db.Dialect.JSON(rec), `{"source":"callback","updated_at":"2026-11-20T09:00:00Z","deliveries":1}`)
+}
+
+// seedSinkDelivery queues ev for sink as version 2 and later store it, with status queued or
+// dead.
+func seedSinkDelivery(t *testing.T, db Database, raw *sql.DB, sink string, ev api.Event, status string) {
+	t.Helper()
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := db.Dialect.Time(time.Now().Add(-time.Minute))
+	var failed any
+	if status == "dead" {
+		failed = now
+	}
+	db.exec(t, raw, `INSERT INTO sink_deliveries (sink, event_id, event, order_key, status, attempts,
+		next_attempt_at, last_error, created_at, failed_at) VALUES (?, ?, ?, ?, ?, 0, ?, '', ?, ?)`,
+		sink, ev.ID, db.Dialect.JSON(b), ev.JobID, status, now, now, failed)
+}
+
+// seedVersion writes representative rows into the tables migration version created, on a
+// database at that version or later.
+func seedVersion(t *testing.T, db Database, raw *sql.DB, version int) {
+	t.Helper()
+	at := db.Dialect.Time(time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC))
+	switch version {
+	case 1:
+		for _, r := range []struct{ key, status string }{{"seed-pending", "pending"}, {"seed-done", "done"}} {
+			db.exec(t, raw, `INSERT INTO inbox (dedupe_key, route, kind, event, job_id, message_type, category,
+				partition_key, headers, body, received_at, status) VALUES (?, 'job', 'job.success', 'transcription.success',
+				'seed-job', '', '', 'seed-job', NULL, ?, ?, ?)`, r.key, []byte(`{"id":"seed-job"}`), at, r.status)
+		}
+		db.exec(t, raw, `INSERT INTO quarantine (dedupe_key, route, reason, headers, body, received_at)
+			VALUES ('seed-q', 'account', 'not json', NULL, ?, ?)`, []byte("garbage"), at)
+		seedJob(t, db, raw, api.Job{ID: "seed-job", Kind: api.KindPreRecorded, Status: api.StatusDone, Version: 2,
+			CreatedAt: api.NewTime(time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC))})
+		db.exec(t, raw, `INSERT INTO live_messages (session_id, seq, type, category, created_at, received_at, inbox_id, payload)
+			VALUES ('seed-session', 1, 'transcript', 'final_transcripts', ?, ?, 1, ?)`, at, at, db.Dialect.JSON([]byte(`{"type":"transcript"}`)))
+		db.exec(t, raw, `INSERT INTO artifacts (job_id, name, format, language, path, size, created_at)
+			VALUES ('seed-job', 'seed-job.srt', 'srt', 'en', '/out/seed-job.srt', 42, ?)`, at)
+		db.exec(t, raw, `INSERT INTO tokens (hash, job_id, kind, created_at, revoked_at) VALUES (?, 'seed-job', 'pre-recorded', ?, NULL)`,
+			store.HashToken("seed-token"), at)
+	case 2:
+		seedSinkDelivery(t, db, raw, "seed-sink", api.Event{ID: "seed-ev-queued", Type: api.EventJobSucceeded, JobID: "seed-job",
+			Kind: api.KindPreRecorded, Data: json.RawMessage(`{}`)}, "queued")
+		seedSinkDelivery(t, db, raw, "seed-sink", api.Event{ID: "seed-ev-dead", Type: api.EventJobSucceeded, JobID: "seed-job",
+			Kind: api.KindPreRecorded, Data: json.RawMessage(`{}`)}, "dead")
+	}
+}
+
+// checkSeeded reads through the contract what seedVersion wrote for every version up to from.
+func checkSeeded(t *testing.T, s store.Store, from int) {
+	t.Helper()
+	ctx := t.Context()
+	pending, err := s.PendingInbox(ctx, 0, 0)
+	if err != nil || len(pending) != 1 || pending[0].DedupeKey != "seed-pending" || string(pending[0].Body) != `{"id":"seed-job"}` {
+		t.Errorf("pending inbox after the upgrade: %+v, %v", pending, err)
+	}
+	if q, err := s.Quarantined(ctx, 0); err != nil || len(q) != 1 || string(q[0].Body) != "garbage" {
+		t.Errorf("quarantine after the upgrade: %+v, %v", q, err)
+	}
+	if j, err := s.GetJob(ctx, "seed-job"); err != nil || j.Job.Status != api.StatusDone || j.Local.Source != "callback" {
+		t.Errorf("job after the upgrade: %+v, %v", j, err)
+	}
+	if m, err := s.LiveMessages(ctx, "seed-session", 0, 0); err != nil || len(m) != 1 || string(m[0].Payload) != `{"type":"transcript"}` {
+		t.Errorf("live messages after the upgrade: %+v, %v", m, err)
+	}
+	if a, err := s.Artifacts(ctx, "seed-job"); err != nil || len(a) != 1 || a[0].Size != 42 {
+		t.Errorf("artifacts after the upgrade: %+v, %v", a, err)
+	}
+	if tok, err := s.LookupToken(ctx, store.HashToken("seed-token")); err != nil || tok.JobID != "seed-job" {
+		t.Errorf("token after the upgrade: %+v, %v", tok, err)
+	}
+	if from < 2 {
+		return
+	}
+	if dead, err := s.DeadLetters(ctx, "", time.Time{}, 0); err != nil || len(dead) != 1 || dead[0].EventID != "seed-ev-dead" {
+		t.Errorf("dead letters after the upgrade: %+v, %v", dead, err)
+	}
+	got, err := s.ClaimSinkDeliveries(ctx, "seed-sink", true, time.Now(), time.Minute, 0)
+	if err != nil || len(got) != 1 || got[0].Event.ID != "seed-ev-queued" || got[0].Event.JobID != "seed-job" {
+		t.Errorf("queued delivery after the upgrade: %+v, %v", got, err)
+	}
+}
+
+// MigrationsFromEveryVersion builds the schema of every earlier version with representative
+// rows in each table, opens the store on it (which upgrades it to the latest), and checks that
+// every row reads back through the contract and that the store then works: a new delivery
+// ingests and applies. Migrations only go forward, and each must work from any version before.
+func MigrationsFromEveryVersion(t *testing.T, db Database) {
+	ms, err := sqlcore.LoadMigrations(db.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range ms[:len(ms)-1] {
+		t.Run(fmt.Sprintf("from %d", from.Version), func(t *testing.T) {
+			raw := db.New(t, from.Version)
+			for _, mg := range ms {
+				if mg.Version <= from.Version {
+					seedVersion(t, db, raw, mg.Version)
+				}
+			}
+			s := db.Open(t)
+			var latest, rows int
+			if err := raw.QueryRowContext(t.Context(), `SELECT max(version), count(*) FROM schema_migrations`).Scan(&latest, &rows); err != nil {
+				t.Fatal(err)
+			}
+			if latest != ms[len(ms)-1].Version || rows != len(ms) {
+				t.Fatalf("after the upgrade: schema version %d with %d rows, want %d with %d", latest, rows, ms[len(ms)-1].Version, len(ms))
+			}
+			checkSeeded(t, s, from.Version)
+			res, err := s.Ingest(t.Context(), []store.Delivery{{DedupeKey: "after-upgrade", Route: "job", Kind: api.CallbackJobError,
+				Event: "transcription.error", JobID: "new-job", PartitionKey: "new-job", Body: []byte(`{}`), ReceivedAt: time.Now()}})
+			if err != nil {
+				t.Fatalf("ingest after the upgrade: %v", err)
+			}
+			if err := s.Apply(t.Context(), res[0].ID, func(ctx context.Context, tx store.Tx) error {
+				return tx.PutJob(ctx, store.JobRecord{Job: api.Job{ID: "new-job", Kind: api.KindPreRecorded, Status: api.StatusError,
+					CreatedAt: api.NewTime(time.Now())}, Local: store.Local{Source: "callback"}})
+			}); err != nil {
+				t.Errorf("apply after the upgrade: %v", err)
+			}
+		})
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/scribehook/scribehook/store"
 )
 
 // ErrSchemaTooNew is returned by a store's Open for a database written by a newer scribehook:
@@ -21,6 +23,24 @@ type Migration struct {
 	Version int
 	Name    string
 	SQL     string
+}
+
+// Summary is the text of the migration's first comment line: what `scribehook migrate
+// --check` says it does. Every migration file starts with a comment saying why it exists.
+func (m Migration) Summary() string {
+	for line := range strings.Lines(m.SQL) {
+		line = strings.TrimSpace(line)
+		if text, ok := strings.CutPrefix(line, "--"); ok {
+			if text = strings.TrimSpace(text); text != "" {
+				return text
+			}
+			continue
+		}
+		if line != "" {
+			break
+		}
+	}
+	return ""
 }
 
 // LoadMigrations reads the files of the directory migrations of files, in version order.
@@ -77,14 +97,76 @@ type Migrator struct {
 	OneTransaction bool
 	// Applied is told the name of each migration once it is committed.
 	Applied func(name string)
+	// UpTo, when positive, stops at that version: tests build the schema of an earlier
+	// version, to upgrade it from there.
+	UpTo int
+}
+
+// load reads the migrations, up to UpTo when it is set.
+func (m Migrator) load() ([]Migration, error) {
+	ms, err := LoadMigrations(m.Files)
+	if err != nil {
+		return nil, fmt.Errorf("%s%w", m.Prefix, err)
+	}
+	if m.UpTo > 0 {
+		i := slices.IndexFunc(ms, func(mg Migration) bool { return mg.Version > m.UpTo })
+		if i == 0 {
+			return nil, fmt.Errorf("%sno migration up to version %d", m.Prefix, m.UpTo)
+		}
+		if i > 0 {
+			ms = ms[:i]
+		}
+	}
+	return ms, nil
+}
+
+// Plan says what Run would do on q's database, writing nothing: its version, the latest
+// version, and the migrations between them. A database newer than the migrations gives the
+// plan and an error wrapping ErrSchemaTooNew.
+func (m Migrator) Plan(ctx context.Context, q Querier) (store.MigrationPlan, error) {
+	ms, err := m.load()
+	if err != nil {
+		return store.MigrationPlan{}, err
+	}
+	current, err := m.version(ctx, q)
+	if err != nil {
+		return store.MigrationPlan{}, err
+	}
+	return plan(ms, current), m.tooNew(current, ms)
+}
+
+// PlanNew is the plan of a database that does not exist yet: every migration.
+func (m Migrator) PlanNew() (store.MigrationPlan, error) {
+	ms, err := m.load()
+	if err != nil {
+		return store.MigrationPlan{}, err
+	}
+	return plan(ms, 0), nil
+}
+
+func plan(ms []Migration, current int) store.MigrationPlan {
+	p := store.MigrationPlan{Current: current, Latest: ms[len(ms)-1].Version}
+	for _, mg := range ms {
+		if mg.Version > current {
+			p.Pending = append(p.Pending, store.Migration{Version: mg.Version, Name: mg.Name, Summary: mg.Summary()})
+		}
+	}
+	return p
+}
+
+func (m Migrator) tooNew(current int, ms []Migration) error {
+	if latest := ms[len(ms)-1].Version; current > latest {
+		return fmt.Errorf("%sschema version %d, binary knows up to %d: %w", m.Prefix, current, latest, ErrSchemaTooNew)
+	}
+	return nil
 }
 
 // Run applies the pending migrations. The version is read again inside each transaction,
 // after its lock: another process may have migrated in the meantime.
 func (m Migrator) Run(ctx context.Context, db *sql.DB) error {
-	ms, err := LoadMigrations(m.Files)
+	ms, err := m.load()
 	if err != nil {
-		return fmt.Errorf("%s%w", m.Prefix, err)
+		return err
 	}
 	latest := ms[len(ms)-1].Version
 	current, err := m.version(ctx, db)
@@ -96,10 +178,7 @@ func (m Migrator) Run(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 	}
-	if current > latest {
-		return fmt.Errorf("%sschema version %d, binary knows up to %d: %w", m.Prefix, current, latest, ErrSchemaTooNew)
-	}
-	return nil
+	return m.tooNew(current, ms)
 }
 
 // version is the highest applied migration, 0 for a new database.
