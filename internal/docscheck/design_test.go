@@ -69,35 +69,35 @@ func TestDesignPackageTable(t *testing.T) {
 	rows := readDesignTable(t, filepath.Join(root, designDoc))
 	pkgs := listPackages(t, root)
 
-	var problems []string
-	problems = append(problems, checkCoverage(rows, pkgs)...)
-	for _, r := range rows {
-		problems = append(problems, checkRow(r, rows, pkgs)...)
-	}
-	if len(problems) > 0 {
-		t.Errorf("%s's package table does not match the import graph (go list):\n%s\n"+
-			"The table says what go list says: fix the row, or the code for an import that reaches up "+
-			"(notation: internal/docscheck/design_test.go).",
-			designDoc, strings.Join(problems, "\n"))
-	}
-}
-
-func TestDesignClaims(t *testing.T) {
-	needTool(t, "go")
-	pkgs := listPackages(t, moduleRoot(t))
-	for _, c := range claims {
-		i := slices.IndexFunc(pkgs, func(p goPackage) bool { return p.path == c.pkg })
-		if i < 0 {
-			t.Errorf("%s says %s knows nothing of %s, but there is no package %s", designDoc, c.pkg, c.unreachable, c.pkg)
-			continue
+	t.Run("rows", func(t *testing.T) {
+		var problems []string
+		problems = append(problems, checkCoverage(rows, pkgs)...)
+		for _, r := range rows {
+			problems = append(problems, checkRow(r, rows, pkgs)...)
 		}
-		for _, d := range pkgs[i].deps {
-			if d == c.unreachable || strings.HasPrefix(d, c.unreachable+"/") {
-				t.Errorf("%s says %s knows nothing of %s, but it depends on %s (go list -deps ./%s)",
-					designDoc, c.pkg, c.unreachable, d, c.pkg)
+		if len(problems) > 0 {
+			t.Errorf("%s's package table does not match the import graph (go list):\n%s\n"+
+				"The table says what go list says: fix the row, or the code for an import that reaches up "+
+				"(notation: internal/docscheck/design_test.go).",
+				designDoc, strings.Join(problems, "\n"))
+		}
+	})
+
+	t.Run("claims", func(t *testing.T) {
+		for _, c := range claims {
+			i := slices.IndexFunc(pkgs, func(p goPackage) bool { return p.path == c.pkg })
+			if i < 0 {
+				t.Errorf("%s says %s knows nothing of %s, but there is no package %s", designDoc, c.pkg, c.unreachable, c.pkg)
+				continue
+			}
+			for _, d := range pkgs[i].deps {
+				if d == c.unreachable || strings.HasPrefix(d, c.unreachable+"/") {
+					t.Errorf("%s says %s knows nothing of %s, but it depends on %s (go list -deps ./%s)",
+						designDoc, c.pkg, c.unreachable, d, c.pkg)
+				}
 			}
 		}
-	}
+	})
 }
 
 // checkCoverage reports the packages of no row, the rows of no package and folders given twice.
