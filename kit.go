@@ -16,6 +16,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/debugserver"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -42,6 +43,7 @@ type Kit struct {
 	batcher  *store.Batcher
 	recv     *receiver.Receiver
 	sinks    int
+	debug    *debugserver.Server // debug.listen's profiling endpoint, from Start
 
 	mu      sync.Mutex
 	started bool
@@ -221,6 +223,14 @@ func (k *Kit) Start(ctx context.Context) error {
 	case k.started:
 		return nil
 	}
+	if k.cfg.Debug.Listen != "" && k.debug == nil {
+		d, err := debugserver.Start(k.cfg.Debug.Listen)
+		if err != nil {
+			return err
+		}
+		k.debug = d
+		k.log.WithField("debug_listen", d.Addr()).Info("profiling endpoint /debug/pprof/ on (debug.listen)")
+	}
 	// A process killed with deliveries in flight left their leases behind; on SQLite this
 	// process is the queue's only worker, so they go out now rather than when the leases end.
 	// (PostgreSQL does nothing here: other replicas' leases are alive.)
@@ -322,7 +332,7 @@ func (k *Kit) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	k.stopped = true
-	served, lns := k.served, k.lns
+	served, lns, debug := k.served, k.lns, k.debug
 	k.mu.Unlock()
 
 	var errs []error
@@ -362,6 +372,9 @@ func (k *Kit) Shutdown(ctx context.Context) error {
 		if err := k.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
+	}
+	if debug != nil {
+		_ = debug.Close()
 	}
 	return errors.Join(errs...)
 }
