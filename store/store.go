@@ -270,6 +270,11 @@ type Store interface {
 	// due times are unchanged. A store shared by several processes (PostgreSQL) does nothing
 	// and returns 0: the leases it holds may be other replicas' live ones, and they expire.
 	ReleaseSinkLeases(ctx context.Context) (int64, error)
+	// SetSinkState records a sink's state (disabled with a reason, or enabled again), durably;
+	// a zero Since is now.
+	SetSinkState(ctx context.Context, st SinkState) error
+	// SinkStates lists the recorded sink states by name; a sink without one is enabled.
+	SinkStates(ctx context.Context) ([]SinkState, error)
 
 	CreateToken(ctx context.Context, t Token) error
 	// LookupToken finds a token by its hash; revoked tokens are returned with RevokedAt set.

@@ -139,6 +139,8 @@ func seedVersion(t *testing.T, db Database, raw *sql.DB, version int) {
 			Kind: api.KindPreRecorded, Data: json.RawMessage(`{}`)}, "queued")
 		seedSinkDelivery(t, db, raw, "seed-sink", api.Event{ID: "seed-ev-dead", Type: api.EventJobSucceeded, JobID: "seed-job",
 			Kind: api.KindPreRecorded, Data: json.RawMessage(`{}`)}, "dead")
+	case 5:
+		db.exec(t, raw, `INSERT INTO sink_state (name, disabled, reason, since) VALUES ('seed-sink', ?, 'HTTP 410', ?)`, true, at)
 	}
 }
 
@@ -174,6 +176,12 @@ func checkSeeded(t *testing.T, s store.Store, from int) {
 	got, err := s.ClaimSinkDeliveries(ctx, "seed-sink", true, time.Now(), time.Minute, 0)
 	if err != nil || len(got) != 1 || got[0].Event.ID != "seed-ev-queued" || got[0].Event.JobID != "seed-job" {
 		t.Errorf("queued delivery after the upgrade: %+v, %v", got, err)
+	}
+	if from < 5 {
+		return
+	}
+	if st, err := s.SinkStates(ctx); err != nil || len(st) != 1 || !st[0].Disabled || st[0].Reason != "HTTP 410" {
+		t.Errorf("sink states after the upgrade: %+v, %v", st, err)
 	}
 }
 

@@ -54,6 +54,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"ApplyReadsOwnWrites", testApplyReadsOwnWrites},
 		{"ApplyFailedRow", testApplyFailedRow},
 		{"MarkInboxFailed", testMarkInboxFailed},
+		{"SinkState", testSinkState},
 		{"LiveMessageFields", testLiveMessageFields},
 		{"LiveMessageSequenceConcurrent", testLiveSequenceConcurrent},
 		{"JobRoundTrip", testJobRoundTrip},

@@ -38,6 +38,7 @@ const (
 	StSinkKill                  // failed_at, last_error, id
 	StSinkReplay                // next_attempt_at, id
 	StSinkRelease               // no arguments
+	StSinkStatePut              // name, disabled, reason, since
 	// The pruner's statements (prune.go).
 	StPruneInbox         // cutoff, limit
 	StPruneInboxFailed   // cutoff, limit
@@ -107,6 +108,9 @@ func Statements(d Dialect) [NumStmts]string {
 		next_attempt_at = ?, lease_until = NULL, failed_at = NULL WHERE id = ? AND status = 'dead'`,
 		StSinkRelease: `UPDATE sink_deliveries SET lease_until = NULL
 		WHERE status = 'queued' AND lease_until IS NOT NULL`,
+		StSinkStatePut: `INSERT INTO sink_state (name, disabled, reason, since) VALUES (?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET disabled = excluded.disabled, reason = excluded.reason,
+		since = excluded.since`,
 	}
 	pruneStatements(d, &q)
 	for st, text := range d.SQL {
