@@ -18,6 +18,7 @@ import (
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/debugserver"
 	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
@@ -42,6 +43,7 @@ type Kit struct {
 	pipeline *handlers.Pipeline
 	batcher  *store.Batcher
 	recv     *receiver.Receiver
+	pruner   *retention.Pruner
 	sinks    int
 	debug    *debugserver.Server // debug.listen's profiling endpoint, from Start
 
@@ -185,6 +187,10 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		return nil, err
 	}
 	undo = append(undo, func() { _ = k.pipeline.Close() })
+	if k.pruner, err = retention.New(retention.Config{Store: k.store, Policy: retention.PolicyOf(cfg.Retention),
+		Interval: cfg.Retention.Interval, Now: o.now, Metrics: k.reg, Logger: log.WithField("component", "retention")}); err != nil {
+		return nil, err
+	}
 	k.batcher = store.NewBatcher(k.store, store.BatcherOptions{})
 	undo = append(undo, func() { _ = k.batcher.Close() })
 	if secrets.ReadToken == "" {
@@ -254,6 +260,7 @@ func (k *Kit) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start pipeline: %w", err)
 	}
+	k.pruner.Start(runCtx)
 	k.started, k.cancel, k.done = true, cancel, done
 	return nil
 }
@@ -368,6 +375,7 @@ func (k *Kit) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
+	k.pruner.Stop()
 	if k.ownStore {
 		if err := k.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
@@ -385,6 +393,10 @@ func (k *Kit) Close() error {
 	defer cancel()
 	return k.Shutdown(ctx)
 }
+
+// Pruner is the kit's retention pruner (retention.interval): Prune runs it at once, on the
+// kit's clock and with its metrics.
+func (k *Kit) Pruner() *retention.Pruner { return k.pruner }
 
 // Store is the kit's store: jobs, live messages, artifacts, dead letters.
 func (k *Kit) Store() store.Store { return k.store }

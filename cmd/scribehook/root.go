@@ -20,6 +20,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newExportCmd())
 	root.AddCommand(newDeadLettersCmd())
 	root.AddCommand(newHealthcheckCmd())
+	root.AddCommand(newPruneCmd())
 	root.AddCommand(newBackupCmd())
 	root.AddCommand(newMigrateCmd())
 	return root

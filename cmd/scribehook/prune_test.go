@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+)
+
+// pruneEnv is a store as serve leaves it after weeks: two deliveries applied ten days ago, one
+// still pending, and a job finished forty days ago with a subtitle file on disk.
+func pruneEnv(t *testing.T) (cfgPath, dbPath, srt string) {
+	t.Helper()
+	dir := t.TempDir()
+	dbPath = filepath.Join(dir, "scribehook.db")
+	cfgPath = filepath.Join(dir, "scribehook.yaml")
+	cfg := fmt.Sprintf("store: {dsn: %s}\nretention: {jobs: 30d, live: {final_transcripts: 30d}}\n", dbPath)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tenDaysAgo, fortyDaysAgo := time.Now().Add(-10*24*time.Hour), time.Now().Add(-40*24*time.Hour)
+	st, err := sqlite.Open(ctx, sqlite.Options{Path: dbPath, Clock: func() time.Time { return tenDaysAgo }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srt = filepath.Join(dir, "artifacts", "job-1", "subtitles.en.srt")
+	if err := os.MkdirAll(filepath.Dir(srt), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(srt, []byte("1\n00:00:00,000 --> 00:00:01,000\nHello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ds []store.Delivery
+	for _, id := range []string{"job-1", "job-2", "job-3"} {
+		ds = append(ds, store.Delivery{DedupeKey: "job:" + id, Route: "job", Kind: api.CallbackJobSuccess,
+			Event: string(api.EventTranscriptionSuccess), JobID: id, PartitionKey: id, Body: []byte(`{}`), ReceivedAt: tenDaysAgo})
+	}
+	res, err := st.Ingest(ctx, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res[:2] {
+		if err := st.Apply(ctx, r.ID, func(ctx context.Context, tx store.Tx) error {
+			if r.ID != res[0].ID {
+				return nil
+			}
+			rec := store.JobRecord{Job: api.Job{ID: "job-1", Version: 2, Kind: api.KindPreRecorded, Status: api.StatusDone,
+				CreatedAt: api.NewTime(fortyDaysAgo), CompletedAt: api.PtrTime(fortyDaysAgo)},
+				Local: store.Local{Source: "callback", Final: string(api.EventTranscriptionSuccess)}}
+			if err := tx.PutJob(ctx, rec); err != nil {
+				return err
+			}
+			return tx.PutArtifact(ctx, store.Artifact{JobID: "job-1", Name: "subtitles.en.srt", Format: "srt", Language: "en", Path: srt})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfgPath, dbPath, srt
+}
+
+func TestPruneCommand(t *testing.T) {
+	cfgPath, dbPath, srt := pruneEnv(t)
+	run := func(args ...string) string {
+		t.Helper()
+		out, errOut, err := runCmd(context.Background(), nil, append([]string{"--config", cfgPath, "prune"}, args...)...)
+		if err != nil {
+			t.Fatalf("prune %v: %v\n%s", args, err, errOut)
+		}
+		return out
+	}
+
+	out := run("--dry-run")
+	want := `KIND                                      KEPT  ROWS
+inbox                                     7d    2
+inbox_failed                              30d   0
+live_messages.partial_transcripts         2d    0
+live_messages.final_transcripts           30d   0
+live_messages.speech_events               30d   0
+live_messages.pre_processing_events       30d   0
+live_messages.realtime_processing_events  30d   0
+live_messages.post_processing_events      30d   0
+live_messages.acknowledgments             2d    0
+live_messages.errors                      30d   0
+live_messages.lifecycle_events            30d   0
+jobs                                      30d   1
+artifacts                                 30d   1
+live_messages                             30d   0
+sink_delivered                            7d    0
+dead_letters                              30d   0
+quarantine                                30d   0
+would prune (dry run) 4 rows
+`
+	if out != want {
+		t.Fatalf("dry run printed\n%s\nwant\n%s", out, want)
+	}
+	if _, err := os.Stat(srt); err != nil {
+		t.Fatalf("the dry run touched the subtitle file: %v", err)
+	}
+
+	var res pruneResult
+	if err := json.Unmarshal([]byte(run("-o", "json")), &res); err != nil {
+		t.Fatal(err)
+	}
+	wantRows := map[store.PruneKind]int64{store.PruneInbox: 2, store.PruneJobs: 1, store.PruneArtifacts: 1}
+	if res.DryRun || res.Total != 4 || len(res.Rows) != len(wantRows) {
+		t.Fatalf("run = %+v, want %v", res, wantRows)
+	}
+	for k, n := range wantRows {
+		if res.Rows[k] != n {
+			t.Errorf("%s: %d rows, want %d", k, res.Rows[k], n)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(srt)); !os.IsNotExist(err) {
+		t.Errorf("the job's subtitle directory is still there: %v", err)
+	}
+	if out := run(); !strings.HasSuffix(out, "\npruned 0 rows\n") {
+		t.Errorf("second run printed\n%s", out)
+	}
+
+	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: dbPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n, err := st.InboxBacklog(context.Background()); err != nil || n != 1 {
+		t.Errorf("pending rows = %d, %v; want the one not yet processed", n, err)
+	}
+}

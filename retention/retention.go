@@ -1,0 +1,235 @@
+// Package retention keeps a long-running serve from filling its disk: a Pruner deletes, every
+// interval, what the store has kept long enough (store.Store.Prune, under a
+// store.RetentionPolicy built from the configuration's retention section by PolicyOf), counts
+// what went in Prometheus metrics, and removes the subtitle files of the jobs it prunes.
+//
+// What is still at work is never deleted, whatever the durations: inbox rows not yet processed,
+// sink deliveries not yet delivered, jobs not final, messages of live sessions not ended (see
+// store.RetentionPolicy). Each batch is a short transaction of its own, so ingest waits behind
+// the pruner for milliseconds at most; on SQLite the pages freed are given back to the file
+// system by incremental vacuum.
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/store"
+)
+
+// DefaultFirstRun is how long after Start the first run comes: serve's startup (the backlog
+// of pending rows) goes first.
+const DefaultFirstRun = time.Minute
+
+// PolicyOf is the policy of the configuration's retention section; the files of pruned jobs'
+// artifacts are removed with RemoveFiles.
+func PolicyOf(r configs.RetentionConfig) store.RetentionPolicy {
+	live := map[api.MessageCategory]time.Duration{}
+	for c, k := range r.Live.ByCategory() {
+		if k > 0 {
+			live[c] = time.Duration(k)
+		}
+	}
+	return store.RetentionPolicy{
+		Inbox: time.Duration(r.Inbox), Live: live, Jobs: time.Duration(r.Jobs),
+		SinkDelivered: time.Duration(r.SinkDelivered), DeadLetters: time.Duration(r.DeadLetters),
+		Quarantine: time.Duration(r.Quarantine), BatchSize: r.BatchSize, RemoveArtifacts: RemoveFiles,
+	}
+}
+
+// Durations gives, per kind of PruneReport, how long the configuration keeps it (for a report
+// that shows what is kept for ever too).
+func Durations(r configs.RetentionConfig) map[store.PruneKind]configs.Keep {
+	out := map[store.PruneKind]configs.Keep{
+		store.PruneInbox: r.Inbox, store.PruneInboxFailed: r.DeadLetters,
+		store.PruneJobs: r.Jobs, store.PruneArtifacts: r.Jobs, store.PruneSessionRest: r.Jobs,
+		store.PruneSinkDelivered: r.SinkDelivered, store.PruneDeadLetters: r.DeadLetters, store.PruneQuarantine: r.Quarantine,
+	}
+	for c, k := range r.Live.ByCategory() {
+		out[store.LiveKind(c)] = k
+	}
+	return out
+}
+
+// RemoveFiles removes the artifacts' files, and then each job's directory (<dir>/<job_id>, as
+// the pipeline lays them out) if nothing else is left in it. A file already gone is not an
+// error: a run stopped half-way removes the rest next time.
+func RemoveFiles(_ context.Context, arts []store.Artifact) error {
+	var errs []error
+	dirs := map[string]bool{}
+	for _, a := range arts {
+		if a.Path == "" {
+			continue
+		}
+		if err := os.Remove(a.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		if dir := filepath.Dir(a.Path); filepath.Base(dir) == a.JobID {
+			dirs[dir] = true
+		}
+	}
+	for dir := range dirs {
+		_ = os.Remove(dir) // fails, and is left, when something else is in it
+	}
+	return errors.Join(errs...)
+}
+
+// Config configures a Pruner.
+type Config struct {
+	Store  store.Store
+	Policy store.RetentionPolicy
+	// Interval is the time between two runs; 0: Start runs nothing (Prune still prunes).
+	Interval time.Duration
+	// FirstRun is the time from Start to the first run (default DefaultFirstRun).
+	FirstRun time.Duration
+	// Now is the clock the durations are measured on (default time.Now).
+	Now func() time.Time
+	// Metrics registers the pruner's metrics; nil registers none.
+	Metrics prometheus.Registerer
+	Logger  *logrus.Entry
+}
+
+// Pruner runs store.Store.Prune now and then. Its methods are safe for concurrent use; two
+// runs never overlap.
+type Pruner struct {
+	cfg     Config
+	rows    *prometheus.CounterVec
+	bytes   prometheus.Counter
+	failed  prometheus.Counter
+	lastRun prometheus.Gauge
+
+	run     sync.Mutex // one run at a time
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped chan struct{}
+}
+
+// New builds a pruner; it runs nothing until Start.
+func New(cfg Config) (*Pruner, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("retention: a store is required")
+	}
+	if cfg.Interval < 0 {
+		return nil, fmt.Errorf("retention: interval must not be negative (got %s)", cfg.Interval)
+	}
+	if cfg.FirstRun <= 0 {
+		cfg.FirstRun = DefaultFirstRun
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		cfg.Logger = logrus.NewEntry(l)
+	}
+	p := &Pruner{
+		cfg: cfg,
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scribehook_pruned_rows_total", Help: "Rows the retention pruner deleted, by kind.",
+		}, []string{"kind"}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scribehook_pruned_reclaimed_bytes_total", Help: "Bytes the database gave back to the file system after pruning (SQLite).",
+		}),
+		failed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scribehook_prune_failures_total", Help: "Pruner runs that stopped on an error (the next run takes up the rest).",
+		}),
+		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "scribehook_prune_last_success_timestamp_seconds", Help: "When the last pruner run that completed ended, Unix time.",
+		}),
+	}
+	if cfg.Metrics != nil {
+		for _, c := range []prometheus.Collector{p.rows, p.bytes, p.failed, p.lastRun} {
+			if err := cfg.Metrics.Register(c); err != nil {
+				return nil, fmt.Errorf("retention: register metrics: %w", err)
+			}
+		}
+	}
+	return p, nil
+}
+
+// Prune runs once, now: with dryRun it only reports what would go. A run that deletes counts
+// what it deleted, even when it stops on an error part-way.
+func (p *Pruner) Prune(ctx context.Context, dryRun bool) (store.PruneReport, error) {
+	p.run.Lock()
+	defer p.run.Unlock()
+	started := time.Now()
+	rep, err := p.cfg.Store.Prune(ctx, p.cfg.Policy, p.cfg.Now(), dryRun)
+	if dryRun {
+		return rep, err
+	}
+	for kind, n := range rep.Rows {
+		p.rows.WithLabelValues(string(kind)).Add(float64(n))
+	}
+	p.bytes.Add(float64(rep.ReclaimedBytes))
+	fields := logrus.Fields{"rows": rep.Total(), "reclaimed_bytes": rep.ReclaimedBytes, "took": time.Since(started).Round(time.Millisecond)}
+	for kind, n := range rep.Rows {
+		fields["pruned_"+string(kind)] = n
+	}
+	log := p.cfg.Logger.WithFields(fields)
+	if err != nil {
+		p.failed.Inc()
+		log.WithError(err).Warn("retention: prune stopped")
+		return rep, err
+	}
+	p.lastRun.SetToCurrentTime()
+	if rep.Total() > 0 {
+		log.Info("retention: pruned")
+	} else {
+		log.Debug("retention: nothing to prune")
+	}
+	return rep, nil
+}
+
+// Start runs Prune every Interval, the first time FirstRun from now, until ctx ends or Stop.
+// Errors are logged and counted; the next run takes up the rest. With no interval it does
+// nothing.
+func (p *Pruner) Start(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cfg.Interval == 0 || p.cancel != nil {
+		return
+	}
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.stopped = make(chan struct{})
+	go func() {
+		defer close(p.stopped)
+		t := time.NewTimer(p.cfg.FirstRun)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			_, _ = p.Prune(ctx, false)
+			t.Reset(p.cfg.Interval)
+		}
+	}()
+}
+
+// Stop ends the runs Start began and waits for the one in progress, which stops at its next
+// batch; the store can be closed then.
+func (p *Pruner) Stop() {
+	p.mu.Lock()
+	cancel, stopped := p.cancel, p.stopped
+	p.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-stopped
+}

@@ -1,0 +1,110 @@
+package retention_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/retention"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+)
+
+func TestRemoveFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p string) string {
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a1, a2 := write("j1/en.srt"), write("j1/en.vtt")
+	b1, other := write("j2/en.srt"), write("j2/notes.txt") // j2 keeps a file of its own
+	flat := write("flat.srt")                              // not in a directory of its job
+	arts := []store.Artifact{{JobID: "j1", Path: a1}, {JobID: "j1", Path: a2}, {JobID: "j2", Path: b1},
+		{JobID: "j3", Path: flat}, {JobID: "j4", Path: filepath.Join(dir, "j4/gone.srt")}}
+	if err := retention.RemoveFiles(context.Background(), arts); err != nil {
+		t.Fatal(err)
+	}
+	for p, exists := range map[string]bool{a1: false, a2: false, filepath.Join(dir, "j1"): false, b1: false,
+		other: true, flat: false, dir: true} {
+		if _, err := os.Stat(p); (err == nil) != exists {
+			t.Errorf("%s: exists = %v, want %v", p, err == nil, exists)
+		}
+	}
+}
+
+// Start prunes after FirstRun and then every Interval, counting rows by kind; Stop waits for it.
+func TestPrunerStartCounts(t *testing.T) {
+	ctx := context.Background()
+	weekAgo := time.Now().Add(-7 * 24 * time.Hour)
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "s.db"), Clock: func() time.Time { return weekAgo }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Ingest(ctx, []store.Delivery{
+		{DedupeKey: "a", Route: "job", Kind: api.CallbackJobSuccess, JobID: "a", PartitionKey: "a", Body: []byte("{}")},
+		{DedupeKey: "b", Route: "job", Kind: api.CallbackJobSuccess, JobID: "b", PartitionKey: "b", Body: []byte("{}")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if err := s.Apply(ctx, r.ID, func(context.Context, store.Tx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	p, err := retention.New(retention.Config{Store: s, Policy: store.RetentionPolicy{Inbox: 24 * time.Hour}, Interval: time.Hour,
+		FirstRun: time.Millisecond, Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Start(ctx)
+	deadline := time.Now().Add(5 * time.Second)
+	for metric(t, reg, "scribehook_prune_last_success_timestamp_seconds", "") == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Stop()
+	if got := metric(t, reg, "scribehook_pruned_rows_total", "inbox"); got != 2 {
+		t.Errorf("scribehook_pruned_rows_total{kind=inbox} = %v, want 2", got)
+	}
+	if last := metric(t, reg, "scribehook_prune_last_success_timestamp_seconds", ""); time.Since(time.Unix(int64(last), 0)) > time.Minute {
+		t.Errorf("last success at %v", last)
+	}
+}
+
+// metric is the value of a counter or gauge of reg, the series of the given kind label ("":
+// the one series of an unlabelled metric).
+func metric(t *testing.T, reg *prometheus.Registry, name, kind string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if kind == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == "kind" && l.GetValue() == kind
+			}) {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
