@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
+	"sort"
 	"strconv"
 	"unicode/utf8"
 )
@@ -243,4 +245,201 @@ func (t *Transcription) sizeHint() int {
 		n += 160 + len(t.Utterances[i].Text) + 80*len(t.Utterances[i].Words)
 	}
 	return n
+}
+
+// appendResult appends r as Result.MarshalJSON encodes it: the transcription by hand, every
+// other member through encoding/json, the unknown members after them, sorted; with normalize
+// (r inside a parent written here) those are compacted and HTML-escaped as the parent's
+// encoding/json would.
+func appendResult(dst []byte, r *Result, normalize bool) ([]byte, error) {
+	members := []struct {
+		name    string
+		present bool
+		v       any
+	}{
+		{"metadata", r.Metadata != nil, r.Metadata},
+		{"transcription", r.Transcription != nil, nil},
+		{"translation", r.Translation != nil, r.Translation},
+		{"summarization", r.Summarization != nil, r.Summarization},
+		{"moderation", r.Moderation != nil, r.Moderation},
+		{"named_entity_recognition", r.NamedEntityRecognition != nil, r.NamedEntityRecognition},
+		{"name_consistency", r.NameConsistency != nil, r.NameConsistency},
+		{"speaker_reidentification", r.SpeakerReidentification != nil, r.SpeakerReidentification},
+		{"structured_data_extraction", r.StructuredDataExtraction != nil, r.StructuredDataExtraction},
+		{"sentiment_analysis", r.SentimentAnalysis != nil, r.SentimentAnalysis},
+		{"audio_to_llm", r.AudioToLLM != nil, r.AudioToLLM},
+		{"sentences", r.Sentences != nil, r.Sentences},
+		{"display_mode", r.DisplayMode != nil, r.DisplayMode},
+		{"chapterization", r.Chapterization != nil, r.Chapterization},
+		{"diarization", r.Diarization != nil, r.Diarization},
+		{"messages", r.Messages != nil, r.Messages},
+	}
+	start := len(dst)
+	dst = append(dst, '{')
+	var err error
+	for _, m := range members {
+		if !m.present {
+			continue
+		}
+		if len(dst) > start+1 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = append(dst, m.name...)
+		dst = append(dst, '"', ':')
+		if m.v == nil {
+			dst, err = appendTranscription(dst, r.Transcription)
+		} else {
+			dst, err = appendMarshal(dst, m.v)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, '}')
+	type plain Result
+	return appendExtras(dst, start, r.Extra, fieldNames(reflect.TypeFor[plain]()), normalize)
+}
+
+// appendJob appends j as Job.MarshalJSON encodes it: what encoding/json gives for its fields
+// (the result by hand), then its unknown members sorted, as they came (the caller's
+// encoder compacts them).
+func appendJob(dst []byte, j *Job) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, `{"id":`...)
+	dst = appendString(dst, j.ID)
+	dst = append(dst, `,"request_id":`...)
+	dst = appendString(dst, j.RequestID)
+	dst = append(dst, `,"version":`...)
+	dst = strconv.AppendInt(dst, int64(j.Version), 10)
+	dst = append(dst, `,"status":`...)
+	dst = appendString(dst, string(j.Status))
+	dst = append(dst, `,"created_at":`...)
+	var err error
+	if dst, err = appendMarshal(dst, j.CreatedAt); err != nil {
+		return nil, err
+	}
+	if len(j.PostSessionMetadata) > 0 {
+		if dst, err = appendMember(dst, "post_session_metadata", j.PostSessionMetadata); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, `,"kind":`...)
+	dst = appendString(dst, string(j.Kind))
+	if j.CompletedAt != nil {
+		if dst, err = appendMember(dst, "completed_at", j.CompletedAt); err != nil {
+			return nil, err
+		}
+	}
+	if len(j.CustomMetadata) > 0 {
+		if dst, err = appendMember(dst, "custom_metadata", j.CustomMetadata); err != nil {
+			return nil, err
+		}
+	}
+	if j.ErrorCode != nil {
+		dst = append(dst, `,"error_code":`...)
+		dst = strconv.AppendInt(dst, int64(*j.ErrorCode), 10)
+	}
+	if dst, err = appendMember(dst, "file", j.File); err != nil {
+		return nil, err
+	}
+	params := j.RequestParams
+	if len(params) == 0 {
+		params = json.RawMessage("null")
+	}
+	if dst, err = appendMember(dst, "request_params", params); err != nil {
+		return nil, err
+	}
+	if j.Result != nil {
+		dst = append(dst, `,"result":`...)
+		if dst, err = appendResult(dst, j.Result, true); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, '}')
+	type plain Job
+	return appendExtras(dst, start, j.Extra, fieldNames(reflect.TypeFor[plain]()), false)
+}
+
+// appendMarshal appends v encoded by encoding/json.
+func appendMarshal(dst []byte, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, b...), nil
+}
+
+// appendExtras adds to the object dst[start:] (which ends with '}') the members of extra that
+// known does not claim, sorted by name, a value missing as null: encodeKeeping's order. With
+// normalize, each value is compacted with HTML characters escaped, as a parent encoder would;
+// without, it goes as it came.
+func appendExtras(dst []byte, start int, extra Extra, known map[string]struct{}, normalize bool) ([]byte, error) {
+	if len(extra) == 0 {
+		return dst, nil
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		if !isKnown(known, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return dst, nil
+	}
+	sort.Strings(keys)
+	dst = dst[:len(dst)-1]
+	for _, k := range keys {
+		if len(dst) > start+1 {
+			dst = append(dst, ',')
+		}
+		kb, _ := json.Marshal(k)
+		dst = append(dst, kb...)
+		dst = append(dst, ':')
+		raw := extra[k]
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
+		if !normalize {
+			dst = append(dst, raw...)
+			continue
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, err
+		}
+		out := bytes.NewBuffer(dst)
+		json.HTMLEscape(out, buf.Bytes())
+		dst = out.Bytes()
+	}
+	return append(dst, '}'), nil
+}
+
+// sizeHint guesses the encoded size of r from its transcription.
+func (r *Result) sizeHint() int {
+	if r.Transcription == nil {
+		return 1024
+	}
+	return 1024 + r.Transcription.sizeHint()
+}
+
+// EncodeJob is json.Marshal(j), or, without escapeHTML, what an Encoder with SetEscapeHTML(false)
+// writes (less its newline), without the pass encoding/json makes over what Job.MarshalJSON
+// returns (validating and copying a 2-hour record once more): for a record without unknown
+// members at its top level that output is compact and escaped already, so it is the same
+// bytes either way. A record with unknown members goes through encoding/json.
+func EncodeJob(j *Job, escapeHTML bool) ([]byte, error) {
+	if len(j.Extra) == 0 {
+		return j.MarshalJSON()
+	}
+	if escapeHTML {
+		return json.Marshal(j)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(j); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -157,3 +157,154 @@ func FuzzTranscriptionEncoding(f *testing.F) {
 		}
 	})
 }
+
+// refResult and refJob are Result and Job encoded the general way, with the reference
+// transcription inside.
+type refResult struct {
+	Metadata                 *Metadata                       `json:"metadata,omitempty"`
+	Transcription            *refTranscription               `json:"transcription,omitempty"`
+	Translation              *Addon[[]TranslationResult]     `json:"translation,omitempty"`
+	Summarization            *Addon[string]                  `json:"summarization,omitempty"`
+	Moderation               *Addon[string]                  `json:"moderation,omitempty"`
+	NamedEntityRecognition   *EntityAddon                    `json:"named_entity_recognition,omitempty"`
+	NameConsistency          *Addon[string]                  `json:"name_consistency,omitempty"`
+	SpeakerReidentification  *Addon[string]                  `json:"speaker_reidentification,omitempty"`
+	StructuredDataExtraction *Addon[string]                  `json:"structured_data_extraction,omitempty"`
+	SentimentAnalysis        *Addon[string]                  `json:"sentiment_analysis,omitempty"`
+	AudioToLLM               *Addon[[]Addon[PromptResponse]] `json:"audio_to_llm,omitempty"`
+	Sentences                *Addon[[]string]                `json:"sentences,omitempty"`
+	DisplayMode              *Addon[[]string]                `json:"display_mode,omitempty"`
+	Chapterization           *Addon[json.RawMessage]         `json:"chapterization,omitempty"`
+	Diarization              *Addon[[]Utterance]             `json:"diarization,omitempty"`
+	Messages                 []string                        `json:"messages,omitzero"`
+	Extra                    Extra                           `json:"-"`
+}
+
+func (r refResult) MarshalJSON() ([]byte, error) {
+	type plain refResult
+	return encodeKeeping(plain(r), r.Extra)
+}
+
+type refJob struct {
+	ID                  string          `json:"id"`
+	RequestID           string          `json:"request_id"`
+	Version             int             `json:"version"`
+	Status              JobStatus       `json:"status"`
+	CreatedAt           Time            `json:"created_at"`
+	PostSessionMetadata json.RawMessage `json:"post_session_metadata,omitempty"`
+	Kind                JobKind         `json:"kind"`
+	CompletedAt         *Time           `json:"completed_at,omitempty"`
+	CustomMetadata      json.RawMessage `json:"custom_metadata,omitempty"`
+	ErrorCode           *int            `json:"error_code,omitempty"`
+	File                *File           `json:"file"`
+	RequestParams       json.RawMessage `json:"request_params"`
+	Result              *refResult      `json:"result,omitempty"`
+	Extra               Extra           `json:"-"`
+}
+
+func (j refJob) MarshalJSON() ([]byte, error) {
+	type plain refJob
+	if len(j.RequestParams) == 0 {
+		j.RequestParams = json.RawMessage("null")
+	}
+	return encodeKeeping(plain(j), j.Extra)
+}
+
+func refJobOf(j Job) refJob {
+	r := refJob{ID: j.ID, RequestID: j.RequestID, Version: j.Version, Status: j.Status, CreatedAt: j.CreatedAt,
+		PostSessionMetadata: j.PostSessionMetadata, Kind: j.Kind, CompletedAt: j.CompletedAt,
+		CustomMetadata: j.CustomMetadata, ErrorCode: j.ErrorCode, File: j.File, RequestParams: j.RequestParams,
+		Extra: j.Extra}
+	if res := j.Result; res != nil {
+		r.Result = &refResult{Metadata: res.Metadata, Translation: res.Translation, Summarization: res.Summarization,
+			Moderation: res.Moderation, NamedEntityRecognition: res.NamedEntityRecognition,
+			NameConsistency: res.NameConsistency, SpeakerReidentification: res.SpeakerReidentification,
+			StructuredDataExtraction: res.StructuredDataExtraction, SentimentAnalysis: res.SentimentAnalysis,
+			AudioToLLM: res.AudioToLLM, Sentences: res.Sentences, DisplayMode: res.DisplayMode,
+			Chapterization: res.Chapterization, Diarization: res.Diarization, Messages: res.Messages, Extra: res.Extra}
+		if res.Transcription != nil {
+			tr := refOf(*res.Transcription)
+			r.Result.Transcription = &tr
+		}
+	}
+	return r
+}
+
+// plainMarshal is encoding/json without HTML escaping, as internal/plainjson encodes events.
+func plainMarshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// checkJobEncoding compares every way a record is encoded (json.Marshal, the plain encoder,
+// EncodeJob both ways, the result alone both ways) with the reference.
+func checkJobEncoding(t *testing.T, j Job) {
+	t.Helper()
+	ref := refJobOf(j)
+	same := func(what string, got []byte, gotErr error, want []byte, wantErr error) {
+		t.Helper()
+		if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%s:\n%s (%v)\nreference:\n%s (%v)", what, got, gotErr, want, wantErr)
+		}
+	}
+	want, wantErr := json.Marshal(ref)
+	got, err := json.Marshal(j)
+	same("json.Marshal", got, err, want, wantErr)
+	got, err = EncodeJob(&j, true)
+	same("EncodeJob(escapeHTML)", got, err, want, wantErr)
+	want, wantErr = plainMarshal(ref)
+	got, err = plainMarshal(j)
+	same("plain encoder", got, err, want, wantErr)
+	got, err = EncodeJob(&j, false)
+	same("EncodeJob(plain)", got, err, want, wantErr)
+	if j.Result != nil {
+		want, wantErr = plainMarshal(ref.Result)
+		got, err = plainMarshal(j.Result)
+		same("result, plain encoder", got, err, want, wantErr)
+	}
+}
+
+func TestJobEncodingMatchesReference(t *testing.T) {
+	names, _ := filepath.Glob(filepath.Join("testdata", "job_*.json"))
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var j Job
+		if err := json.Unmarshal(b, &j); err != nil {
+			t.Fatal(err)
+		}
+		checkJobEncoding(t, j)
+		j.Extra = Extra{"zeta": json.RawMessage(` { "a" : "<&>" } `), "aa": nil}
+		checkJobEncoding(t, j)
+		if j.Result != nil {
+			j.Result.Extra = Extra{"zz": json.RawMessage(`[ "<" ]`), "transcription": json.RawMessage(`1`)}
+			checkJobEncoding(t, j)
+		}
+	}
+	checkJobEncoding(t, Job{})
+	checkJobEncoding(t, Job{Result: &Result{Messages: []string{}}, RequestParams: json.RawMessage(`{ "a": 1 }`)})
+}
+
+// FuzzJobEncoding checks the encoding of any record that decodes against the reference.
+func FuzzJobEncoding(f *testing.F) {
+	names, _ := filepath.Glob(filepath.Join("testdata", "job_*.json"))
+	for _, name := range names {
+		b, _ := os.ReadFile(name)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"id":"<x>","result":{"transcription":{"utterances":[{"words":[{"word":"&"}],"k":" <"}]},"q":{ }},"z":[ 1 ]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var j Job
+		if json.Unmarshal(data, &j) != nil {
+			return
+		}
+		checkJobEncoding(t, j)
+	})
+}

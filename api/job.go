@@ -74,11 +74,11 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 }
 
 func (j Job) MarshalJSON() ([]byte, error) {
-	type plain Job
-	if len(j.RequestParams) == 0 {
-		j.RequestParams = json.RawMessage("null")
+	n := 1024
+	if j.Result != nil {
+		n += j.Result.sizeHint()
 	}
-	return encodeKeeping(plain(j), j.Extra)
+	return appendJob(make([]byte, 0, n), &j) // fastencode.go
 }
 
 // PreRecordedParams decodes request_params of a pre-recorded job; nil when null.

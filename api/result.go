@@ -247,6 +247,5 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 }
 
 func (r Result) MarshalJSON() ([]byte, error) {
-	type plain Result
-	return encodeKeeping(plain(r), r.Extra)
+	return appendResult(make([]byte, 0, r.sizeHint()), &r, false) // fastencode.go
 }
