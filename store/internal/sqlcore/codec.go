@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -111,7 +112,8 @@ func EncodeJob(rec store.JobRecord) (record, local []byte, err error) {
 	if rec.Job.ID == "" {
 		return nil, nil, errors.New("put job: empty id")
 	}
-	if record, err = json.Marshal(rec.Job); err != nil {
+	// json.Marshal's bytes, without its copy and validation of what Job.MarshalJSON returns.
+	if record, err = api.EncodeJob(&rec.Job, true); err != nil {
 		return nil, nil, fmt.Errorf("put job %s: encode record: %w", rec.Job.ID, err)
 	}
 	if local, err = json.Marshal(rec.Local); err != nil {
