@@ -54,6 +54,7 @@ func cmdBig(args []string) error {
 		fmt.Printf("serve pid %d on %s: sending in %s\n", pid, srv.addr, *pause)
 		time.Sleep(*pause)
 	}
+	prof := r.startProfile(srv, "big")
 	base, hwmBefore, err := memory(pid)
 	if err != nil {
 		return err
@@ -102,6 +103,7 @@ func cmdBig(args []string) error {
 	filed := time.Since(start)
 	time.Sleep(500 * time.Millisecond)
 	peak := sampler.stop()
+	prof.finish()
 	after, hwm, _ := memory(pid)
 	if hwm > hwmBefore {
 		peak = max(peak, hwm)
@@ -113,6 +115,8 @@ func cmdBig(args []string) error {
 		hooked.Round(time.Millisecond), filed.Round(time.Millisecond))
 	fmt.Printf("memory: RSS before %s, peak %s, after %s: growth %s = %.1f× the body (target ≤ 3×)\n",
 		mib(base), mib(peak), mib(after), mib(growth), float64(growth)/float64(size))
+	figures(fmt.Sprintf("%s result (%s): RSS growth %.1f× the body; stored %s → subtitles %s → sinks done %s   [target ≤ 3× / ≤ 300 ms]",
+		*shape, mib(size), float64(growth)/float64(size), ms(stored), ms(subtitled), ms(filed)))
 	for _, name := range []string{"transcript.txt", "subtitles.en.srt", "subtitles.en.vtt"} {
 		if _, err := os.Stat(filepath.Join(srv.setup.FileSink, big.JobID, name)); err != nil {
 			return fmt.Errorf("file sink: %w", err)

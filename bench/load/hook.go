@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -30,8 +31,12 @@ type hookReceiver struct {
 	firstAt map[string]time.Time       // event id → first arrival
 	lat     []time.Duration            // first arrival − created_at, per event id
 	latAt   []time.Time                // when each lat sample arrived
-	bad     int
-	total   int
+	// keyOrder is the rank of each message key's first arrival: an ordered sink sends a
+	// session's next event only after the previous one was answered, so ranks of one session
+	// follow its order.
+	keyOrder map[string]int
+	bad      int
+	total    int
 }
 
 func newHookReceiver() (*hookReceiver, error) {
@@ -43,7 +48,8 @@ func newHookReceiver() (*hookReceiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &hookReceiver{wh: wh, addr: addr, perID: map[string]int{}, keyIDs: map[string]map[string]bool{}, firstAt: map[string]time.Time{}}
+	h := &hookReceiver{wh: wh, addr: addr}
+	h.reset()
 	return h, h.up()
 }
 
@@ -112,6 +118,7 @@ func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	h.perID[ev.ID]++
 	if h.keyIDs[key] == nil {
 		h.keyIDs[key] = map[string]bool{}
+		h.keyOrder[key] = len(h.keyOrder)
 	}
 	h.keyIDs[key][ev.ID] = true
 	if _, seen := h.firstAt[ev.ID]; !seen {
@@ -140,7 +147,7 @@ func eventKey(ev *api.Event) string {
 func (h *hookReceiver) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.perID, h.keyIDs, h.firstAt = map[string]int{}, map[string]map[string]bool{}, map[string]time.Time{}
+	h.perID, h.keyIDs, h.firstAt, h.keyOrder = map[string]int{}, map[string]map[string]bool{}, map[string]time.Time{}, map[string]int{}
 	h.lat, h.latAt, h.bad, h.total = nil, nil, 0, 0
 }
 
@@ -151,6 +158,7 @@ type hookStats struct {
 	// delivery applied twice.
 	KeysTwice int
 	Keys      map[string]bool
+	KeyOrder  map[string]int // the rank of each key's first arrival
 	Lat       []time.Duration
 	LatAt     []time.Time
 }
@@ -158,7 +166,7 @@ type hookStats struct {
 func (h *hookReceiver) stats() hookStats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := hookStats{Distinct: len(h.perID), Total: h.total, Bad: h.bad, Keys: make(map[string]bool, len(h.keyIDs))}
+	s := hookStats{Distinct: len(h.perID), Total: h.total, Bad: h.bad, Keys: make(map[string]bool, len(h.keyIDs)), KeyOrder: maps.Clone(h.keyOrder)}
 	for _, n := range h.perID {
 		if n > 1 {
 			s.Dups++

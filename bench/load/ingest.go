@@ -76,25 +76,39 @@ func cmdIngest(args []string) error {
 		return fmt.Errorf("after the warm-up: %w", err)
 	}
 	rssIdle, _, _ := memory(srv.Pid())
+	prof := r.startProfile(srv, "ingest")
 	sampler := sampleRSS(srv.Pid(), 50*time.Millisecond)
-	cpu := cpuMeter(srv.Pid())
+	cpu, cpuOf := cpuMeter(srv.Pid()), cpuPer(srv.Pid())
+	first := time.Now() // the first call's send
 	res := runLoad(spec)
 	peakLoad := sampler.stop()
 	fmt.Printf("serve: %s; %s\n", describeLoad(res), cpu(res.OK))
 	sampler = sampleRSS(srv.Pid(), 50*time.Millisecond)
 	left, waited, derr := waitDrained(srv.db, setup.FileSink != "", lf.drain)
+	// The wait polls every 50 ms: the last row was applied at most that much before it saw so.
+	applied := time.Since(first)
 	peakDrain := sampler.stop()
 	// Processing lags behind at high rates and finishes after the load: the cost of a delivery
 	// is the CPU until everything is applied.
 	fmt.Printf("serve, receipt and processing until drained: %s\n", cpu(res.OK))
+	cpuDrained, _ := cpuOf(res.OK)
+	prof.finish()
 	_, hwm, _ := memory(srv.Pid())
-	fmt.Printf("processing: everything applied %s after the last ack (%d pending, %d failed, %d sink deliveries queued); %.0f rows/s from the first call to the last row\n",
-		waited.Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, float64(res.OK)/(res.Elapsed+waited).Seconds())
+	appliedRate := float64(res.OK) / applied.Seconds()
+	fmt.Printf("processing: everything applied %s after the last ack (%d pending, %d failed, %d sink deliveries queued); %.0f rows/s acknowledged and applied, from the first call's send to the last row applied (%s)\n",
+		waited.Round(time.Millisecond), left.Pending, left.Failed, left.SinkQueued, appliedRate, applied.Round(time.Millisecond))
 	fmt.Printf("memory: RSS idle %s, peak during the load %s, peak while processing the backlog %s, VmHWM %s\n",
 		mib(rssIdle), mib(peakLoad), mib(peakDrain), mib(hwm))
+	ratio := ""
 	if *bare && bareRes.throughput() > 0 {
 		fmt.Printf("ratio serve / bare handler: %.2f (%.0f/s against %.0f/s)\n", res.throughput()/bareRes.throughput(), res.throughput(), bareRes.throughput())
+		ratio = fmt.Sprintf(", %.2f× the bare handler (%.0f/s)", res.throughput()/bareRes.throughput(), bareRes.throughput())
 	}
+	figures(
+		fmt.Sprintf("live callbacks acked, max rate: %.0f/s (ack p99 %s)%s   [target ≥ 10,000/s and ≥ 0.3×]", res.throughput(), ms(res.Lat.P99), ratio),
+		fmt.Sprintf("acked and applied, first send to last row applied: %.0f/s (%d rows in %s)   [target ≥ 8,000/s]", appliedRate, res.OK, applied.Round(time.Millisecond)),
+		fmt.Sprintf("serve CPU per 1,000 callbacks until drained: %s   [target ≤ 250 ms]", ms(cpuDrained)),
+	)
 	if derr != nil {
 		return derr
 	}
@@ -110,17 +124,39 @@ func cmdIngest(args []string) error {
 // cpuMeter starts counting the CPU time of a process and of the load tool itself; the returned
 // function reports both per 1,000 deliveries.
 func cpuMeter(pid int) func(n int) string {
-	self := os.Getpid()
-	p0, _ := cpuTime(pid)
-	s0, _ := cpuTime(self)
+	per := cpuPer(pid)
 	return func(n int) string {
-		p1, _ := cpuTime(pid)
-		s1, _ := cpuTime(self)
+		server, tool := per(n)
 		if n == 0 {
 			return "no deliveries"
 		}
-		per := func(d time.Duration) string { return ms(d * 1000 / time.Duration(n)) }
-		return fmt.Sprintf("CPU per 1,000: server %s, load tool %s", per(p1-p0), per(s1-s0))
+		return fmt.Sprintf("CPU per 1,000: server %s, load tool %s", ms(server), ms(tool))
+	}
+}
+
+// cpuPer starts counting the CPU time of a process and of the load tool itself; the returned
+// function gives both per 1,000 deliveries (0 for none).
+func cpuPer(pid int) func(n int) (server, tool time.Duration) {
+	self := os.Getpid()
+	p0, _ := cpuTime(pid)
+	s0, _ := cpuTime(self)
+	return func(n int) (time.Duration, time.Duration) {
+		p1, _ := cpuTime(pid)
+		s1, _ := cpuTime(self)
+		if n == 0 {
+			return 0, 0
+		}
+		return (p1 - p0) * 1000 / time.Duration(n), (s1 - s0) * 1000 / time.Duration(n)
+	}
+}
+
+// figures prints the lines of a run that docs/benchmarks.md's tables take (issue 16's
+// figures, each with its target), together and with the load average at the end of the run:
+// the figures of a run on a shared machine mean little without it.
+func figures(lines ...string) {
+	fmt.Printf("figures (load average %s):\n", loadAvg())
+	for _, l := range lines {
+		fmt.Println("  " + l)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,7 @@ func TestGeneratedServeConfigurationLoads(t *testing.T) {
 	dir := t.TempDir()
 	p, err := newServe("scribehook", serveSetup{
 		Dir: dir, FileSink: filepath.Join(dir, "out"), HookURL: "http://127.0.0.1:9/hook", HookEvents: "live.*", Subtitles: true,
+		HookOrdered: true, DebugListen: "127.0.0.1:6061",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +124,8 @@ func TestGeneratedServeConfigurationLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Listen != p.addr || cfg.Store.DSN != p.db || len(cfg.Sinks) != 2 || cfg.Sinks[1].Allow[0] != "127.0.0.0/8" ||
-		len(cfg.Subtitles.Formats) != 2 || secrets.Routes["bench"].Token != routeToken || secrets.ReadToken != readToken {
+		len(cfg.Subtitles.Formats) != 2 || secrets.Routes["bench"].Token != routeToken || secrets.ReadToken != readToken ||
+		!cfg.Sinks[1].Ordered || cfg.Debug.Listen != "127.0.0.1:6061" {
 		t.Errorf("configuration = %+v", cfg)
 	}
 }
@@ -157,5 +160,47 @@ func TestJudgeCountsEachWayACallCanFail(t *testing.T) {
 	}
 	if strings.Join(c.Problems, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s", strings.Join(c.Problems, "\n"))
+	}
+}
+
+func TestParseRatesWantsRisingPositiveRates(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []float64 // nil: refused
+	}{
+		{"500,1000, 2000", []float64{500, 1000, 2000}},
+		{"750", []float64{750}},
+		{"1000,500", nil},
+		{"500,500", nil},
+		{"0,100", nil},
+		{"100,x", nil},
+		{"", nil},
+	} {
+		got, err := parseRates(tc.in)
+		if (err != nil) != (tc.want == nil) || !slices.Equal(got, tc.want) {
+			t.Errorf("parseRates(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestTopLinesKeepsTheSamplesAndTheFirstFunctions(t *testing.T) {
+	top := `File: scribehook
+Type: cpu
+Duration: 2s, Total samples = 2.12s (105.84%)
+Showing nodes accounting for 1.67s, 78.77% of 2.12s total
+      flat  flat%   sum%        cum   cum%
+     0.91s 42.92% 42.92%      0.93s 43.87%  runtime.cgocall
+     0.07s  3.30% 46.23%      0.07s  3.30%  runtime.futex
+     0.06s  2.83% 49.06%      0.06s  2.83%  runtime.nextFreeFast
+`
+	got := topLines(top, 2)
+	want := []string{
+		"Duration: 2s, Total samples = 2.12s (105.84%)",
+		"      flat  flat%   sum%        cum   cum%",
+		"     0.91s 42.92% 42.92%      0.93s 43.87%  runtime.cgocall",
+		"     0.07s  3.30% 46.23%      0.07s  3.30%  runtime.futex",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("topLines:\n%s", strings.Join(got, "\n"))
 	}
 }

@@ -3,14 +3,17 @@
 // docs/benchmarks.md and scripts/fault-*.sh.
 //
 //	go run ./bench/load ingest   [flags]   durable ingest against a bare Fiber handler
-//	go run ./bench/load fanout   [flags]   receipt → webhook sink latency
+//	go run ./bench/load fanout   [flags]   receipt → webhook sink latency (-sustain: the sink's sustained rate)
 //	go run ./bench/load big      [flags]   a 2-hour pre-recorded result: memory and times
 //	go run ./bench/load fault kill|webhook-down|diskfull|slow [flags]
 //	go run ./bench/load replicas -scenario steady|kill|broker-restart -bus redisstream|nats [flags]
 //
 // Each run builds cmd/scribehook (or takes -bin), starts `scribehook serve` as a subprocess
 // with a generated configuration in a temporary directory, and checks afterwards, in serve's
-// SQLite file opened read-only, that every delivery answered 2xx is stored and processed.
+// SQLite file opened read-only, that every delivery answered 2xx is stored and processed. With
+// -pprof DIR, ingest, fanout and big save serve's CPU and heap profiles of their measured phase
+// in DIR, taken through serve's debug.listen. Each ends with its "figures" lines: the figures
+// of docs/benchmarks.md with their targets and the load average.
 package main
 
 import (
@@ -61,7 +64,7 @@ func main() {
 func usage() {
 	fmt.Fprint(os.Stderr, `usage: load <command> [flags]   (load <command> -h for its flags)
   ingest   durable ingest of callbacks, side by side with a bare Fiber handler
-  fanout   latency from receipt to the webhook sink
+  fanout   latency from receipt to the webhook sink; -sustain: its sustained rate, rate rising step by step
   big      a 2-hour pre-recorded result stored, subtitled and fanned out: memory
   fault    kill | webhook-down | diskfull | slow
   replicas serve replicas on PostgreSQL and a broker: -scenario steady | kill | broker-restart, -bus redisstream | nats

@@ -36,6 +36,8 @@ type serveSetup struct {
 	FileSink    string // file sink directory; none when empty
 	HookURL     string // webhook sink URL; none when empty
 	HookEvents  string // the webhook sink's event glob (default "*")
+	HookOrdered bool   // the webhook sink delivers one event at a time per session, in order
+	DebugListen string // debug.listen, the profiling endpoint (a build that knows the key); none when empty
 	Subtitles   bool   // render SRT and WebVTT artifacts under Dir/artifacts
 	Synchronous string // SQLite synchronous (default full)
 }
@@ -123,6 +125,9 @@ func configHead(b *strings.Builder, addr string) {
 // subtitles and the sinks of s.
 func configTail(b *strings.Builder, s serveSetup) {
 	fmt.Fprintf(b, "routes:\n  - name: bench\n    token_env: %s\n", envRoute)
+	if s.DebugListen != "" {
+		fmt.Fprintf(b, "debug:\n  listen: %s\n", s.DebugListen)
+	}
 	if s.Subtitles {
 		fmt.Fprintf(b, "subtitles:\n  profile: netflix-adult\n  formats: [srt, vtt]\n  dir: %q\n", filepath.Join(s.Dir, "artifacts"))
 	} else {
@@ -143,6 +148,9 @@ func configTail(b *strings.Builder, s serveSetup) {
 		}
 		fmt.Fprintf(b, "  - name: hook\n    kind: webhook\n    url: %s\n    secret_env: %s\n    events: [%q]\n    allow: [127.0.0.0/8]\n",
 			s.HookURL, envHook, events)
+		if s.HookOrdered {
+			b.WriteString("    ordered: true\n")
+		}
 	}
 }
 

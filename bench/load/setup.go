@@ -28,6 +28,9 @@ type common struct {
 	dir  string
 	keep bool
 	seed uint64
+	// pprof is where serve's profiles go (-pprof); empty: serve runs without its profiling
+	// endpoint, as builds before debug.listen must.
+	pprof string
 }
 
 // newFlags is a subcommand's flag set with the flags every run shares on it; a bad flag exits
@@ -44,6 +47,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory, removed afterwards unless -keep)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (database, sink outputs, serve logs)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the generated bodies and of random choices")
+	fs.StringVar(&c.pprof, "pprof", "", "directory for serve's CPU and heap profiles of the measured phase, taken through debug.listen (the build must know the key)")
 }
 
 // loadFlags are the flags of the callbacks a run sends, on every subcommand that sends them:
@@ -181,6 +185,13 @@ func (r *rig) startHook() (*hookReceiver, error) {
 func (r *rig) serve(setup serveSetup) (*serveProc, error) {
 	if setup.Dir == "" {
 		setup.Dir = r.dir
+	}
+	if r.pprof != "" && setup.DebugListen == "" {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		setup.DebugListen = addr
 	}
 	srv, err := newServe(r.bin, setup)
 	if err != nil {
