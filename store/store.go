@@ -223,6 +223,14 @@ type Store interface {
 	// Apply runs fn and marks the inbox row done in one transaction. A row already done gives
 	// ErrAlreadyApplied without running fn. An error from fn rolls everything back.
 	Apply(ctx context.Context, inboxID int64, fn func(ctx context.Context, tx Tx) error) error
+	// ApplyGroup applies several inbox rows in one transaction (one commit for all): it marks
+	// each row of inboxIDs done as Apply does, leaving out a row already done (or missing), runs
+	// fn once with the rows it marked, in the order given, and commits. fn applies the effects
+	// of every one of them; its error rolls the whole group back. When no row was pending, fn
+	// does not run.
+	ApplyGroup(ctx context.Context, inboxIDs []int64, fn func(ctx context.Context, tx Tx, ids []int64) error) error
+	// InboxRows reads the rows of ids that exist, by id.
+	InboxRows(ctx context.Context, ids []int64) ([]InboxRow, error)
 	// MarkInboxFailed records an attempt's error; final marks the row failed (no more retries).
 	MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error
 	// InboxBacklog counts pending rows.

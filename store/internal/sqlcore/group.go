@@ -1,0 +1,62 @@
+package sqlcore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/scribehook/scribehook/store"
+)
+
+// ApplyGroup applies several inbox rows in one Derived transaction, one COMMIT for all: each
+// row of inboxIDs is marked done as Apply marks it (a row done already, or missing, is left
+// out), then fn runs once with the rows marked, in the order given, and the transaction
+// commits. fn's error rolls every row back, as if the group had not been tried. A group of
+// rows none of which is pending commits nothing and does not run fn.
+func (c *Core) ApplyGroup(ctx context.Context, inboxIDs []int64, fn func(ctx context.Context, tx store.Tx, ids []int64) error) error {
+	if len(inboxIDs) == 0 {
+		return nil
+	}
+	t, err := c.w.Begin(ctx, "apply group", Derived)
+	if err != nil {
+		return fmt.Errorf("apply %d inbox rows: begin: %w", len(inboxIDs), err)
+	}
+	defer t.Rollback()
+	now := c.d.Time(c.now())
+	marked := make([]int64, 0, len(inboxIDs))
+	for _, id := range inboxIDs {
+		res, err := t.Exec(ctx, StInboxDone, now, id)
+		if err != nil {
+			return fmt.Errorf("apply inbox row %d: mark done: %w", id, err)
+		}
+		if OneRow(res) == nil {
+			marked = append(marked, id)
+		}
+	}
+	if len(marked) == 0 {
+		return nil
+	}
+	if err := fn(ctx, &applyTx{c: c, t: t}, marked); err != nil {
+		return err
+	}
+	if err := t.Commit(); err != nil {
+		return fmt.Errorf("apply %d inbox rows: commit: %w", len(marked), err)
+	}
+	return nil
+}
+
+// InboxRows reads the rows of ids that exist, by id: a group's rows in one query.
+func (r *Reader) InboxRows(ctx context.Context, ids []int64) ([]store.InboxRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	query := r.d.Rebind(`SELECT ` + InboxColumns + ` FROM inbox WHERE id IN (` + marks(len(ids)) + `) ORDER BY id`)
+	out, err := Query(ctx, r.db, ScanInbox, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("inbox rows: %w", err)
+	}
+	return out, nil
+}
