@@ -12,11 +12,8 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
-
-	"github.com/scribehook/scribehook/store"
 )
 
 // Bus mode: several replicas share one store and one broker.
@@ -76,7 +73,6 @@ type busMode struct {
 
 	notices chan notice
 	keys    keyLocks
-	chain   message.HandlerFunc // persist with its retries, timeout and recoverer
 
 	ctx    context.Context // ends when the pipeline stops: drains, sweeps, subscriptions
 	cancel context.CancelFunc
@@ -120,9 +116,6 @@ func newBusMode(p *Pipeline, bus *Bus, wlog watermill.LoggerAdapter) *busMode {
 		p.cfg.Metrics.MustRegister(b.published, b.dropped, b.received, b.swept, b.upGauge)
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	// The per-row handler of the GoChannel path, without its poison queue: a row that exhausts
-	// its retries is handled in line (drainKey), so that the drain knows whether it may go on.
-	b.chain = p.retry(wlog)(middleware.Timeout(p.cfg.HandlerTimeout)(middleware.Recoverer(p.persist)))
 	b.up.Store(true) // OpenBus reached it
 	return b
 }
@@ -361,7 +354,9 @@ func (b *busMode) handle(msg *message.Message) {
 }
 
 // drainKey persists the pending rows of key with id ≤ upto in id order and returns how many it
-// handled (applied, found done, or marked failed).
+// handled (applied, found done, or marked failed). Consecutive live messages are applied in
+// groups (applyRows); a row that fails is retried alone, and if it is left pending (its
+// failure could not be recorded) the drain stops there: the rows after it wait for the sweep.
 func (b *busMode) drainKey(ctx context.Context, key string, upto int64) (int, error) {
 	unlock, err := b.keys.lock(ctx, key)
 	if err != nil {
@@ -375,48 +370,30 @@ func (b *busMode) drainKey(ctx context.Context, key string, upto int64) (int, er
 		if err != nil {
 			return handled, fmt.Errorf("pending rows of %q: %w", key, err)
 		}
-		for _, r := range rows {
+		ids := make([]int64, len(rows))
+		for i, r := range rows {
 			if r.ID <= last {
 				// Handled in this drain yet still pending: never loop on it.
 				return handled, errRowStuck
 			}
-			if err := b.persistRow(ctx, r.ID); err != nil {
-				return handled, err
-			}
-			last = r.ID
-			handled++
+			ids[i] = r.ID
+		}
+		var out []*message.Message
+		n, err := b.p.applyRows(ctx, ids, rows, &out, b.p.persistRow)
+		handled += n
+		if len(out) > 0 {
+			_ = b.p.events.Publish(TopicEvents, out...)
+		}
+		if err != nil {
+			return handled, err
+		}
+		if len(rows) > 0 {
+			last = rows[len(rows)-1].ID
 		}
 		if len(rows) < drainPage {
 			return handled, nil
 		}
 	}
-}
-
-// persistRow runs the persist handler on one row with the GoChannel path's retries. A row that
-// exhausts them was marked failed by its last attempt (or is marked now, as the poison queue's
-// handler does): it no longer holds its key's later rows back.
-func (b *busMode) persistRow(ctx context.Context, id int64) error {
-	msg := message.NewMessageWithContext(ctx, watermill.NewUUID(), nil)
-	msg.Metadata.Set(metaInboxID, strconv.FormatInt(id, 10))
-	middleware.SetCorrelationID("inbox-"+strconv.FormatInt(id, 10), msg)
-	events, err := b.chain(msg)
-	if err == nil {
-		if len(events) > 0 {
-			_ = b.p.events.Publish(TopicEvents, events...)
-		}
-		return nil
-	}
-	if b.p.stopping() || ctx.Err() != nil || errors.Is(err, context.Canceled) {
-		return err // interrupted: no fault of the row, which stays pending
-	}
-	msg.Metadata.Set(middleware.ReasonForPoisonedKey, err.Error())
-	msg.SetContext(ctx)
-	_ = b.p.poisoned(msg)
-	row, rerr := b.p.cfg.Store.InboxRow(ctx, id)
-	if rerr == nil && row.Status == store.InboxPending {
-		return errRowStuck
-	}
-	return nil
 }
 
 // sweepLoop drains, at start then at jittered intervals, the keys of rows left pending for

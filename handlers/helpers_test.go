@@ -370,15 +370,25 @@ func newCountingStore(s store.Store) *countingStore {
 		marks: map[int64]int{}, failMark: map[int64]bool{}}
 }
 
-func (c *countingStore) Apply(ctx context.Context, id int64, fn func(context.Context, store.Tx) error) error {
+type groupKey struct{}
+
+// inGroup reports whether hold runs for a row of a group (ApplyGroup), not of its own Apply.
+func inGroup(ctx context.Context) bool { return ctx.Value(groupKey{}) != nil }
+
+// enter counts a call running at once until the function it returns is called.
+func (c *countingStore) enter() (leave func()) {
 	n := c.cur.Add(1)
-	defer c.cur.Add(-1)
 	for {
 		m := c.max.Load()
 		if n <= m || c.max.CompareAndSwap(m, n) {
 			break
 		}
 	}
+	return func() { c.cur.Add(-1) }
+}
+
+func (c *countingStore) Apply(ctx context.Context, id int64, fn func(context.Context, store.Tx) error) error {
+	defer c.enter()()
 	if c.hold != nil {
 		if err := c.hold(ctx, id); err != nil {
 			return err
@@ -393,6 +403,33 @@ func (c *countingStore) Apply(ctx context.Context, id int64, fn func(context.Con
 		c.alreadyDone[id]++
 	}
 	c.mu.Unlock()
+	return err
+}
+
+// ApplyGroup counts like Apply: the group is one call at once, hold runs for each of its rows
+// in order (before the real group), and each row the group applied counts as applied.
+func (c *countingStore) ApplyGroup(ctx context.Context, ids []int64, fn func(context.Context, store.Tx, []int64) error) error {
+	defer c.enter()()
+	if c.hold != nil {
+		gctx := context.WithValue(ctx, groupKey{}, true)
+		for _, id := range ids {
+			if err := c.hold(gctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	var marked []int64
+	err := c.Store.ApplyGroup(ctx, ids, func(ctx context.Context, tx store.Tx, m []int64) error {
+		marked = m
+		return fn(ctx, tx, m)
+	})
+	if err == nil {
+		c.mu.Lock()
+		for _, id := range marked {
+			c.applied[id]++
+		}
+		c.mu.Unlock()
+	}
 	return err
 }
 

@@ -61,19 +61,7 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 	p.m.handled.WithLabelValues(string(row.Kind)).Inc()
 	p.m.latency.Observe(time.Since(start).Seconds())
 	log.Debug("delivery applied")
-	out := make([]*message.Message, 0, len(events))
-	for _, ev := range events {
-		b, err := plainjson.Marshal(ev)
-		if err != nil {
-			return nil, fmt.Errorf("encode event: %w", err)
-		}
-		m := message.NewMessage(ev.ID, b)
-		m.Metadata.Set("type", ev.Type)
-		m.Metadata.Set("job_id", ev.JobID)
-		middleware.SetCorrelationID(middleware.MessageCorrelationID(msg), m)
-		out = append(out, m)
-	}
-	return out, nil
+	return p.eventMessages(events, middleware.MessageCorrelationID(msg)), nil
 }
 
 // failed records an attempt's error on the row (so it is visible while retries go on) and
@@ -196,39 +184,48 @@ func fromCallback(j *api.Job, cb *api.JobCallback, received time.Time) {
 }
 
 func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
-	var cb api.LiveCallback
-	if err := json.Unmarshal(row.Body, &cb); err != nil {
-		return nil, fmt.Errorf("decode live callback: %w", err)
-	}
-	msg := cb.Payload
-	payload, err := rawPayload(row.Body)
+	lr, err := decodeLive(row)
 	if err != nil {
 		return nil, err
 	}
-	category := row.Category
-	if category == "" {
-		category, _ = api.Category(&msg)
-	}
 	// The session's final record comes from the service once the session has ended.
-	id := row.JobID
-	var fetched *api.Job
-	var resolution string
-	var subs *renderedSubtitles
-	if msg.Type == api.MessageEndSession {
+	var fin finalRecord
+	if lr.msg.Type == api.MessageEndSession {
 		if done, err := p.finalAlready(ctx, row); done || err != nil {
 			return nil, err
 		}
-		if fetched, resolution, subs, err = p.resolveFinal(ctx, id, api.KindLive); err != nil {
+		if fin.fetched, fin.resolution, fin.subs, err = p.resolveFinal(ctx, row.JobID, api.KindLive); err != nil {
 			return nil, err
 		}
 	}
-	events, err := p.commit(ctx, row, func(ctx context.Context, tx store.Tx, events *[]api.Event, aside *string) error {
+	events, err := p.commit(ctx, row, p.liveTx(row, &lr, fin))
+	if err != nil {
+		return nil, err
+	}
+	p.feed.Publish(row.JobID)
+	return events, nil
+}
+
+// finalRecord is what a session's end_session brings from outside the store transaction: the
+// service's record (fetched, or why not: resolution) and its rendered subtitles.
+type finalRecord struct {
+	fetched    *api.Job
+	resolution string
+	subs       *renderedSubtitles
+}
+
+// liveTx is the transaction of one live row (commit's fn): the message appended, the session's
+// record moved along, the events queued. A group of live rows (applyGroup) runs it once per
+// row, in the group's transaction.
+func (p *Pipeline) liveTx(row store.InboxRow, lr *liveRow, fin finalRecord) func(ctx context.Context, tx store.Tx, events *[]api.Event, aside *string) error {
+	id, msg := row.JobID, &lr.msg
+	return func(ctx context.Context, tx store.Tx, events *[]api.Event, aside *string) error {
 		rec, err := loadOrNew(ctx, tx, id, api.KindLive, row.ReceivedAt)
 		if err != nil {
 			return err
 		}
 		if final := finalOf(rec); final != "" {
-			if !lateMessage(rec, &msg, row) {
+			if !lateMessage(rec, msg, row) {
 				*aside, err = p.setAside(ctx, tx, row, final)
 				return err
 			}
@@ -237,11 +234,11 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
 			SessionID:  id,
 			Type:       msg.Type,
-			Category:   category,
+			Category:   lr.category,
 			CreatedAt:  msg.CreatedAt.Time,
 			ReceivedAt: row.ReceivedAt,
 			InboxID:    row.ID,
-			Payload:    payload,
+			Payload:    lr.payload,
 		}); err != nil {
 			return err
 		}
@@ -251,9 +248,9 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 			CreatedAt:      api.NewTime(row.ReceivedAt),
 			JobID:          id,
 			Kind:           api.KindLive,
-			Category:       category,
+			Category:       lr.category,
 			CustomMetadata: rec.Job.CustomMetadata,
-			Data:           payload,
+			Data:           lr.payload,
 		}
 		*events = []api.Event{liveEvent}
 		if *aside == asideLate {
@@ -261,16 +258,16 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 			// record stays as its end left it.
 			return p.outbox(ctx, tx, row, rec.Job, events, nil)
 		}
-		updateLiveRecord(&rec.Job, &msg, row.ReceivedAt)
+		updateLiveRecord(&rec.Job, msg, row.ReceivedAt)
 		if msg.Type == api.MessageEndSession {
 			rec.Local.Final = row.Event
 			rec.Local.EndedAt = msg.CreatedAt.Time
 		}
-		if fetched != nil && fetched.Status.Final() {
-			rec.Job = *fetched
+		if fin.fetched != nil && fin.fetched.Status.Final() {
+			rec.Job = *fin.fetched
 		}
-		if resolution != "" {
-			rec.Local.Resolution = resolution
+		if fin.resolution != "" {
+			rec.Local.Resolution = fin.resolution
 		}
 		touch(&rec, row)
 		if err := tx.PutJob(ctx, rec); err != nil {
@@ -280,13 +277,8 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 		if msg.Type == api.MessageEndSession && rec.Job.Status.Final() {
 			*events = append(*events, jobEvent(row, rec.Job))
 		}
-		return p.outbox(ctx, tx, row, rec.Job, events, subs)
-	})
-	if err != nil {
-		return nil, err
+		return p.outbox(ctx, tx, row, rec.Job, events, fin.subs)
 	}
-	p.feed.Publish(id)
-	return events, nil
 }
 
 // updateLiveRecord moves a live session's record along with its lifecycle messages, and takes
@@ -610,16 +602,4 @@ func newEvent(row store.InboxRow, typ string, j api.Job) api.Event {
 
 func eventID(dedupeKey, typ string) string {
 	return uuid.NewSHA1(eventNamespace, []byte(dedupeKey+"\x00"+typ)).String()
-}
-
-// rawPayload extracts the payload member of a live callback byte for byte: the stored message
-// is exactly what the service sent.
-func rawPayload(body []byte) (json.RawMessage, error) {
-	var env struct {
-		Payload json.RawMessage `json:"payload"`
-	}
-	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, fmt.Errorf("decode live callback: %w", err)
-	}
-	return env.Payload, nil
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -104,6 +105,11 @@ type Pipeline struct {
 	feed   *localFeed
 	m      *metrics
 	bus    *busMode // nil: the in-process GoChannel
+	// rowChain is the persist handler of one row with its retries, timeout and recoverer: what a
+	// batch runs for a row applied alone (group.go), in both modes.
+	rowChain message.HandlerFunc
+	// eventsWatched: Events was called, so the domain events are encoded for TopicEvents.
+	eventsWatched atomic.Bool
 
 	mu     sync.Mutex
 	queued map[int64]bool
@@ -176,6 +182,10 @@ func New(cfg Config) (_ *Pipeline, err error) {
 		return nil, fmt.Errorf("handlers: poison queue: %w", err)
 	}
 	router.AddMiddleware(middleware.CorrelationID)
+	// The first middleware is the outermost: a row that still fails after the retries is marked
+	// failed (poisoned, called in line by persistRow); each attempt has its own timeout and a
+	// panic is an error like others.
+	p.rowChain = p.retry(wlog)(middleware.Timeout(cfg.HandlerTimeout)(middleware.Recoverer(p.persist)))
 	if cfg.Bus != nil {
 		// The rows come from the broker's notices (busmode.go), not from the inbox topics.
 		p.bus = newBusMode(p, cfg.Bus, wlog)
@@ -185,17 +195,12 @@ func New(cfg Config) (_ *Pipeline, err error) {
 	}
 	for i := 0; i < cfg.Partitions; i++ {
 		topic := topicInbox + strconv.Itoa(i)
-		h := router.AddHandler("persist-"+strconv.Itoa(i), topic, p.inbox, TopicEvents, p.events, p.persist)
-		// The first middleware is the outermost: a row that still fails after the retries goes
-		// to the poison queue; each attempt has its own timeout and a panic is an error like
-		// others. They wrap the persist handlers only: around the poison handler, a poison
-		// queue would feed the handler its own failures forever.
-		h.AddMiddleware(
-			poison,
-			p.retry(wlog),
-			middleware.Timeout(cfg.HandlerTimeout),
-			middleware.Recoverer,
-		)
+		h := router.AddHandler("persist-"+strconv.Itoa(i), topic, p.inbox, TopicEvents, p.events, p.persistBatch)
+		// A batch handler retries its rows itself (rowChain) and fails only at a stop, which the
+		// poison queue lets go; a panic of its own is an error like others. They wrap the persist
+		// handlers only: around the poison handler, a poison queue would feed the handler its
+		// own failures forever.
+		h.AddMiddleware(poison, middleware.Recoverer)
 		p.parts = append(p.parts, newPartition(topic))
 	}
 	// Poisoned rows are marked failed, visible and retryable, instead of vanishing.
@@ -322,6 +327,7 @@ func (p *Pipeline) Close() error {
 
 // Events subscribes to the domain events (TopicEvents).
 func (p *Pipeline) Events(ctx context.Context) (<-chan *message.Message, error) {
+	p.eventsWatched.Store(true)
 	return p.events.Subscribe(ctx, TopicEvents)
 }
 
@@ -455,20 +461,23 @@ func (p *Pipeline) stopping() bool {
 	return false
 }
 
-// publishLoop feeds one partition's rows to its handler one at a time: the publish blocks until
-// the handler (with its retries, or the poison queue) acks, which keeps session order.
+// publishLoop feeds one partition's rows to its handler in batches of what is queued (up to
+// groupMax, never waiting for more): the publish blocks until the handler has applied the batch
+// (its rows in order, each with its retries) and acks, which keeps session order.
 func (p *Pipeline) publishLoop(part *partition) {
 	defer p.wg.Done()
 	for {
-		id, ok := part.pop()
+		ids, ok := part.popBatch(groupMax)
 		if !ok {
 			return
 		}
 		msg := message.NewMessage(watermill.NewUUID(), nil)
-		msg.Metadata.Set(metaInboxID, strconv.FormatInt(id, 10))
-		middleware.SetCorrelationID("inbox-"+strconv.FormatInt(id, 10), msg)
+		msg.Metadata.Set(metaInboxIDs, formatIDs(ids))
+		middleware.SetCorrelationID("inbox-"+strconv.FormatInt(ids[0], 10), msg)
 		err := p.inbox.Publish(part.topic, msg)
-		p.dequeued(id)
+		for _, id := range ids {
+			p.dequeued(id)
+		}
 		if err != nil {
 			// The bus is closed: the row stays pending in the store for the next start.
 			return
@@ -502,18 +511,19 @@ func (q *partition) push(id int64) {
 	}
 }
 
-func (q *partition) pop() (int64, bool) {
+// popBatch takes up to max queued ids, waiting only while none is queued.
+func (q *partition) popBatch(max int) ([]int64, bool) {
 	for {
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
-			return 0, false
+			return nil, false
 		}
-		if len(q.ids) > 0 {
-			id := q.ids[0]
-			q.ids = q.ids[1:]
+		if n := min(len(q.ids), max); n > 0 {
+			ids := slices.Clone(q.ids[:n])
+			q.ids = q.ids[n:]
 			q.mu.Unlock()
-			return id, true
+			return ids, true
 		}
 		q.mu.Unlock()
 		<-q.wake
