@@ -126,14 +126,27 @@ func sameEvent(a, b *api.Event) bool {
 // never held back.
 func (c *Core) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bool, now time.Time,
 	lease time.Duration, limit int) ([]store.SinkDelivery, error) {
-	if lease <= 0 {
-		return nil, fmt.Errorf("claim sink deliveries of %s: lease must be positive (got %s)", sink, lease)
-	}
 	t, err := c.w.Begin(ctx, "claim sink deliveries", Derived|OneStatement)
 	if err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: begin: %w", sink, err)
 	}
 	defer t.Rollback()
+	out, err := c.claimIn(ctx, t, sink, ordered, now, lease, limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Commit(); err != nil {
+		return nil, fmt.Errorf("claim sink deliveries of %s: commit: %w", sink, err)
+	}
+	return out, nil
+}
+
+// claimIn runs the claim of ClaimSinkDeliveries in t, oldest first.
+func (c *Core) claimIn(ctx context.Context, t Tx, sink string, ordered bool, now time.Time, lease time.Duration,
+	limit int) ([]store.SinkDelivery, error) {
+	if lease <= 0 {
+		return nil, fmt.Errorf("claim sink deliveries of %s: lease must be positive (got %s)", sink, lease)
+	}
 	rows, err := t.Query(ctx, StSinkClaim, c.d.Time(now.Add(lease)), c.d.text(sink), c.d.Time(now), ordered, c.d.Limit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
@@ -141,9 +154,6 @@ func (c *Core) ClaimSinkDeliveries(ctx context.Context, sink string, ordered boo
 	out, err := Collect(rows, ScanSinkDelivery)
 	if err != nil {
 		return nil, fmt.Errorf("claim sink deliveries of %s: %w", sink, err)
-	}
-	if err := t.Commit(); err != nil {
-		return nil, fmt.Errorf("claim sink deliveries of %s: commit: %w", sink, err)
 	}
 	// RETURNING gives rows in no promised order.
 	slices.SortFunc(out, func(a, b store.SinkDelivery) int {
