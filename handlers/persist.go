@@ -15,7 +15,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -588,7 +587,7 @@ func jobEvent(row store.InboxRow, j api.Job) api.Event {
 }
 
 func newEvent(row store.InboxRow, typ string, j api.Job) api.Event {
-	data, _ := plainjson.Marshal(j)
+	data, _ := api.EncodeJob(&j, false) // plainjson.Marshal(j)'s bytes
 	return api.Event{
 		ID:             eventID(row.DedupeKey, typ),
 		Type:           typ,
