@@ -297,6 +297,10 @@ func FuzzLiveMessage(f *testing.F) {
 		`{"type":"error","error":"plain"}`,
 		`{"type":"transcript","data":{"is_final":true},"Type":"x","DATA":1}`,
 		`{"created_at":"2024-03-01 10:00:00+02:00","type":"speaker_change","extra":[1,2]}`,
+		`{"type":"transcript","acknowledged":true,"ACKNOWLEDGED":null,"data":null,"error":null,"session_id":null,"created_at":null}`,
+		`{"type":"transcript","type":null,"Type":"speech_start","data":{"is_final":true},"Data":[]}`,
+		`{"type":"audio_chunk","acknowledged":false,"acknowledged":1}`,
+		`{"ty\u0070e":"x","type":"transcript"}`,
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m api.LiveMessage
@@ -305,6 +309,13 @@ func FuzzLiveMessage(f *testing.F) {
 		head, herr := api.DecodeLiveMessageHead(data)
 		if fmt.Sprint(herr) != fmt.Sprint(err) || (err == nil && !reflect.DeepEqual(head, m.Head())) {
 			t.Fatalf("head %+v, %v; the message gives %+v, %v", head, herr, m.Head(), err)
+		}
+		// Of valid JSON, the one-scan reading gives the same.
+		if json.Valid(data) {
+			vhead, verr := api.DecodeValidLiveMessageHead(data)
+			if fmt.Sprint(verr) != fmt.Sprint(herr) || !reflect.DeepEqual(vhead, head) {
+				t.Fatalf("valid head %+v, %v; DecodeLiveMessageHead gives %+v, %v", vhead, verr, head, herr)
+			}
 		}
 		if err != nil {
 			return
