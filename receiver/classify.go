@@ -59,7 +59,8 @@ type decoding struct {
 var singlePass = decoding{
 	classify: api.ClassifyCallbackPayload,
 	decodeLive: func(payload []byte) (api.LiveMessageHead, string, error) {
-		msg, err := api.DecodeLiveMessageHead(payload)
+		// payload is a span of the body classify decoded: valid JSON.
+		msg, err := api.DecodeValidLiveMessageHead(payload)
 		if err != nil {
 			return msg, "", fmt.Errorf("live payload is not a message: %w", err)
 		}
