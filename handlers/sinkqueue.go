@@ -19,15 +19,34 @@ func (q sinkQueue) Claim(ctx context.Context, sink string, ordered bool, now tim
 	if err != nil {
 		return nil, err
 	}
+	return toSinkDeliveries(ds), nil
+}
+
+func toSinkDeliveries(ds []store.SinkDelivery) []sinks.Delivery {
 	out := make([]sinks.Delivery, len(ds))
 	for i, d := range ds {
 		out[i] = toSinkDelivery(d)
 	}
-	return out, nil
+	return out
 }
 
 func (q sinkQueue) Complete(ctx context.Context, id int64) error {
 	return q.s.CompleteSinkDelivery(ctx, id)
+}
+
+// CompleteMany and CompleteAndClaim make the adapter a sinks.BatchQueue: a dispatcher's round
+// (what was delivered, the next deliveries) is one transaction.
+func (q sinkQueue) CompleteMany(ctx context.Context, ids []int64) error {
+	return q.s.CompleteSinkDeliveries(ctx, ids)
+}
+
+func (q sinkQueue) CompleteAndClaim(ctx context.Context, done []int64, sink string, ordered bool, now time.Time,
+	lease time.Duration, limit int) ([]sinks.Delivery, error) {
+	ds, err := q.s.CompleteAndClaimSinkDeliveries(ctx, done, sink, ordered, now, lease, limit)
+	if err != nil {
+		return nil, err
+	}
+	return toSinkDeliveries(ds), nil
 }
 
 func (q sinkQueue) Retry(ctx context.Context, id int64, next time.Time, errMsg string) error {

@@ -262,6 +262,12 @@ type Store interface {
 	// CompleteSinkDelivery records a delivered event (kept as delivered so that the same event
 	// is never queued again for the sink).
 	CompleteSinkDelivery(ctx context.Context, id int64) error
+	// CompleteSinkDeliveries records several delivered events in one transaction, all or
+	// nothing: an unknown id is ErrNotFound and none is recorded.
+	CompleteSinkDeliveries(ctx context.Context, ids []int64) error
+	// CompleteAndClaimSinkDeliveries is CompleteSinkDeliveries(done) and then
+	// ClaimSinkDeliveries in one transaction, all or nothing; the claim sees the completions.
+	CompleteAndClaimSinkDeliveries(ctx context.Context, done []int64, sink string, ordered bool, now time.Time, lease time.Duration, limit int) ([]SinkDelivery, error)
 	// RetrySinkDelivery records a failed attempt, its error, and when to try again.
 	RetrySinkDelivery(ctx context.Context, id int64, next time.Time, errMsg string) error
 	// KillSinkDelivery moves a delivery to the dead letters with its last error.

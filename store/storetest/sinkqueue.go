@@ -415,6 +415,71 @@ func testSinkComplete(t *testing.T, s store.Store) {
 	if err := s.CompleteSinkDelivery(t.Context(), 999999); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("CompleteSinkDelivery(unknown) = %v, want ErrNotFound", err)
 	}
+	testSinkCompleteMany(t, s)
+}
+
+// testSinkCompleteMany: several deliveries completed in one call, all or nothing.
+func testSinkCompleteMany(t *testing.T, s store.Store) {
+	enqueue(t, s, queued("many", "m1", "a", 0), queued("many", "m2", "a", 0), queued("many", "m3", "b", 0),
+		queued("many", "m4", "b", 0))
+	ds := claim(t, s, "many", false, base, 0)
+	if len(ds) != 4 {
+		t.Fatalf("claimed %v, want m1..m4", eventIDs(ds))
+	}
+	if err := s.CompleteSinkDeliveries(t.Context(), nil); err != nil {
+		t.Errorf("CompleteSinkDeliveries(none) = %v", err)
+	}
+	// One unknown id and nothing is completed.
+	if err := s.CompleteSinkDeliveries(t.Context(), []int64{ds[0].ID, 999999}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CompleteSinkDeliveries(known, unknown) = %v, want ErrNotFound", err)
+	}
+	if n := depth(t, s, "many"); n != 4 {
+		t.Errorf("depth after a refused group = %d, want 4", n)
+	}
+	// m1 dead-lettered meanwhile: completing it takes it out of the dead letters, as one at a
+	// time does; m2 twice in the group is a no-op the second time.
+	if err := s.KillSinkDelivery(t.Context(), ds[0].ID, "timeout", base); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompleteSinkDeliveries(t.Context(), []int64{ds[0].ID, ds[1].ID, ds[2].ID, ds[1].ID}); err != nil {
+		t.Fatalf("CompleteSinkDeliveries: %v", err)
+	}
+	if n := depth(t, s, "many"); n != 1 {
+		t.Errorf("depth = %d, want 1 (m4)", n)
+	}
+	if dead := deadLetters(t, s, "many", time.Time{}, 0); len(dead) != 0 {
+		t.Errorf("dead letters = %v, want none", eventIDs(dead))
+	}
+	// The ordered head of key a moved on: nothing of a is left; b's next is m4.
+	if got := eventIDs(claim(t, s, "many", true, base.Add(2*sinkLease), 0)); !slices.Equal(got, []string{"m4"}) {
+		t.Errorf("ordered claim after the group = %v, want [m4]", got)
+	}
+
+	// Complete and claim in one: the claim sees the completion, so key c's next is eligible.
+	enqueue(t, s, queued("both", "c1", "c", 0), queued("both", "c2", "c", 0), queued("both", "c3", "c", 0))
+	heads := claim(t, s, "both", true, base, 0)
+	if got := eventIDs(heads); !slices.Equal(got, []string{"c1"}) {
+		t.Fatalf("ordered claim = %v, want [c1]", got)
+	}
+	if _, err := s.CompleteAndClaimSinkDeliveries(t.Context(), []int64{heads[0].ID, 999999}, "both", true, base, sinkLease, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CompleteAndClaimSinkDeliveries(unknown) = %v, want ErrNotFound", err)
+	}
+	if n := depth(t, s, "both"); n != 3 {
+		t.Errorf("depth after a refused complete-and-claim = %d, want 3", n)
+	}
+	next, err := s.CompleteAndClaimSinkDeliveries(t.Context(), []int64{heads[0].ID}, "both", true, base, sinkLease, 5)
+	if err != nil {
+		t.Fatalf("CompleteAndClaimSinkDeliveries: %v", err)
+	}
+	if got := eventIDs(next); !slices.Equal(got, []string{"c2"}) {
+		t.Errorf("claimed with c1's completion = %v, want [c2]", got)
+	}
+	if got := claim(t, s, "both", false, base, 0); len(got) != 1 || got[0].EventID != "c3" {
+		t.Errorf("unordered claim after = %v, want [c3] (c2 leased)", eventIDs(got))
+	}
+	if next, err := s.CompleteAndClaimSinkDeliveries(t.Context(), nil, "both", false, base, sinkLease, 1); err != nil || len(next) != 0 {
+		t.Errorf("CompleteAndClaimSinkDeliveries(nothing due) = %v, %v; want none", eventIDs(next), err)
+	}
 }
 
 func testSinkDeadLetters(t *testing.T, s store.Store) {
