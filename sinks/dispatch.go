@@ -175,16 +175,18 @@ func (d *Dispatcher) Add(spec Spec, sink Sink) error {
 		return fmt.Errorf("add sink: %w", err)
 	}
 	w := &sinkWorker{
-		d:       d,
-		name:    spec.Name,
-		sink:    sink,
-		pol:     pol,
-		lease:   max(d.lease, 2*pol.Timeout),
-		log:     d.log.WithField("sink", spec.Name),
-		wake:    make(chan struct{}, 1),
-		settled: make(chan struct{}, 1),
-		br:      newSinkBreaker(pol.BreakerThreshold, pol.BreakerCooldown),
+		d:        d,
+		name:     spec.Name,
+		sink:     sink,
+		pol:      pol,
+		lease:    max(d.lease, 2*pol.Timeout),
+		minClaim: max(1, pol.Concurrency/4),
+		log:      d.log.WithField("sink", spec.Name),
+		wake:     make(chan struct{}, 1),
+		settled:  make(chan struct{}, 1),
+		br:       newSinkBreaker(pol.BreakerThreshold, pol.BreakerCooldown),
 	}
+	w.batch, _ = d.queue.(BatchQueue)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {

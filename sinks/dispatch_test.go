@@ -397,12 +397,12 @@ func TestPolicyWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(def.Schedule, sinks.DefaultSchedule) || def.Jitter != 0.2 || def.Concurrency != 4 ||
+	if !slices.Equal(def.Schedule, sinks.DefaultSchedule) || def.Jitter != 0.2 || def.Concurrency != 16 ||
 		def.BreakerThreshold != 5 || def.BreakerCooldown != 30*time.Second || def.Timeout != 10*time.Second {
 		t.Errorf("defaults = %+v", def)
 	}
-	if ord, _ := sinks.PolicyOf(sinks.Spec{Name: "o", Ordered: true}); ord.Concurrency != 1 {
-		t.Errorf("ordered concurrency = %d, want 1", ord.Concurrency)
+	if ord, _ := sinks.PolicyOf(sinks.Spec{Name: "o", Ordered: true}); ord.Concurrency != 16 {
+		t.Errorf("ordered concurrency = %d, want 16 (one at a time per order key)", ord.Concurrency)
 	}
 	if off, _ := sinks.PolicyOf(sinks.Spec{Name: "o", Jitter: -1, BreakerThreshold: -1}); off.Jitter != 0 || off.BreakerThreshold != 0 {
 		t.Errorf("negative jitter and threshold = %g, %d; want 0, 0 (off)", off.Jitter, off.BreakerThreshold)
@@ -741,7 +741,8 @@ func TestDispatchOrdered(t *testing.T) {
 		return nil
 	})
 	e.enqueue("hook", "a1@A", "b1@B", "a2@A", "b2@B", "a3@A")
-	d := e.run(sinks.DispatcherConfig{}, []sinks.Spec{{Name: "hook", Ordered: true, Jitter: -1, BreakerThreshold: -1,
+	// One at a time, so that the attempts of the two keys interleave in one order.
+	d := e.run(sinks.DispatcherConfig{}, []sinks.Spec{{Name: "hook", Ordered: true, Concurrency: 1, Jitter: -1, BreakerThreshold: -1,
 		Retry: []time.Duration{0, 5 * time.Second, 5 * time.Second, 5 * time.Second}}}, sink)
 	dispWaitFor(t, "key B", func() bool { return slices.Equal(sink.done(), []string{"b1", "b2"}) })
 	dispStill(t, sink, 3, "while a1 waits for its retry")

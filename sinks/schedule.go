@@ -7,8 +7,11 @@ import (
 
 // Defaults of a Spec's delivery settings (see Spec).
 const (
-	DefaultJitter           = 0.2
-	DefaultConcurrency      = 4
+	DefaultJitter = 0.2
+	// DefaultConcurrency is how many deliveries of a sink are in flight at once: enough to keep
+	// a webhook sink's round trips from bounding its throughput (16 parallel requests reach
+	// thousands of events a second on a loopback target), few enough for any receiver.
+	DefaultConcurrency      = 16
 	DefaultBreakerThreshold = 5
 	DefaultBreakerCooldown  = 30 * time.Second
 	// DefaultAttemptTimeout bounds one attempt when the spec gives no Timeout.
@@ -52,8 +55,9 @@ type Policy struct {
 
 // PolicyOf applies the defaults to spec's delivery settings and rejects settings that cannot
 // work. Zero values take the defaults; a negative Jitter means no jitter and a negative
-// BreakerThreshold no breaker. An Ordered sink defaults to Concurrency 1; a larger one is
-// allowed, since an ordered claim never hands out two deliveries of one key at once.
+// BreakerThreshold no breaker. An Ordered sink has the same default concurrency: an ordered
+// claim never hands out two deliveries of one key at once, so its deliveries run in parallel
+// across jobs and sessions and one at a time, in order, within one.
 func PolicyOf(spec Spec) (Policy, error) {
 	p := Policy{
 		Schedule:         spec.Retry,
@@ -84,8 +88,6 @@ func PolicyOf(spec Spec) (Policy, error) {
 	switch {
 	case p.Concurrency < 0:
 		return Policy{}, fmt.Errorf("sink %q: concurrency: %d is negative", spec.Name, p.Concurrency)
-	case p.Concurrency == 0 && p.Ordered:
-		p.Concurrency = 1
 	case p.Concurrency == 0:
 		p.Concurrency = DefaultConcurrency
 	}

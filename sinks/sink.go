@@ -88,8 +88,8 @@ type Spec struct {
 	Retry []time.Duration
 	// Jitter spreads each wait by ±Jitter (default 0.2).
 	Jitter float64
-	// Concurrency is how many deliveries of the sink are in flight at once (default 4; 1 when
-	// Ordered).
+	// Concurrency is how many deliveries of the sink are in flight at once (default 16; for an
+	// Ordered sink at most one per job or session among them).
 	Concurrency int
 	// BreakerThreshold consecutive failures open the breaker for BreakerCooldown (defaults
 	// 5 and 30 s); while open, nothing is attempted, and one probe closes it again.

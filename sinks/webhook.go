@@ -86,10 +86,15 @@ func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
 	}
 
 	d := netguard.NewDialer(guard, deps.Resolver)
+	tr := d.Transport(deps.Transport)
+	// Every attempt in flight holds a connection to the one host; keeping as many idle ones
+	// (Go's default keeps 2) saves a TCP and TLS handshake per event under load.
+	tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, spec.Concurrency, DefaultConcurrency)
+	tr.MaxIdleConns = max(tr.MaxIdleConns, tr.MaxIdleConnsPerHost)
 	client := &http.Client{
 		// Webhooks go direct: the transport drops any proxy, which the guard would check
 		// instead of the target.
-		Transport: d.Transport(deps.Transport),
+		Transport: tr,
 		// A redirect would lead to a place the URL check never saw; 3xx is reported as a
 		// failure instead.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

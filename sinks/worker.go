@@ -17,14 +17,21 @@ type sinkWorker struct {
 	sink  Sink
 	pol   Policy
 	lease time.Duration
-	log   *logrus.Entry
+	// minClaim is the fewest free slots worth a claim while attempts are in flight.
+	minClaim int
+	log      *logrus.Entry
 	// wake is poked by Wake; settled by every finished attempt. Both hold at most one signal:
 	// the loop looks at the whole queue whenever it wakes, so signals may merge.
 	wake, settled chan struct{}
+	// batch is the queue when it records and claims in groups (nil: one call per delivery).
+	batch BatchQueue
 
-	mu             sync.Mutex
-	br             *sinkBreaker
-	inFlight       int
+	mu       sync.Mutex
+	br       *sinkBreaker
+	inFlight int
+	// done holds the deliveries delivered but not yet recorded (batch queue only); their
+	// slots stay counted in inFlight until the next round records them.
+	done           []int64
 	disabled       bool
 	disabledReason string
 	delivered      uint64
@@ -48,7 +55,15 @@ func (w *sinkWorker) poke() {
 // attempts are settled.
 func (w *sinkWorker) run(ctx context.Context) {
 	var attempts sync.WaitGroup
-	defer attempts.Wait()
+	defer func() {
+		attempts.Wait()
+		w.mu.Lock()
+		done := w.done
+		w.done = nil
+		w.inFlight -= len(done)
+		w.mu.Unlock()
+		w.record(ctx, done)
+	}()
 	for ctx.Err() == nil {
 		now := w.d.clock.Now()
 		w.mu.Lock()
@@ -56,8 +71,19 @@ func (w *sinkWorker) run(ctx context.Context) {
 			w.mu.Unlock()
 			return
 		}
+		// A round records what was delivered and claims for the free slots. While attempts are
+		// running it waits until a few slots are free: one transaction then serves several
+		// deliveries instead of one each. An idle sink goes at once.
+		running := w.inFlight - len(w.done)
+		free := w.pol.Concurrency - running
+		var done []int64
+		if running == 0 || free >= w.minClaim {
+			done, w.done = w.done, nil
+		} else {
+			free = 0
+		}
 		// The slots are reserved before the claim, so that InFlight counts claims under way.
-		n, probe, wait, halfOpened := w.br.admit(now, w.pol.Concurrency-w.inFlight)
+		n, probe, wait, halfOpened := w.br.admit(now, free)
 		w.inFlight += n
 		w.mu.Unlock()
 		if halfOpened {
@@ -67,13 +93,10 @@ func (w *sinkWorker) run(ctx context.Context) {
 		if wait <= 0 {
 			wait = w.d.poll
 		}
-		if n > 0 {
-			ds, err := w.d.queue.Claim(ctx, w.name, w.pol.Ordered, now, w.lease, n)
-			if err != nil && ctx.Err() == nil {
-				w.log.WithError(err).Warn("sinks: claim failed")
-			}
+		if n > 0 || len(done) > 0 {
+			ds := w.round(ctx, done, now, n)
 			w.mu.Lock()
-			w.inFlight -= n - len(ds)
+			w.inFlight -= len(done) + n - len(ds)
 			if probe && len(ds) == 0 {
 				w.br.release()
 			}
@@ -107,7 +130,12 @@ func (w *sinkWorker) attempt(ctx context.Context, dl Delivery, probe bool) {
 	res := w.settle(qctx, log, dl, err, now)
 
 	w.mu.Lock()
-	w.inFlight--
+	if res == outcomeDelivered && w.batch != nil {
+		// The slot stays taken until the next round records the delivery.
+		w.done = append(w.done, dl.ID)
+	} else {
+		w.inFlight--
+	}
 	var opened, closed bool
 	switch res {
 	case outcomeDelivered:
@@ -175,6 +203,9 @@ func (w *sinkWorker) deliver(ctx context.Context, dl Delivery) (err error) {
 // lease: the delivery is claimed again when it ends.
 func (w *sinkWorker) settle(ctx context.Context, log *logrus.Entry, dl Delivery, err error, now time.Time) attemptOutcome {
 	if err == nil {
+		if w.batch != nil {
+			return outcomeDelivered // recorded by the next round
+		}
 		if qerr := w.d.queue.Complete(ctx, dl.ID); qerr != nil {
 			log.WithError(qerr).Error("sinks: delivered, but recording it failed; it will be delivered again")
 		}
@@ -193,10 +224,7 @@ func (w *sinkWorker) settle(ctx context.Context, log *logrus.Entry, dl Delivery,
 	switch {
 	case f.Disable:
 		kill("sinks: delivery dead-lettered, sink disabled")
-		w.mu.Lock()
-		w.disabled, w.disabledReason = true, msg
-		w.mu.Unlock()
-		w.d.m.disabled.WithLabelValues(w.name).Set(1)
+		w.disable(msg)
 		log.Error("sinks: sink disabled: its destination is gone; its queue waits for a restart")
 		return outcomeDisabled
 	case f.Permanent:
@@ -215,6 +243,16 @@ func (w *sinkWorker) settle(ctx context.Context, log *logrus.Entry, dl Delivery,
 		log.WithField("retry_in", wait).Info("sinks: attempt failed, will retry")
 	}
 	return outcomeRetried
+}
+
+// disable stops the sink for the life of the dispatcher: its destination answered that it is
+// gone (HTTP 410). Every disabling goes through here, so that what else a disabled sink must do
+// (persisting the state) has one place.
+func (w *sinkWorker) disable(reason string) {
+	w.mu.Lock()
+	w.disabled, w.disabledReason = true, reason
+	w.mu.Unlock()
+	w.d.m.disabled.WithLabelValues(w.name).Set(1)
 }
 
 // readDepth counts the sink's queued deliveries and refreshes the gauge's cache; -1 when the

@@ -1,0 +1,105 @@
+package sinks_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
+)
+
+// BenchmarkDispatchWebhook is "one webhook sink, sustained": a dispatcher drains b.N live events
+// queued on the real SQLite store (synchronous full, as serve runs it) to a loopback receiver,
+// signed, over 64 sessions, and reports events per second from its start to the last
+// delivery recorded in the queue. The receiver only reads and answers 200; verifying the
+// signatures would take the sink's CPU on a small machine.
+func BenchmarkDispatchWebhook(b *testing.B) {
+	for _, ordered := range []bool{false, true} {
+		for _, conc := range []int{0, 4, 16} {
+			b.Run(fmt.Sprintf("ordered=%t/concurrency=%d", ordered, conc), func(b *testing.B) {
+				benchDispatchWebhook(b, ordered, conc)
+			})
+		}
+	}
+}
+
+func benchDispatchWebhook(b *testing.B, ordered bool, concurrency int) {
+	ctx := b.Context()
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(b.TempDir(), "scribehook.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var got atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		got.Add(1)
+	}))
+	defer srv.Close()
+
+	ds := make([]store.SinkDelivery, b.N)
+	now := time.Now()
+	for i := range ds {
+		session := "session-" + strconv.Itoa(i%64)
+		ev := api.Event{ID: "ev-" + strconv.Itoa(i), Type: "live.transcript", CreatedAt: api.NewTime(now), JobID: session,
+			Kind: api.KindLive, Category: api.CategoryFinalTranscripts,
+			Data: []byte(`{"id":"` + strconv.Itoa(i) + `","is_final":true,"utterance":{"start":1.5,"end":2.5,"channel":0,"text":"the quick brown fox jumps over the lazy dog"}}`)}
+		ds[i] = store.SinkDelivery{Sink: "hook", Event: ev, OrderKey: session, CreatedAt: now}
+	}
+	for i := 0; i < len(ds); i += 1000 {
+		if err := s.EnqueueSinkDeliveries(ctx, ds[i:min(i+1000, len(ds))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	spec := sinks.Spec{Name: "hook", Kind: sinks.KindWebhook, URL: srv.URL + "/hook", Allow: []string{"127.0.0.0/8"},
+		SigningSecrets: []string{"whsec_" + base64.StdEncoding.EncodeToString([]byte("bench signing key, 32 bytes!!!!!"))},
+		Ordered:        ordered, Concurrency: concurrency}
+	sink, err := sinks.New(spec, sinks.Deps{Logger: dispQuiet()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := newBatchSpy(s, false)
+	d := sinks.NewDispatcher(sinks.DispatcherConfig{Queue: q, Logger: dispQuiet()})
+	if err := d.Add(spec, sink); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	d.Wake("")
+	for {
+		n, err := q.Depth(ctx, "hook")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	_ = d.Close()
+	if got.Load() < int64(b.N) {
+		b.Fatalf("%d of %d events reached the receiver", got.Load(), b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	groups, single := q.counts()
+	b.ReportMetric(float64(q.claims)/float64(b.N), "claims/op")
+	b.ReportMetric(float64(len(groups)+single)/float64(b.N), "completions/op")
+}
