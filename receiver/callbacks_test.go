@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/store"
 )
@@ -473,5 +474,19 @@ func TestIngestFailure(t *testing.T) {
 	h.assertNothingStored()
 	if len(h.notified.list()) != 0 {
 		t.Errorf("a failed delivery was announced")
+	}
+}
+
+// The ack written by hand is what the JSON encoder gives for it.
+func TestAckBodyJSON(t *testing.T) {
+	for _, status := range []string{outcomeStored, outcomeDuplicate, outcomeQuarantined} {
+		for _, id := range []int64{0, 1, -7, 1 << 62} {
+			a := ackBody{Status: status, ID: id}
+			got, err := marshalPlain(a)
+			want, werr := plainjson.Marshal(a)
+			if err != nil || werr != nil || string(got) != string(want) {
+				t.Errorf("%+v: %s (%v), the encoder gives %s (%v)", a, got, err, want, werr)
+			}
+		}
 	}
 }

@@ -95,15 +95,14 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 		Undecodable: undecodable,
 		ReceivedAt:  r.now().UTC(),
 	})
-	fields := deliveryFields(d)
 	kind := kindLabel(d)
 	if err := r.checkJob(ctx, who, d); err != nil {
-		return r.reject(kind, fields, err)
+		return r.reject(kind, deliveryFields(d), err)
 	}
 	res, err := r.cfg.Ingester.Submit(ctx, d)
 	if err != nil {
 		r.metrics.delivery(kind, outcomeError)
-		r.log.WithFields(fields).WithError(err).Error("delivery not stored; asking the service to retry")
+		r.log.WithFields(deliveryFields(d)).WithError(err).Error("delivery not stored; asking the service to retry")
 		a := answerError(http.StatusServiceUnavailable, "delivery not stored, retry later")
 		a.retryAfter = true
 		return a
@@ -114,7 +113,7 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 		ack.Status = outcomeDuplicate
 	case res.Quarantined:
 		ack.Status = outcomeQuarantined
-		r.log.WithFields(fields).WithField("reason", d.Quarantine).Warn("delivery quarantined")
+		r.log.WithFields(deliveryFields(d)).WithField("reason", d.Quarantine).Warn("delivery quarantined")
 	default:
 		ack.Status = outcomeStored
 		if r.cfg.Notifier != nil {

@@ -83,6 +83,9 @@ type Config struct {
 	Notes func() []string
 	// Sinks reads the state of the configured sinks for GET /v1/sinks (nil: none).
 	Sinks func() []SinkStatus
+	// EnableSink enables a disabled sink again, durably, for POST /v1/sinks/:name/enable
+	// (the dispatcher's Enable); nil answers that route 501.
+	EnableSink func(ctx context.Context, name string) error
 	// Metrics is where the receiver registers its metrics and what /metrics serves; a fresh
 	// registry when nil.
 	Metrics *prometheus.Registry
@@ -392,4 +395,10 @@ func (r *Receiver) readyz(c *fiber.Ctx) error {
 
 // marshalPlain is the receiver's JSON encoder, Fiber's too: no HTML escaping, so page links
 // keep a readable "&" instead of "\u0026" and a delivery's text reads as the service sent it.
-var marshalPlain = plainjson.Marshal
+func marshalPlain(v any) ([]byte, error) {
+	if a, ok := v.(ackBody); ok {
+		// Every stored delivery is answered with one: written without reflection.
+		return a.appendJSON(make([]byte, 0, 48)), nil
+	}
+	return plainjson.Marshal(v)
+}
