@@ -203,6 +203,13 @@ func (p *Pruner) Start(ctx context.Context) {
 	if p.cfg.Interval == 0 || p.cancel != nil {
 		return
 	}
+	if v, ok := p.cfg.Store.(interface {
+		IncrementalVacuum(ctx context.Context) (bool, error)
+	}); ok {
+		if incremental, err := v.IncrementalVacuum(ctx); err == nil && !incremental {
+			p.cfg.Logger.Warn("retention: this SQLite database was created before retention: pruned pages are reused, not given back to the file system; run scribehook prune --vacuum once with serve stopped (docs/operations.md, Retention)")
+		}
+	}
 	ctx, p.cancel = context.WithCancel(ctx)
 	p.stopped = make(chan struct{})
 	go func() {
