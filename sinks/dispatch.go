@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,9 @@ type DispatcherConfig struct {
 	// Rand returns a number in [0, 1) that places each retry wait within its jitter (default
 	// math/rand/v2). The dispatcher serialises its calls.
 	Rand func() float64
+	// StateInterval is how often the sinks' states are read again from a Queue that is a
+	// StateStore (default DefaultStateInterval).
+	StateInterval time.Duration
 }
 
 // SinkStats is a snapshot of one sink's delivery state.
@@ -73,8 +77,8 @@ type SinkStats struct {
 	Breaker             BreakerState
 	// BreakerOpenUntil is when an open breaker lets a probe through.
 	BreakerOpenUntil time.Time
-	// Disabled sinks stopped for good (their destination answered that it is gone); their
-	// queued deliveries wait for a restart with a fixed configuration.
+	// Disabled sinks claim nothing (their destination answered that it is gone, or they were
+	// disabled by hand) until they are enabled again; their queued deliveries wait.
 	Disabled       bool
 	DisabledReason string
 	// Delivered and Failed count attempts since the dispatcher started; Dead counts the
@@ -90,8 +94,8 @@ type SinkStats struct {
 //
 //   - success: Complete.
 //   - Failure.Disable (the destination is gone, HTTP 410): the delivery is dead-lettered with
-//     the reason and the sink stops for the life of the dispatcher; its other deliveries stay
-//     queued.
+//     the reason and the sink is disabled until Enable; its other deliveries stay queued. The
+//     state is recorded in the queue when it is a StateStore, and so survives restarts.
 //   - Failure.Permanent: dead-lettered at once.
 //   - anything else: retried after Policy.Wait (schedule, jitter, Retry-After), dead-lettered
 //     after the last attempt.
@@ -107,6 +111,10 @@ type Dispatcher struct {
 	lease time.Duration
 	poll  time.Duration
 	m     *dispatchMetrics
+	// states is the queue as a StateStore, nil when it is not one; stateEvery how often Run
+	// reads it.
+	states     StateStore
+	stateEvery time.Duration
 
 	randMu sync.Mutex
 	rand   func() float64
@@ -150,6 +158,8 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if d.rand == nil {
 		d.rand = rand.Float64
 	}
+	d.states, _ = cfg.Queue.(StateStore)
+	d.stateEvery = cmp.Or(cfg.StateInterval, DefaultStateInterval)
 	d.m = newDispatchMetrics(cfg.Metrics)
 	return d
 }
@@ -216,6 +226,9 @@ func (d *Dispatcher) start(w *sinkWorker) {
 // flight to be settled. It returns nil after a shutdown, an error when the dispatcher is
 // already running or closed.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	// Before any claim: a sink disabled before a restart claims nothing. (A sink added while
+	// Run runs follows its recorded state from the next read.)
+	d.loadStates(ctx)
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -229,6 +242,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.runCtx, d.cancel, d.running = ctx, cancel, true
 	d.stopped = make(chan struct{})
 	defer close(d.stopped)
+	d.loops.Go(func() { d.followStates(ctx) })
 	for _, w := range d.workers {
 		d.start(w)
 	}

@@ -51,8 +51,8 @@ func (w *sinkWorker) poke() {
 }
 
 // run is the sink's loop: claim what the concurrency and the breaker allow, start the attempts,
-// sleep until something changes. It returns when ctx ends or the sink is disabled, once its
-// attempts are settled.
+// sleep until something changes; while the sink is disabled, claim nothing until it is
+// enabled. It returns when ctx ends, once its attempts are settled.
 func (w *sinkWorker) run(ctx context.Context) {
 	var attempts sync.WaitGroup
 	defer func() {
@@ -68,8 +68,19 @@ func (w *sinkWorker) run(ctx context.Context) {
 		now := w.d.clock.Now()
 		w.mu.Lock()
 		if w.disabled {
+			// Enable (here or through the StateStore) pokes the worker. Meanwhile what the
+			// attempts still running deliver is recorded as they settle.
+			done := w.done
+			w.done = nil
+			w.inFlight -= len(done)
 			w.mu.Unlock()
-			return
+			w.record(ctx, done)
+			select {
+			case <-ctx.Done():
+			case <-w.wake:
+			case <-w.settled:
+			}
+			continue
 		}
 		// A round records what was delivered and claims for the free slots. While attempts are
 		// running it waits until a few slots are free: one transaction then serves several
@@ -225,7 +236,7 @@ func (w *sinkWorker) settle(ctx context.Context, log *logrus.Entry, dl Delivery,
 	case f.Disable:
 		kill("sinks: delivery dead-lettered, sink disabled")
 		w.disable(msg)
-		log.Error("sinks: sink disabled: its destination is gone; its queue waits for a restart")
+		log.Error("sinks: sink disabled: its destination is gone; its queue waits until it is enabled again (scribehook sinks enable)")
 		return outcomeDisabled
 	case f.Permanent:
 		kill("sinks: permanent failure, delivery dead-lettered")
@@ -245,14 +256,14 @@ func (w *sinkWorker) settle(ctx context.Context, log *logrus.Entry, dl Delivery,
 	return outcomeRetried
 }
 
-// disable stops the sink for the life of the dispatcher: its destination answered that it is
-// gone (HTTP 410). Every disabling goes through here, so that what else a disabled sink must do
-// (persisting the state) has one place.
+// disable stops the sink until it is enabled again: its destination answered that it is gone
+// (HTTP 410). The state is recorded in the StateStore, so a restart does not enable it.
 func (w *sinkWorker) disable(reason string) {
 	w.mu.Lock()
 	w.disabled, w.disabledReason = true, reason
 	w.mu.Unlock()
 	w.d.m.disabled.WithLabelValues(w.name).Set(1)
+	w.recordDisabled(reason)
 }
 
 // readDepth counts the sink's queued deliveries and refreshes the gauge's cache; -1 when the

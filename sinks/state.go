@@ -1,0 +1,149 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultStateInterval is how often a running dispatcher reads the sinks' states again, so
+// that a sink enabled or disabled by another process (scribehook sinks enable, another
+// replica's 410) follows within it.
+const DefaultStateInterval = 5 * time.Second
+
+// ErrUnknownSink is returned by Enable and Disable for a name the dispatcher has no sink of.
+var ErrUnknownSink = errors.New("no such sink")
+
+// SinkState is a sink's disabled state as a StateStore keeps it.
+type SinkState struct {
+	Name     string
+	Disabled bool
+	// Reason says why: the destination's 410 answer, or an operator's words.
+	Reason string
+	// Since is when it was last disabled or enabled.
+	Since time.Time
+}
+
+// StateStore keeps the sinks' disabled state beyond the dispatcher's life. A Queue that also
+// implements it (the store's does) has every disabling recorded there (a 410 answer, Disable)
+// and every enabling (Enable), and its states read when Run starts and every
+// DispatcherConfig.StateInterval after: a disabled sink stays disabled across restarts, and
+// on every replica, until it is enabled again. Without one, a disabled sink stays disabled
+// until Enable or the end of the dispatcher.
+type StateStore interface {
+	// SinkStates lists the recorded states; a sink without one is enabled.
+	SinkStates(ctx context.Context) ([]SinkState, error)
+	SetSinkState(ctx context.Context, st SinkState) error
+}
+
+// Enable resumes a disabled sink: its queued deliveries are claimed at once. The state is
+// recorded first, so an enabling that cannot be recorded changes nothing.
+func (d *Dispatcher) Enable(ctx context.Context, name string) error {
+	return d.setState(ctx, SinkState{Name: name, Since: d.clock.Now()})
+}
+
+// Disable stops a sink until Enable: nothing more is claimed for it, its deliveries stay
+// queued, attempts in flight finish.
+func (d *Dispatcher) Disable(ctx context.Context, name, reason string) error {
+	return d.setState(ctx, SinkState{Name: name, Disabled: true, Reason: reason, Since: d.clock.Now()})
+}
+
+func (d *Dispatcher) setState(ctx context.Context, st SinkState) error {
+	d.mu.Lock()
+	w := d.byName[st.Name]
+	d.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("sink %q: %w", st.Name, ErrUnknownSink)
+	}
+	if d.states != nil {
+		if err := d.states.SetSinkState(ctx, st); err != nil {
+			return fmt.Errorf("record the state of sink %q: %w", st.Name, err)
+		}
+	}
+	w.applyState(st)
+	return nil
+}
+
+// loadStates applies the recorded states to the sinks. A sink without a record is enabled
+// (an enabling recorded by removing the row, or never disabled). A failed read is logged and
+// changes nothing: the sinks keep the state they had.
+func (d *Dispatcher) loadStates(ctx context.Context) {
+	if d.states == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, queueTimeout)
+	defer cancel()
+	states, err := d.states.SinkStates(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.WithError(err).Error("sinks: reading the sinks' states failed; they keep the state they had")
+		}
+		return
+	}
+	byName := make(map[string]SinkState, len(states))
+	for _, st := range states {
+		byName[st.Name] = st
+	}
+	d.mu.Lock()
+	workers := append([]*sinkWorker(nil), d.workers...)
+	d.mu.Unlock()
+	for _, w := range workers {
+		st, ok := byName[w.name]
+		if !ok {
+			st = SinkState{Name: w.name}
+		}
+		w.applyState(st)
+	}
+}
+
+// followStates reads the states every interval until ctx ends.
+func (d *Dispatcher) followStates(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d.stateEvery):
+		}
+		d.loadStates(ctx)
+	}
+}
+
+// applyState makes the worker disabled or enabled as st says, logging and waking it on a
+// change.
+func (w *sinkWorker) applyState(st SinkState) {
+	w.mu.Lock()
+	changed := w.disabled != st.Disabled
+	w.disabled = st.Disabled
+	if st.Disabled {
+		w.disabledReason = st.Reason
+	} else {
+		w.disabledReason = ""
+	}
+	w.mu.Unlock()
+	if !changed {
+		return
+	}
+	if st.Disabled {
+		w.d.m.disabled.WithLabelValues(w.name).Set(1)
+		w.log.WithField("reason", st.Reason).Warn("sinks: sink disabled; its deliveries wait in its queue until it is enabled")
+		return
+	}
+	w.d.m.disabled.WithLabelValues(w.name).Set(0)
+	w.log.Info("sinks: sink enabled")
+	w.poke()
+}
+
+// recordDisabled keeps a disabling the destination decided (HTTP 410) in the StateStore, so
+// that it outlives the process. Called by disable; a failure is logged: the sink is disabled
+// in this process all the same.
+func (w *sinkWorker) recordDisabled(reason string) {
+	if w.d.states == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
+	defer cancel()
+	if err := w.d.states.SetSinkState(ctx, SinkState{Name: w.name, Disabled: true, Reason: reason, Since: w.d.clock.Now()}); err != nil {
+		w.log.WithError(err).Error("sinks: recording the disabled state failed; the sink will be enabled again at the next start")
+	}
+}

@@ -1,0 +1,104 @@
+package sinks_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store"
+)
+
+// dispStateOf reads the sink's recorded state from the store; ok is false when it has none.
+func dispStateOf(t *testing.T, e *dispEnv, name string) (store.SinkState, bool) {
+	t.Helper()
+	sts, err := e.store.SinkStates(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(sts, func(s store.SinkState) bool { return s.Name == name })
+	if i < 0 {
+		return store.SinkState{}, false
+	}
+	return sts[i], true
+}
+
+// TestDispatchDisabledAcrossRestart: a sink disabled by a 410 stays disabled when the process
+// restarts (its state is in the store), its other deliveries stay queued, and Enable delivers
+// them.
+func TestDispatchDisabledAcrossRestart(t *testing.T) {
+	e := newDispEnv(t)
+	gone := newDispSink("hook", func(context.Context, api.Event, int) error {
+		return &sinks.Failure{Err: errors.New("410 Gone"), Disable: true}
+	})
+	e.enqueue("hook", "e1", "e2", "e3")
+	spec := []sinks.Spec{{Name: "hook", Concurrency: 1}}
+	d := e.run(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store)}, spec, gone)
+	dispWaitFor(t, "the sink disabled", func() bool { return dispStats(t, d, "hook").Disabled })
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := dispStateOf(t, e, "hook"); !ok || !st.Disabled || st.Reason != "sink disabled: 410 Gone" || !st.Since.Equal(dispT0) {
+		t.Fatalf("recorded state %+v (%v), want disabled with the 410's reason at %v", st, ok, dispT0)
+	}
+
+	// The restart: a new process on the same database, the destination back.
+	e.open()
+	e.reg = prometheus.NewRegistry()
+	back := newDispSink("hook", nil)
+	d = e.run(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store)}, spec, back)
+	e.advance(d, time.Hour)
+	dispStill(t, back, 0, "a sink disabled before the restart")
+	if st := dispStats(t, d, "hook"); !st.Disabled || st.DisabledReason != "sink disabled: 410 Gone" || st.Depth != 2 {
+		t.Errorf("stats after the restart = %+v, want disabled with 2 queued", st)
+	}
+	if v := dispMetric(t, e.reg, "scribehook_sink_disabled", map[string]string{"sink": "hook"}); v != 1 {
+		t.Errorf("disabled gauge after the restart = %g, want 1", v)
+	}
+
+	if err := d.Enable(t.Context(), "hook"); err != nil {
+		t.Fatal(err)
+	}
+	dispWaitFor(t, "the queued deliveries delivered", func() bool { return len(back.done()) == 2 })
+	if got := back.done(); !slices.Equal(got, []string{"e2", "e3"}) {
+		t.Errorf("delivered %v, want e2 e3", got)
+	}
+	if st, ok := dispStateOf(t, e, "hook"); !ok || st.Disabled || st.Reason != "" {
+		t.Errorf("recorded state after Enable %+v (%v), want enabled", st, ok)
+	}
+	if v := dispMetric(t, e.reg, "scribehook_sink_disabled", map[string]string{"sink": "hook"}); v != 0 {
+		t.Errorf("disabled gauge after Enable = %g, want 0", v)
+	}
+}
+
+// TestDispatchFollowsRecordedState: a state recorded by another process (an operator's
+// scribehook sinks disable and enable) reaches a running dispatcher within StateInterval.
+func TestDispatchFollowsRecordedState(t *testing.T) {
+	e := newDispEnv(t)
+	sink := newDispSink("hook", nil)
+	d := e.run(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store), StateInterval: 10 * time.Millisecond},
+		[]sinks.Spec{{Name: "hook"}}, sink)
+	if err := e.store.SetSinkState(t.Context(), store.SinkState{Name: "hook", Disabled: true, Reason: "maintenance"}); err != nil {
+		t.Fatal(err)
+	}
+	dispWaitFor(t, "the sink disabled", func() bool { return dispStats(t, d, "hook").Disabled })
+	if st := dispStats(t, d, "hook"); st.DisabledReason != "maintenance" {
+		t.Errorf("reason %q, want the operator's", st.DisabledReason)
+	}
+	e.enqueue("hook", "e1")
+	e.advance(d, time.Minute)
+	dispStill(t, sink, 0, "a sink disabled by an operator")
+	if err := e.store.SetSinkState(t.Context(), store.SinkState{Name: "hook"}); err != nil {
+		t.Fatal(err)
+	}
+	dispWaitFor(t, "the delivery after enabling", func() bool { return len(sink.done()) == 1 })
+	if err := d.Disable(t.Context(), "nope", "x"); !errors.Is(err, sinks.ErrUnknownSink) {
+		t.Errorf("Disable of an unknown sink: %v, want ErrUnknownSink", err)
+	}
+}
