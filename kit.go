@@ -208,7 +208,8 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 			}
 			return nil
 		},
-		Sinks: func() []receiver.SinkStatus { return sinkStatus(dispatch.Stats()) },
+		Sinks:      func() []receiver.SinkStatus { return sinkStatus(dispatch.Stats()) },
+		EnableSink: dispatch.Enable,
 	})
 	if err != nil {
 		return nil, err

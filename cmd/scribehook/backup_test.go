@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -74,6 +75,37 @@ type ackedDelivery struct {
 	body []byte
 }
 
+// liveTranscript is the callback of a session's n-th final transcript: each (session, n) is a
+// new delivery.
+func liveTranscript(session string, n int) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"event":"live.transcript","payload":{"session_id":%q,`+
+		`"created_at":"2026-11-24T10:00:00.%03dZ","type":"transcript","data":{"id":"u%d","is_final":true,`+
+		`"utterance":{"start":%d,"end":%d.5,"text":"word %d","words":[]}}}}`, session, session, n%1000, n, n, n, n)
+}
+
+// errNotAcked is postCallback's error for an answer other than a 200 ack.
+var errNotAcked = errors.New("callback not acknowledged")
+
+// postCallback sends body to url and returns the receiver's ack: its status ("stored",
+// "duplicate") and inbox row id; an error for a failed request, wrapping errNotAcked for an
+// answer other than a 200 ack.
+func postCallback(url string, body []byte) (string, int64, error) {
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return "", 0, err
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	var a struct {
+		Status string `json:"status"`
+		ID     int64  `json:"id"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &a) != nil {
+		return "", 0, fmt.Errorf("%w: %d %s", errNotAcked, resp.StatusCode, raw)
+	}
+	return a.Status, a.ID, nil
+}
+
 func (l *callbackLoad) client(session string) {
 	l.wg.Go(func() {
 		for n := 1; ; n++ {
@@ -82,26 +114,18 @@ func (l *callbackLoad) client(session string) {
 				return
 			default:
 			}
-			body := fmt.Appendf(nil, `{"id":%q,"event":"live.transcript","payload":{"session_id":%q,`+
-				`"created_at":"2026-11-24T10:00:00.%03dZ","type":"transcript","data":{"id":"u%d","is_final":true,`+
-				`"utterance":{"start":%d,"end":%d.5,"text":"word %d","words":[]}}}}`, session, session, n%1000, n, n, n, n)
-			resp, err := http.Post(l.url, "application/json", bytes.NewReader(body))
+			body := liveTranscript(session, n)
+			status, id, err := postCallback(l.url, body)
+			if errors.Is(err, errNotAcked) || err == nil && status != "stored" {
+				l.t.Errorf("delivery %s #%d: %q, %v; want stored (each body is new)", session, n, status, err)
+				return
+			}
 			if err != nil {
 				time.Sleep(20 * time.Millisecond)
 				continue
 			}
-			raw, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			var a struct {
-				Status string `json:"status"`
-				ID     int64  `json:"id"`
-			}
-			if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &a) != nil || a.Status != "stored" {
-				l.t.Errorf("delivery %s #%d answered %d %s, want 200 stored (each body is new)", session, n, resp.StatusCode, raw)
-				return
-			}
 			l.mu.Lock()
-			l.acks = append(l.acks, ackedDelivery{id: a.ID, body: body})
+			l.acks = append(l.acks, ackedDelivery{id: id, body: body})
 			l.mu.Unlock()
 		}
 	})

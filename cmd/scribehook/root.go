@@ -23,5 +23,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newPruneCmd())
 	root.AddCommand(newBackupCmd())
 	root.AddCommand(newMigrateCmd())
+	root.AddCommand(newSinksCmd())
 	return root
 }

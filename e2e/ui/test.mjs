@@ -316,6 +316,31 @@ async function main() {
       await shot('10-sinks-replayed');
     });
 
+    await step('a sink disabled by a 410 keeps its queue until Enable, then delivers it', async () => {
+      const row = page.locator('#sinks-table tr[data-sink="captions-hook"]');
+      await control(info, 'POST', '/hook', { gone: true });
+      await control(info, 'POST', '/submit', { audio_url: info.audio_url });
+      await row.getByText('Disabled').waitFor({ timeout: T.long });
+      // The destination is back, but the sink stays disabled: the next job's event waits.
+      await control(info, 'POST', '/hook', { healthy: true });
+      const before = await control(info, 'GET', '/hook');
+      await control(info, 'POST', '/submit', { audio_url: info.audio_url });
+      await row.locator('td[data-label="Queue depth"]', { hasText: /^[1-9]/ }).waitFor({ timeout: T.long });
+      assert.equal((await control(info, 'GET', '/hook')).received, before.received, 'a disabled sink delivered');
+      await accessible(page, 'sinks with a disabled sink');
+      await shot('10c-sink-disabled');
+      await page.getByRole('button', { name: 'Enable sink captions-hook' }).click();
+      await page.locator('#replay-status').getByText('Sink captions-hook is enabled').waitFor();
+      for (let i = 0; i < 200; i++) {
+        if ((await control(info, 'GET', '/hook')).received > before.received) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const after = await control(info, 'GET', '/hook');
+      assert.ok(after.received > before.received, `the queued event was not delivered after Enable: ${JSON.stringify(after)}`);
+      await row.getByText('Running').waitFor({ timeout: T.long });
+      await shot('10d-sink-enabled');
+    });
+
     await step('a job whose audio source is a javascript: URL shows it as text, not as a link', async () => {
       await page.evaluate((h) => { location.hash = h; }, `#/jobs/${encodeURIComponent(info.hostile_job)}`);
       await page.getByRole('heading', { level: 1, name: new RegExp(info.hostile_job) }).waitFor();

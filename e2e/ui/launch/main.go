@@ -10,8 +10,9 @@
 //
 // Control API (JSON): POST /submit {"audio_url"} creates a pre-recorded job the way `scribehook
 // submit` does; POST /live streams the sample to a new live session in real time and answers
-// at once with its id; POST /hook {"healthy": bool} switches the webhook destination; GET /hook
-// counts what it received.
+// at once with its id; POST /hook {"healthy": bool, "gone": bool} switches the webhook
+// destination (gone: it answers 410 Gone, which disables the sink); GET /hook counts what it
+// received.
 package main
 
 import (
@@ -62,6 +63,7 @@ type env struct {
 	files     string
 	wav       []byte
 	healthy   atomic.Bool
+	gone      atomic.Bool
 	hooks     atomic.Int64 // deliveries accepted by the webhook destination
 	refused   atomic.Int64
 	wg        sync.WaitGroup
@@ -91,6 +93,11 @@ func run(sample, listen string) error {
 	files := rec.Handler()
 	// The webhook sink's destination, beside the recording: 503 until the test says it is healthy.
 	files.HandleFunc("POST /hook", func(w http.ResponseWriter, _ *http.Request) {
+		if e.gone.Load() {
+			e.refused.Add(1)
+			http.Error(w, "this endpoint was removed", http.StatusGone)
+			return
+		}
 		if !e.healthy.Load() {
 			e.refused.Add(1)
 			http.Error(w, "destination down (the test has not switched it on)", http.StatusServiceUnavailable)
@@ -125,13 +132,14 @@ func run(sample, listen string) error {
 	control.HandleFunc("POST /submit", e.handleSubmit)
 	control.HandleFunc("POST /live", e.handleLive)
 	control.HandleFunc("POST /hook", func(w http.ResponseWriter, r *http.Request) {
-		var body struct{ Healthy bool }
+		var body struct{ Healthy, Gone bool }
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		e.healthy.Store(body.Healthy)
-		e2elaunch.WriteJSON(w, map[string]any{"healthy": body.Healthy})
+		e.gone.Store(body.Gone)
+		e2elaunch.WriteJSON(w, map[string]any{"healthy": body.Healthy, "gone": body.Gone})
 	})
 	control.HandleFunc("GET /hook", func(w http.ResponseWriter, _ *http.Request) {
 		e2elaunch.WriteJSON(w, map[string]any{"healthy": e.healthy.Load(), "received": e.hooks.Load(), "refused": e.refused.Load()})
@@ -141,7 +149,7 @@ func run(sample, listen string) error {
 	if err := e2elaunch.PrintLine(map[string]string{
 		"ui": e.serve + "/ui/", "serve": e.serve, "sandbox": sb.URL, "api_key": apiKey, "key_header": "x-service-key",
 		"token": readToken, "control": controlSrv.URL, "files": e.files, "seeded_job": seeded,
-		"hostile_job": hostileJob, "data_dir": e.Dir,
+		"hostile_job": hostileJob, "data_dir": e.Dir, "audio_url": filesSrv.AudioURL,
 	}); err != nil {
 		return err
 	}

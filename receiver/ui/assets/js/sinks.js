@@ -41,7 +41,7 @@ export function sinksPage(q) {
   const el = h('div', {},
     h('h1', {}, 'Sinks'),
     h('section', { 'aria-labelledby': 'h-health' }, h('h2', { id: 'h-health' }, 'Health'),
-      h('p', { class: 'hint' }, 'From /metrics, every 5 s. Counts are attempts since serve started; the failure rate is failed attempts (retried, dead, disabled) over all attempts. "Open" covers half-open too; the reason a sink was disabled and its consecutive failures have no read API yet.'),
+      h('p', { class: 'hint' }, 'From /metrics, every 5 s. Counts are attempts since serve started; the failure rate is failed attempts (retried, dead, disabled) over all attempts. "Open" covers half-open too. A sink disabled by a 410 Gone answer or by an operator stays disabled across restarts, its deliveries queued, until Enable (or scribehook sinks enable).'),
       health),
     h('section', { 'aria-labelledby': 'h-dead' }, h('h2', { id: 'h-dead' }, 'Dead letters'),
       h('p', { class: 'hint' }, 'Deliveries that failed their last attempt, newest first. Replay puts one back in its sink\'s queue, due now, with its attempts reset.'),
@@ -80,11 +80,37 @@ export function sinksPage(q) {
             h('td', { class: 'num', 'data-label': 'Dead' }, String(s.dead)),
             h('td', { class: 'num', 'data-label': 'Failure rate' }, rate),
             h('td', { 'data-label': 'Breaker' }, s.breaker ? h('span', { class: 'badge bad' }, 'Open') : h('span', { class: 'badge ok' }, 'Closed')),
-            h('td', { 'data-label': 'State' }, s.disabled ? h('span', { class: 'badge bad' }, 'Disabled') : h('span', { class: 'badge ok' }, 'Running')));
+            h('td', { 'data-label': 'State' }, s.disabled
+              ? [h('span', { class: 'badge bad' }, 'Disabled'), ' ', enableButton(n)]
+              : h('span', { class: 'badge ok' }, 'Running')));
         })))));
     } catch (e) {
       fill(health, h('p', { class: 'notice error' }, `Metrics unavailable: ${e.message}`));
     }
+  };
+
+  // A disabled sink (its destination answered 410 Gone, or an operator disabled it) stays so
+  // across restarts until enabled; Enable records that and its queue starts moving again.
+  const enableButton = (name) => {
+    const button = h('button', { type: 'button', dataset: { enable: name }, 'aria-label': `Enable sink ${name}` }, 'Enable');
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      button.textContent = 'Enabling…';
+      try {
+        await post(`/v1/sinks/${encodeURIComponent(name)}/enable`);
+        const msg = `Sink ${name} is enabled: its queued deliveries go out again.`;
+        fill(result, h('p', { class: 'notice ok' }, msg));
+        announce(msg);
+        el.querySelector('h1').focus();
+        setTimeout(loadHealth, 300);
+      } catch (e) {
+        if (e instanceof APIError && e.status === 401) return;
+        button.disabled = false;
+        button.textContent = 'Enable';
+        fill(problem, h('p', { class: 'notice error' }, `Enabling sink ${name} failed: ${e.message}`));
+      }
+    });
+    return button;
   };
 
   const rows = new Map(); // dead letter id → tr
