@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -134,5 +135,38 @@ would prune (dry run) 4 rows
 	defer st.Close()
 	if n, err := st.InboxBacklog(context.Background()); err != nil || n != 1 {
 		t.Errorf("pending rows = %d, %v; want the one not yet processed", n, err)
+	}
+}
+
+// A database created before retention is told about, converted by --vacuum, and not told
+// about again.
+func TestPruneVacuum(t *testing.T) {
+	dir := t.TempDir()
+	dbPath, cfgPath := filepath.Join(dir, "scribehook.db"), filepath.Join(dir, "scribehook.yaml")
+	db, err := sql.Open("sqlite3", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE before_retention (x)`); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	if err := os.WriteFile(cfgPath, []byte("store: {dsn: "+dbPath+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const note = "note: this SQLite database was created before retention: pruned pages are reused, not given back; run scribehook prune --vacuum once with serve stopped\n"
+	for _, tc := range []struct {
+		args []string
+		tail string
+	}{
+		{nil, "pruned 0 rows\n" + note},
+		{[]string{"--dry-run", "--vacuum"}, "would prune (dry run) 0 rows\n" + note}, // a dry run changes nothing
+		{[]string{"--vacuum"}, "pruned 0 rows\ndatabase rewritten: pruning gives space back from now on\n"},
+		{nil, "quarantine                                30d      0\npruned 0 rows\n"},
+	} {
+		out, errOut, err := runCmd(context.Background(), nil, append([]string{"--config", cfgPath, "prune"}, tc.args...)...)
+		if err != nil || !strings.HasSuffix(out, tc.tail) {
+			t.Fatalf("prune %v: %v %s\n%s\nwant it to end with\n%s", tc.args, err, errOut, out, tc.tail)
+		}
 	}
 }
