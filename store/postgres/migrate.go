@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/sirupsen/logrus"
@@ -99,13 +100,6 @@ func PendingMigrations(ctx context.Context, opts Options) (store.MigrationPlan, 
 // Migrate applies the migrations the database of opts lacks, as Open does, and returns the
 // plan it carried out (PendingMigrations just before).
 func Migrate(ctx context.Context, opts Options) (store.MigrationPlan, error) {
-	p, err := PendingMigrations(ctx, opts)
-	if err != nil {
-		return p, err
-	}
-	s, err := Open(ctx, opts)
-	if err != nil {
-		return p, err
-	}
-	return p, s.Close()
+	return sqlcore.Migrate(func() (store.MigrationPlan, error) { return PendingMigrations(ctx, opts) },
+		func() (io.Closer, error) { return Open(ctx, opts) })
 }

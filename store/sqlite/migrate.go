@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -75,13 +76,6 @@ func PendingMigrations(ctx context.Context, path string) (store.MigrationPlan, e
 // Migrate applies the migrations the database of opts lacks, as Open does, and returns the
 // plan it carried out (PendingMigrations just before).
 func Migrate(ctx context.Context, opts Options) (store.MigrationPlan, error) {
-	p, err := PendingMigrations(ctx, opts.Path)
-	if err != nil {
-		return p, err
-	}
-	s, err := Open(ctx, opts)
-	if err != nil {
-		return p, err
-	}
-	return p, s.Close()
+	return sqlcore.Migrate(func() (store.MigrationPlan, error) { return PendingMigrations(ctx, opts.Path) },
+		func() (io.Closer, error) { return Open(ctx, opts) })
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -133,6 +134,20 @@ func (m Migrator) Plan(ctx context.Context, q Querier) (store.MigrationPlan, err
 		return store.MigrationPlan{}, err
 	}
 	return plan(ms, current), m.tooNew(current, ms)
+}
+
+// Migrate is a store's Migrate: the plan (PendingMigrations), then opening the store, which
+// applies it, and closing it. It returns the plan it carried out.
+func Migrate(plan func() (store.MigrationPlan, error), open func() (io.Closer, error)) (store.MigrationPlan, error) {
+	p, err := plan()
+	if err != nil {
+		return p, err
+	}
+	s, err := open()
+	if err != nil {
+		return p, err
+	}
+	return p, s.Close()
 }
 
 // PlanNew is the plan of a database that does not exist yet: every migration.
