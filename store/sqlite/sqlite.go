@@ -54,6 +54,13 @@
 // whose completion is lost is delivered again (with the same id); a lost claim, retry or kill
 // only gives a delivery more attempts.
 //
+// # Backups and upgrades
+//
+// Backup copies the database while a serve runs on it, from this process or another, through
+// SQLite's online backup API: one consistent snapshot, written beside its destination and
+// renamed into place once integrity_check passes. PendingMigrations says what Open would apply
+// to a database's schema without applying it; Migrate applies it.
+//
 // # Storage format
 //
 // Times are stored as UTC text of one fixed width (2006-01-02T15:04:05.000000000Z), so text

@@ -1,8 +1,8 @@
 // Package storetest is the contract suite of store.Store: every implementation (SQLite,
 // PostgreSQL) runs the same subtests, so callers can rely on the behaviour they check whatever
 // the driver. It also holds the checks a store's own tests share beyond the contract: the
-// migrations (MigrationsRecorded, MigrationRedactsLegacyTokens, given raw access to the
-// database) and claims at once from several claimers (ClaimAll, which the PostgreSQL tests run
+// migrations (MigrationsRecorded, MigrationRedactsLegacyTokens, MigrationsFromEveryVersion,
+// given raw access to the database) and claims at once from several claimers (ClaimAll, which the PostgreSQL tests run
 // across replicas).
 //
 // Times in the suite have microsecond precision, the finest PostgreSQL keeps; an
