@@ -397,16 +397,16 @@ func (p *Pipeline) scan(ctx context.Context, all bool) (int, error) {
 	}
 	n := 0
 	for {
-		rows, err := p.cfg.Store.PendingInbox(ctx, after, scanPage)
+		keys, err := p.cfg.Store.PendingInboxKeys(ctx, after, scanPage)
 		if err != nil {
 			return n, fmt.Errorf("handlers: scan pending inbox: %w", err)
 		}
-		for _, r := range rows {
-			p.enqueue(r.ID, r.PartitionKey)
-			after = r.ID
+		for _, k := range keys {
+			p.enqueue(k.ID, k.PartitionKey)
+			after = k.ID
 			n++
 		}
-		if len(rows) < scanPage {
+		if len(keys) < scanPage {
 			return n, nil
 		}
 	}

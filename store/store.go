@@ -83,6 +83,12 @@ type InboxRow struct {
 	ProcessedAt time.Time
 }
 
+// InboxKey is a pending inbox row as PendingInboxKeys lists it.
+type InboxKey struct {
+	ID           int64
+	PartitionKey string
+}
+
 // QuarantineRow is an authenticated delivery whose body could not be classified.
 type QuarantineRow struct {
 	ID         int64
@@ -214,6 +220,9 @@ type Store interface {
 	Ingest(ctx context.Context, ds []Delivery) ([]IngestResult, error)
 	// PendingInbox lists rows not done nor failed, by id, after afterID.
 	PendingInbox(ctx context.Context, afterID int64, limit int) ([]InboxRow, error)
+	// PendingInboxKeys lists the id and partition key of rows not done nor failed, by id, after
+	// afterID: what queueing them needs, without reading their bodies.
+	PendingInboxKeys(ctx context.Context, afterID int64, limit int) ([]InboxKey, error)
 	// PendingInboxByKey lists the pending rows of one partition key with id ≤ uptoID, by id,
 	// at most limit. With several replicas, the row a replica is told about may not be the
 	// oldest pending row of its job or session (another replica's notice of an earlier row can

@@ -188,3 +188,36 @@ func testInboxRows(t *testing.T, s store.Store) {
 		t.Errorf("InboxRows(none) = %v, %v", got, err)
 	}
 }
+
+// PendingInboxKeys lists what PendingInbox lists, id and partition key only, with the same
+// cursor and limit.
+func testPendingInboxKeys(t *testing.T, s store.Store) {
+	var ds []store.Delivery
+	for i := range 6 {
+		d := delivery(fmt.Sprintf("keys-%d", i))
+		d.PartitionKey = fmt.Sprintf("key-%d", i%3)
+		ds = append(ds, d)
+	}
+	rows := ingest(t, s, ds...)
+	apply(t, s, rows[1].ID, nil)
+	markFailed(t, s, rows[4].ID, "exhausted", true)
+	for _, c := range []struct {
+		after int64
+		limit int
+	}{{0, 0}, {0, 2}, {rows[2].ID, 0}, {rows[5].ID, 10}} {
+		keys, err := s.PendingInboxKeys(t.Context(), c.after, c.limit)
+		if err != nil {
+			t.Fatalf("PendingInboxKeys(%d, %d): %v", c.after, c.limit, err)
+		}
+		var want []store.InboxKey
+		for _, r := range pending(t, s, c.after, c.limit) {
+			want = append(want, store.InboxKey{ID: r.ID, PartitionKey: r.PartitionKey})
+		}
+		if !slices.Equal(keys, want) {
+			t.Errorf("PendingInboxKeys(%d, %d) = %v, want %v", c.after, c.limit, keys, want)
+		}
+	}
+	if keys, err := s.PendingInboxKeys(t.Context(), 0, 0); err != nil || len(keys) != 4 || keys[0].PartitionKey != "key-0" {
+		t.Errorf("PendingInboxKeys = %v, %v; want the 4 pending rows, the first of key-0", keys, err)
+	}
+}

@@ -56,6 +56,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"ApplyGroup", testApplyGroup},
 		{"ApplyGroupRollsBack", testApplyGroupRollback},
 		{"InboxRows", testInboxRows},
+		{"PendingInboxKeys", testPendingInboxKeys},
 		{"MarkInboxFailed", testMarkInboxFailed},
 		{"SinkState", testSinkState},
 		{"LiveMessageFields", testLiveMessageFields},

@@ -60,3 +60,18 @@ func (r *Reader) InboxRows(ctx context.Context, ids []int64) ([]store.InboxRow, 
 	}
 	return out, nil
 }
+
+// PendingInboxKeys lists the id and partition key of pending rows with id > afterID in id order,
+// at most limit (no limit when limit <= 0): the pipeline queues rows from these and reads each
+// group's rows once, when it applies them.
+func (r *Reader) PendingInboxKeys(ctx context.Context, afterID int64, limit int) ([]store.InboxKey, error) {
+	out, err := Query(ctx, r.db, func(sc Scanner) (store.InboxKey, error) {
+		var k store.InboxKey
+		err := sc.Scan(&k.ID, &k.PartitionKey)
+		return k, err
+	}, r.q[readPendingKeys], afterID, r.d.Limit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("pending inbox keys: %w", err)
+	}
+	return out, nil
+}

@@ -22,6 +22,7 @@ type readID int
 const (
 	readPending readID = iota
 	readPendingByKey
+	readPendingKeys
 	readInboxRow
 	readBacklog
 	readQuarantined
@@ -42,6 +43,8 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`,
 		readPendingByKey: `SELECT ` + InboxColumns + ` FROM inbox
 		WHERE status = 'pending' AND partition_key = ? AND id <= ? ORDER BY id LIMIT ?`,
+		readPendingKeys: `SELECT id, partition_key FROM inbox
+		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`,
 		readInboxRow:    `SELECT ` + InboxColumns + ` FROM inbox WHERE id = ?`,
 		readBacklog:     `SELECT count(*) FROM inbox WHERE status = 'pending'`,
 		readQuarantined: `SELECT ` + QuarantineColumns + ` FROM quarantine ORDER BY id DESC LIMIT ?`,
