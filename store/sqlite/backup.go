@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -68,6 +69,8 @@ type BackupResult struct {
 //
 // The one cost to the running serve: the WAL cannot be checkpointed past the backup's
 // snapshot while it runs, so it grows by what is written meanwhile, and is checkpointed after.
+// (A database that could not be put in WAL mode, on some network file systems, is copied in
+// one step instead, during which its writers wait.)
 //
 // Restoring is copying the file into place while serve is stopped (removing any -wal and -shm
 // files beside the old database first); serve migrates an older schema on start.
@@ -177,6 +180,16 @@ func copyDatabase(ctx context.Context, src, tmp string, opts BackupOptions, res 
 	defer func() { _, _ = sconn.ExecContext(context.Background(), `ROLLBACK`) }()
 	if res.SchemaVersion, err = schemaVersion(ctx, sconn); err != nil {
 		return err
+	}
+	var mode string
+	if err := sconn.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		// Outside WAL mode the held snapshot is a lock that keeps every writer waiting: the
+		// copy is then made in one step, as short as it can be.
+		opts.PagesPerStep = -1
+		opts.Logger.WithField("journal_mode", mode).Warn("sqlite: backup of a database not in WAL mode: writers wait until the copy ends")
 	}
 	ddb, err := sql.Open("sqlite3", fileURI(tmp))
 	if err != nil {

@@ -142,3 +142,21 @@ func TestBackupRefuses(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// TestBackupRollbackJournal: a database not in WAL mode is copied too, in one step.
+func TestBackupRollbackJournal(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "old.db")
+	db := oldDatabase(t, src, 1)
+	if _, err := db.Exec(`PRAGMA journal_mode = DELETE`); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	res, err := Backup(t.Context(), src, filepath.Join(dir, "copy.db"), BackupOptions{PagesPerStep: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 1 || res.SchemaVersion != 1 {
+		t.Errorf("backup of a rollback-journal database: %d steps at version %d, want 1 step at 1", res.Steps, res.SchemaVersion)
+	}
+}
