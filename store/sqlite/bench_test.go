@@ -80,19 +80,11 @@ func cancellable(b *testing.B) context.Context {
 func applyLive(ctx context.Context, s *Store, row store.InboxRow) error {
 	return s.Apply(ctx, row.ID, func(ctx context.Context, tx store.Tx) error {
 		now := time.Now()
-		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
-			SessionID: row.JobID, Type: row.MessageType, Category: row.Category, CreatedAt: now,
-			ReceivedAt: row.ReceivedAt, InboxID: row.ID, Payload: benchPayload,
-		}); err != nil {
+		if _, err := tx.AppendLiveMessage(ctx, benchMessage(&row, now)); err != nil {
 			return err
 		}
-		rec, err := tx.Job(ctx, row.JobID)
-		if errors.Is(err, store.ErrNotFound) {
-			rec = store.JobRecord{
-				Job:   api.Job{ID: row.JobID, Kind: api.KindLive, Status: api.StatusProcessing, CreatedAt: api.NewTime(now)},
-				Local: store.Local{Source: "callback", ReceivedAt: row.ReceivedAt},
-			}
-		} else if err != nil {
+		rec, err := sessionRecord(ctx, tx, &row, now)
+		if err != nil {
 			return err
 		}
 		rec.Local.Deliveries++
@@ -100,15 +92,40 @@ func applyLive(ctx context.Context, s *Store, row store.InboxRow) error {
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
-		ev := api.Event{
-			ID: "ev-" + strconv.FormatInt(row.ID, 10), Type: "live.transcript", CreatedAt: api.NewTime(now),
-			JobID: row.JobID, Kind: api.KindLive, Category: row.Category, Data: benchPayload,
-		}
-		return tx.EnqueueSinkDeliveries(ctx, []store.SinkDelivery{
-			{Sink: "files", EventID: ev.ID, Event: ev, OrderKey: row.JobID, CreatedAt: now},
-			{Sink: "hook", EventID: ev.ID, Event: ev, OrderKey: row.JobID, CreatedAt: now},
-		})
+		return tx.EnqueueSinkDeliveries(ctx, benchDeliveries(&row, now))
 	})
+}
+
+// benchMessage is the live message of row.
+func benchMessage(row *store.InboxRow, now time.Time) store.LiveMessage {
+	return store.LiveMessage{
+		SessionID: row.JobID, Type: row.MessageType, Category: row.Category, CreatedAt: now,
+		ReceivedAt: row.ReceivedAt, InboxID: row.ID, Payload: benchPayload,
+	}
+}
+
+// sessionRecord reads the record of row's session, or makes it.
+func sessionRecord(ctx context.Context, tx store.Tx, row *store.InboxRow, now time.Time) (store.JobRecord, error) {
+	rec, err := tx.Job(ctx, row.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.JobRecord{
+			Job:   api.Job{ID: row.JobID, Kind: api.KindLive, Status: api.StatusProcessing, CreatedAt: api.NewTime(now)},
+			Local: store.Local{Source: "callback", ReceivedAt: row.ReceivedAt},
+		}, nil
+	}
+	return rec, err
+}
+
+// benchDeliveries queues row's event for two sinks.
+func benchDeliveries(row *store.InboxRow, now time.Time) []store.SinkDelivery {
+	ev := api.Event{
+		ID: "ev-" + strconv.FormatInt(row.ID, 10), Type: "live.transcript", CreatedAt: api.NewTime(now),
+		JobID: row.JobID, Kind: api.KindLive, Category: row.Category, Data: benchPayload,
+	}
+	return []store.SinkDelivery{
+		{Sink: "files", EventID: ev.ID, Event: ev, OrderKey: row.JobID, CreatedAt: now},
+		{Sink: "hook", EventID: ev.ID, Event: ev, OrderKey: row.JobID, CreatedAt: now},
+	}
 }
 
 // BenchmarkApplyLive: one op is the Apply of one live message (append, session record read
@@ -233,21 +250,13 @@ func applyLiveGroup(ctx context.Context, s *Store, rows []store.InboxRow) error 
 		var queued []store.SinkDelivery
 		for i := range rows {
 			row := &rows[i]
-			if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
-				SessionID: row.JobID, Type: row.MessageType, Category: row.Category, CreatedAt: now,
-				ReceivedAt: row.ReceivedAt, InboxID: row.ID, Payload: benchPayload,
-			}); err != nil {
+			if _, err := tx.AppendLiveMessage(ctx, benchMessage(row, now)); err != nil {
 				return err
 			}
 			rec := recs[row.JobID]
 			if rec == nil {
-				r, err := tx.Job(ctx, row.JobID)
-				if errors.Is(err, store.ErrNotFound) {
-					r = store.JobRecord{
-						Job:   api.Job{ID: row.JobID, Kind: api.KindLive, Status: api.StatusProcessing, CreatedAt: api.NewTime(now)},
-						Local: store.Local{Source: "callback", ReceivedAt: row.ReceivedAt},
-					}
-				} else if err != nil {
+				r, err := sessionRecord(ctx, tx, row, now)
+				if err != nil {
 					return err
 				}
 				rec = &r
@@ -256,13 +265,7 @@ func applyLiveGroup(ctx context.Context, s *Store, rows []store.InboxRow) error 
 			}
 			rec.Local.Deliveries++
 			rec.Local.UpdatedAt = now
-			ev := api.Event{
-				ID: "ev-" + strconv.FormatInt(row.ID, 10), Type: "live.transcript", CreatedAt: api.NewTime(now),
-				JobID: row.JobID, Kind: api.KindLive, Category: row.Category, Data: benchPayload,
-			}
-			queued = append(queued,
-				store.SinkDelivery{Sink: "files", EventID: ev.ID, Event: ev, OrderKey: row.JobID, CreatedAt: now},
-				store.SinkDelivery{Sink: "hook", EventID: ev.ID, Event: ev, OrderKey: row.JobID, CreatedAt: now})
+			queued = append(queued, benchDeliveries(row, now)...)
 		}
 		for _, id := range order {
 			if err := tx.PutJob(ctx, *recs[id]); err != nil {
