@@ -84,6 +84,10 @@ func (p *Pipeline) failed(ctx context.Context, id int64, kind string, final bool
 func (p *Pipeline) poisoned(msg *message.Message) error {
 	id, err := strconv.ParseInt(msg.Metadata.Get(metaInboxID), 10, 64)
 	if err != nil {
+		// A batch whose handler itself failed (a panic outside its rows' handlers): its rows
+		// were not marked and stay pending for the sweep.
+		p.log.WithFields(logrus.Fields{"inbox_ids": msg.Metadata.Get(metaInboxIDs),
+			"reason": msg.Metadata.Get(middleware.ReasonForPoisonedKey)}).Error("batch of deliveries failed; its rows wait for the sweep")
 		return nil
 	}
 	reason := msg.Metadata.Get(middleware.ReasonForPoisonedKey)
