@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,33 +36,12 @@ func BenchmarkDispatchWebhook(b *testing.B) {
 }
 
 func benchDispatchWebhook(b *testing.B, ordered bool, concurrency int) {
-	ctx := b.Context()
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(b.TempDir(), "scribehook.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	var got atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		got.Add(1)
 	}))
 	defer srv.Close()
-
-	ds := make([]store.SinkDelivery, b.N)
-	now := time.Now()
-	for i := range ds {
-		session := "session-" + strconv.Itoa(i%64)
-		ev := api.Event{ID: "ev-" + strconv.Itoa(i), Type: "live.transcript", CreatedAt: api.NewTime(now), JobID: session,
-			Kind: api.KindLive, Category: api.CategoryFinalTranscripts,
-			Data: []byte(`{"id":"` + strconv.Itoa(i) + `","is_final":true,"utterance":{"start":1.5,"end":2.5,"channel":0,"text":"the quick brown fox jumps over the lazy dog"}}`)}
-		ds[i] = store.SinkDelivery{Sink: "hook", Event: ev, OrderKey: session, CreatedAt: now}
-	}
-	for i := 0; i < len(ds); i += 1000 {
-		if err := s.EnqueueSinkDeliveries(ctx, ds[i:min(i+1000, len(ds))]); err != nil {
-			b.Fatal(err)
-		}
-	}
 	spec := sinks.Spec{Name: "hook", Kind: sinks.KindWebhook, URL: srv.URL + "/hook", Allow: []string{"127.0.0.0/8"},
 		SigningSecrets: []string{"whsec_" + base64.StdEncoding.EncodeToString([]byte("bench signing key, 32 bytes!!!!!"))},
 		Ordered:        ordered, Concurrency: concurrency}
@@ -69,18 +49,67 @@ func benchDispatchWebhook(b *testing.B, ordered bool, concurrency int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchDispatch(b, spec, sink)
+	if got.Load() < int64(b.N) {
+		b.Fatalf("%d of %d events reached the receiver", got.Load(), b.N)
+	}
+}
+
+// BenchmarkDispatchFile is the file sink under the same drain: each event written atomically
+// and durably, in batches (one sync for a claim's events) or one at a time.
+func BenchmarkDispatchFile(b *testing.B) {
+	for _, batch := range []bool{true, false} {
+		b.Run(fmt.Sprintf("batch=%t", batch), func(b *testing.B) {
+			spec := sinks.Spec{Name: "files", Kind: sinks.KindFile, Dir: filepath.Join(b.TempDir(), "out")}
+			fs, err := sinks.NewFile(spec, sinks.Deps{Logger: dispQuiet()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var sink sinks.Sink = fs
+			if !batch {
+				sink = struct{ sinks.Sink }{fs} // hides DeliverBatch
+			}
+			benchDispatch(b, spec, sink)
+		})
+	}
+}
+
+// benchDispatch queues b.N live events over 64 sessions for spec's sink on a new SQLite store,
+// then times a dispatcher draining them.
+func benchDispatch(b *testing.B, spec sinks.Spec, sink sinks.Sink) {
+	ctx := b.Context()
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(b.TempDir(), "scribehook.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ds := make([]store.SinkDelivery, b.N)
+	now := time.Now()
+	for i := range ds {
+		session := "session-" + strconv.Itoa(i%64)
+		ev := api.Event{ID: "ev-" + strconv.Itoa(i), Type: "live.transcript", CreatedAt: api.NewTime(now), JobID: session,
+			Kind: api.KindLive, Category: api.CategoryFinalTranscripts,
+			Data: []byte(`{"id":"` + strconv.Itoa(i) + `","is_final":true,"utterance":{"start":1.5,"end":2.5,"channel":0,"text":"the quick brown fox jumps over the lazy dog"}}`)}
+		ds[i] = store.SinkDelivery{Sink: spec.Name, Event: ev, OrderKey: session, CreatedAt: now}
+	}
+	for i := 0; i < len(ds); i += 1000 {
+		if err := s.EnqueueSinkDeliveries(ctx, ds[i:min(i+1000, len(ds))]); err != nil {
+			b.Fatal(err)
+		}
+	}
 	q := newBatchSpy(s, false)
 	d := sinks.NewDispatcher(sinks.DispatcherConfig{Queue: q, Logger: dispQuiet()})
 	if err := d.Add(spec, sink); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	cpu := benchCPU(b)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()
 	d.Wake("")
 	for {
-		n, err := q.Depth(ctx, "hook")
+		n, err := q.Depth(ctx, spec.Name)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -95,11 +124,18 @@ func benchDispatchWebhook(b *testing.B, ordered bool, concurrency int) {
 		b.Fatal(err)
 	}
 	_ = d.Close()
-	if got.Load() < int64(b.N) {
-		b.Fatalf("%d of %d events reached the receiver", got.Load(), b.N)
-	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64((benchCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 	groups, single := q.counts()
 	b.ReportMetric(float64(q.claims)/float64(b.N), "claims/op")
 	b.ReportMetric(float64(len(groups)+single)/float64(b.N), "completions/op")
+}
+
+// benchCPU is the process's user and system time so far.
+func benchCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -87,50 +87,103 @@ func (s *FileSink) Deliver(ctx context.Context, ev api.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	files, err := s.prepare(ev)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := atomicfile.WriteFile(f.name, f.content); err != nil {
+			return err
+		}
+	}
+	s.written(ev, len(files))
+	return nil
+}
+
+// DeliverBatch implements BatchSink: it writes the files of every event as Deliver does, each
+// atomic, but makes them durable together (atomicfile.Batch: two syncs for the batch instead of
+// two per file). An event's error is its own: a permanent failure or a file that cannot be
+// written fails that event only; a failed sync fails them all.
+func (s *FileSink) DeliverBatch(ctx context.Context, evs []api.Event) []error {
+	errs := make([]error, len(evs))
+	if err := ctx.Err(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	var b atomicfile.Batch
+	counts := make([]int, len(evs))
+	for i, ev := range evs {
+		files, err := s.prepare(ev)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		for _, f := range files {
+			if err := b.Add(i, f.name, f.content); err != nil {
+				errs[i] = err
+				b.Drop(i)
+				break
+			}
+		}
+		counts[i] = len(files)
+	}
+	for i, err := range b.Commit() {
+		errs[i] = err
+	}
+	for i, ev := range evs {
+		if errs[i] == nil {
+			s.written(ev, counts[i])
+		}
+	}
+	return errs
+}
+
+// prepare checks ev, encodes its files and creates their directories: the artifacts, then the
+// event file (so that an event file announces files that exist), each named by its full path.
+func (s *FileSink) prepare(ev api.Event) ([]artifact, error) {
 	if ev.JobID == "" {
-		return &Failure{Err: errors.New("event has no job id to name its folder"), Permanent: true}
+		return nil, &Failure{Err: errors.New("event has no job id to name its folder"), Permanent: true}
 	}
 	if ev.ID == "" {
-		return &Failure{Err: errors.New("event has no id to name its file"), Permanent: true}
+		return nil, &Failure{Err: errors.New("event has no id to name its file"), Permanent: true}
 	}
 	jobDir := filepath.Join(s.dir, PathSegment(ev.JobID))
 
-	var artifacts []artifact
+	var files []artifact
 	switch ev.Type {
 	case api.EventJobSucceeded:
 		text, err := TranscriptText(ev.Data)
 		if err != nil {
-			return &Failure{Err: fmt.Errorf("job.succeeded data: %w", err), Permanent: true}
+			return nil, &Failure{Err: fmt.Errorf("job.succeeded data: %w", err), Permanent: true}
 		}
 		if text != "" {
-			artifacts = append(artifacts, artifact{transcriptName, []byte(text)})
+			files = append(files, artifact{transcriptName, []byte(text)})
 		}
 	case api.EventSubtitlesReady:
-		files, err := subtitleArtifacts(ev)
+		subs, err := subtitleArtifacts(ev)
 		if err != nil {
-			return &Failure{Err: err, Permanent: true}
+			return nil, &Failure{Err: err, Permanent: true}
 		}
-		artifacts = append(artifacts, files...)
+		files = append(files, subs...)
+	}
+	for i := range files {
+		files[i].name = filepath.Join(jobDir, files[i].name)
 	}
 
 	body, err := indentedEvent(ev)
 	if err != nil {
-		return &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
+		return nil, &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
 	}
 	if err := atomicfile.MkdirAll(filepath.Join(jobDir, eventsDir)); err != nil {
-		return err
+		return nil, err
 	}
-	for _, a := range artifacts {
-		if err := atomicfile.WriteFile(filepath.Join(jobDir, a.name), a.content); err != nil {
-			return err
-		}
-	}
-	path := filepath.Join(jobDir, eventsDir, EventFileName(ev))
-	if err := atomicfile.WriteFile(path, body); err != nil {
-		return err
-	}
-	s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "files": len(artifacts) + 1}).Debug("event written")
-	return nil
+	return append(files, artifact{filepath.Join(jobDir, eventsDir, EventFileName(ev)), body}), nil
+}
+
+func (s *FileSink) written(ev api.Event, files int) {
+	s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "files": files}).Debug("event written")
 }
 
 type artifact struct {

@@ -113,9 +113,7 @@ func (w *sinkWorker) run(ctx context.Context) {
 			}
 			w.mu.Unlock()
 			// Attempts claimed while the breaker was closed run even if it opened meanwhile.
-			for _, dl := range ds {
-				attempts.Go(func() { w.attempt(ctx, dl, probe) })
-			}
+			w.start(ctx, &attempts, ds, probe)
 		}
 		select {
 		case <-ctx.Done():
@@ -133,6 +131,11 @@ func (w *sinkWorker) attempt(ctx context.Context, dl Delivery, probe bool) {
 	attemptCtx, cancel := context.WithTimeout(ctx, w.pol.Timeout)
 	err := w.deliver(attemptCtx, dl)
 	cancel()
+	w.finish(ctx, dl, probe, err)
+}
+
+// finish settles an attempt that ended with err and accounts for it.
+func (w *sinkWorker) finish(ctx context.Context, dl Delivery, probe bool, err error) {
 	now := w.d.clock.Now()
 	qctx, qcancel := context.WithTimeout(ctx, queueTimeout)
 	defer qcancel()

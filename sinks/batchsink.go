@@ -1,0 +1,69 @@
+package sinks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// BatchSink is a Sink that delivers several events at once and makes them durable together:
+// the file sink syncs its disk once per batch instead of twice per file. The dispatcher hands
+// it the deliveries of each claim as one batch.
+type BatchSink interface {
+	Sink
+	// DeliverBatch delivers evs and returns each one's error (nil: delivered), as Deliver
+	// would for it alone.
+	DeliverBatch(ctx context.Context, evs []api.Event) []error
+}
+
+// start runs the attempts of claimed deliveries: one batch for a BatchSink, one attempt each
+// otherwise.
+func (w *sinkWorker) start(ctx context.Context, attempts *sync.WaitGroup, ds []Delivery, probe bool) {
+	if bs, ok := w.sink.(BatchSink); ok && len(ds) > 1 {
+		attempts.Go(func() { w.attemptBatch(ctx, bs, ds, probe) })
+		return
+	}
+	for _, dl := range ds {
+		attempts.Go(func() { w.attempt(ctx, dl, probe) })
+	}
+}
+
+// attemptBatch is attempt for several deliveries handed to a BatchSink together, bounded by
+// one attempt timeout; each is settled on its own.
+func (w *sinkWorker) attemptBatch(ctx context.Context, bs BatchSink, ds []Delivery, probe bool) {
+	ctx = context.WithoutCancel(ctx)
+	attemptCtx, cancel := context.WithTimeout(ctx, w.pol.Timeout)
+	errs := deliverBatch(attemptCtx, bs, ds)
+	cancel()
+	for i, dl := range ds {
+		w.finish(ctx, dl, probe, errs[i])
+	}
+}
+
+// deliverBatch runs the batch, turning a panic or a short answer into a retryable error for
+// every delivery.
+func deliverBatch(ctx context.Context, bs BatchSink, ds []Delivery) (errs []error) {
+	evs := make([]api.Event, len(ds))
+	for i, dl := range ds {
+		evs[i] = dl.Event
+	}
+	fail := func(err error) []error {
+		errs = make([]error, len(ds))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			errs = fail(fmt.Errorf("sink panicked: %v", p))
+		}
+	}()
+	errs = bs.DeliverBatch(ctx, evs)
+	if len(errs) != len(ds) {
+		return fail(fmt.Errorf("sink answered %d results for %d events", len(errs), len(ds)))
+	}
+	return errs
+}
