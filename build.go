@@ -97,7 +97,7 @@ func SinkSpecs(cfg configs.Config, secrets configs.Secrets) []sinks.Spec {
 	out := make([]sinks.Spec, 0, len(cfg.Sinks))
 	for _, c := range cfg.Sinks {
 		spec := sinks.Spec{
-			Name: c.Name, Kind: c.Kind, Ordered: c.Ordered, Dir: c.Dir, Timeout: c.Timeout,
+			Name: c.Name, Kind: c.Kind, Ordered: c.Ordered, Concurrency: c.Concurrency, Dir: c.Dir, Timeout: c.Timeout,
 			Allow: c.Allow, Topic: c.Topic,
 			Filter: sinks.Filter{Events: c.Events},
 		}

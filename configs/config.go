@@ -130,6 +130,9 @@ type Sink struct {
 	// Ordered delivers one event at a time per job or session, in order, at the cost of
 	// throughput.
 	Ordered bool `yaml:"ordered"`
+	// Concurrency is how many deliveries of the sink are in flight at once (default 16); an
+	// ordered sink has at most one per job or session among them.
+	Concurrency int `yaml:"concurrency"`
 	// Allow lists hosts, addresses or CIDR ranges a webhook sink may reach although they are
 	// private (rule 5 of DESIGN.md): self-hosted targets.
 	Allow []string `yaml:"allow"`

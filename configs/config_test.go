@@ -314,7 +314,7 @@ func TestValidationSentences(t *testing.T) {
 				c.Subtitles = SubtitlesConfig{Profile: "cinema", Formats: []string{"srt", "docx"}}
 				c.Sinks = []Sink{
 					{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: time.Second},
-					{Name: "files", Kind: "email", Events: nil, Timeout: 0},
+					{Name: "files", Kind: "email", Events: nil, Timeout: 0, Concurrency: -1},
 					{Name: "hook", Kind: "webhook", URL: "not a url", Events: []string{"", "live.[x"}, Categories: []string{"final_transcripts", "finals"}, Allow: []string{"10.0.0.0/8", "http://x"}, Timeout: time.Second},
 					{Name: "", Kind: "nats", Events: []string{"*"}, Timeout: time.Second},
 				}
@@ -339,6 +339,7 @@ func TestValidationSentences(t *testing.T) {
 				`subtitles.dir must name a directory when subtitles.formats is not empty`,
 				`sinks[1].name must be unique ("files" is also sinks[0])`,
 				`sinks[1].kind must be file, webhook, redisstream, nats or log (got "email")`,
+				`sinks[1].concurrency must not be negative (got -1; 0 is the default)`,
 				`sinks[1].events must list at least one event glob, e.g. "*"`,
 				`sinks[1].timeout must be a positive duration (got 0s)`,
 				`sinks[2].url must be an absolute http or https URL (got "not a url")`,

@@ -253,6 +253,9 @@ func (v *validator) sink(i int, s Sink, names map[string]int) {
 		}
 	}
 	v.envName(p+".secret_env", s.SecretEnv, false)
+	if s.Concurrency < 0 {
+		v.add(p+".concurrency", "must not be negative (got %d; 0 is the default)", s.Concurrency)
+	}
 	if len(s.Events) == 0 {
 		v.add(p+".events", `must list at least one event glob, e.g. "*"`)
 	}
