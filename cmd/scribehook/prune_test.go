@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
+	"github.com/scribehook/scribehook/store/sqlite/sqlitetest"
 )
 
 // pruneEnv is a store as serve leaves it after weeks: two deliveries applied ten days ago, one
@@ -143,14 +143,7 @@ would prune (dry run) 4 rows
 func TestPruneVacuum(t *testing.T) {
 	dir := t.TempDir()
 	dbPath, cfgPath := filepath.Join(dir, "scribehook.db"), filepath.Join(dir, "scribehook.yaml")
-	db, err := sql.Open("sqlite3", dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE before_retention (x)`); err != nil {
-		t.Fatal(err)
-	}
-	_ = db.Close()
+	sqlitetest.ForeignDatabase(t, dbPath)
 	if err := os.WriteFile(cfgPath, []byte("store: {dsn: "+dbPath+"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

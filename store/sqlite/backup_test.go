@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
+	"github.com/scribehook/scribehook/store/sqlite/sqlitetest"
 )
 
 // TestBackupUnderWrites: a backup stepped one page at a time while another goroutine commits
@@ -114,14 +114,7 @@ func TestBackupRefuses(t *testing.T) {
 	src := filepath.Join(dir, "live.db")
 	openTemp(t, Options{Path: src})
 	plain := filepath.Join(dir, "plain.db")
-	pdb, err := sql.Open("sqlite3", plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pdb.Exec(`CREATE TABLE t (x)`); err != nil {
-		t.Fatal(err)
-	}
-	_ = pdb.Close()
+	sqlitetest.ForeignDatabase(t, plain)
 	for _, c := range []struct{ name, src, dst, want string }{
 		{"missing source", filepath.Join(dir, "none.db"), filepath.Join(dir, "b.db"), "no such file"},
 		{"itself", src, src, "is the database itself"},

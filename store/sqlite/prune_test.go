@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite/sqlitetest"
 )
 
 // fillInbox stores and applies n deliveries of size bytes each.
@@ -67,14 +67,7 @@ func TestPruneReclaimsSpace(t *testing.T) {
 // gives space back.
 func TestPruneOldDatabaseNeedsVacuum(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scribehook.db")
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE before_retention (x)`); err != nil {
-		t.Fatal(err)
-	}
-	_ = db.Close()
+	sqlitetest.ForeignDatabase(t, path)
 	s := openTemp(t, Options{Path: path})
 	if ok, err := s.IncrementalVacuum(t.Context()); err != nil || ok {
 		t.Fatalf("IncrementalVacuum = %v, %v; want false for a database made before", ok, err)
