@@ -159,10 +159,7 @@ func TestBackupDuringLoadRestores(t *testing.T) {
 	}
 	waitUntil(t, "200 deliveries acknowledged", 30*time.Second, func() bool { return len(load.acked()) >= 200 || t.Failed() })
 	before := load.acked()
-	cfg := filepath.Join(dir, "scribehook.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, "store: {driver: sqlite, dsn: %q}\n", live), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeSQLiteConfig(t, dir, live)
 	copyPath := filepath.Join(dir, "backup.db")
 	out, errOut, err := runChild(t, "backup", "--config", cfg, "--out", copyPath)
 	during := len(load.acked()) - len(before)

@@ -7,8 +7,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +121,18 @@ func startCmd(ctx context.Context, stdin io.Reader, out, errOut io.Writer, args 
 	cmd := rootCmd(stdin, out, errOut, args...)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	return done
+}
+
+// writeSQLiteConfig writes dir/scribehook.yaml naming db as the SQLite store, followed by the
+// YAML lines of more, and returns its path.
+func writeSQLiteConfig(t *testing.T, dir, db string, more ...string) string {
+	t.Helper()
+	path := filepath.Join(dir, "scribehook.yaml")
+	cfg := fmt.Sprintf("store: {driver: sqlite, dsn: %q}\n", db) + strings.Join(more, "")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // fileSink is a file sink writing under dir every event.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +12,7 @@ import (
 func TestMigrateCheckThenApply(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "scribehook.db")
-	cfg := filepath.Join(dir, "scribehook.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, "store: {driver: sqlite, dsn: %q}\n", db), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeSQLiteConfig(t, dir, db)
 	out, _, err := runCmd(t.Context(), nil, "migrate", "--check", "--config", cfg)
 	if err != nil {
 		t.Fatal(err)

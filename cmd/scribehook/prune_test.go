@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,11 +21,7 @@ func pruneEnv(t *testing.T) (cfgPath, dbPath, srt string) {
 	t.Helper()
 	dir := t.TempDir()
 	dbPath = filepath.Join(dir, "scribehook.db")
-	cfgPath = filepath.Join(dir, "scribehook.yaml")
-	cfg := fmt.Sprintf("store: {dsn: %s}\nretention: {jobs: 30d, live: {final_transcripts: 30d}}\n", dbPath)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath = writeSQLiteConfig(t, dir, dbPath, "retention: {jobs: 30d, live: {final_transcripts: 30d}}\n")
 	ctx := context.Background()
 	tenDaysAgo, fortyDaysAgo := time.Now().Add(-10*24*time.Hour), time.Now().Add(-40*24*time.Hour)
 	st, err := sqlite.Open(ctx, sqlite.Options{Path: dbPath, Clock: func() time.Time { return tenDaysAgo }})
@@ -142,11 +137,9 @@ would prune (dry run) 4 rows
 // about again.
 func TestPruneVacuum(t *testing.T) {
 	dir := t.TempDir()
-	dbPath, cfgPath := filepath.Join(dir, "scribehook.db"), filepath.Join(dir, "scribehook.yaml")
+	dbPath := filepath.Join(dir, "scribehook.db")
 	sqlitetest.ForeignDatabase(t, dbPath)
-	if err := os.WriteFile(cfgPath, []byte("store: {dsn: "+dbPath+"}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeSQLiteConfig(t, dir, dbPath)
 	const note = "note: this SQLite database was created before retention: pruned pages are reused, not given back; run scribehook prune --vacuum once with serve stopped\n"
 	for _, tc := range []struct {
 		args []string

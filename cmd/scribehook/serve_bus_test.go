@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,15 +20,11 @@ func serveWithBus(t *testing.T, driver, brokerURL string) (run func(ctx context.
 	t.Helper()
 	dir := t.TempDir()
 	addr = "127.0.0.1:" + freePort(t)
-	cfg := "listen: " + addr + "\n" +
-		"store: {driver: sqlite, dsn: " + filepath.Join(dir, "scribehook.db") + "}\n" +
-		"bus: {driver: " + driver + ", claim_after: 5s}\n" +
-		"subtitles: {dir: " + filepath.Join(dir, "artifacts") + "}\n" +
-		"sinks: [{name: files, kind: file, dir: " + filepath.Join(dir, "out") + ", events: [\"*\"]}]\n"
-	path := filepath.Join(dir, "scribehook.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeSQLiteConfig(t, dir, filepath.Join(dir, "scribehook.db"),
+		"listen: "+addr+"\n",
+		"bus: {driver: "+driver+", claim_after: 5s}\n",
+		"subtitles: {dir: "+filepath.Join(dir, "artifacts")+"}\n",
+		"sinks: [{name: files, kind: file, dir: "+filepath.Join(dir, "out")+", events: [\"*\"]}]\n")
 	t.Setenv("SCRIBEHOOK_BUS_URL", brokerURL)
 	stderr = &sandboxtest.Buffer{}
 	return func(ctx context.Context) error {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -85,10 +84,7 @@ func TestSinkDisabledAcrossRestart(t *testing.T) {
 		t.Fatalf("sink depth %d, %v; want 2 queued", n, err)
 	}
 
-	cfg := filepath.Join(dir, "scribehook.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, "store: {driver: sqlite, dsn: %q}\nsinks:\n  - {name: hook, kind: webhook, url: %q, events: [\"*\"]}\n", db, endpoint.URL), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeSQLiteConfig(t, dir, db, fmt.Sprintf("sinks:\n  - {name: hook, kind: webhook, url: %q, events: [\"*\"]}\n", endpoint.URL))
 	out, _, err := runCmd(t.Context(), nil, "sinks", "list", "--config", cfg)
 	if err != nil {
 		t.Fatal(err)
