@@ -38,9 +38,13 @@ func (c *Core) CompleteSinkDeliveries(ctx context.Context, ids []int64) error {
 // nothing: an unknown id in done is store.ErrNotFound and nothing is completed or claimed.
 func (c *Core) CompleteAndClaimSinkDeliveries(ctx context.Context, done []int64, sink string, ordered bool,
 	now time.Time, lease time.Duration, limit int) ([]store.SinkDelivery, error) {
-	t, err := c.w.Begin(ctx, "complete and claim sink deliveries", Derived)
+	op, kind := "complete and claim sink deliveries", Derived
+	if len(done) == 0 {
+		op, kind = "claim sink deliveries", Derived|OneStatement // a claim alone is one statement
+	}
+	t, err := c.w.Begin(ctx, op, kind)
 	if err != nil {
-		return nil, fmt.Errorf("complete and claim sink deliveries of %s: begin: %w", sink, err)
+		return nil, fmt.Errorf("%s of %s: begin: %w", op, sink, err)
 	}
 	defer t.Rollback()
 	if err := c.completeIn(ctx, t, done); err != nil {
@@ -51,7 +55,7 @@ func (c *Core) CompleteAndClaimSinkDeliveries(ctx context.Context, done []int64,
 		return nil, err
 	}
 	if err := t.Commit(); err != nil {
-		return nil, fmt.Errorf("complete and claim sink deliveries of %s: commit: %w", sink, err)
+		return nil, fmt.Errorf("%s of %s: commit: %w", op, sink, err)
 	}
 	return out, nil
 }

@@ -126,19 +126,7 @@ func sameEvent(a, b *api.Event) bool {
 // never held back.
 func (c *Core) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bool, now time.Time,
 	lease time.Duration, limit int) ([]store.SinkDelivery, error) {
-	t, err := c.w.Begin(ctx, "claim sink deliveries", Derived|OneStatement)
-	if err != nil {
-		return nil, fmt.Errorf("claim sink deliveries of %s: begin: %w", sink, err)
-	}
-	defer t.Rollback()
-	out, err := c.claimIn(ctx, t, sink, ordered, now, lease, limit)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.Commit(); err != nil {
-		return nil, fmt.Errorf("claim sink deliveries of %s: commit: %w", sink, err)
-	}
-	return out, nil
+	return c.CompleteAndClaimSinkDeliveries(ctx, nil, sink, ordered, now, lease, limit)
 }
 
 // claimIn runs the claim of ClaimSinkDeliveries in t, oldest first.
