@@ -18,18 +18,16 @@ func syncFiles(files []pendingFile) error {
 	return nil
 }
 
-// syncDirs makes the renames into dirs durable, with one syncfs(2) through any of them.
-func syncDirs(anyPath string, dirs map[string]bool) error {
-	for dir := range dirs {
-		d, err := os.Open(dir)
-		if err != nil {
-			return fmt.Errorf("open directory for sync: %w", err)
-		}
-		defer d.Close()
-		if err := syncfs(d); err != nil {
-			return fmt.Errorf("sync directory %s: %w", filepath.Base(dir), err)
-		}
-		return nil
+// syncDirs makes the renames durable with one syncfs(2) of the file system of anyPath's
+// directory, which the batch's directories share.
+func syncDirs(anyPath string, _ map[string]bool) error {
+	d, err := os.Open(filepath.Dir(anyPath))
+	if err != nil {
+		return fmt.Errorf("open directory for sync: %w", err)
+	}
+	defer d.Close()
+	if err := syncfs(d); err != nil {
+		return fmt.Errorf("sync directories: %w", err)
 	}
 	return nil
 }
