@@ -195,7 +195,7 @@ func (p *Pipeline) applyGroup(ctx context.Context, rows []store.InboxRow, lrs []
 			last = row.JobID
 		}
 	}
-	if len(applied) > 0 {
+	if len(applied) > 0 && p.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 		p.log.WithFields(logrus.Fields{"rows": len(applied), "first_inbox_id": rows[applied[0]].ID}).Debug("deliveries applied as a group")
 	}
 	p.wakeSinks(events)
