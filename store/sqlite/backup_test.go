@@ -109,6 +109,32 @@ func TestBackupWhileStopped(t *testing.T) {
 	}
 }
 
+// TestBackupFileMode: the copy holds every delivery received, so it is readable by its owner
+// only (0600, docs/operations.md), also when it replaces an earlier file that others could
+// read.
+func TestBackupFileMode(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "live.db")
+	s := openTemp(t, Options{Path: src})
+	if _, err := s.Ingest(t.Context(), []store.Delivery{delivery("a")}); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	if err := os.WriteFile(dst, []byte("an older copy"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Backup(t.Context(), src, dst, BackupOptions{}); err != nil {
+		t.Fatalf("Backup: %v", err)
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode().Perm(); m != 0o600 {
+		t.Errorf("backup file mode %#o, want 0600", m)
+	}
+}
+
 func TestBackupRefuses(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "live.db")
