@@ -16,12 +16,8 @@ import (
 )
 
 func newDeadLettersCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "deadletters",
-		Short: "Sink deliveries that failed their last attempt, and their replay",
-	}
-	cmd.AddCommand(newDeadLettersListCmd(), newDeadLettersReplayCmd())
-	return cmd
+	return groupCmd("deadletters", "Sink deliveries that failed their last attempt, and their replay", "",
+		newDeadLettersListCmd(), newDeadLettersReplayCmd())
 }
 
 // deadLetterFilter is --sink and --since, shared by list and replay.
@@ -63,13 +59,13 @@ func newDeadLettersListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withStore(cmd, func(ctx context.Context, _ configs.Config, st store.Store) error {
+			return printFromStore(cmd, output, func(ctx context.Context, _ configs.Config, st store.Store) ([]store.SinkDelivery, error) {
 				rows, err := st.DeadLetters(ctx, f.sink, since, limit)
 				if err != nil {
-					return fmt.Errorf("list dead letters: %w", err)
+					return nil, fmt.Errorf("list dead letters: %w", err)
 				}
-				return output.print(cmd.OutOrStdout(), rows, func(w io.Writer) error { return writeDeadLetters(w, rows) })
-			})
+				return rows, nil
+			}, writeDeadLetters)
 		},
 	}
 	f.register(cmd)

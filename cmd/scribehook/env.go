@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,26 @@ func withStore(cmd *cobra.Command, run func(ctx context.Context, cfg configs.Con
 		return err
 	}
 	return useStore(cmd.Context(), cfg, func(st store.Store) error { return run(cmd.Context(), cfg, st) })
+}
+
+// printFromStore is withStore for a command that only shows what it reads: read's value is
+// printed as JSON with -o json, else by table.
+func printFromStore[T any](cmd *cobra.Command, output outputFlag,
+	read func(ctx context.Context, cfg configs.Config, st store.Store) (T, error), table func(w io.Writer, v T) error) error {
+	return withStore(cmd, func(ctx context.Context, cfg configs.Config, st store.Store) error {
+		v, err := read(ctx, cfg, st)
+		if err != nil {
+			return err
+		}
+		return output.print(cmd.OutOrStdout(), v, func(w io.Writer) error { return table(w, v) })
+	})
+}
+
+// groupCmd is a command that only holds its subcommands (jobs, deadletters, sinks, remote).
+func groupCmd(use, short, long string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Long: long}
+	cmd.AddCommand(subs...)
+	return cmd
 }
 
 // withService is withStore for the commands that create jobs at the service (submit, live):

@@ -20,16 +20,12 @@ import (
 )
 
 func newJobsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "jobs",
-		Short: "Jobs and deliveries in the local store: list, show, quarantine",
-		Long: `Reads the local store that "scribehook serve" writes (store.dsn of the configuration): the
+	return groupCmd("jobs", "Jobs and deliveries in the local store: list, show, quarantine",
+		`Reads the local store that "scribehook serve" writes (store.dsn of the configuration): the
 jobs it received callbacks for or that submit and live created, and the deliveries it could
 authenticate but not read (quarantine). Nothing is asked of the service; see "scribehook
 remote" for its own lists.`,
-	}
-	cmd.AddCommand(newJobsListCmd(), newJobsShowCmd(), newJobsQuarantineCmd())
-	return cmd
+		newJobsListCmd(), newJobsShowCmd(), newJobsQuarantineCmd())
 }
 
 func newJobsListCmd() *cobra.Command {

@@ -33,10 +33,8 @@ type remoteOptions struct {
 
 func newRemoteCmd() *cobra.Command {
 	o := &remoteOptions{}
-	cmd := &cobra.Command{
-		Use:   "remote",
-		Short: "Call the service's own endpoints: list, get, create and delete jobs",
-	}
+	cmd := groupCmd("remote", "Call the service's own endpoints: list, get, create and delete jobs", "",
+		newRemoteListCmd(o), newRemoteGetCmd(o), newRemoteCreateCmd(o), newRemoteDeleteCmd(o))
 	base := os.Getenv(envServiceBaseURL)
 	if base == "" {
 		base = defaultServiceBaseURL
@@ -46,7 +44,6 @@ func newRemoteCmd() *cobra.Command {
 	pf.StringVar(&o.apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "environment variable that holds the API key")
 	pf.StringVar(&o.keyHeader, "key-header", submitter.DefaultKeyHeader, "header that carries the API key")
 	pf.BoolVarP(&o.verbose, "verbose", "v", false, "log every call and retry to stderr")
-	cmd.AddCommand(newRemoteListCmd(o), newRemoteGetCmd(o), newRemoteCreateCmd(o), newRemoteDeleteCmd(o))
 	return cmd
 }
 

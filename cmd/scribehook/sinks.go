@@ -17,16 +17,12 @@ import (
 )
 
 func newSinksCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "sinks",
-		Short: "The sinks' state: list them, disable one, enable it again",
-		Long: `A sink whose destination answers 410 Gone is disabled, and so is one an operator disables; the
+	return groupCmd("sinks", "The sinks' state: list them, disable one, enable it again",
+		`A sink whose destination answers 410 Gone is disabled, and so is one an operator disables; the
 state is kept in the store, so it stays disabled across restarts until it is enabled again. A
 disabled sink's deliveries stay queued (the one answered 410 is a dead letter, which
-"deadletters replay" queues again). A running serve picks a change up within ` + sinks.DefaultStateInterval.String() + `.`,
-	}
-	cmd.AddCommand(newSinksListCmd(), newSinksEnableCmd(), newSinksDisableCmd())
-	return cmd
+"deadletters replay" queues again). A running serve picks a change up within `+sinks.DefaultStateInterval.String()+`.`,
+		newSinksListCmd(), newSinksEnableCmd(), newSinksDisableCmd())
 }
 
 // sinkRow is one sink as sinks list shows it.
@@ -46,13 +42,7 @@ func newSinksListCmd() *cobra.Command {
 		Short: "List the configured sinks and any sink with a recorded state, with their queues",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, func(ctx context.Context, cfg configs.Config, st store.Store) error {
-				rows, err := listSinks(ctx, cfg, st)
-				if err != nil {
-					return err
-				}
-				return output.print(cmd.OutOrStdout(), rows, func(w io.Writer) error { return writeSinks(w, rows) })
-			})
+			return printFromStore(cmd, output, listSinks, writeSinks)
 		},
 	}
 	output.register(cmd, outputTable)
