@@ -163,16 +163,11 @@ func copyDatabase(ctx context.Context, src, tmp string, opts BackupOptions, res 
 	v := url.Values{}
 	v.Set("mode", "ro")
 	v.Set("_busy_timeout", strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10))
-	sdb, err := sql.Open("sqlite3", fileURI(src)+"?"+v.Encode())
+	sconn, closeSrc, err := openConn(ctx, fileURI(src)+"?"+v.Encode())
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
-	defer sdb.Close()
-	sconn, err := sdb.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("open: %w", err)
-	}
-	defer sconn.Close()
+	defer closeSrc()
 	// The snapshot: a read transaction started by its first read, held until the copy ends.
 	if _, err := sconn.ExecContext(ctx, `BEGIN`); err != nil {
 		return fmt.Errorf("begin read: %w", err)
@@ -191,21 +186,31 @@ func copyDatabase(ctx context.Context, src, tmp string, opts BackupOptions, res 
 		opts.PagesPerStep = -1
 		opts.Logger.WithField("journal_mode", mode).Warn("sqlite: backup of a database not in WAL mode: writers wait until the copy ends")
 	}
-	ddb, err := sql.Open("sqlite3", fileURI(tmp))
+	dconn, closeDst, err := openConn(ctx, fileURI(tmp))
 	if err != nil {
 		return fmt.Errorf("open copy: %w", err)
 	}
-	defer ddb.Close()
-	dconn, err := ddb.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("open copy: %w", err)
-	}
-	defer dconn.Close()
+	defer closeDst()
 	return dconn.Raw(func(d any) error {
 		return sconn.Raw(func(s any) error {
 			return stepBackup(ctx, d.(*sqlite3.SQLiteConn), s.(*sqlite3.SQLiteConn), opts, res)
 		})
 	})
+}
+
+// openConn opens one connection of its own to the database at dsn: the backup API works on
+// two connections, not on pools. The func returned closes the connection and its pool.
+func openConn(ctx context.Context, dsn string) (*sql.Conn, func(), error) {
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return conn, func() { _ = conn.Close(); _ = db.Close() }, nil
 }
 
 // schemaVersion reads the latest applied migration on c.
