@@ -65,19 +65,37 @@ func Durations(r configs.RetentionConfig) map[store.PruneKind]configs.Keep {
 
 // RemoveFiles removes the artifacts' files, and then each job's directory (<dir>/<job_id>, as
 // the pipeline lays them out) if nothing else is left in it. A file already gone is not an
-// error: a run stopped half-way removes the rest next time.
+// error: a run stopped half-way removes the rest next time. But a file whose artifacts
+// directory (<dir>) is not there either is: the stored paths are relative to serve's working
+// directory, and from anywhere else every file would look gone while its row went, the file
+// left on disk for ever. The error keeps the batch's jobs for a run from the right place.
 func RemoveFiles(_ context.Context, arts []store.Artifact) error {
 	var errs []error
 	dirs := map[string]bool{}
+	missing := map[string]bool{}
 	for _, a := range arts {
 		if a.Path == "" {
 			continue
 		}
-		if err := os.Remove(a.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-			continue
+		dir := filepath.Dir(a.Path)
+		if err := os.Remove(a.Path); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+				continue
+			}
+			root := dir
+			if filepath.Base(dir) == a.JobID {
+				root = filepath.Dir(dir)
+			}
+			if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+				if !missing[root] {
+					missing[root] = true
+					errs = append(errs, fmt.Errorf("artifacts directory %s not found: files are removed by paths relative to serve's working directory, run from there", root))
+				}
+				continue
+			}
 		}
-		if dir := filepath.Dir(a.Path); filepath.Base(dir) == a.JobID {
+		if filepath.Base(dir) == a.JobID {
 			dirs[dir] = true
 		}
 	}

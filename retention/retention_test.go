@@ -45,6 +45,19 @@ func TestRemoveFiles(t *testing.T) {
 	}
 }
 
+// TestRemoveFilesElsewhere: from a directory other than serve's (scribehook prune run from
+// elsewhere), the relative paths find no artifacts directory: that is an error, which keeps
+// the jobs' rows, not files taken for already removed while they stay on disk.
+func TestRemoveFilesElsewhere(t *testing.T) {
+	arts := []store.Artifact{{JobID: "j1", Path: "no-such-artifacts/j1/en.srt"}, {JobID: "j1", Path: "no-such-artifacts/j1/en.vtt"},
+		{JobID: "j2", Path: "no-such-artifacts/j2/en.srt"}}
+	err := retention.RemoveFiles(context.Background(), arts)
+	const want = "artifacts directory no-such-artifacts not found: files are removed by paths relative to serve's working directory, run from there"
+	if err == nil || err.Error() != want {
+		t.Errorf("RemoveFiles = %v, want %q once", err, want)
+	}
+}
+
 // Start prunes after FirstRun and then every Interval, counting rows by kind; Stop waits for it.
 func TestPrunerStartCounts(t *testing.T) {
 	ctx := context.Background()
