@@ -16,6 +16,20 @@ import (
 	"github.com/scribehook/scribehook/store/sqlite/sqlitetest"
 )
 
+// backupSource opens a store at live.db in a directory of its own, holding a delivery for each
+// key, and returns it with its path.
+func backupSource(t *testing.T, keys ...string) (*Store, string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "live.db")
+	s := openTemp(t, Options{Path: src})
+	for _, k := range keys {
+		if _, err := s.Ingest(t.Context(), []store.Delivery{delivery(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, src
+}
+
 // TestBackupUnderWrites: a backup stepped one page at a time while another goroutine commits
 // without pause finishes (the held read transaction keeps the backup from starting over at
 // each commit), holds every row committed before it started, is one file in rollback-journal
@@ -91,12 +105,7 @@ func TestBackupUnderWrites(t *testing.T) {
 // TestBackupWhileStopped: the database of a stopped serve (no -wal nor -shm beside it) is
 // copied too, and the backup leaves the source's directory as it found it.
 func TestBackupWhileStopped(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "live.db")
-	s := openTemp(t, Options{Path: src})
-	if _, err := s.Ingest(t.Context(), []store.Delivery{delivery("a")}); err != nil {
-		t.Fatal(err)
-	}
+	s, src := backupSource(t, "a")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +122,7 @@ func TestBackupWhileStopped(t *testing.T) {
 // only (0600, docs/operations.md), also when it replaces an earlier file that others could
 // read.
 func TestBackupFileMode(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "live.db")
-	s := openTemp(t, Options{Path: src})
-	if _, err := s.Ingest(t.Context(), []store.Delivery{delivery("a")}); err != nil {
-		t.Fatal(err)
-	}
+	_, src := backupSource(t, "a")
 	dst := filepath.Join(t.TempDir(), "copy.db")
 	if err := os.WriteFile(dst, []byte("an older copy"), 0o644); err != nil {
 		t.Fatal(err)
@@ -136,9 +140,8 @@ func TestBackupFileMode(t *testing.T) {
 }
 
 func TestBackupRefuses(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "live.db")
-	openTemp(t, Options{Path: src})
+	_, src := backupSource(t)
+	dir := filepath.Dir(src)
 	plain := filepath.Join(dir, "plain.db")
 	sqlitetest.ForeignDatabase(t, plain)
 	for _, c := range []struct{ name, src, dst, want string }{
