@@ -240,6 +240,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	select {
 	case <-p.router.Running():
 	case err := <-routerErr:
+		if err == nil {
+			// Closed before Run got here (Running is closed then too, and select picks either):
+			// a stop, not a failure.
+			return nil
+		}
 		return fmt.Errorf("handlers: router: %w", err)
 	}
 	if p.bus != nil {
