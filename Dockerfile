@@ -25,6 +25,9 @@ COPY --from=build /rootfs/ /
 COPY --from=build --chown=65532:65532 /data /data
 ENV SCRIBEHOOK_CONFIG=/etc/scribehook/scribehook.yaml \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+# SQLite's temporary files (a migration's sort of a whole table, VACUUM's copy of the whole
+# database) on the volume, sized like the database, not in a /tmp tmpfs, which is memory.
+ENV SQLITE_TMPDIR=/data
 USER 65532:65532
 WORKDIR /data
 VOLUME /data

@@ -91,6 +91,11 @@ func TestImageConfiguration(t *testing.T) {
 	if !strings.Contains(string(script), want) {
 		t.Errorf("rootfs.sh does not copy the configuration to SCRIBEHOOK_CONFIG (%s)", want)
 	}
+	// SQLite's temporary files, as large as the database for VACUUM, go to the volume: the
+	// first writable directory would otherwise be a /tmp tmpfs, in memory.
+	if dir := dockerfile(t, "ENV SQLITE_TMPDIR="); dir != "/data" {
+		t.Errorf("SQLITE_TMPDIR=%s, want the volume /data", dir)
+	}
 }
 
 // service is what the test reads of a compose service.
@@ -284,6 +289,11 @@ func TestSystemdUnit(t *testing.T) {
 	// configuration's relative paths land there through WorkingDirectory.
 	if unit["WorkingDirectory"] != "%S/"+unit["StateDirectory"] || unit["ProtectSystem"] != "strict" {
 		t.Errorf("WorkingDirectory=%s StateDirectory=%s ProtectSystem=%s", unit["WorkingDirectory"], unit["StateDirectory"], unit["ProtectSystem"])
+	}
+	// SQLite's temporary files in the state directory too, not in PrivateTmp's /tmp (a tmpfs,
+	// memory, on many hosts).
+	if want := "SQLITE_TMPDIR=%S/" + unit["StateDirectory"]; unit["Environment"] != want {
+		t.Errorf("Environment=%s, want %s", unit["Environment"], want)
 	}
 	cfg := load(t, "systemd/scribehook.yaml", nil)
 	for _, p := range written(cfg) {
