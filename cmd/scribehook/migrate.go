@@ -29,16 +29,11 @@ by a newer scribehook is refused. Take a backup first (scribehook backup, or pg_
 			if err != nil {
 				return err
 			}
-			where := storeName(cfg)
-			migrate := pendingMigrations
-			if !check {
-				migrate = applyMigrations
-			}
-			plan, err := migrate(cmd.Context(), cfg)
+			plan, err := migrations(cmd.Context(), cfg, !check)
 			if err != nil {
 				return err
 			}
-			printPlan(cmd.OutOrStdout(), where, plan, check)
+			printPlan(cmd.OutOrStdout(), storeName(cfg), plan, check)
 			return nil
 		},
 	}
@@ -55,22 +50,20 @@ func storeName(cfg configs.Config) string {
 	return cfg.Store.Driver + " (store.dsn)"
 }
 
-func pendingMigrations(ctx context.Context, cfg configs.Config) (store.MigrationPlan, error) {
+// migrations is the configured store's migration plan, applied when apply is set.
+func migrations(ctx context.Context, cfg configs.Config, apply bool) (store.MigrationPlan, error) {
 	switch cfg.Store.Driver {
 	case "sqlite":
+		if apply {
+			return sqlite.Migrate(ctx, sqlite.Options{Path: cfg.Store.DSN, Synchronous: cfg.Store.Synchronous})
+		}
 		return sqlite.PendingMigrations(ctx, cfg.Store.DSN)
 	case "postgres":
-		return postgres.PendingMigrations(ctx, postgres.Options{DSN: cfg.Store.DSN})
-	}
-	return store.MigrationPlan{}, fmt.Errorf("store.driver %q: use sqlite or postgres", cfg.Store.Driver)
-}
-
-func applyMigrations(ctx context.Context, cfg configs.Config) (store.MigrationPlan, error) {
-	switch cfg.Store.Driver {
-	case "sqlite":
-		return sqlite.Migrate(ctx, sqlite.Options{Path: cfg.Store.DSN, Synchronous: cfg.Store.Synchronous})
-	case "postgres":
-		return postgres.Migrate(ctx, postgres.Options{DSN: cfg.Store.DSN})
+		opts := postgres.Options{DSN: cfg.Store.DSN}
+		if apply {
+			return postgres.Migrate(ctx, opts)
+		}
+		return postgres.PendingMigrations(ctx, opts)
 	}
 	return store.MigrationPlan{}, fmt.Errorf("store.driver %q: use sqlite or postgres", cfg.Store.Driver)
 }
