@@ -183,6 +183,9 @@ func (s *FileSink) prepare(ev api.Event) ([]artifact, error) {
 }
 
 func (s *FileSink) written(ev api.Event, files int) {
+	if !debugEnabled(s.log) {
+		return
+	}
 	s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "files": files}).Debug("event written")
 }
 

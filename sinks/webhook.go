@@ -183,9 +183,11 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 	}
 	defer resp.Body.Close()
 	snippet := readSnippet(resp.Body)
-	log := s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "status": resp.StatusCode})
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		log.WithField("duration", time.Since(start)).Debug("webhook delivered")
+		if debugEnabled(s.log) {
+			s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "status": resp.StatusCode,
+				"duration": time.Since(start)}).Debug("webhook delivered")
+		}
 		return nil
 	}
 	return s.statusFailure(resp, snippet)
@@ -233,6 +235,18 @@ func (s *WebhookSink) statusFailure(resp *http.Response, snippet string) error {
 		return &Failure{Err: errors.New(msg)}
 	}
 	return &Failure{Err: errors.New(msg), RetryAfter: retryAfter(resp.Header.Get("Retry-After"), s.now())}
+}
+
+// debugEnabled reports whether l writes debug lines, so that a hot path builds its fields only
+// then; a logger that cannot say is assumed to.
+func debugEnabled(l logrus.FieldLogger) bool {
+	switch l := l.(type) {
+	case *logrus.Entry:
+		return l.Logger.IsLevelEnabled(logrus.DebugLevel)
+	case *logrus.Logger:
+		return l.IsLevelEnabled(logrus.DebugLevel)
+	}
+	return true
 }
 
 // retryAfter reads Retry-After as delay-seconds or an HTTP-date; 0 when absent or invalid.

@@ -139,9 +139,7 @@ func (w *sinkWorker) finish(ctx context.Context, dl Delivery, probe bool, err er
 	now := w.d.clock.Now()
 	qctx, qcancel := context.WithTimeout(ctx, queueTimeout)
 	defer qcancel()
-	log := w.log.WithFields(logrus.Fields{"delivery": dl.ID, "event": dl.EventID, "attempt": dl.Attempts + 1})
-
-	res := w.settle(qctx, log, dl, err, now)
+	res := w.settle(qctx, dl, err, now)
 
 	w.mu.Lock()
 	if res == outcomeDelivered && w.batch != nil {
@@ -179,11 +177,11 @@ func (w *sinkWorker) finish(ctx context.Context, dl Delivery, probe bool, err er
 
 	w.d.m.deliveries.WithLabelValues(w.name, string(res)).Inc()
 	if opened {
-		log.WithFields(logrus.Fields{"failures": failures, "until": until}).Warn("sinks: breaker open")
+		w.attemptLog(dl).WithFields(logrus.Fields{"failures": failures, "until": until}).Warn("sinks: breaker open")
 		w.d.m.breaker(w.name, BreakerOpen)
 	}
 	if closed {
-		log.Info("sinks: breaker closed")
+		w.attemptLog(dl).Info("sinks: breaker closed")
 		w.d.m.breaker(w.name, BreakerClosed)
 	}
 	select {
@@ -215,19 +213,19 @@ func (w *sinkWorker) deliver(ctx context.Context, dl Delivery) (err error) {
 
 // settle records the attempt's result in the queue. A queue error is logged and left to the
 // lease: the delivery is claimed again when it ends.
-func (w *sinkWorker) settle(ctx context.Context, log *logrus.Entry, dl Delivery, err error, now time.Time) attemptOutcome {
+func (w *sinkWorker) settle(ctx context.Context, dl Delivery, err error, now time.Time) attemptOutcome {
 	if err == nil {
 		if w.batch != nil {
 			return outcomeDelivered // recorded by the next round
 		}
 		if qerr := w.d.queue.Complete(ctx, dl.ID); qerr != nil {
-			log.WithError(qerr).Error("sinks: delivered, but recording it failed; it will be delivered again")
+			w.attemptLog(dl).WithError(qerr).Error("sinks: delivered, but recording it failed; it will be delivered again")
 		}
 		return outcomeDelivered
 	}
 	f := AsFailure(err)
 	msg := truncateError(f.Error(), maxErrorLen)
-	log = log.WithField("error", msg)
+	log := w.attemptLog(dl).WithField("error", msg)
 	kill := func(what string) {
 		if qerr := w.d.queue.Kill(ctx, dl.ID, msg, now); qerr != nil {
 			log.WithError(qerr).Error("sinks: dead-lettering failed; the delivery will be attempted again")
@@ -267,6 +265,12 @@ func (w *sinkWorker) disable(reason string) {
 	w.mu.Unlock()
 	w.d.m.disabled.WithLabelValues(w.name).Set(1)
 	w.recordDisabled(reason)
+}
+
+// attemptLog is the log of an attempt of dl, made only when there is something to say: a
+// delivered event, the common case, logs nothing.
+func (w *sinkWorker) attemptLog(dl Delivery) *logrus.Entry {
+	return w.log.WithFields(logrus.Fields{"delivery": dl.ID, "event": dl.EventID, "attempt": dl.Attempts + 1})
 }
 
 // readDepth counts the sink's queued deliveries and refreshes the gauge's cache; -1 when the
