@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -306,5 +307,54 @@ func FuzzJobEncoding(f *testing.F) {
 			return
 		}
 		checkJobEncoding(t, j)
+	})
+}
+
+var decodeSeeds = []string{
+	`{"start":1,"end":2.5,"confidence":0.9,"channel":0,"words":[{"word":"a","start":1,"end":2,"confidence":0.5}],"text":"a","language":"en","speaker":2}`,
+	`{"start":-0,"channel":-1,"speaker":null,"words":null,"text":"q\"\u00e9 \ud800","language":""}`,
+	`{"words":[],"words":[{"word":"b"}]}`, `{"words":[{"word":"a","start":1}],"words":[{"word":"b"}]}`,
+	`{"channel":1.0}`, `{"channel":1e2}`, `{"channel":9223372036854775808}`, `{"speaker":"1"}`, `{"Text":"x"}`,
+	`{"words":[null]}`, `{"words":[{"word":"a","x":1}]}`, `{"text":"a"} `, ` {"text":"a",}`, `{"text":"a"}}`,
+	`{"full_transcript":"a b","languages":["en",null],"utterances":[{"text":"a"}]}`,
+	`{"full_transcript":"a\nb","languages":["en"],"utterances":null,"languages":[]}`,
+	`{"utterances":[{"text":"a"},{"words":[{"word":"w","start":0,"end":1,"confidence":1}]}],"sentences":[]}`,
+	`{"utterances":[{"text":"a"}],"utterances":[{}]}`, `null`, `[]`, `{}`,
+}
+
+// checkDecoding compares UnmarshalJSON of an utterance and of a transcription (their fast
+// decodings where they apply) with the general decoding, from the zero value.
+func checkDecoding(t *testing.T, data []byte) {
+	t.Helper()
+	var gotU, wantU Utterance
+	gotErr := gotU.UnmarshalJSON(data)
+	type plainU Utterance
+	wantErr := decodeKeeping(data, (*plainU)(&wantU), &wantU.Extra)
+	if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !reflect.DeepEqual(gotU, wantU)) {
+		t.Fatalf("utterance from %q: %+v, %v; the general decoding gives %+v, %v", data, gotU, gotErr, wantU, wantErr)
+	}
+	var gotT, wantT Transcription
+	gotErr = gotT.UnmarshalJSON(data)
+	type plainT Transcription
+	wantErr = decodeKeeping(data, (*plainT)(&wantT), &wantT.Extra)
+	if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !reflect.DeepEqual(gotT, wantT)) {
+		t.Fatalf("transcription from %q: %+v, %v; the general decoding gives %+v, %v", data, gotT, gotErr, wantT, wantErr)
+	}
+}
+
+func TestFastDecodingMatchesGeneral(t *testing.T) {
+	for _, s := range decodeSeeds {
+		checkDecoding(t, []byte(s))
+	}
+}
+
+// FuzzFastDecoding checks the fast decodings of utterances and transcriptions against the
+// general one.
+func FuzzFastDecoding(f *testing.F) {
+	for _, s := range append(decodeSeeds, encodeSeeds...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkDecoding(t, data)
 	})
 }

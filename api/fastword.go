@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 )
@@ -140,4 +141,292 @@ func digitsEnd(b []byte, j int) int {
 		j++
 	}
 	return j
+}
+
+// decodeUtteranceFast decodes the common form of an utterance into u, which must be the zero
+// Utterance (as encoding/json gives each element of a fresh slice; otherwise it reports false):
+// an object of the known members with plain strings, JSON numbers (an integer channel and
+// speaker), and words of the form decodeWordFast takes. Like decodeWordFast it reports false,
+// leaving u untouched, for anything else, which the caller then decodes the general way; what
+// it accepts is valid JSON that encoding/json decodes to exactly the same Utterance. It spares
+// the 2-hour result a validation of each utterance's bytes by encoding/json, and the
+// reflective decoding of its members.
+func decodeUtteranceFast(b []byte, u *Utterance) bool {
+	if u.Words != nil || u.Speaker != nil || u.Extra != nil || u.Text != "" || u.Language != "" ||
+		u.Start != 0 || u.End != 0 || u.Confidence != 0 || u.Channel != 0 {
+		return false
+	}
+	var out Utterance
+	// A slice member given twice is decoded by encoding/json into the first one's elements;
+	// left to it.
+	seenWords := false
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			key, next, ok := plainString(b, i)
+			if !ok {
+				return false
+			}
+			i = skipSpace(b, next)
+			if i >= len(b) || b[i] != ':' {
+				return false
+			}
+			i = skipSpace(b, i+1)
+			switch string(key) {
+			case "start", "end", "confidence":
+				f, next, ok := jsonFloat(b, i)
+				if !ok {
+					return false
+				}
+				switch key[0] {
+				case 's':
+					out.Start = f
+				case 'e':
+					out.End = f
+				default:
+					out.Confidence = f
+				}
+				i = next
+			case "channel", "speaker":
+				if key[0] == 's' && hasLiteral(b, i, "null") {
+					out.Speaker, i = nil, i+4
+					break
+				}
+				n, next, ok := jsonInt(b, i)
+				if !ok {
+					return false
+				}
+				if key[0] == 'c' {
+					out.Channel = n
+				} else {
+					out.Speaker = &n
+				}
+				i = next
+			case "text", "language":
+				s, next, ok := fastString(b, i)
+				if !ok {
+					return false
+				}
+				if key[0] == 't' {
+					out.Text = s
+				} else {
+					out.Language = s
+				}
+				i = next
+			case "words":
+				if seenWords {
+					return false
+				}
+				seenWords = true
+				words, next, ok := fastArray(b, i, func(v []byte) (Word, bool) {
+					var w Word
+					return w, v[0] == '{' && decodeWordFast(v, &w)
+				})
+				if !ok {
+					return false
+				}
+				out.Words, i = words, next
+			default:
+				return false
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return false
+			}
+			if b[i] == '}' {
+				i++
+				break
+			}
+			if b[i] != ',' {
+				return false
+			}
+			i = skipSpace(b, i+1)
+		}
+	}
+	if skipSpace(b, i) != len(b) {
+		return false
+	}
+	*u = out
+	return true
+}
+
+// jsonInt reads the JSON integer at b[i] (no fraction, no exponent) as encoding/json decodes
+// it into an int; false for anything else, or out of range.
+func jsonInt(b []byte, i int) (int, int, bool) {
+	j := i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && '1' <= b[j] && b[j] <= '9':
+		j = digitsEnd(b, j)
+	default:
+		return 0, 0, false
+	}
+	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+		return 0, 0, false
+	}
+	n, err := strconv.ParseInt(string(b[i:j]), 10, strconv.IntSize)
+	if err != nil {
+		return 0, 0, false
+	}
+	return int(n), j, true
+}
+
+// hasLiteral reports whether b[i:] starts with lit.
+func hasLiteral(b []byte, i int, lit string) bool {
+	return i <= len(b) && len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// fastString reads the JSON string at b[i] as encoding/json decodes it into a string: a plain
+// string directly, one with escapes through encoding/json (escapes undone, invalid UTF-8
+// replaced). It reports false for anything that is not a string.
+func fastString(b []byte, i int) (string, int, bool) {
+	if s, next, ok := plainString(b, i); ok && utf8.Valid(s) {
+		return string(s), next, true
+	}
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	end := stringEnd(b, i)
+	if end < 0 {
+		return "", 0, false
+	}
+	var s string
+	if json.Unmarshal(b[i:end], &s) != nil {
+		return "", 0, false
+	}
+	return s, end, true
+}
+
+// decodeTranscriptionFast decodes the common form of a transcription into t, which must be the
+// zero Transcription: its transcript, languages, and utterances of the form
+// decodeUtteranceFast takes. As the other fast decodings, it reports false for anything else
+// (unknown members, sentences, subtitles, other types), leaving t untouched.
+func decodeTranscriptionFast(b []byte, t *Transcription) bool {
+	if t.FullTranscript != "" || t.Languages != nil || t.Utterances != nil || t.Sentences != nil ||
+		t.Subtitles != nil || t.Extra != nil {
+		return false
+	}
+	var out Transcription
+	var seenLanguages, seenUtterances bool // as for words in decodeUtteranceFast
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			key, next, ok := plainString(b, i)
+			if !ok {
+				return false
+			}
+			i = skipSpace(b, next)
+			if i >= len(b) || b[i] != ':' {
+				return false
+			}
+			i = skipSpace(b, i+1)
+			switch string(key) {
+			case "full_transcript":
+				s, next, ok := fastString(b, i)
+				if !ok {
+					return false
+				}
+				out.FullTranscript, i = s, next
+			case "languages":
+				if seenLanguages {
+					return false
+				}
+				seenLanguages = true
+				langs, next, ok := fastArray(b, i, func(v []byte) (string, bool) {
+					s, end, ok := fastString(v, 0)
+					return s, ok && end == len(v)
+				})
+				if !ok {
+					return false
+				}
+				out.Languages, i = langs, next
+			case "utterances":
+				if seenUtterances {
+					return false
+				}
+				seenUtterances = true
+				utts, next, ok := fastArray(b, i, func(v []byte) (Utterance, bool) {
+					var u Utterance
+					return u, decodeUtteranceFast(v, &u)
+				})
+				if !ok {
+					return false
+				}
+				out.Utterances, i = utts, next
+			default:
+				return false
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return false
+			}
+			if b[i] == '}' {
+				i++
+				break
+			}
+			if b[i] != ',' {
+				return false
+			}
+			i = skipSpace(b, i+1)
+		}
+	}
+	if skipSpace(b, i) != len(b) {
+		return false
+	}
+	*t = out
+	return true
+}
+
+// fastArray reads the array (or null) at b[i] into a new slice, each element decoded by elem
+// from its bytes (nil for null, as encoding/json sets a slice from null).
+func fastArray[T any](b []byte, i int, elem func([]byte) (T, bool)) ([]T, int, bool) {
+	if hasLiteral(b, i, "null") {
+		return nil, i + 4, true
+	}
+	if i >= len(b) || b[i] != '[' {
+		return nil, 0, false
+	}
+	out := []T{}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return out, i + 1, true
+	}
+	for {
+		end := valueEnd(b, i)
+		if end < 0 {
+			return nil, 0, false
+		}
+		v, ok := elem(b[i:end])
+		if !ok {
+			return nil, 0, false
+		}
+		out = append(out, v)
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return nil, 0, false
+		}
+		if b[i] == ']' {
+			return out, i + 1, true
+		}
+		if b[i] != ',' {
+			return nil, 0, false
+		}
+		i = skipSpace(b, i+1)
+	}
 }

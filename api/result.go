@@ -43,6 +43,9 @@ type Utterance struct {
 }
 
 func (u *Utterance) UnmarshalJSON(b []byte) error {
+	if decodeUtteranceFast(b, u) {
+		return nil
+	}
 	type plain Utterance
 	return decodeKeeping(b, (*plain)(u), &u.Extra)
 }
@@ -163,6 +166,9 @@ type Transcription struct {
 }
 
 func (t *Transcription) UnmarshalJSON(b []byte) error {
+	if decodeTranscriptionFast(b, t) {
+		return nil
+	}
 	type plain Transcription
 	return decodeKeeping(b, (*plain)(t), &t.Extra)
 }
