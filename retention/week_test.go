@@ -19,6 +19,7 @@ import (
 	scribehook "github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -226,15 +227,6 @@ func (w *week) post(body []byte) {
 	}
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // hour sends hour h's traffic, all received at the hour's start, and waits until it is applied
 // and delivered to the archive, so that every time the store stamps is the hour's.
 func (w *week) hour(h int) {
@@ -244,14 +236,14 @@ func (w *week) hour(h int) {
 	if h == 0 {
 		callback["custom_metadata"] = map[string]any{"sink": "stuck"}
 	}
-	w.post(mustJSON(t, callback))
+	w.post(testjson.Marshal(t, callback))
 	session, seq := fmt.Sprintf("sess-%03d", h), 0
 	for _, part := range sessionShape {
 		for range part.n {
 			seq++
 			msg := map[string]any{"type": part.typ, "session_id": session, "created_at": api.NewTime(at.Add(time.Duration(seq) * time.Second)),
 				"data": map[string]any{"n": seq, "is_final": seq > 1+partials, "text": fmt.Sprintf("words of message %d of the hour", seq)}}
-			w.post(mustJSON(t, map[string]any{"id": session, "event": "live." + string(part.typ), "payload": msg}))
+			w.post(testjson.Marshal(t, map[string]any{"id": session, "event": "live." + string(part.typ), "payload": msg}))
 		}
 	}
 	w.post([]byte(fmt.Sprintf("not JSON, hour %d", h)))
@@ -409,7 +401,7 @@ func TestWeekOfTrafficStaysBounded(t *testing.T) {
 		id := fmt.Sprintf("job-late-%d", i)
 		late = append(late, store.Delivery{DedupeKey: "job:" + id + ":transcription.success", Route: "week", Kind: api.CallbackJobSuccess,
 			Event: string(api.EventTranscriptionSuccess), JobID: id, PartitionKey: id, ReceivedAt: w.clock.Now().Add(-30 * 24 * time.Hour),
-			Body: mustJSON(t, map[string]any{"id": id, "event": api.EventTranscriptionSuccess, "payload": w.result})})
+			Body: testjson.Marshal(t, map[string]any{"id": id, "event": api.EventTranscriptionSuccess, "payload": w.result})})
 	}
 	if _, err := w.st.Ingest(ctx, late); err != nil {
 		t.Fatal(err)
