@@ -33,7 +33,7 @@ test: deps
 	$(GO) test -count=1 -tags pocketsphinx -run Demo ./cmd/scribehook
 	scripts/ui-test.sh
 	scripts/sdk-test.sh
-	scripts/fuzz.sh -t 10s -T 3m
+	scripts/fuzz.sh -t 8s -T 6m
 	$(MAKE) --no-print-directory fault
 	scripts/fault-replicas.sh
 	scripts/image-test.sh

@@ -17,7 +17,7 @@
 # no failing input (golang/go#75804, a race in Go's fuzzing before 1.27) is reported as FLAKE and
 # does not fail the script.
 #
-# CI (2 cores, about 4 minutes): scripts/fuzz.sh -t 10s -T 4m
+# CI (2 cores, about 5 minutes for 21 targets): scripts/fuzz.sh -t 8s -T 6m
 set -euo pipefail
 
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
