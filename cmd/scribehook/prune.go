@@ -47,7 +47,8 @@ relative to serve's working directory: run it from there.
 
 On SQLite the space is given back to the file system. A database created before retention keeps
 its size (freed pages are reused) until --vacuum rewrites it once; that holds the write lock for
-the whole copy and needs as much free disk again, so run it with serve stopped. See
+the whole copy and needs free disk of about twice the database (a temporary copy, and the WAL
+it is written back through), so run it with serve stopped. See
 docs/operations.md, Retention.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -47,8 +47,9 @@ func (s *Store) IncrementalVacuum(ctx context.Context) (bool, error) {
 
 // Vacuum rewrites the whole database with auto_vacuum=INCREMENTAL (VACUUM), which a database
 // created before retention needs once for Prune to give space back. It holds the write lock
-// for as long as the copy takes and needs as much free disk again as the database: run it with
-// serve stopped.
+// for as long as the copy takes and needs free disk of about twice the database (VACUUM's
+// temporary copy in SQLITE_TMPDIR, and the WAL the pages are written back through): run it
+// with serve stopped.
 func (s *Store) Vacuum(ctx context.Context) error {
 	return s.withWriter(ctx, func(c *sql.Conn) error {
 		if _, err := c.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
