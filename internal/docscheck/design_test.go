@@ -18,7 +18,8 @@ import (
 //   - folder: one or more backticked folders relative to the module root, each ending in "/"
 //     (`store/`, `internal/netguard/`), or `.` for the root package alone. A row owns every
 //     non-test package in its folders and below them, except the packages of a row with a
-//     longer folder (`internal/netguard/` takes its package from `internal/`, were there both).
+//     longer folder (with rows `internal/` and `internal/netguard/`, the package internal/netguard
+//     would be the second's).
 //   - imports of ours: every package of the module that the row's packages import, other than
 //     the row's own packages, as backticked paths relative to the module root (`.` is the root
 //     package). A cell without backticks names nothing; prose there must not use backticks.
