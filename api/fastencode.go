@@ -183,6 +183,10 @@ func appendFloat(dst []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// AppendJSONString appends s as json.Marshal encodes a string (HTML characters escaped,
+// invalid UTF-8 replaced), for encoders of the store's small JSON columns.
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // appendString is encoding/json's string encoding with HTML escaping (json.Marshal): quotes,
 // backslashes and control characters escaped (\b, \f, \n, \r, \t by name), <, > and & as
 // \u003c, \u003e, \u0026, U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as \ufffd.
