@@ -1,13 +1,13 @@
 package sinks
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"sort"
@@ -92,7 +92,7 @@ func (s *FileSink) Deliver(ctx context.Context, ev api.Event) error {
 		return err
 	}
 	for _, f := range files {
-		if err := atomicfile.WriteFile(f.name, f.content); err != nil {
+		if err := atomicfile.WriteFileFunc(f.name, f.write); err != nil {
 			return err
 		}
 	}
@@ -121,7 +121,7 @@ func (s *FileSink) DeliverBatch(ctx context.Context, evs []api.Event) []error {
 			continue
 		}
 		for _, f := range files {
-			if err := b.Add(i, f.name, f.content); err != nil {
+			if err := b.AddFunc(i, f.name, f.write); err != nil {
 				errs[i] = err
 				b.Drop(i)
 				break
@@ -159,7 +159,7 @@ func (s *FileSink) prepare(ev api.Event) ([]artifact, error) {
 			return nil, &Failure{Err: fmt.Errorf("job.succeeded data: %w", err), Permanent: true}
 		}
 		if text != "" {
-			files = append(files, artifact{transcriptName, []byte(text)})
+			files = append(files, contentArtifact(transcriptName, []byte(text)))
 		}
 	case api.EventSubtitlesReady:
 		subs, err := subtitleArtifacts(ev)
@@ -172,14 +172,15 @@ func (s *FileSink) prepare(ev api.Event) ([]artifact, error) {
 		files[i].name = filepath.Join(jobDir, files[i].name)
 	}
 
-	body, err := indentedEvent(ev)
+	body, err := eventJSON(ev)
 	if err != nil {
 		return nil, &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
 	}
 	if err := atomicfile.MkdirAll(filepath.Join(jobDir, eventsDir)); err != nil {
 		return nil, err
 	}
-	return append(files, artifact{filepath.Join(jobDir, eventsDir, EventFileName(ev)), body}), nil
+	event := artifact{filepath.Join(jobDir, eventsDir, EventFileName(ev)), func(w io.Writer) error { return writeIndented(w, body) }}
+	return append(files, event), nil
 }
 
 func (s *FileSink) written(ev api.Event, files int) {
@@ -189,9 +190,17 @@ func (s *FileSink) written(ev api.Event, files int) {
 	s.log.WithFields(logrus.Fields{"job_id": ev.JobID, "event_id": ev.ID, "files": files}).Debug("event written")
 }
 
+// artifact is a file to write: its name (a full path once prepared) and how to write it.
 type artifact struct {
-	name    string
-	content []byte
+	name  string
+	write func(io.Writer) error
+}
+
+func contentArtifact(name string, content []byte) artifact {
+	return artifact{name, func(w io.Writer) error {
+		_, err := w.Write(content)
+		return err
+	}}
 }
 
 // EventFileName is the name of ev's file under <dir>/<job_id>/events.
@@ -220,7 +229,7 @@ func subtitleArtifacts(ev api.Event) ([]artifact, error) {
 			return nil, fmt.Errorf("subtitles.ready data: files[%d].name %q appears twice", i, f.Name)
 		}
 		seen[f.Name] = true
-		out = append(out, artifact{f.Name, []byte(f.Content)})
+		out = append(out, contentArtifact(f.Name, []byte(f.Content)))
 	}
 	return out, nil
 }
@@ -302,17 +311,6 @@ func safeNamePart(s string) string {
 		b = b[:100]
 	}
 	return string(b)
-}
-
-func indentedEvent(ev api.Event) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(ev); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // TranscriptText renders the data of a job.succeeded event (the job record; a bare result is

@@ -2,12 +2,15 @@ package sinks
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 )
 
 // DeliverBatch writes the same files as Deliver one event at a time, and each event's error is
@@ -55,5 +58,27 @@ func TestFileSinkBatchMatchesDeliver(t *testing.T) {
 	}
 	if a, b := tree(t, oneDir), tree(t, batchDir); !maps.Equal(a, b) {
 		t.Errorf("batch wrote %v\nwant (one at a time) %v", names(b), names(a))
+	}
+}
+
+// BenchmarkFileSinkDeliver2h writes a 2-hour result's job.succeeded event (1.7 MB): the event
+// file indented and the transcript, synced; B/op is what the file sink allocates for it.
+func BenchmarkFileSinkDeliver2h(b *testing.B) {
+	res := apitest.Result(1, 2*time.Hour, 20000)
+	data, err := json.Marshal(apitest.JobRecord("8d0f7a52-31c4-4f0e-9b5e-6a1f3e2c9d47", res))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewFile(Spec{Name: "files", Kind: KindFile, Dir: b.TempDir()}, Deps{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := fileEvent(api.EventJobSucceeded, "ev-2h", string(data))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Deliver(context.Background(), ev); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

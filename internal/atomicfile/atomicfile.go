@@ -5,6 +5,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -12,7 +13,12 @@ import (
 // WriteFile replaces path with content: written and synced under a temporary name in the
 // same directory, renamed over path, and the directory synced, so that after a crash path
 // holds the old content or the new, and nobody ever reads half a file.
-func WriteFile(path string, content []byte) (err error) {
+func WriteFile(path string, content []byte) error {
+	return WriteFileFunc(path, contentOf(content))
+}
+
+// WriteFileFunc is WriteFile with the content written by write, which need not hold it whole.
+func WriteFileFunc(path string, write func(io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
@@ -25,7 +31,7 @@ func WriteFile(path string, content []byte) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(content); err != nil {
+	if err = write(f); err != nil {
 		return fmt.Errorf("write %s: %w", base, err)
 	}
 	// CreateTemp makes 0600; these are outputs meant to be read by other tools.
@@ -70,6 +76,14 @@ func MkdirAll(dir string) error {
 		return fmt.Errorf("create directory: %w", err)
 	}
 	return syncDir(parent)
+}
+
+// contentOf writes content, for the writers that take a func.
+func contentOf(content []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(content)
+		return err
+	}
 }
 
 func syncDir(dir string) error {

@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -24,7 +25,12 @@ type pendingFile struct {
 // Add writes content beside path under a temporary name; nothing is visible at path before
 // Commit. group is the caller's tag for the file (the event it belongs to): Commit reports an
 // error per group.
-func (b *Batch) Add(group int, path string, content []byte) (err error) {
+func (b *Batch) Add(group int, path string, content []byte) error {
+	return b.AddFunc(group, path, contentOf(content))
+}
+
+// AddFunc is Add with the content written by write, which need not hold it whole.
+func (b *Batch) AddFunc(group int, path string, write func(io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
@@ -36,7 +42,7 @@ func (b *Batch) Add(group int, path string, content []byte) (err error) {
 			_ = os.Remove(f.Name())
 		}
 	}()
-	if _, err = f.Write(content); err != nil {
+	if err = write(f); err != nil {
 		return fmt.Errorf("write %s: %w", base, err)
 	}
 	if err = f.Chmod(0o644); err != nil {
