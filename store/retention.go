@@ -38,7 +38,9 @@ type RetentionPolicy struct {
 	SinkDelivered time.Duration
 	DeadLetters   time.Duration
 	Quarantine    time.Duration
-	// BatchSize is the most rows one transaction deletes (default DefaultPruneBatch).
+	// BatchSize is the most rows one transaction deletes (default DefaultPruneBatch); rows
+	// with large values (bodies, events, job records) go in batches of about 8 MiB at most
+	// besides.
 	BatchSize int
 	// RemoveArtifacts, when set, is given the artifacts of a batch of jobs before their rows
 	// are deleted, to remove the files; an error keeps the batch for the next run. Nil leaves the

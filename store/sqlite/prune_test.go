@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 	"github.com/scribehook/scribehook/store/sqlite/sqlitetest"
 )
 
@@ -82,5 +84,37 @@ func TestPruneOldDatabaseNeedsVacuum(t *testing.T) {
 	}
 	if ok, err := s.IncrementalVacuum(t.Context()); err != nil || !ok {
 		t.Fatalf("after Vacuum: IncrementalVacuum = %v, %v", ok, err)
+	}
+}
+
+// TestPruneBatchBytes: a batch of large rows stops at about sqlcore.PruneBatchBytes, whatever
+// the batch size, so that one transaction does not hold the writer while it frees gigabytes
+// (a batch of 500 job results of a few MB each did); every row still goes.
+func TestPruneBatchBytes(t *testing.T) {
+	s := openTemp(t, Options{Path: filepath.Join(t.TempDir(), "scribehook.db")})
+	const size = 3 << 20
+	fillInbox(t, s, 12, size)
+	var deleted []int64 // rows each prune transaction of the inbox deleted
+	left := int64(12)
+	s.beforeCommit = func(op string, q sqlcore.Querier) {
+		if op != "prune "+string(store.PruneInbox) {
+			return
+		}
+		var n int64
+		if err := q.QueryRowContext(context.Background(), `SELECT count(*) FROM inbox`).Scan(&n); err != nil {
+			t.Errorf("count in %s: %v", op, err)
+		}
+		deleted = append(deleted, left-n)
+		left = n
+	}
+	rep, err := s.Prune(t.Context(), store.RetentionPolicy{Inbox: time.Hour, BatchSize: 500}, time.Now().Add(2*time.Hour), false)
+	if err != nil || rep.Rows[store.PruneInbox] != 12 {
+		t.Fatalf("Prune = %v, %v; want 12 inbox rows", rep.Rows, err)
+	}
+	// Rows go while those before them in the batch sum to less than the bound: 3 of 3 MiB.
+	per := int64((sqlcore.PruneBatchBytes + size - 1) / size)
+	want := []int64{per, per, per, per, 0}
+	if !slices.Equal(deleted, want) {
+		t.Errorf("rows deleted per transaction %v, want %v", deleted, want)
 	}
 }

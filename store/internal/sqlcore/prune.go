@@ -36,37 +36,52 @@ func jobsCond(d Dialect) string {
 	return d.FinalJob + ` AND j.completed_at < ?`
 }
 
-// idKind is a kind kept in a table with an id primary key, deleted by id in batches.
+// PruneBatchBytes bounds what one batch of a kind with large rows deletes (inbox and
+// quarantine bodies, sink events, job records), besides the batch size: deleting a row frees
+// its overflow pages one by one, and 500 job results of a few MB each held SQLite's writer
+// for seconds (200 rows of 4 MiB: 8 s). A batch takes rows while those before them sum to less
+// than this, so a row larger than it still goes, alone.
+const PruneBatchBytes = 8 << 20
+
+// idKind is a kind kept in a table with an id primary key, deleted by id in batches of at
+// most the batch size and about PruneBatchBytes.
 type idKind struct {
 	kind  store.PruneKind
 	st    Stmt
 	table string
 	cond  string
+	order string // what a batch goes in order of: its index's column, so a batch reads its rows only
+	size  string // a row's size, read without reading the value
 	keep  func(p store.RetentionPolicy) time.Duration
 }
 
 var (
 	inboxKinds = []idKind{
-		{store.PruneInbox, StPruneInbox, "inbox", condInbox, func(p store.RetentionPolicy) time.Duration { return p.Inbox }},
-		{store.PruneInboxFailed, StPruneInboxFailed, "inbox", condInboxFailed, func(p store.RetentionPolicy) time.Duration { return p.DeadLetters }},
+		{store.PruneInbox, StPruneInbox, "inbox", condInbox, "processed_at", "octet_length(body)", func(p store.RetentionPolicy) time.Duration { return p.Inbox }},
+		{store.PruneInboxFailed, StPruneInboxFailed, "inbox", condInboxFailed, "id", "octet_length(body)", func(p store.RetentionPolicy) time.Duration { return p.DeadLetters }},
 	}
 	laterKinds = []idKind{
-		{store.PruneSinkDelivered, StPruneSinkDelivered, "sink_deliveries", condSinkDelivered, func(p store.RetentionPolicy) time.Duration { return p.SinkDelivered }},
-		{store.PruneDeadLetters, StPruneDeadLetters, "sink_deliveries", condDeadLetters, func(p store.RetentionPolicy) time.Duration { return p.DeadLetters }},
-		{store.PruneQuarantine, StPruneQuarantine, "quarantine", condQuarantine, func(p store.RetentionPolicy) time.Duration { return p.Quarantine }},
+		{store.PruneSinkDelivered, StPruneSinkDelivered, "sink_deliveries", condSinkDelivered, "delivered_at", "octet_length(event)", func(p store.RetentionPolicy) time.Duration { return p.SinkDelivered }},
+		{store.PruneDeadLetters, StPruneDeadLetters, "sink_deliveries", condDeadLetters, "failed_at", "octet_length(event)", func(p store.RetentionPolicy) time.Duration { return p.DeadLetters }},
+		{store.PruneQuarantine, StPruneQuarantine, "quarantine", condQuarantine, "received_at", "octet_length(body)", func(p store.RetentionPolicy) time.Duration { return p.Quarantine }},
 	}
 )
 
 // pruneStatements adds the pruner's statements to q. A batch is chosen by a subquery with a
 // LIMIT, which both databases accept inside DELETE … WHERE … IN, and which the indexes of
-// migration 0006 serve, so a batch reads about as many rows as it deletes.
+// migration 0006 serve, so a batch reads about as many rows as it deletes. For the id kinds,
+// the rows of that LIMIT are cut where the sizes before them reach PruneBatchBytes (a running
+// sum over the LIMIT's rows only, their sizes read from the row headers).
 func pruneStatements(d Dialect, q *[NumStmts]string) {
 	for _, k := range slices.Concat(inboxKinds, laterKinds) {
-		q[k.st] = `DELETE FROM ` + k.table + ` WHERE id IN (SELECT id FROM ` + k.table + ` WHERE ` + k.cond + ` LIMIT ?)`
+		q[k.st] = `DELETE FROM ` + k.table + ` WHERE id IN (SELECT id FROM (
+	SELECT id, sum(sz) OVER (ORDER BY o, id ROWS UNBOUNDED PRECEDING) - sz AS before FROM (
+		SELECT id, ` + k.order + ` AS o, ` + k.size + ` AS sz FROM ` + k.table + ` WHERE ` + k.cond + ` ORDER BY ` + k.order + ` LIMIT ?) c) w
+	WHERE before < ?)`
 	}
 	q[StPruneLive] = `DELETE FROM live_messages WHERE (session_id, seq) IN (
 		SELECT l.session_id, l.seq FROM live_messages l WHERE ` + liveCond(d) + ` LIMIT ?)`
-	q[StPruneJobsPick] = `SELECT j.id FROM jobs j WHERE ` + jobsCond(d) + ` ORDER BY j.completed_at LIMIT ?`
+	q[StPruneJobsPick] = `SELECT j.id, octet_length(j.record) FROM jobs j WHERE ` + jobsCond(d) + ` ORDER BY j.completed_at LIMIT ?`
 	q[StPruneJob] = `DELETE FROM jobs WHERE id IN (SELECT j.id FROM jobs j WHERE j.id = ? AND ` + jobsCond(d) + `)`
 	q[StPruneJobArtifacts] = `DELETE FROM artifacts WHERE job_id = ?`
 	q[StPruneJobLive] = `DELETE FROM live_messages WHERE session_id = ?`
@@ -128,7 +143,7 @@ func (r *pruneRun) idKinds(ctx context.Context, kinds []idKind) error {
 		if r.dry {
 			n, err = r.count(ctx, k.table, k.cond, r.cutoff(keep))
 		} else {
-			n, err = r.batches(ctx, k.kind, k.st, r.cutoff(keep))
+			n, err = r.byteBatches(ctx, k.kind, k.st, r.cutoff(keep))
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", k.kind, err)
@@ -169,6 +184,21 @@ func (r *pruneRun) batches(ctx context.Context, kind store.PruneKind, st Stmt, a
 		n, err := r.c.execOne(ctx, "prune "+string(kind), st, args...)
 		total += n
 		if err != nil || n < int64(r.batch) {
+			return total, err
+		}
+	}
+}
+
+// byteBatches runs the DELETE st of an id kind with args, the batch size and PruneBatchBytes
+// until a batch deletes nothing (one cut by the bytes deletes fewer rows than the batch size
+// with more to go), and returns how many it deleted.
+func (r *pruneRun) byteBatches(ctx context.Context, kind store.PruneKind, st Stmt, args ...any) (int64, error) {
+	args = append(slices.Clip(args), r.c.d.Limit(r.batch), int64(PruneBatchBytes))
+	var total int64
+	for {
+		n, err := r.c.execOne(ctx, "prune "+string(kind), st, args...)
+		total += n
+		if err != nil || n == 0 {
 			return total, err
 		}
 	}
@@ -216,7 +246,7 @@ func (r *pruneRun) jobs(ctx context.Context) error {
 		return r.countJobs(ctx, cut)
 	}
 	for {
-		ids, err := r.pickJobs(ctx, cut)
+		ids, more, err := r.pickJobs(ctx, cut)
 		if err != nil {
 			return fmt.Errorf("jobs: %w", err)
 		}
@@ -230,30 +260,44 @@ func (r *pruneRun) jobs(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("jobs: %w", err)
 		}
-		if len(ids) < r.batch || deleted == 0 {
+		if !more || deleted == 0 {
 			return nil
 		}
 	}
 }
 
-func (r *pruneRun) pickJobs(ctx context.Context, cut any) ([]string, error) {
+// pickJobs picks the next batch of jobs to go: at most the batch size, and the first ones whose
+// records before them sum to less than PruneBatchBytes. more reports that others may follow.
+func (r *pruneRun) pickJobs(ctx context.Context, cut any) (ids []string, more bool, err error) {
 	t, err := r.c.w.Begin(ctx, "prune jobs", Derived|OneStatement)
 	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
+		return nil, false, fmt.Errorf("begin: %w", err)
 	}
 	defer t.Rollback()
 	rows, err := t.Query(ctx, StPruneJobsPick, cut, r.c.d.Limit(r.batch))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	ids, err := Collect(rows, func(s Scanner) (string, error) {
-		var id string
-		return id, s.Scan(&id)
+	type picked struct {
+		id   string
+		size int64
+	}
+	all, err := Collect(rows, func(s Scanner) (picked, error) {
+		var p picked
+		return p, s.Scan(&p.id, &p.size)
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return ids, t.Commit()
+	var before int64
+	for _, p := range all {
+		if before >= PruneBatchBytes {
+			break
+		}
+		ids = append(ids, p.id)
+		before += p.size
+	}
+	return ids, len(all) == r.batch || len(ids) < len(all), t.Commit()
 }
 
 func (r *pruneRun) removeFiles(ctx context.Context, ids []string) error {
