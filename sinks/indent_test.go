@@ -22,24 +22,12 @@ func FuzzWriteIndented(f *testing.F) {
 		if json.Unmarshal(raw, &v) != nil {
 			return
 		}
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(v); err != nil {
-			t.Fatal(err)
-		}
+		want := encoderIndented(t, v)
 		var compact bytes.Buffer
-		if err := json.Compact(&compact, bytes.TrimSuffix(want.Bytes(), []byte("\n"))); err != nil {
+		if err := json.Compact(&compact, want); err != nil {
 			t.Fatal(err)
 		}
-		var got bytes.Buffer
-		if err := writeIndented(&got, compact.Bytes()); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			t.Errorf("writeIndented(%s) =\n%s\nwant\n%s", compact.Bytes(), got.Bytes(), want.Bytes())
-		}
+		checkIndented(t, compact.Bytes(), want)
 	})
 }
 
@@ -48,23 +36,34 @@ func TestEventFileMatchesEncoder(t *testing.T) {
 	live := fileEvent("live.transcript", "ev/live 1", `{"type":"transcript","data":{"utterance":{"text":"a <b> & c"}}}`)
 	live.Kind, live.Category, live.CustomMetadata = api.KindLive, api.CategoryFinalTranscripts, json.RawMessage(`{"team":"a","n":[]}`)
 	for _, ev := range []api.Event{live, fileEvent(api.EventJobSucceeded, "ev-done", succeededData), fileEvent(api.EventJobCreated, "e", `{}`)} {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(ev); err != nil {
-			t.Fatal(err)
-		}
 		compact, err := eventJSON(ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got bytes.Buffer
-		if err := writeIndented(&got, compact); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			t.Errorf("%s: event file =\n%s\nwant\n%s", ev.ID, got.Bytes(), want.Bytes())
-		}
+		checkIndented(t, compact, encoderIndented(t, ev))
+	}
+}
+
+// encoderIndented is v as json.Encoder writes it indented by two spaces, HTML unescaped.
+func encoderIndented(t *testing.T, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func checkIndented(t *testing.T, compact, want []byte) {
+	t.Helper()
+	var got bytes.Buffer
+	if err := writeIndented(&got, compact); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("writeIndented(%s) =\n%s\nwant\n%s", compact, got.Bytes(), want)
 	}
 }
