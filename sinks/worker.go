@@ -30,7 +30,9 @@ type sinkWorker struct {
 	br       *sinkBreaker
 	inFlight int
 	// done holds the deliveries delivered but not yet recorded (batch queue only); their
-	// slots stay counted in inFlight until the next round records them.
+	// slots stay counted in inFlight until the next round records them. A round waits at most
+	// for the attempts running to end, each within the attempt timeout, so a delivery is
+	// recorded well within its lease (at least twice that timeout) and not attempted again.
 	done           []int64
 	disabled       bool
 	disabledReason string
