@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +72,9 @@ func (s *jsonSpan) UnmarshalJSON(b []byte) error {
 // with callbackHead, whose error is the one to report. Both fail on the same bodies: the two
 // types differ only in members that take any value.
 func classifyHead(body []byte) (callbackSpans, error) {
+	if spans, ok := scanCallbackHead(body); ok {
+		return spans, nil
+	}
 	var spans callbackSpans
 	if err := json.Unmarshal(body, &spans); err != nil {
 		var head callbackHead
@@ -80,6 +84,54 @@ func classifyHead(body []byte) (callbackSpans, error) {
 		return callbackSpans{ID: head.ID, Event: head.Event, Payload: jsonSpan(head.Payload), Error: jsonSpan(head.Error)}, nil
 	}
 	return spans, nil
+}
+
+// scanCallbackHead reads the envelope of a valid JSON body in one scan of its members, as
+// decoding it into callbackSpans would: members matched to the fields in any case, a later one
+// winning. It reports false for anything else (invalid JSON, not an object, a key with
+// escapes or non-ASCII, a value of another type than the field's), which classifyHead then
+// decodes the general way, for its error.
+func scanCallbackHead(body []byte) (callbackSpans, bool) {
+	var h callbackSpans
+	if !json.Valid(body) {
+		return h, false
+	}
+	m := objectMembers(body)
+	for {
+		k, v, more := m.next()
+		if !more {
+			break
+		}
+		if !plainKey(k) {
+			return h, false
+		}
+		switch {
+		case bytes.EqualFold(k, []byte("id")):
+			if string(v) == "null" {
+				h.ID = nil
+				continue
+			}
+			s, end, ok := fastString(v, 0)
+			if !ok || end != len(v) {
+				return h, false
+			}
+			h.ID = &s
+		case bytes.EqualFold(k, []byte("event")):
+			if string(v) == "null" {
+				continue
+			}
+			s, end, ok := fastString(v, 0)
+			if !ok || end != len(v) {
+				return h, false
+			}
+			h.Event = s
+		case bytes.EqualFold(k, []byte("payload")):
+			h.Payload = jsonSpan(v)
+		case bytes.EqualFold(k, []byte("error")):
+			h.Error = jsonSpan(v)
+		}
+	}
+	return h, !m.bad
 }
 
 // ClassifyCallbackPayload is ClassifyCallback that also returns the callback's payload as it
