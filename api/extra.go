@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 	"sync"
 	"unicode"
@@ -141,35 +140,5 @@ func encodeKeeping(v any, extra Extra) ([]byte, error) {
 	if len(b) < 2 || b[0] != '{' {
 		return nil, fmt.Errorf("encode %T: not an object", v)
 	}
-	known := fieldNames(reflect.TypeOf(v))
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		if !isKnown(known, k) {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return b, nil
-	}
-	sort.Strings(keys)
-	var buf bytes.Buffer
-	buf.Grow(len(b) + 64*len(keys))
-	buf.Write(b[:len(b)-1])
-	first := len(b) == 2
-	for _, k := range keys {
-		if !first {
-			buf.WriteByte(',')
-		}
-		first = false
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteByte(':')
-		raw := extra[k]
-		if len(raw) == 0 {
-			raw = json.RawMessage("null")
-		}
-		buf.Write(raw)
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return appendExtras(b, 0, extra, fieldNames(reflect.TypeOf(v)), false) // fastencode.go
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/scribehook/scribehook/internal/plainjson"
 )
 
 // A 2-hour result holds 20,000 words in a few hundred utterances. Encoded through encoding/json,
@@ -439,11 +441,5 @@ func EncodeJob(j *Job, escapeHTML bool) ([]byte, error) {
 	if escapeHTML {
 		return json.Marshal(j)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(j); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return plainjson.Marshal(j)
 }

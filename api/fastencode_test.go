@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/scribehook/scribehook/internal/plainjson"
 )
 
 // The reference encoding of a transcription is the general one the hand encoder replaced:
@@ -231,17 +233,6 @@ func refJobOf(j Job) refJob {
 	return r
 }
 
-// plainMarshal is encoding/json without HTML escaping, as internal/plainjson encodes events.
-func plainMarshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // checkJobEncoding compares every way a record is encoded (json.Marshal, the plain encoder,
 // EncodeJob both ways, the result alone both ways) with the reference.
 func checkJobEncoding(t *testing.T, j Job) {
@@ -258,14 +249,14 @@ func checkJobEncoding(t *testing.T, j Job) {
 	same("json.Marshal", got, err, want, wantErr)
 	got, err = EncodeJob(&j, true)
 	same("EncodeJob(escapeHTML)", got, err, want, wantErr)
-	want, wantErr = plainMarshal(ref)
-	got, err = plainMarshal(j)
+	want, wantErr = plainjson.Marshal(ref)
+	got, err = plainjson.Marshal(j)
 	same("plain encoder", got, err, want, wantErr)
 	got, err = EncodeJob(&j, false)
 	same("EncodeJob(plain)", got, err, want, wantErr)
 	if j.Result != nil {
-		want, wantErr = plainMarshal(ref.Result)
-		got, err = plainMarshal(j.Result)
+		want, wantErr = plainjson.Marshal(ref.Result)
+		got, err = plainjson.Marshal(j.Result)
 		same("result, plain encoder", got, err, want, wantErr)
 	}
 }

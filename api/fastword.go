@@ -16,69 +16,104 @@ import (
 // (a repeated member's last value wins), the others left as they were, Extra cleared.
 func decodeWordFast(b []byte, w *Word) bool {
 	out := *w
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		i++
-	} else {
-		for {
-			key, next, ok := plainString(b, i)
+	o := openObject(b)
+	for {
+		key, i, more := o.member()
+		if !more {
+			break
+		}
+		switch string(key) {
+		case "word":
+			s, next, ok := plainString(b, i)
+			if !ok || !utf8.Valid(s) {
+				return false
+			}
+			out.Word, i = string(s), next
+		case "start", "end", "confidence":
+			f, next, ok := jsonFloat(b, i)
 			if !ok {
 				return false
 			}
-			i = skipSpace(b, next)
-			if i >= len(b) || b[i] != ':' {
-				return false
-			}
-			i = skipSpace(b, i+1)
-			switch string(key) {
-			case "word":
-				s, next, ok := plainString(b, i)
-				if !ok || !utf8.Valid(s) {
-					return false
-				}
-				out.Word, i = string(s), next
-			case "start", "end", "confidence":
-				f, next, ok := jsonFloat(b, i)
-				if !ok {
-					return false
-				}
-				switch key[0] {
-				case 's':
-					out.Start = f
-				case 'e':
-					out.End = f
-				default:
-					out.Confidence = f
-				}
-				i = next
-			default:
-				return false
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return false
-			}
-			if b[i] == '}' {
-				i++
-				break
-			}
-			if b[i] != ',' {
-				return false
-			}
-			i = skipSpace(b, i+1)
+			*timeField(key[0], &out.Start, &out.End, &out.Confidence), i = f, next
+		default:
+			return false
 		}
+		o.after(i)
 	}
-	if skipSpace(b, i) != len(b) {
+	if !o.ok() {
 		return false
 	}
 	out.Extra = nil
 	*w = out
 	return true
 }
+
+// timeField is the one of start, end and confidence whose member name starts with c.
+func timeField(c byte, start, end, confidence *float64) *float64 {
+	switch c {
+	case 's':
+		return start
+	case 'e':
+		return end
+	}
+	return confidence
+}
+
+// strictObject walks the members of an object for the fast decodings: the JSON grammar
+// around them (keys as plain strings, ':' and ',' where they belong, nothing after the object
+// but white space); each value is the caller's to read, strictly, from the index member gives.
+type strictObject struct {
+	b    []byte
+	i    int
+	done bool // the closing brace is read
+	bad  bool
+}
+
+func openObject(b []byte) strictObject {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return strictObject{bad: true}
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return strictObject{b: b, i: i + 1, done: true}
+	}
+	return strictObject{b: b, i: i}
+}
+
+// member returns the next key (as written) and the index of its value; false at the end of
+// the object or on bytes it does not take.
+func (o *strictObject) member() (key []byte, value int, ok bool) {
+	if o.done || o.bad {
+		return nil, 0, false
+	}
+	key, next, ok := plainString(o.b, o.i)
+	if ok {
+		next = skipSpace(o.b, next)
+		ok = next < len(o.b) && o.b[next] == ':'
+	}
+	if !ok {
+		o.bad = true
+		return nil, 0, false
+	}
+	return key, skipSpace(o.b, next+1), true
+}
+
+// after moves on from a value that ends before i: to the next member, or past the object.
+func (o *strictObject) after(i int) {
+	i = skipSpace(o.b, i)
+	switch {
+	case i < len(o.b) && o.b[i] == '}':
+		o.i, o.done = i+1, true
+	case i < len(o.b) && o.b[i] == ',':
+		o.i = skipSpace(o.b, i+1)
+	default:
+		o.bad = true
+	}
+}
+
+// ok reports whether the object was read to its end, with nothing after it but white space.
+func (o *strictObject) ok() bool { return !o.bad && o.done && skipSpace(o.b, o.i) == len(o.b) }
 
 // plainString reads the JSON string at b[i] when it has no escape and no control character,
 // returning its bytes (not yet checked for UTF-8) and the index after it.
@@ -160,96 +195,64 @@ func decodeUtteranceFast(b []byte, u *Utterance) bool {
 	// A slice member given twice is decoded by encoding/json into the first one's elements;
 	// left to it.
 	seenWords := false
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		i++
-	} else {
-		for {
-			key, next, ok := plainString(b, i)
+	o := openObject(b)
+	for {
+		key, i, more := o.member()
+		if !more {
+			break
+		}
+		switch string(key) {
+		case "start", "end", "confidence":
+			f, next, ok := jsonFloat(b, i)
 			if !ok {
 				return false
 			}
-			i = skipSpace(b, next)
-			if i >= len(b) || b[i] != ':' {
-				return false
-			}
-			i = skipSpace(b, i+1)
-			switch string(key) {
-			case "start", "end", "confidence":
-				f, next, ok := jsonFloat(b, i)
-				if !ok {
-					return false
-				}
-				switch key[0] {
-				case 's':
-					out.Start = f
-				case 'e':
-					out.End = f
-				default:
-					out.Confidence = f
-				}
-				i = next
-			case "channel", "speaker":
-				if key[0] == 's' && hasLiteral(b, i, "null") {
-					out.Speaker, i = nil, i+4
-					break
-				}
-				n, next, ok := jsonInt(b, i)
-				if !ok {
-					return false
-				}
-				if key[0] == 'c' {
-					out.Channel = n
-				} else {
-					out.Speaker = &n
-				}
-				i = next
-			case "text", "language":
-				s, next, ok := fastString(b, i)
-				if !ok {
-					return false
-				}
-				if key[0] == 't' {
-					out.Text = s
-				} else {
-					out.Language = s
-				}
-				i = next
-			case "words":
-				if seenWords {
-					return false
-				}
-				seenWords = true
-				words, next, ok := fastArray(b, i, func(v []byte) (Word, bool) {
-					var w Word
-					return w, v[0] == '{' && decodeWordFast(v, &w)
-				})
-				if !ok {
-					return false
-				}
-				out.Words, i = words, next
-			default:
-				return false
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return false
-			}
-			if b[i] == '}' {
-				i++
+			*timeField(key[0], &out.Start, &out.End, &out.Confidence), i = f, next
+		case "channel", "speaker":
+			if key[0] == 's' && hasLiteral(b, i, "null") {
+				out.Speaker, i = nil, i+4
 				break
 			}
-			if b[i] != ',' {
+			n, next, ok := jsonInt(b, i)
+			if !ok {
 				return false
 			}
-			i = skipSpace(b, i+1)
+			if key[0] == 'c' {
+				out.Channel = n
+			} else {
+				out.Speaker = &n
+			}
+			i = next
+		case "text", "language":
+			s, next, ok := fastString(b, i)
+			if !ok {
+				return false
+			}
+			if key[0] == 't' {
+				out.Text = s
+			} else {
+				out.Language = s
+			}
+			i = next
+		case "words":
+			if seenWords {
+				return false
+			}
+			seenWords = true
+			words, next, ok := fastArray(b, i, func(v []byte) (Word, bool) {
+				var w Word
+				return w, v[0] == '{' && decodeWordFast(v, &w)
+			})
+			if !ok {
+				return false
+			}
+			out.Words, i = words, next
+		default:
+			return false
 		}
+		o.after(i)
 	}
-	if skipSpace(b, i) != len(b) {
+	if !o.ok() {
 		return false
 	}
 	*u = out
@@ -318,75 +321,51 @@ func decodeTranscriptionFast(b []byte, t *Transcription) bool {
 	}
 	var out Transcription
 	var seenLanguages, seenUtterances bool // as for words in decodeUtteranceFast
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		i++
-	} else {
-		for {
-			key, next, ok := plainString(b, i)
+	o := openObject(b)
+	for {
+		key, i, more := o.member()
+		if !more {
+			break
+		}
+		switch string(key) {
+		case "full_transcript":
+			s, next, ok := fastString(b, i)
 			if !ok {
 				return false
 			}
-			i = skipSpace(b, next)
-			if i >= len(b) || b[i] != ':' {
+			out.FullTranscript, i = s, next
+		case "languages":
+			if seenLanguages {
 				return false
 			}
-			i = skipSpace(b, i+1)
-			switch string(key) {
-			case "full_transcript":
-				s, next, ok := fastString(b, i)
-				if !ok {
-					return false
-				}
-				out.FullTranscript, i = s, next
-			case "languages":
-				if seenLanguages {
-					return false
-				}
-				seenLanguages = true
-				langs, next, ok := fastArray(b, i, func(v []byte) (string, bool) {
-					s, end, ok := fastString(v, 0)
-					return s, ok && end == len(v)
-				})
-				if !ok {
-					return false
-				}
-				out.Languages, i = langs, next
-			case "utterances":
-				if seenUtterances {
-					return false
-				}
-				seenUtterances = true
-				utts, next, ok := fastArray(b, i, func(v []byte) (Utterance, bool) {
-					var u Utterance
-					return u, decodeUtteranceFast(v, &u)
-				})
-				if !ok {
-					return false
-				}
-				out.Utterances, i = utts, next
-			default:
+			seenLanguages = true
+			langs, next, ok := fastArray(b, i, func(v []byte) (string, bool) {
+				s, end, ok := fastString(v, 0)
+				return s, ok && end == len(v)
+			})
+			if !ok {
 				return false
 			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
+			out.Languages, i = langs, next
+		case "utterances":
+			if seenUtterances {
 				return false
 			}
-			if b[i] == '}' {
-				i++
-				break
-			}
-			if b[i] != ',' {
+			seenUtterances = true
+			utts, next, ok := fastArray(b, i, func(v []byte) (Utterance, bool) {
+				var u Utterance
+				return u, decodeUtteranceFast(v, &u)
+			})
+			if !ok {
 				return false
 			}
-			i = skipSpace(b, i+1)
+			out.Utterances, i = utts, next
+		default:
+			return false
 		}
+		o.after(i)
 	}
-	if skipSpace(b, i) != len(b) {
+	if !o.ok() {
 		return false
 	}
 	*t = out
