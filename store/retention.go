@@ -31,6 +31,10 @@ const DefaultPruneBatch = 500
 //     final is kept, however old.
 //   - SinkDelivered: delivered sink deliveries, from delivered_at.
 //   - Quarantine: quarantined deliveries, from received_at.
+//   - Tokens: per-job callback tokens, revoked or not, from created_at: the token lifetime
+//     (receiver.token_ttl), after which a token authenticates nothing. Jobs must be kept at
+//     least as long: a late delivery a token still authenticates for a pruned job would
+//     create its record again (configs checks it).
 type RetentionPolicy struct {
 	Inbox         time.Duration
 	Live          map[api.MessageCategory]time.Duration
@@ -38,6 +42,7 @@ type RetentionPolicy struct {
 	SinkDelivered time.Duration
 	DeadLetters   time.Duration
 	Quarantine    time.Duration
+	Tokens        time.Duration
 	// BatchSize is the most rows one transaction deletes (default DefaultPruneBatch); rows
 	// with large values (bodies, events, job records) go in batches of about 8 MiB at most
 	// besides.
@@ -63,6 +68,7 @@ const (
 	PruneSinkDelivered PruneKind = "sink_delivered"
 	PruneDeadLetters   PruneKind = "dead_letters"
 	PruneQuarantine    PruneKind = "quarantine"
+	PruneTokens        PruneKind = "tokens"
 )
 
 // LiveKind is the kind of the live messages of category c: live_messages.<category>.
@@ -74,7 +80,7 @@ func PruneKinds() []PruneKind {
 	for _, c := range api.Categories {
 		kinds = append(kinds, LiveKind(c))
 	}
-	return append(kinds, PruneJobs, PruneArtifacts, PruneSessionRest, PruneSinkDelivered, PruneDeadLetters, PruneQuarantine)
+	return append(kinds, PruneJobs, PruneArtifacts, PruneSessionRest, PruneSinkDelivered, PruneDeadLetters, PruneQuarantine, PruneTokens)
 }
 
 // PruneReport is what Prune deleted, or would delete in a dry run.

@@ -118,3 +118,102 @@ func TestPruneBatchBytes(t *testing.T) {
 		t.Errorf("rows deleted per transaction %v, want %v", deleted, want)
 	}
 }
+
+// endedSessions stores n ended live sessions of two lifecycle messages each: the first may be
+// pruned, the last stays as long as its job.
+func endedSessions(t testing.TB, s *Store, n int) {
+	res, err := s.Ingest(context.Background(), []store.Delivery{{DedupeKey: "sessions", Route: "live",
+		Kind: api.CallbackLiveMessage, JobID: "s", PartitionKey: "s", Body: []byte("{}"), ReceivedAt: time.Now()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := time.Now().Add(-time.Hour)
+	if err := s.Apply(context.Background(), res[0].ID, func(ctx context.Context, tx store.Tx) error {
+		for i := range n {
+			session := fmt.Sprintf("sess-%07d", i)
+			rec := store.JobRecord{Job: api.Job{ID: session, Kind: api.KindLive, Status: api.StatusDone},
+				Local: store.Local{Final: "live.end_session"}}
+			if err := tx.PutJob(ctx, rec); err != nil {
+				return err
+			}
+			for range 2 {
+				received = received.Add(time.Microsecond)
+				if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{SessionID: session, Type: api.MessageEndSession,
+					Category: api.CategoryLifecycleEvents, CreatedAt: received, ReceivedAt: received,
+					InboxID: res[0].ID, Payload: []byte(`{}`)}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// explain gives the lines of SQLite's plan of query.
+func explain(t *testing.T, s *Store, query string, args ...any) []string {
+	t.Helper()
+	rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	lines, err := sqlcore.Collect(rows, func(r sqlcore.Scanner) (string, error) {
+		var id, parent, unused int
+		var detail string
+		return detail, r.Scan(&id, &parent, &unused, &detail)
+	})
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	return lines
+}
+
+// Live messages are picked on the read side and deleted by key: however many messages of ended
+// sessions are kept (the last of each, for as long as its job), a write transaction of the
+// pruner reads only the rows it deletes, one seek each, and the picks walk the kept messages
+// once per run, each pick starting where the one before stopped.
+func TestPruneLiveWriterReadsByKey(t *testing.T) {
+	s := openTemp(t, Options{})
+	const sessions, batch = 2000, 100
+	endedSessions(t, s, sessions)
+
+	// The write side: one message, found by its key; the checks seek its session's last
+	// number and its job, and never walk the category's index.
+	for _, line := range explain(t, s, stmtSQL[sqlcore.StPruneLive], "lifecycle_events", formatTime(time.Now()), "sess-0000001", 1) {
+		if strings.HasPrefix(line, "SCAN") || strings.Contains(line, "live_messages_category_received") ||
+			(strings.Contains(line, "live_messages_1") && !strings.Contains(line, "(session_id=?")) {
+			t.Errorf("the write side's plan reads more than its row: %q", line)
+		}
+	}
+	// The read side: the category's index, from the last pick on.
+	plan := explain(t, s, sqlcore.LiveCandidates(dialect), "lifecycle_events", formatTime(time.Now()), formatTime(time.Time{}), "", 0, batch)
+	if !slices.Contains(plan, "SEARCH l USING INDEX live_messages_category_received (category=? AND received_at>? AND received_at<?)") {
+		t.Errorf("the picks do not start from the last one in the index: %q", plan)
+	}
+
+	// Each write transaction deletes a full batch (total_changes, on the writer connection, is
+	// what its transactions changed); none runs to find nothing.
+	var changed []int64
+	last := int64(writerInt(t, s, `SELECT total_changes()`))
+	op := "prune " + string(store.LiveKind(api.CategoryLifecycleEvents))
+	s.beforeCommit = func(o string, q sqlcore.Querier) {
+		var n int64
+		if err := q.QueryRowContext(context.Background(), `SELECT total_changes()`).Scan(&n); err != nil {
+			t.Errorf("total_changes: %v", err)
+		}
+		if o == op {
+			changed = append(changed, n-last)
+		}
+		last = n
+	}
+	policy := store.RetentionPolicy{BatchSize: batch, Live: map[api.MessageCategory]time.Duration{api.CategoryLifecycleEvents: time.Minute}}
+	rep, err := s.Prune(t.Context(), policy, time.Now(), false)
+	if err != nil || rep.Rows[store.LiveKind(api.CategoryLifecycleEvents)] != sessions {
+		t.Fatalf("Prune = %v, %v; want %d messages", rep.Rows, err, sessions)
+	}
+	want := slices.Repeat([]int64{batch}, sessions/batch)
+	if !slices.Equal(changed, want) {
+		t.Errorf("rows each write transaction deleted: %v, want %v", changed, want)
+	}
+}

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -186,5 +188,114 @@ func testPrune(t *testing.T, s store.Store) {
 	}
 	if q, err := s.Quarantined(t.Context(), 0); err != nil || len(q) != 0 {
 		t.Errorf("Quarantined = %v, %v", q, err)
+	}
+}
+
+// The messages of many ended sessions go over many small batches, whose picks continue where
+// the one before stopped: messages received at the same instant in several sessions are
+// neither skipped nor picked twice, and each session keeps its last message.
+func testPruneLiveKeepsLast(t *testing.T, s store.Store) {
+	const sessions, perSession = 30, 3
+	id := ingest(t, s, delivery("live-many"))[0].ID
+	apply(t, s, id, func(ctx context.Context, tx store.Tx) error {
+		for i := range sessions {
+			session := fmt.Sprintf("sess-%02d", i)
+			rec := jobRecord(session, api.StatusDone, api.KindLive, base, "")
+			rec.Local.Final = "live.end_session"
+			if err := tx.PutJob(ctx, rec); err != nil {
+				return err
+			}
+			for n := range perSession {
+				m := liveMessage(session, id, n) // the n-th of every session is received at one instant
+				m.Category = api.CategoryLifecycleEvents
+				if _, err := tx.AppendLiveMessage(ctx, m); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	policy := store.RetentionPolicy{BatchSize: 4, Live: map[api.MessageCategory]time.Duration{api.CategoryLifecycleEvents: time.Hour}}
+	want := map[store.PruneKind]int64{store.LiveKind(api.CategoryLifecycleEvents): sessions * (perSession - 1)}
+	for _, dry := range []bool{true, false, false} {
+		rep, err := s.Prune(t.Context(), policy, time.Now(), dry)
+		if err != nil {
+			t.Fatalf("Prune(dry run %v): %v", dry, err)
+		}
+		if !maps.Equal(rep.Rows, want) {
+			t.Fatalf("Prune(dry run %v) = %v, want %v", dry, rep.Rows, want)
+		}
+		if !dry {
+			want = nil // the second run finds nothing
+		}
+	}
+	for i := range sessions {
+		session := fmt.Sprintf("sess-%02d", i)
+		var seqs []int64
+		for _, m := range liveMessages(t, s, session, 0, 0) {
+			seqs = append(seqs, m.Seq)
+		}
+		if !slices.Equal(seqs, []int64{perSession}) {
+			t.Errorf("messages of %s = %v, want its last, [%d]", session, seqs, perSession)
+		}
+	}
+}
+
+// Callback tokens go token_ttl after they were minted, revoked or not; younger ones stay.
+func testPruneTokens(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	wall := time.Now()
+	tokens := []struct {
+		name    string
+		created time.Time
+		revoke  bool
+		stays   bool
+	}{
+		{"expired", base, false, false},
+		{"expired-revoked", base.Add(time.Second), true, false},
+		{"expired-bound", base.Add(2 * time.Second), false, false},
+		{"young", wall.Add(-time.Hour), false, true},
+		{"young-revoked", wall.Add(-time.Hour), true, true},
+	}
+	for _, tk := range tokens {
+		h := store.HashToken(tk.name)
+		if err := s.CreateToken(ctx, store.Token{Hash: h, Kind: api.KindPreRecorded, CreatedAt: tk.created}); err != nil {
+			t.Fatalf("CreateToken(%s): %v", tk.name, err)
+		}
+		if tk.revoke {
+			if err := s.RevokeToken(ctx, h); err != nil {
+				t.Fatalf("RevokeToken(%s): %v", tk.name, err)
+			}
+		}
+	}
+	if err := s.BindToken(ctx, store.HashToken("expired-bound"), "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	policy := store.RetentionPolicy{Tokens: 7 * 24 * time.Hour, BatchSize: 2}
+	steps := []struct {
+		name   string
+		policy store.RetentionPolicy
+		dryRun bool
+		want   map[store.PruneKind]int64
+	}{
+		{"kept for ever", store.RetentionPolicy{}, false, nil},
+		{"dry run counts", policy, true, map[store.PruneKind]int64{store.PruneTokens: 3}},
+		{"run deletes", policy, false, map[store.PruneKind]int64{store.PruneTokens: 3}},
+		{"a second run finds nothing", policy, false, nil},
+	}
+	for _, st := range steps {
+		rep, err := s.Prune(ctx, st.policy, wall, st.dryRun)
+		if err != nil {
+			t.Fatalf("%s: Prune: %v", st.name, err)
+		}
+		if !maps.Equal(rep.Rows, st.want) {
+			t.Fatalf("%s: rows = %v, want %v", st.name, rep.Rows, st.want)
+		}
+	}
+	for _, tk := range tokens {
+		_, err := s.LookupToken(ctx, store.HashToken(tk.name))
+		if gone := errors.Is(err, store.ErrNotFound); gone == tk.stays || (err != nil && !gone) {
+			t.Errorf("token %s: LookupToken error %v, want it to stay: %v", tk.name, err, tk.stays)
+		}
 	}
 }

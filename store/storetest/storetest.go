@@ -83,6 +83,8 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"SinkClaimConcurrent", testSinkClaimConcurrent},
 		{"ReleaseSinkLeases", func(t *testing.T, s store.Store) { testReleaseSinkLeases(t, s, f.ReleasesLeases) }},
 		{"Prune", testPrune},
+		{"PruneLiveKeepsLast", testPruneLiveKeepsLast},
+		{"PruneTokens", testPruneTokens},
 		{"Ping", testPing},
 	}
 	for _, tc := range tests {

@@ -42,7 +42,7 @@ const (
 	// The pruner's statements (prune.go).
 	StPruneInbox         // cutoff, limit
 	StPruneInboxFailed   // cutoff, limit
-	StPruneLive          // category, cutoff, limit
+	StPruneLive          // category, cutoff, session_id, seq: one message picked by liveCandidates
 	StPruneJobsPick      // cutoff, limit → id
 	StPruneJob           // id, cutoff
 	StPruneJobArtifacts  // job_id
@@ -51,6 +51,7 @@ const (
 	StPruneSinkDelivered // cutoff, limit
 	StPruneDeadLetters   // cutoff, limit
 	StPruneQuarantine    // cutoff, limit
+	StPruneTokens        // cutoff, limit
 	NumStmts
 )
 

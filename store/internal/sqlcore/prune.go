@@ -20,12 +20,16 @@ const (
 	condSinkDelivered = `status = 'delivered' AND delivered_at < ?`
 	condDeadLetters   = `status = 'dead' AND failed_at < ?`
 	condQuarantine    = `received_at < ?`
+	// A token stops authenticating token_ttl after it was minted (revoked or not), and its row
+	// is of no use from then on.
+	condTokens = `created_at < ?`
 	// keepLast keeps a session's last message (see store.RetentionPolicy.Live).
 	keepLast = `l.seq < (SELECT max(m.seq) FROM live_messages m WHERE m.session_id = l.session_id)`
 )
 
 // liveCond is the condition on a live_messages row aliased l of category ?, received before
-// the cutoff ?, of an ended session.
+// the cutoff ?, of an ended session. keepLast walks nothing: max(seq) of a session is one seek
+// in the primary key, and the job one in its own.
 func liveCond(d Dialect) string {
 	return `l.category = ? AND l.received_at < ? AND ` + keepLast + `
 		AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = l.session_id AND ` + d.FinalJob + `)`
@@ -79,8 +83,14 @@ func pruneStatements(d Dialect, q *[NumStmts]string) {
 		SELECT id, ` + k.order + ` AS o, ` + k.size + ` AS sz FROM ` + k.table + ` WHERE ` + k.cond + ` ORDER BY ` + k.order + ` LIMIT ?) c) w
 	WHERE before < ?)`
 	}
+	// A live message is deleted by its key, its conditions checked again on that row alone: the
+	// candidates are picked on the read side (LiveCandidates), because the last message of every
+	// ended session stays as long as its job, for ever by default, and a DELETE that picked them
+	// itself would walk all those kept messages again, batch after batch, holding the writer.
 	q[StPruneLive] = `DELETE FROM live_messages WHERE (session_id, seq) IN (
-		SELECT l.session_id, l.seq FROM live_messages l WHERE ` + liveCond(d) + ` LIMIT ?)`
+		SELECT l.session_id, l.seq FROM live_messages l WHERE ` + liveCond(d) + ` AND l.session_id = ? AND l.seq = ?)`
+	q[StPruneTokens] = `DELETE FROM tokens WHERE hash IN (
+		SELECT hash FROM tokens WHERE ` + condTokens + ` ORDER BY created_at LIMIT ?)`
 	q[StPruneJobsPick] = `SELECT j.id, octet_length(j.record) FROM jobs j WHERE ` + jobsCond(d) + ` ORDER BY j.completed_at LIMIT ?`
 	q[StPruneJob] = `DELETE FROM jobs WHERE id IN (SELECT j.id FROM jobs j WHERE j.id = ? AND ` + jobsCond(d) + `)`
 	q[StPruneJobArtifacts] = `DELETE FROM artifacts WHERE job_id = ?`
@@ -104,6 +114,7 @@ func (c *Core) Prune(ctx context.Context, p store.RetentionPolicy, now time.Time
 		r.live,
 		r.jobs,
 		func(ctx context.Context) error { return r.idKinds(ctx, laterKinds) },
+		r.tokens,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -165,13 +176,113 @@ func (r *pruneRun) live(ctx context.Context) error {
 		if r.dry {
 			n, err = r.count(ctx, "live_messages l", liveCond(r.c.d), string(cat), r.cutoff(keep))
 		} else {
-			n, err = r.batches(ctx, kind, StPruneLive, string(cat), r.cutoff(keep))
+			n, err = r.liveBatches(ctx, cat, r.cutoff(keep))
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", kind, err)
 		}
 		r.add(kind, n)
 	}
+	return nil
+}
+
+// LiveCandidates picks, on the read side, the next batch of messages of category ?1 received
+// before the cutoff ?2 that may go, after the one last picked (received_at ?3, session_id ?4,
+// seq ?5), in the order of the index on (category, received_at): each query of a run starts
+// where the one before stopped, so a run reads the messages it keeps (every ended session's
+// last one) once, on the read side, and no write transaction reads them at all.
+func LiveCandidates(d Dialect) string {
+	cond := strings.NewReplacer("l.category = ?", "l.category = ?1", "l.received_at < ?", "l.received_at < ?2").Replace(liveCond(d))
+	return d.Rebind(`SELECT l.session_id, l.seq, l.received_at FROM live_messages l
+	WHERE ` + cond + ` AND l.received_at >= ?3
+		AND (l.received_at > ?3 OR l.session_id > ?4 OR (l.session_id = ?4 AND l.seq > ?5))
+	ORDER BY l.received_at, l.session_id, l.seq LIMIT ?6`)
+}
+
+// liveKey is a message LiveCandidates picked, and where the next pick starts.
+type liveKey struct {
+	session  string
+	seq      int64
+	received any
+}
+
+// liveBatches deletes the messages of cat received before cut that may go, a batch at a time:
+// picked by LiveCandidates, then deleted by key in a transaction of their own, each checked
+// again on its own row (StPruneLive). Nothing a candidate passed turns false later (a message
+// keeps its category and time, a final record stays final, a session's last seq only grows),
+// so the check matters only for a key another row took meanwhile (a session pruned with its job
+// and stored again, its numbers started over), and it reads that one row.
+func (r *pruneRun) liveBatches(ctx context.Context, cat api.MessageCategory, cut any) (int64, error) {
+	query := LiveCandidates(r.c.d)
+	after := liveKey{received: r.c.d.Time(time.Time{})}
+	var total int64
+	for {
+		rows, err := r.c.db.QueryContext(ctx, query, string(cat), cut, after.received, after.session, after.seq, r.c.d.Limit(r.batch))
+		if err != nil {
+			return total, fmt.Errorf("pick: %w", err)
+		}
+		keys, err := Collect(rows, func(s Scanner) (liveKey, error) {
+			var k liveKey
+			err := s.Scan(&k.session, &k.seq, &k.received)
+			if b, ok := k.received.([]byte); ok {
+				k.received = string(b) // compared as the TEXT it is in SQLite, not as a BLOB
+			}
+			return k, err
+		})
+		if err != nil {
+			return total, fmt.Errorf("pick: %w", err)
+		}
+		if len(keys) == 0 {
+			return total, nil
+		}
+		n, err := r.deleteLive(ctx, cat, cut, keys)
+		total += n
+		if err != nil || len(keys) < r.batch {
+			return total, err
+		}
+		after = keys[len(keys)-1]
+	}
+}
+
+// deleteLive deletes the messages keys in one transaction, and reports how many went.
+func (r *pruneRun) deleteLive(ctx context.Context, cat api.MessageCategory, cut any, keys []liveKey) (int64, error) {
+	t, err := r.c.w.Begin(ctx, "prune "+string(store.LiveKind(cat)), Derived)
+	if err != nil {
+		return 0, fmt.Errorf("begin: %w", err)
+	}
+	defer t.Rollback()
+	var n int64
+	for _, k := range keys {
+		res, err := t.Exec(ctx, StPruneLive, string(cat), cut, k.session, k.seq)
+		if err != nil {
+			return 0, fmt.Errorf("message %s/%d: %w", k.session, k.seq, err)
+		}
+		m, _ := res.RowsAffected()
+		n += m
+	}
+	if err := t.Commit(); err != nil {
+		return 0, fmt.Errorf("commit: %w", err)
+	}
+	return n, nil
+}
+
+// tokens deletes the callback tokens minted more than p.Tokens ago, revoked or not: they
+// authenticate nothing any more.
+func (r *pruneRun) tokens(ctx context.Context) error {
+	if r.p.Tokens <= 0 {
+		return nil
+	}
+	var n int64
+	var err error
+	if r.dry {
+		n, err = r.count(ctx, "tokens", condTokens, r.cutoff(r.p.Tokens))
+	} else {
+		n, err = r.batches(ctx, store.PruneTokens, StPruneTokens, r.cutoff(r.p.Tokens))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", store.PruneTokens, err)
+	}
+	r.add(store.PruneTokens, n)
 	return nil
 }
 

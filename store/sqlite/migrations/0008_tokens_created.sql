@@ -1,0 +1,3 @@
+-- The pruner deletes callback tokens once they have expired (token_ttl after created_at); this
+-- index lets a batch read about as many tokens as it deletes instead of walking the table.
+CREATE INDEX IF NOT EXISTS tokens_created ON tokens (created_at);
