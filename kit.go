@@ -187,7 +187,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		return nil, err
 	}
 	undo = append(undo, func() { _ = k.pipeline.Close() })
-	if k.pruner, err = retention.New(retention.Config{Store: k.store, Policy: retention.PolicyOf(cfg.Retention),
+	if k.pruner, err = retention.New(retention.Config{Store: k.store, Policy: retention.PolicyOf(cfg.Retention, cfg.Receiver.TokenTTL),
 		Interval: cfg.Retention.Interval, Now: o.now, Metrics: k.reg, Logger: log.WithField("component", "retention")}); err != nil {
 		return nil, err
 	}

@@ -84,7 +84,10 @@ type RetentionConfig struct {
 	Live LiveRetention `yaml:"live"`
 	// Jobs keeps finished jobs, their artifacts (the subtitle files too) and what is left of a
 	// live session's messages, from when they completed (default forever). When it is not
-	// forever, no category of Live may be kept longer.
+	// forever, no category of Live may be kept longer, and it must be at least
+	// receiver.token_ttl: a job completes after its callback token was minted, so its record
+	// then outlasts every delivery the token authenticates (the pruner deletes tokens token_ttl
+	// after they were minted).
 	Jobs Keep `yaml:"jobs"`
 	// SinkDelivered keeps delivered sink deliveries, from their delivery (default 7d).
 	SinkDelivered Keep `yaml:"sink_delivered"`
@@ -153,7 +156,9 @@ const (
 	maxRetentionBatch    = 100_000
 )
 
-func (v *validator) retention(r RetentionConfig) {
+// retention checks the retention section; tokenTTL is receiver.token_ttl, which finished jobs
+// must outlast.
+func (v *validator) retention(r RetentionConfig, tokenTTL time.Duration) {
 	if r.Interval != 0 && r.Interval < minRetentionInterval {
 		v.add("retention.interval", "must be at least %s, or 0 to turn the background pruner off (got %s)",
 			durText(minRetentionInterval), durText(r.Interval))
@@ -173,6 +178,10 @@ func (v *validator) retention(r RetentionConfig) {
 	v.keep("retention.quarantine", r.Quarantine, minKeep, "")
 	if r.Jobs <= 0 {
 		return
+	}
+	if time.Duration(r.Jobs) >= minKeep && time.Duration(r.Jobs) < tokenTTL {
+		v.add("retention.jobs", "must be at least receiver.token_ttl (%s), or forever: a late delivery its callback token still authenticates would create a pruned job's record again and send its events again (got %s)",
+			Keep(tokenTTL), r.Jobs)
 	}
 	for _, c := range api.Categories {
 		if k := by[c]; k == Forever || k > r.Jobs {

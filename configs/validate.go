@@ -132,7 +132,7 @@ func (c Config) Validate() error {
 		v.add("receiver.max_conns_per_ip", "must be a positive number of connections, or -1 for no bound (got %d)", n)
 	}
 	v.debug(c.Debug, c.Listen)
-	v.retention(c.Retention)
+	v.retention(c.Retention, c.Receiver.TokenTTL)
 	return v.err()
 }
 

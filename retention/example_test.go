@@ -34,7 +34,7 @@ func Example() {
 	})
 	_ = s.Apply(ctx, res[0].ID, func(context.Context, store.Tx) error { return nil })
 
-	p, err := retention.New(retention.Config{Store: s, Policy: retention.PolicyOf(configs.DefaultRetention())})
+	p, err := retention.New(retention.Config{Store: s, Policy: retention.PolicyOf(configs.DefaultRetention(), configs.DefaultTokenTTL)})
 	if err != nil {
 		fmt.Println(err)
 		return

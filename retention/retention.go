@@ -33,9 +33,10 @@ import (
 // of pending rows) goes first.
 const DefaultFirstRun = time.Minute
 
-// PolicyOf is the policy of the configuration's retention section; the files of pruned jobs'
-// artifacts are removed with RemoveFiles.
-func PolicyOf(r configs.RetentionConfig) store.RetentionPolicy {
+// PolicyOf is the policy of the configuration's retention section, with callback tokens
+// deleted once tokenTTL (receiver.token_ttl) has passed since they were minted; the files of
+// pruned jobs' artifacts are removed with RemoveFiles.
+func PolicyOf(r configs.RetentionConfig, tokenTTL time.Duration) store.RetentionPolicy {
 	live := map[api.MessageCategory]time.Duration{}
 	for c, k := range r.Live.ByCategory() {
 		if k > 0 {
@@ -45,17 +46,18 @@ func PolicyOf(r configs.RetentionConfig) store.RetentionPolicy {
 	return store.RetentionPolicy{
 		Inbox: time.Duration(r.Inbox), Live: live, Jobs: time.Duration(r.Jobs),
 		SinkDelivered: time.Duration(r.SinkDelivered), DeadLetters: time.Duration(r.DeadLetters),
-		Quarantine: time.Duration(r.Quarantine), BatchSize: r.BatchSize, RemoveArtifacts: RemoveFiles,
+		Quarantine: time.Duration(r.Quarantine), Tokens: tokenTTL, BatchSize: r.BatchSize, RemoveArtifacts: RemoveFiles,
 	}
 }
 
 // Durations gives, per kind of PruneReport, how long the configuration keeps it (for a report
-// that shows what is kept for ever too).
-func Durations(r configs.RetentionConfig) map[store.PruneKind]configs.Keep {
+// that shows what is kept for ever too); tokens are kept for tokenTTL.
+func Durations(r configs.RetentionConfig, tokenTTL time.Duration) map[store.PruneKind]configs.Keep {
 	out := map[store.PruneKind]configs.Keep{
 		store.PruneInbox: r.Inbox, store.PruneInboxFailed: r.DeadLetters,
 		store.PruneJobs: r.Jobs, store.PruneArtifacts: r.Jobs, store.PruneSessionRest: r.Jobs,
 		store.PruneSinkDelivered: r.SinkDelivered, store.PruneDeadLetters: r.DeadLetters, store.PruneQuarantine: r.Quarantine,
+		store.PruneTokens: configs.Keep(tokenTTL),
 	}
 	for c, k := range r.Live.ByCategory() {
 		out[store.LiveKind(c)] = k
@@ -168,6 +170,9 @@ func New(cfg Config) (*Pruner, error) {
 		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "scribehook_prune_last_success_timestamp_seconds", Help: "When the last pruner run that completed ended, Unix time.",
 		}),
+	}
+	for _, kind := range store.PruneKinds() {
+		p.rows.WithLabelValues(string(kind)) // every kind is listed, 0 until some go
 	}
 	if cfg.Metrics != nil {
 		for _, c := range []prometheus.Collector{p.rows, p.bytes, p.failed, p.lastRun} {

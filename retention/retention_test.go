@@ -79,8 +79,11 @@ func TestPrunerStartCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.CreateToken(ctx, store.Token{Hash: store.HashToken("t"), Kind: api.KindPreRecorded, CreatedAt: weekAgo}); err != nil {
+		t.Fatal(err)
+	}
 	reg := prometheus.NewRegistry()
-	p, err := retention.New(retention.Config{Store: s, Policy: store.RetentionPolicy{Inbox: 24 * time.Hour}, Interval: time.Hour,
+	p, err := retention.New(retention.Config{Store: s, Policy: store.RetentionPolicy{Inbox: 24 * time.Hour, Tokens: 24 * time.Hour}, Interval: time.Hour,
 		FirstRun: time.Millisecond, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -94,14 +97,26 @@ func TestPrunerStartCounts(t *testing.T) {
 	if got := metric(t, reg, "scribehook_pruned_rows_total", "inbox"); got != 2 {
 		t.Errorf("scribehook_pruned_rows_total{kind=inbox} = %v, want 2", got)
 	}
+	for kind, want := range map[store.PruneKind]float64{store.PruneTokens: 1, store.PruneQuarantine: 0} {
+		if got, listed := series(t, reg, "scribehook_pruned_rows_total", string(kind)); got != want || !listed {
+			t.Errorf("scribehook_pruned_rows_total{kind=%s} = %v (listed: %v), want %v", kind, got, listed, want)
+		}
+	}
 	if last := metric(t, reg, "scribehook_prune_last_success_timestamp_seconds", ""); time.Since(time.Unix(int64(last), 0)) > time.Minute {
 		t.Errorf("last success at %v", last)
 	}
 }
 
 // metric is the value of a counter or gauge of reg, the series of the given kind label ("":
-// the one series of an unlabelled metric).
+// the one series of an unlabelled metric); 0 when there is none.
 func metric(t *testing.T, reg *prometheus.Registry, name, kind string) float64 {
+	t.Helper()
+	v, _ := series(t, reg, name, kind)
+	return v
+}
+
+// series is metric's value, and whether reg lists that series at all.
+func series(t *testing.T, reg *prometheus.Registry, name, kind string) (float64, bool) {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -115,9 +130,9 @@ func metric(t *testing.T, reg *prometheus.Registry, name, kind string) float64 {
 			if kind == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
 				return l.GetName() == "kind" && l.GetValue() == kind
 			}) {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue(), true
 			}
 		}
 	}
-	return 0
+	return 0, false
 }

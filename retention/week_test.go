@@ -47,7 +47,10 @@ var sessionShape = []struct {
 	{api.MessageEndSession, 1},
 }
 
-// weekRetention: everything finite, jobs outliving every live category.
+// weekTokenTTL is the week's receiver.token_ttl: no longer than the jobs are kept.
+const weekTokenTTL = 3 * 24 * time.Hour
+
+// weekRetention: everything finite, jobs outliving every live category and every token.
 func weekRetention() configs.RetentionConfig {
 	r := configs.DefaultRetention()
 	r.Interval = 0 // the test runs the kit's pruner itself, on the fake clock
@@ -181,6 +184,7 @@ func (w *week) start(stuckHeld bool) {
 	cfg.Sinks = nil
 	cfg.Routes = []configs.Route{{Name: "week", TokenEnv: "SCRIBEHOOK_WEEK_UNUSED"}}
 	cfg.Retention = weekRetention()
+	cfg.Receiver.TokenTTL = weekTokenTTL
 	fast := []time.Duration{0, 10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}
 	if w.archive == nil {
 		w.archive = newRecorder("archive", false)
@@ -407,7 +411,7 @@ func TestWeekOfTrafficStaysBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.clock.Set(w.clock.Now().Add(30 * 24 * time.Hour))
-	p, err := retention.New(retention.Config{Store: w.st, Policy: retention.PolicyOf(weekRetention()), Now: w.clock.Now})
+	p, err := retention.New(retention.Config{Store: w.st, Policy: retention.PolicyOf(weekRetention(), weekTokenTTL), Now: w.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

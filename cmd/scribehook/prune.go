@@ -40,7 +40,8 @@ func newPruneCmd() *cobra.Command {
 		Long: `Deletes, once and now, what serve's background pruner deletes every retention.interval: processed
 inbox rows, messages of ended live sessions by category, finished jobs with their subtitle files,
 delivered sink deliveries, dead letters and quarantined deliveries older than their retention.*
-durations, in batches of retention.batch_size rows per transaction, so it can run beside serve.
+durations, and callback tokens past receiver.token_ttl, in batches of retention.batch_size rows per
+transaction, so it can run beside serve.
 What is still at work is never deleted: inbox rows not processed, deliveries not delivered, jobs
 not final, sessions not ended. Subtitle files are removed by their stored paths, which are
 relative to serve's working directory: run it from there.
@@ -53,7 +54,7 @@ docs/operations.md, Retention.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(cmd, func(ctx context.Context, cfg configs.Config, st store.Store) error {
-				p, err := retention.New(retention.Config{Store: st, Policy: retention.PolicyOf(cfg.Retention),
+				p, err := retention.New(retention.Config{Store: st, Policy: retention.PolicyOf(cfg.Retention, cfg.Receiver.TokenTTL),
 					Logger: stderrLogger(cmd, verbose)})
 				if err != nil {
 					return err
@@ -70,7 +71,7 @@ docs/operations.md, Retention.`,
 					}
 				}
 				return output.print(cmd.OutOrStdout(), res, func(w io.Writer) error {
-					return writePruneReport(w, res, retention.Durations(cfg.Retention), note)
+					return writePruneReport(w, res, retention.Durations(cfg.Retention, cfg.Receiver.TokenTTL), note)
 				})
 			})
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,12 @@ func pruneEnv(t *testing.T) (cfgPath, dbPath, srt string) {
 	res, err := st.Ingest(ctx, ds)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A token past receiver.token_ttl (7d) goes; a young one stays.
+	for name, created := range map[string]time.Time{"expired": tenDaysAgo, "young": time.Now()} {
+		if err := st.CreateToken(ctx, store.Token{Hash: store.HashToken(name), Kind: api.KindPreRecorded, CreatedAt: created}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, r := range res[:2] {
 		if err := st.Apply(ctx, r.ID, func(ctx context.Context, tx store.Tx) error {
@@ -94,7 +101,8 @@ live_messages                             30d   0
 sink_delivered                            7d    0
 dead_letters                              30d   0
 quarantine                                30d   0
-would prune (dry run) 4 rows
+tokens                                    7d    1
+would prune (dry run) 5 rows
 `
 	if out != want {
 		t.Fatalf("dry run printed\n%s\nwant\n%s", out, want)
@@ -107,8 +115,8 @@ would prune (dry run) 4 rows
 	if err := json.Unmarshal([]byte(run("-o", "json")), &res); err != nil {
 		t.Fatal(err)
 	}
-	wantRows := map[store.PruneKind]int64{store.PruneInbox: 2, store.PruneJobs: 1, store.PruneArtifacts: 1}
-	if res.DryRun || res.Total != 4 || len(res.Rows) != len(wantRows) {
+	wantRows := map[store.PruneKind]int64{store.PruneInbox: 2, store.PruneJobs: 1, store.PruneArtifacts: 1, store.PruneTokens: 1}
+	if res.DryRun || res.Total != 5 || len(res.Rows) != len(wantRows) {
 		t.Fatalf("run = %+v, want %v", res, wantRows)
 	}
 	for k, n := range wantRows {
@@ -131,6 +139,12 @@ would prune (dry run) 4 rows
 	if n, err := st.InboxBacklog(context.Background()); err != nil || n != 1 {
 		t.Errorf("pending rows = %d, %v; want the one not yet processed", n, err)
 	}
+	if _, err := st.LookupToken(context.Background(), store.HashToken("young")); err != nil {
+		t.Errorf("the young token: %v", err)
+	}
+	if _, err := st.LookupToken(context.Background(), store.HashToken("expired")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the expired token: %v, want it gone", err)
+	}
 }
 
 // A database created before retention is told about, converted by --vacuum, and not told
@@ -148,7 +162,7 @@ func TestPruneVacuum(t *testing.T) {
 		{nil, "pruned 0 rows\n" + note},
 		{[]string{"--dry-run", "--vacuum"}, "would prune (dry run) 0 rows\n" + note}, // a dry run changes nothing
 		{[]string{"--vacuum"}, "pruned 0 rows\ndatabase rewritten: pruning gives space back from now on\n"},
-		{nil, "quarantine                                30d      0\npruned 0 rows\n"},
+		{nil, "quarantine                                30d      0\ntokens                                    7d       0\npruned 0 rows\n"},
 	} {
 		out, errOut, err := runCmd(context.Background(), nil, append([]string{"--config", cfgPath, "prune"}, tc.args...)...)
 		if err != nil || !strings.HasSuffix(out, tc.tail) {
