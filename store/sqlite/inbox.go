@@ -14,11 +14,28 @@ import (
 // transaction: the writer is one connection, so a batch never meets another's uncommitted keys,
 // and a key inserted earlier in the batch is found like a committed one.
 func (ws writes) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error) {
-	w, err := ws.s.begin(ctx, "ingest", sqlcore.Durable)
+	return ws.s.IngestTaking(ctx, func() []store.Delivery { return ds })
+}
+
+// IngestTaking is Ingest of the deliveries take returns once the transaction has begun, that
+// is once this process's writer is free (store.Batcher's group commit: what arrives while the
+// writer is busy with a group of applies joins the batch instead of waiting for the next). take
+// is called once, with the writer held; it may return no delivery, and then nothing is written.
+func (s *Store) IngestTaking(ctx context.Context, take func() []store.Delivery) ([]store.IngestResult, error) {
+	w, err := s.begin(ctx, "ingest", sqlcore.Durable)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: begin: %w", err)
 	}
 	defer w.Rollback()
+	ds := take()
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	for i := range ds {
+		if ds[i].Quarantine == "" && ds[i].DedupeKey == "" {
+			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
+		}
+	}
 	out := make([]store.IngestResult, len(ds))
 	for i := range ds {
 		if ds[i].Quarantine != "" {
