@@ -128,15 +128,68 @@ func (b *Batcher) signal() {
 	}
 }
 
+// takingIngester is a Store that begins its ingest transaction before asking for the
+// deliveries (store/sqlite): the batch is then taken once the writer is free, and holds what
+// arrived while it was busy (with a group of applies, say) instead of leaving it for the next
+// transaction, one more wait for the writer later.
+type takingIngester interface {
+	IngestTaking(ctx context.Context, take func() []Delivery) ([]IngestResult, error)
+}
+
 func (b *Batcher) run() {
 	defer close(b.done)
+	ti, taking := b.s.(takingIngester)
 	for {
+		if taking && b.opts.MaxWait <= 0 {
+			if !b.waitQueued() {
+				return
+			}
+			b.commitTaking(ti)
+			continue
+		}
 		batch, ok := b.next()
 		if !ok {
 			return
 		}
 		b.commit(batch)
 	}
+}
+
+// waitQueued waits until a delivery is queued; false means closed and drained.
+func (b *Batcher) waitQueued() bool {
+	for {
+		b.mu.Lock()
+		queued, closed := len(b.queue), b.closed
+		b.mu.Unlock()
+		if queued > 0 {
+			return true
+		}
+		if closed {
+			return false
+		}
+		<-b.wake
+	}
+}
+
+// commitTaking is commit of the batch taken once the store's transaction has begun.
+func (b *Batcher) commitTaking(ti takingIngester) {
+	var batch []*submission
+	var ds []Delivery
+	taken := false
+	takeBatch := func() []Delivery {
+		b.mu.Lock()
+		batch = b.take(nil)
+		b.mu.Unlock()
+		ds, taken = deliveriesOf(batch), true
+		return ds
+	}
+	start := time.Now()
+	res, err := ti.IngestTaking(context.Background(), takeBatch)
+	if err != nil && !taken {
+		// The transaction did not begin: what is queued fails with it, as a batch would.
+		takeBatch()
+	}
+	b.settle(batch, ds, res, err, start)
 }
 
 // next waits for a batch; false means closed and drained.
@@ -200,13 +253,26 @@ func (b *Batcher) take(batch []*submission) []*submission {
 }
 
 func (b *Batcher) commit(batch []*submission) {
+	ds := deliveriesOf(batch)
+	// Not any caller's context: one caller giving up must not abort the others' commit.
+	start := time.Now()
+	res, err := b.s.Ingest(context.Background(), ds)
+	b.settle(batch, ds, res, err, start)
+}
+
+func deliveriesOf(batch []*submission) []Delivery {
 	ds := make([]Delivery, len(batch))
 	for i, sub := range batch {
 		ds[i] = sub.d
 	}
-	// Not any caller's context: one caller giving up must not abort the others' commit.
-	start := time.Now()
-	res, err := b.s.Ingest(context.Background(), ds)
+	return ds
+}
+
+// settle gives each submission of a committed (or failed) batch its result.
+func (b *Batcher) settle(batch []*submission, ds []Delivery, res []IngestResult, err error, start time.Time) {
+	if len(batch) == 0 && err == nil {
+		return // every caller had given up: nothing was written
+	}
 	if err == nil && len(res) != len(ds) {
 		err = fmt.Errorf("ingest returned %d results for %d deliveries", len(res), len(ds))
 	}

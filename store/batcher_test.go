@@ -532,3 +532,78 @@ func benchSubmit(b *testing.B, clients int, submit func(context.Context, store.D
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
 }
+
+// takingStore is fakeStore with IngestTaking: its transaction begins (busy waits for it to
+// close, like a writer held by a group of applies), then it takes the batch.
+type takingStore struct {
+	*fakeStore
+	busy     chan struct{}
+	begun    chan struct{} // receives once per transaction, before it waits on busy
+	beginErr error
+}
+
+func (t *takingStore) IngestTaking(ctx context.Context, take func() []store.Delivery) ([]store.IngestResult, error) {
+	if t.begun != nil {
+		t.begun <- struct{}{}
+	}
+	if t.busy != nil {
+		<-t.busy
+	}
+	if t.beginErr != nil {
+		return nil, t.beginErr
+	}
+	ds := take()
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	return t.fakeStore.Ingest(ctx, ds)
+}
+
+// With a store that takes the batch once its transaction has begun, what arrives while the
+// writer is busy joins that batch.
+func TestBatcherTakesOnceTheWriterIsFree(t *testing.T) {
+	ts := &takingStore{fakeStore: &fakeStore{}, busy: make(chan struct{}), begun: make(chan struct{}, 1)}
+	b := store.NewBatcher(ts, store.BatcherOptions{})
+	defer b.Close()
+	results := make(chan error, 10)
+	submit := func(key string) {
+		go func() {
+			_, err := b.Submit(context.Background(), store.Delivery{DedupeKey: key})
+			results <- err
+		}()
+	}
+	submit("first")
+	<-ts.begun // the committer waits for the writer
+	for i := range 9 {
+		submit(fmt.Sprintf("k%d", i))
+	}
+	for b.Queued() < 10 {
+		time.Sleep(time.Millisecond)
+	}
+	close(ts.busy)
+	for range 10 {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if len(ts.batches) != 1 || len(ts.batches[0]) != 10 {
+		t.Fatalf("batches %v, want one of all 10", ts.batches)
+	}
+}
+
+// A transaction that cannot begin fails what is queued, as a failed batch does, and the
+// committer goes on.
+func TestBatcherTakingBeginFails(t *testing.T) {
+	ts := &takingStore{fakeStore: &fakeStore{}, beginErr: errors.New("disk gone")}
+	b := store.NewBatcher(ts, store.BatcherOptions{})
+	defer b.Close()
+	if _, err := b.Submit(context.Background(), store.Delivery{DedupeKey: "a"}); err == nil || !strings.Contains(err.Error(), "disk gone") {
+		t.Fatalf("Submit: %v, want the begin error", err)
+	}
+	ts.beginErr = nil // read by the committer only after the next Submit queues
+	if res, err := b.Submit(context.Background(), store.Delivery{DedupeKey: "b"}); err != nil || res.ID != 1 {
+		t.Fatalf("Submit after the failure: %+v, %v", res, err)
+	}
+}
