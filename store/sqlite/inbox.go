@@ -59,16 +59,21 @@ func ingestInbox(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestRe
 		return store.IngestResult{}, err
 	}
 	var id int64
-	err = w.QueryRow(ctx, stInboxInsert, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
+	res, err := w.Exec(ctx, stInboxInsert, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
 		string(d.MessageType), string(d.Category), d.PartitionKey, headers, sqlcore.Blob(d.Body),
-		nullTime(d.ReceivedAt)).Scan(&id)
-	switch {
-	case err == nil:
-		return store.IngestResult{ID: id}, nil
-	case !errors.Is(err, sql.ErrNoRows):
+		nullTime(d.ReceivedAt))
+	if err != nil {
 		return store.IngestResult{}, fmt.Errorf("insert inbox row: %w", err)
 	}
-	// No row returned: the key exists, committed earlier or inserted earlier in this batch.
+	if n, err := res.RowsAffected(); err != nil {
+		return store.IngestResult{}, fmt.Errorf("insert inbox row: %w", err)
+	} else if n == 1 {
+		if id, err = res.LastInsertId(); err != nil {
+			return store.IngestResult{}, fmt.Errorf("insert inbox row: %w", err)
+		}
+		return store.IngestResult{ID: id}, nil
+	}
+	// Nothing inserted: the key exists, committed earlier or inserted earlier in this batch.
 	if err := w.QueryRow(ctx, stInboxFind, d.DedupeKey).Scan(&id); err != nil {
 		return store.IngestResult{}, fmt.Errorf("find duplicate inbox row: %w", err)
 	}

@@ -50,7 +50,7 @@ var stmtSQL = func() [numStmts]string {
 	q[stInboxInsert] = `INSERT INTO inbox (dedupe_key, route, kind, event, job_id,
 		message_type, category, partition_key, headers, body, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`
+		ON CONFLICT (dedupe_key) DO NOTHING`
 	q[stInboxFind] = `SELECT id FROM inbox WHERE dedupe_key = ?`
 	q[stQuarantineInsert] = `INSERT INTO quarantine (dedupe_key, route, reason, headers,
 		body, received_at) VALUES (?, ?, ?, ?, ?, ?)
