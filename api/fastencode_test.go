@@ -311,6 +311,10 @@ var decodeSeeds = []string{
 	`{"full_transcript":"a\nb","languages":["en"],"utterances":null,"languages":[]}`,
 	`{"utterances":[{"text":"a"},{"words":[{"word":"w","start":0,"end":1,"confidence":1}]}],"sentences":[]}`,
 	`{"utterances":[{"text":"a"}],"utterances":[{}]}`, `null`, `[]`, `{}`,
+	`{"metadata":{"audio_duration":1},"transcription":{"full_transcript":"a","utterances":[]},"messages":["x"],"summarization":null}`,
+	`{"transcription":null,"diarization":{"success":true,"results":[{"text":"a"}]},"chapterization":{"results":{ "a" : 1 }}}`,
+	`{"transcription":{"utterances":[{"text":"a","k":1}]},"sentences":{"results":["s"]},"Messages":[]}`,
+	`{"transcription":{},"transcription":{}}`, `{"metadata":[]}`, `{"metadata":{"audio_duration":"x"}}`, `{"x":1}`,
 }
 
 // checkDecoding compares UnmarshalJSON of an utterance and of a transcription (their fast
@@ -330,6 +334,13 @@ func checkDecoding(t *testing.T, data []byte) {
 	wantErr = decodeKeeping(data, (*plainT)(&wantT), &wantT.Extra)
 	if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !reflect.DeepEqual(gotT, wantT)) {
 		t.Fatalf("transcription from %q: %+v, %v; the general decoding gives %+v, %v", data, gotT, gotErr, wantT, wantErr)
+	}
+	var gotR, wantR Result
+	gotErr = gotR.UnmarshalJSON(data)
+	type plainR Result
+	wantErr = decodeKeeping(data, (*plainR)(&wantR), &wantR.Extra)
+	if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !reflect.DeepEqual(gotR, wantR)) {
+		t.Fatalf("result from %q: %+v, %v; the general decoding gives %+v, %v", data, gotR, gotErr, wantR, wantErr)
 	}
 }
 

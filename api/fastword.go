@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
 )
@@ -408,4 +409,66 @@ func fastArray[T any](b []byte, i int, elem func([]byte) (T, bool)) ([]T, int, b
 		}
 		i = skipSpace(b, i+1)
 	}
+}
+
+// decodeResultFast decodes a result into r, which must be the zero Result, member by member:
+// the transcription by decodeTranscriptionFast (the general way when that declines), every
+// other known member by encoding/json from its own bytes. It spares the 2-hour result one
+// validation and one skip of its megabytes by encoding/json. It declines (false, r untouched)
+// a member it does not know by its exact name, a member given twice, and bytes that are not an
+// object, which the caller then decodes the general way.
+func decodeResultFast(b []byte, r *Result) bool {
+	if !reflect.ValueOf(r).Elem().IsZero() {
+		return false
+	}
+	var out Result
+	fields := map[string]any{
+		"metadata": &out.Metadata, "translation": &out.Translation, "summarization": &out.Summarization,
+		"moderation": &out.Moderation, "named_entity_recognition": &out.NamedEntityRecognition,
+		"name_consistency": &out.NameConsistency, "speaker_reidentification": &out.SpeakerReidentification,
+		"structured_data_extraction": &out.StructuredDataExtraction, "sentiment_analysis": &out.SentimentAnalysis,
+		"audio_to_llm": &out.AudioToLLM, "sentences": &out.Sentences, "display_mode": &out.DisplayMode,
+		"chapterization": &out.Chapterization, "diarization": &out.Diarization, "messages": &out.Messages,
+	}
+	seen := map[string]bool{}
+	o := openObject(b)
+	for {
+		key, i, more := o.member()
+		if !more {
+			break
+		}
+		name := string(key)
+		if seen[name] {
+			return false
+		}
+		seen[name] = true
+		end := valueEnd(b, i)
+		if end < 0 {
+			return false
+		}
+		v := b[i:end]
+		switch field, known := fields[name]; {
+		case name == "transcription":
+			if string(v) == "null" {
+				break
+			}
+			t := new(Transcription)
+			if !decodeTranscriptionFast(v, t) && json.Unmarshal(v, t) != nil {
+				return false
+			}
+			out.Transcription = t
+		case known:
+			if json.Unmarshal(v, field) != nil {
+				return false
+			}
+		default:
+			return false
+		}
+		o.after(end)
+	}
+	if !o.ok() {
+		return false
+	}
+	*r = out
+	return true
 }

@@ -248,6 +248,9 @@ type Result struct {
 }
 
 func (r *Result) UnmarshalJSON(b []byte) error {
+	if decodeResultFast(b, r) {
+		return nil
+	}
 	type plain Result
 	return decodeKeeping(b, (*plain)(r), &r.Extra)
 }
