@@ -61,7 +61,7 @@ func (d *Dispatcher) setState(ctx context.Context, st SinkState) error {
 			return fmt.Errorf("record the state of sink %q: %w", st.Name, err)
 		}
 	}
-	w.applyState(st)
+	w.applyState(st, 0, false)
 	return nil
 }
 
@@ -71,6 +71,15 @@ func (d *Dispatcher) setState(ctx context.Context, st SinkState) error {
 func (d *Dispatcher) loadStates(ctx context.Context) {
 	if d.states == nil {
 		return
+	}
+	d.mu.Lock()
+	workers := append([]*sinkWorker(nil), d.workers...)
+	d.mu.Unlock()
+	// The generations before the read: a change made in this process while the read runs (a
+	// 410 disabling the sink before its record is committed) is newer than what is read.
+	gens := make([]uint64, len(workers))
+	for i, w := range workers {
+		gens[i] = w.generation()
 	}
 	ctx, cancel := context.WithTimeout(ctx, queueTimeout)
 	defer cancel()
@@ -85,15 +94,12 @@ func (d *Dispatcher) loadStates(ctx context.Context) {
 	for _, st := range states {
 		byName[st.Name] = st
 	}
-	d.mu.Lock()
-	workers := append([]*sinkWorker(nil), d.workers...)
-	d.mu.Unlock()
-	for _, w := range workers {
+	for i, w := range workers {
 		st, ok := byName[w.name]
 		if !ok {
 			st = SinkState{Name: w.name}
 		}
-		w.applyState(st)
+		w.applyState(st, gens[i], true)
 	}
 }
 
@@ -109,10 +115,26 @@ func (d *Dispatcher) followStates(ctx context.Context) {
 	}
 }
 
-// applyState makes the worker disabled or enabled as st says, logging and waking it on a
-// change.
-func (w *sinkWorker) applyState(st SinkState) {
+// generation is the worker's count of state changes made in this process.
+func (w *sinkWorker) generation() uint64 {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stateGen
+}
+
+// applyState makes the worker disabled or enabled as st says, logging and waking it on a
+// change. A state read from the store (read) applies only if nothing changed the worker's
+// state in this process since gen, taken before the read: the store then has that change
+// recorded, or is about to, and the next read brings it.
+func (w *sinkWorker) applyState(st SinkState, gen uint64, read bool) {
+	w.mu.Lock()
+	if read && w.stateGen != gen {
+		w.mu.Unlock()
+		return
+	}
+	if !read {
+		w.stateGen++
+	}
 	changed := w.disabled != st.Disabled
 	w.disabled = st.Disabled
 	if st.Disabled {

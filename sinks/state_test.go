@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,5 +102,72 @@ func TestDispatchFollowsRecordedState(t *testing.T) {
 	dispWaitFor(t, "the delivery after enabling", func() bool { return len(sink.done()) == 1 })
 	if err := d.Disable(t.Context(), "nope", "x"); !errors.Is(err, sinks.ErrUnknownSink) {
 		t.Errorf("Disable of an unknown sink: %v, want ErrUnknownSink", err)
+	}
+}
+
+// gatedStates is the store's sink queue whose reads of the sinks' states can be held: the
+// test takes a read's snapshot, changes the state in between, then lets the read finish.
+type gatedStates struct {
+	sinks.Queue
+	states  sinks.StateStore
+	armed   chan struct{} // closed: the next read is held
+	read    chan struct{} // closed once the held read has its snapshot
+	release chan struct{} // closed: the held read returns its snapshot
+	once    bool
+	reads   atomic.Int64 // reads finished
+}
+
+func (g *gatedStates) SetSinkState(ctx context.Context, st sinks.SinkState) error {
+	return g.states.SetSinkState(ctx, st)
+}
+
+func (g *gatedStates) SinkStates(ctx context.Context) ([]sinks.SinkState, error) {
+	sts, err := g.states.SinkStates(ctx)
+	defer g.reads.Add(1)
+	select {
+	case <-g.armed:
+		if !g.once {
+			g.once = true // only followStates reads, one read at a time
+			close(g.read)
+			<-g.release
+		}
+	default:
+	}
+	return sts, err
+}
+
+// TestDispatchStaleStateReadKeeps410: a periodic read of the recorded states that began
+// before a 410 disabled the sink (so it still says "enabled") does not enable the sink again:
+// its next deliveries stay queued instead of being claimed, refused with 410 and dead-lettered.
+func TestDispatchStaleStateReadKeeps410(t *testing.T) {
+	e := newDispEnv(t)
+	q := handlers.SinkQueue(e.store)
+	g := &gatedStates{Queue: q, states: q.(sinks.StateStore), armed: make(chan struct{}),
+		read: make(chan struct{}), release: make(chan struct{})}
+	gone := newDispSink("hook", func(context.Context, api.Event, int) error {
+		return &sinks.Failure{Err: errors.New("410 Gone"), Disable: true}
+	})
+	spec := []sinks.Spec{{Name: "hook", Concurrency: 1}}
+	d := e.run(sinks.DispatcherConfig{Queue: g, StateInterval: 5 * time.Millisecond}, spec, gone)
+	released := sync.OnceFunc(func() { close(g.release) })
+	t.Cleanup(released) // a failing test must not leave Run held
+	// Run's first read is behind it and its workers run: the periodic reads follow.
+	dispWaitFor(t, "two reads of the states", func() bool { return g.reads.Load() >= 2 })
+
+	close(g.armed)
+	<-g.read // a read has its snapshot: no state recorded, the sink enabled
+	e.enqueue("hook", "e1", "e2")
+	e.advance(d, 0)
+	dispWaitFor(t, "the sink disabled by the 410", func() bool { return dispStats(t, d, "hook").Disabled })
+	released() // the stale read applies its snapshot now
+
+	time.Sleep(50 * time.Millisecond) // several more reads, which bring the recorded 410
+	e.advance(d, time.Hour)
+	dispStill(t, gone, 1, "a sink disabled by a 410 while a state read was under way")
+	if st := dispStats(t, d, "hook"); !st.Disabled || st.Depth != 1 {
+		t.Errorf("stats = %+v, want disabled with e2 queued", st)
+	}
+	if dl := e.deadLetters("hook"); len(dl) != 1 || dl[0].EventID != "e1" {
+		t.Errorf("dead letters %+v, want only e1 (the 410 itself)", dl)
 	}
 }

@@ -36,6 +36,10 @@ type sinkWorker struct {
 	done           []int64
 	disabled       bool
 	disabledReason string
+	// stateGen counts the changes of disabled made in this process (a 410, Enable, Disable):
+	// a read of the recorded states that began before one of them is older than it and must
+	// not undo it.
+	stateGen uint64
 	delivered      uint64
 	failed         uint64
 	dead           uint64
@@ -264,6 +268,7 @@ func (w *sinkWorker) settle(ctx context.Context, dl Delivery, err error, now tim
 func (w *sinkWorker) disable(reason string) {
 	w.mu.Lock()
 	w.disabled, w.disabledReason = true, reason
+	w.stateGen++
 	w.mu.Unlock()
 	w.d.m.disabled.WithLabelValues(w.name).Set(1)
 	w.recordDisabled(reason)
