@@ -39,10 +39,10 @@ type sinkWorker struct {
 	// stateGen counts the changes of disabled made in this process (a 410, Enable, Disable):
 	// a read of the recorded states that began before one of them is older than it and must
 	// not undo it.
-	stateGen uint64
-	delivered      uint64
-	failed         uint64
-	dead           uint64
+	stateGen  uint64
+	delivered uint64
+	failed    uint64
+	dead      uint64
 
 	depthMu sync.Mutex
 	depth   int64
