@@ -33,6 +33,8 @@ var dialect = sqlcore.Dialect{
 	Time:  func(t time.Time) any { return formatTime(t) },
 	Limit: func(n int) any { return limitArg(n) },
 	JSON:  func(b []byte) any { return string(b) },
+	// mattn/go-sqlite3 copies each BLOB out of SQLite with C.GoBytes.
+	OwnedBytes: true,
 	SQL: map[sqlcore.Stmt]string{
 		sqlcore.StLiveAppend: `INSERT INTO live_messages (session_id, seq, type, category,
 		created_at, received_at, inbox_id, payload)

@@ -54,7 +54,7 @@ func (r *Reader) InboxRows(ctx context.Context, ids []int64) ([]store.InboxRow, 
 		args[i] = id
 	}
 	query := r.d.Rebind(`SELECT ` + InboxColumns + ` FROM inbox WHERE id IN (` + marks(len(ids)) + `) ORDER BY id`)
-	out, err := Query(ctx, r.db, ScanInbox, query, args...)
+	out, err := Query(ctx, r.db, r.scanInbox, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("inbox rows: %w", err)
 	}

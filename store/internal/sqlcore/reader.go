@@ -65,7 +65,7 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 // when limit <= 0). With several replicas ids are not committed in id order: a row may appear
 // below a cursor that already passed it, which is why the pipeline also sweeps from 0.
 func (r *Reader) PendingInbox(ctx context.Context, afterID int64, limit int) ([]store.InboxRow, error) {
-	out, err := Query(ctx, r.db, ScanInbox, r.q[readPending], afterID, r.d.Limit(limit))
+	out, err := Query(ctx, r.db, r.scanInbox, r.q[readPending], afterID, r.d.Limit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pending inbox: %w", err)
 	}
@@ -75,16 +75,20 @@ func (r *Reader) PendingInbox(ctx context.Context, afterID int64, limit int) ([]
 // PendingInboxByKey lists the pending rows of partitionKey with id <= uptoID in id order, at
 // most limit (no limit when limit <= 0).
 func (r *Reader) PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]store.InboxRow, error) {
-	out, err := Query(ctx, r.db, ScanInbox, r.q[readPendingByKey], partitionKey, uptoID, r.d.Limit(limit))
+	out, err := Query(ctx, r.db, r.scanInbox, r.q[readPendingByKey], partitionKey, uptoID, r.d.Limit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pending inbox of %q: %w", partitionKey, err)
 	}
 	return out, nil
 }
 
+func (r *Reader) scanInbox(sc Scanner) (store.InboxRow, error) {
+	return scanInbox(sc, r.d.OwnedBytes)
+}
+
 // InboxRow returns one inbox row, store.ErrNotFound when there is none.
 func (r *Reader) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
-	row, err := ScanInbox(r.db.QueryRowContext(ctx, r.q[readInboxRow], id))
+	row, err := r.scanInbox(r.db.QueryRowContext(ctx, r.q[readInboxRow], id))
 	if err != nil {
 		return store.InboxRow{}, fmt.Errorf("inbox row %d: %w", id, NotFound(err))
 	}
