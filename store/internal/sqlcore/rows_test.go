@@ -1,8 +1,12 @@
 package sqlcore
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/scribehook/scribehook/api"
 )
 
 // Time must read both stores' columns as their own code did: SQLite's text, PostgreSQL's
@@ -44,5 +48,62 @@ func TestRebind(t *testing.T) {
 	q = `UPDATE t SET a = ?1 WHERE b <= ?2 AND c < ?2 LIMIT ?10`
 	if got, want := (Dialect{Numbered: true}).Rebind(q), `UPDATE t SET a = $1 WHERE b <= $2 AND c < $2 LIMIT $10`; got != want {
 		t.Errorf("Rebind = %s, want %s", got, want)
+	}
+}
+
+// scanValues is a Scanner over one row's values, assigned as database/sql would.
+type scanValues []any
+
+func (v scanValues) Scan(dest ...any) error {
+	for i, d := range dest {
+		switch p := d.(type) {
+		case *int64:
+			*p = v[i].(int64)
+		case *int:
+			*p = v[i].(int)
+		case *string:
+			switch s := v[i].(type) {
+			case string:
+				*p = s
+			case []byte:
+				*p = string(s)
+			}
+		case interface{ Scan(any) error }:
+			if err := p.Scan(v[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// A sink delivery's event, decoded with its data in place, must equal what json.Unmarshal
+// gives, whichever way the driver hands the text (SQLite: string, PostgreSQL: bytes).
+func TestScanSinkDeliveryEvent(t *testing.T) {
+	for _, ev := range []string{
+		`{"id":"e1","type":"job.completed","created_at":"2026-11-22T01:39:00.123Z","job_id":"j1","kind":"pre_recorded","data":{"a":[1,2,{"b":"<&>"}]}}`,
+		`{"id":"e2","type":"t","created_at":"2026-11-22T01:39:00Z","job_id":"j2","kind":"live","category":"final","custom_metadata":{"k":"v"},"data":null}`,
+		`{"id":"e3","type":"t","created_at":"2026-11-22T01:39:00Z","job_id":"j3","kind":"live"}`,
+		`{"id":"e4","type":"t","created_at":"2026-11-22T01:39:00Z","job_id":"j4","kind":"live","data":"text"}`,
+	} {
+		var want api.Event
+		if err := json.Unmarshal([]byte(ev), &want); err != nil {
+			t.Fatal(err)
+		}
+		for _, src := range []any{ev, []byte(ev)} {
+			d, err := ScanSinkDelivery(scanValues{int64(1), "s", "e", src, "", 0, nil, "", nil, nil})
+			if err != nil {
+				t.Fatalf("%T %s: %v", src, ev, err)
+			}
+			if !reflect.DeepEqual(d.Event, want) {
+				t.Errorf("%T: event %+v, want %+v", src, d.Event, want)
+			}
+			if d.Event.Data != nil && cap(d.Event.Data) != len(d.Event.Data) {
+				t.Errorf("%T: data's capacity %d exceeds its length %d: an append would write into the text", src, cap(d.Event.Data), len(d.Event.Data))
+			}
+		}
+	}
+	if _, err := ScanSinkDelivery(scanValues{int64(1), "s", "e", `{"data":`, "", 0, nil, "", nil, nil}); err == nil {
+		t.Error("a truncated event decoded")
 	}
 }
