@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,7 +75,7 @@ func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error
 		if prev != nil && sameEvent(prev, &d.Event) {
 			r.Event, r.EventArg = rows[i-1].Event, rows[i-1].EventArg
 		} else {
-			b, err := json.Marshal(d.Event)
+			b, err := EncodeEvent(&d.Event)
 			if err != nil {
 				return fmt.Errorf("enqueue sink delivery %d for %s: encode event: %w", i, d.Sink, err)
 			}
