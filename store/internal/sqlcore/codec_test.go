@@ -55,6 +55,7 @@ func TestEncodeEventIsJSONMarshal(t *testing.T) {
 	datas := []string{
 		``, `null`, `{}`, `{"a":1}`, ` { "a" : [ 1 , 2.5e3 , "x y" ] , "b" : {"c":null} } `,
 		`{"t":"<b>&amp;</b>"}`, "{\"s\":\"\u2028\u2029\"}", `"é\u00e9\\n"`, `[true,false]`,
+		` { "t" : "a<b> --> c&d" , "u" : "\u2028" } `, `{"a":"<",`,
 		`{"a":`, `{"a":1}}`, `nope`,
 	}
 	for _, data := range datas {
