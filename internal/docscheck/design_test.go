@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io/fs"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -261,9 +262,12 @@ func moduleDirs(t *testing.T, root string) []string {
 }
 
 // goList runs go list ./... in the module at dir. A package of tests alone prints an empty line.
+// It stats every Go file the answer came from: go list runs in a process of its own, so without
+// that go test's cache would not know that an edited import changes this test's result.
 func goList(t *testing.T, dir string) []goPackage {
 	t.Helper()
-	const format = `{{if or .GoFiles .CgoFiles}}{{.ImportPath}}	{{join .Imports " "}}	{{join .Deps " "}}{{end}}`
+	const format = `{{if or .GoFiles .CgoFiles}}{{.ImportPath}}	{{join .Imports " "}}	{{join .Deps " "}}	` +
+		`{{.Dir}}	{{join .GoFiles " "}} {{join .CgoFiles " "}}{{end}}`
 	cmd := exec.Command("go", "list", "-f", format, "./...")
 	cmd.Dir = dir
 	var stderr bytes.Buffer
@@ -275,8 +279,13 @@ func goList(t *testing.T, dir string) []goPackage {
 	var pkgs []goPackage
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
-		if len(fields) != 3 {
+		if len(fields) != 5 {
 			continue
+		}
+		for _, file := range strings.Fields(fields[4]) {
+			if _, err := os.Stat(filepath.Join(fields[3], file)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		path, ok := relative(fields[0])
 		if !ok {
