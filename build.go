@@ -41,6 +41,27 @@ func OpenStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
 	return nil, fmt.Errorf("store.driver %q: use sqlite or postgres", cfg.Store.Driver)
 }
 
+// MigrateStore is the migration plan of the store cfg names: the schema version it has, the one
+// this build writes, and each migration between them. With apply the migrations run (what
+// OpenStore does before anything else); without, nothing is written, for `scribehook migrate
+// --check` and any program that wants to say what an upgrade will do before doing it.
+func MigrateStore(ctx context.Context, cfg configs.Config, apply bool) (store.MigrationPlan, error) {
+	switch cfg.Store.Driver {
+	case "sqlite":
+		if apply {
+			return sqlite.Migrate(ctx, sqlite.Options{Path: cfg.Store.DSN, Synchronous: cfg.Store.Synchronous})
+		}
+		return sqlite.PendingMigrations(ctx, cfg.Store.DSN)
+	case "postgres":
+		opts := postgres.Options{DSN: cfg.Store.DSN}
+		if apply {
+			return postgres.Migrate(ctx, opts)
+		}
+		return postgres.PendingMigrations(ctx, opts)
+	}
+	return store.MigrationPlan{}, fmt.Errorf("store.driver %q: use sqlite or postgres", cfg.Store.Driver)
+}
+
 // ServiceClient is a client of the configured service (service.base_url, service.key_header)
 // authenticated with apiKey.
 func ServiceClient(cfg configs.Config, apiKey string, opts ...submitter.Option) (*submitter.Client, error) {

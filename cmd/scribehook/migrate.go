@@ -1,17 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/postgres"
-	"github.com/scribehook/scribehook/store/sqlite"
 )
 
 func newMigrateCmd() *cobra.Command {
@@ -29,7 +27,7 @@ by a newer scribehook is refused. Take a backup first (scribehook backup, or pg_
 			if err != nil {
 				return err
 			}
-			plan, err := migrations(cmd.Context(), cfg, !check)
+			plan, err := scribehook.MigrateStore(cmd.Context(), cfg, !check)
 			if err != nil {
 				return err
 			}
@@ -48,24 +46,6 @@ func storeName(cfg configs.Config) string {
 		return "sqlite " + cfg.Store.DSN
 	}
 	return cfg.Store.Driver + " (store.dsn)"
-}
-
-// migrations is the configured store's migration plan, applied when apply is set.
-func migrations(ctx context.Context, cfg configs.Config, apply bool) (store.MigrationPlan, error) {
-	switch cfg.Store.Driver {
-	case "sqlite":
-		if apply {
-			return sqlite.Migrate(ctx, sqlite.Options{Path: cfg.Store.DSN, Synchronous: cfg.Store.Synchronous})
-		}
-		return sqlite.PendingMigrations(ctx, cfg.Store.DSN)
-	case "postgres":
-		opts := postgres.Options{DSN: cfg.Store.DSN}
-		if apply {
-			return postgres.Migrate(ctx, opts)
-		}
-		return postgres.PendingMigrations(ctx, opts)
-	}
-	return store.MigrationPlan{}, fmt.Errorf("store.driver %q: use sqlite or postgres", cfg.Store.Driver)
 }
 
 func printPlan(w io.Writer, where string, p store.MigrationPlan, check bool) {
