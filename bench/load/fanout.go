@@ -62,7 +62,7 @@ func cmdFanout(args []string) error {
 		return fmt.Errorf("warm-up: %d of %d acknowledged, %d events missing at the webhook", warm.OK, len(warmCalls), missing)
 	}
 	hook.reset()
-	prof := r.startProfile(srv, "fanout")
+	prof := r.startProfile(srv, map[bool]string{false: "fanout", true: "fanout-sustain"}[*sustain])
 	var res loadResult
 	var ramp sustained
 	if *sustain {
