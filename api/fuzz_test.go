@@ -14,6 +14,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/api/apitest"
+	"github.com/scribehook/scribehook/internal/testjson"
 )
 
 // seedJobs adds a part of each testdata job record to the corpus, then seeds.
@@ -140,16 +141,16 @@ func FuzzPreRecordedRequest(f *testing.F) {
 		}
 		// Normalize keeps a valid request valid and is idempotent.
 		var n api.PreRecordedRequest
-		if err := json.Unmarshal(api.MustJSON(t, r2), &n); err != nil {
+		if err := json.Unmarshal(testjson.Marshal(t, r2), &n); err != nil {
 			t.Fatal(err)
 		}
 		n.Normalize()
 		if err := n.Validate(); err != nil {
-			t.Fatalf("valid request invalid after Normalize: %v\n%s", err, api.MustJSON(t, n))
+			t.Fatalf("valid request invalid after Normalize: %v\n%s", err, testjson.Marshal(t, n))
 		}
-		once := api.MustJSON(t, n)
+		once := testjson.Marshal(t, n)
 		n.Normalize()
-		if twice := api.MustJSON(t, n); !bytes.Equal(once, twice) {
+		if twice := testjson.Marshal(t, n); !bytes.Equal(once, twice) {
 			t.Fatalf("Normalize not idempotent:\n%s\n%s", once, twice)
 		}
 	})
@@ -274,7 +275,7 @@ func FuzzClassifyCallback(f *testing.F) {
 		// Classification is a function of the JSON value, not of its spelling.
 		var v any
 		if json.Unmarshal(body, &v) == nil {
-			if again, err := api.ClassifyCallback(api.MustJSON(t, v)); err != nil || again != c {
+			if again, err := api.ClassifyCallback(testjson.Marshal(t, v)); err != nil || again != c {
 				t.Fatalf("re-encoded body classified as %+v, %v; was %+v", again, err, c)
 			}
 		}
@@ -336,7 +337,7 @@ func FuzzLiveMessage(f *testing.F) {
 		if m2.SessionID != "" {
 			sid = m2.SessionID
 		}
-		body := api.MustJSON(t, api.LiveCallback{ID: sid, Event: api.LiveEvent(m2.Type), Payload: *m2})
+		body := testjson.Marshal(t, api.LiveCallback{ID: sid, Event: api.LiveEvent(m2.Type), Payload: *m2})
 		cl, err := api.ClassifyCallback(body)
 		if m2.Type == "" {
 			if err == nil {
@@ -348,7 +349,7 @@ func FuzzLiveMessage(f *testing.F) {
 			t.Fatalf("wrapped message classified as %+v, %v", cl, err)
 		}
 		if sid != "s" {
-			other := api.MustJSON(t, api.LiveCallback{ID: "s", Event: api.LiveEvent(m2.Type), Payload: *m2})
+			other := testjson.Marshal(t, api.LiveCallback{ID: "s", Event: api.LiveEvent(m2.Type), Payload: *m2})
 			if _, err := api.ClassifyCallback(other); !errors.Is(err, api.ErrUnclassified) {
 				t.Fatalf("message of session %q classified under session s: %v", sid, err)
 			}
@@ -357,7 +358,7 @@ func FuzzLiveMessage(f *testing.F) {
 		if err := json.Unmarshal(body, &back); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(api.MustJSON(t, back.Payload), api.MustJSON(t, m2)) {
+		if !bytes.Equal(testjson.Marshal(t, back.Payload), testjson.Marshal(t, m2)) {
 			t.Fatalf("payload changed in the callback")
 		}
 	})

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,14 +23,4 @@ func SeedTestdata(f *testing.F, pattern string) {
 		}
 		f.Add(b)
 	}
-}
-
-// MustJSON encodes v, failing the test if it does not encode.
-func MustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/testjson"
 )
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -117,7 +119,7 @@ func TestJobRoundTripFull(t *testing.T) {
 	// Normalizing a request that already carries its replacements changes nothing.
 	norm := *params
 	norm.Normalize()
-	assertSameJSON(t, MustJSON(t, norm), enc)
+	assertSameJSON(t, testjson.Marshal(t, norm), enc)
 }
 
 // TestJobRoundTripLead checks the lead's sample record. Two losses are documented rather than
@@ -131,7 +133,7 @@ func TestJobRoundTripLead(t *testing.T) {
 	delete(want, "error_code")
 	want["result"].(map[string]any)["summarization"].(map[string]any)["results"] = ""
 	if got := normalized(t, out); !reflect.DeepEqual(got, any(want)) {
-		t.Errorf("round trip\n got %s\nwant %s", out, MustJSON(t, want))
+		t.Errorf("round trip\n got %s\nwant %s", out, testjson.Marshal(t, want))
 	}
 	if string(job.Extra["top_new"]) != `"kept"` || string(job.Result.Extra["brand_new_addon"]) != `{"success":true,"results":[1]}` {
 		t.Errorf("extras: %v %v", job.Extra, job.Result.Extra)
@@ -171,7 +173,7 @@ func TestLiveJobRecord(t *testing.T) {
 	if err := params.Validate(); err != nil {
 		t.Errorf("live request_params do not validate: %v", err)
 	}
-	assertSameJSON(t, MustJSON(t, params), job.RequestParams)
+	assertSameJSON(t, testjson.Marshal(t, params), job.RequestParams)
 	if string(params.Extra["live_param_new"]) != `"x"` {
 		t.Errorf("live params extra %v", params.Extra)
 	}
@@ -234,7 +236,7 @@ func TestUnknownMembersMatchCaseInsensitively(t *testing.T) {
 	}
 	// Extra set by hand with a case variant of a known member does not shadow the field.
 	r2 := PreRecordedRequest{AudioURL: "https://c.example.com/", Extra: Extra{"Audio_Url": json.RawMessage(`"x"`)}}
-	if got := string(MustJSON(t, r2)); got != `{"audio_url":"https://c.example.com/"}` {
+	if got := string(testjson.Marshal(t, r2)); got != `{"audio_url":"https://c.example.com/"}` {
 		t.Errorf("encoded %s", got)
 	}
 	// The Kelvin sign folds to k like encoding/json folds it.
@@ -295,7 +297,7 @@ func TestVocabularyTermForms(t *testing.T) {
 	}
 	// A plain term given more fields in Go becomes an object.
 	term := VocabularyTerm{Value: "x", Plain: true, Intensity: Float(0.2)}
-	if got := string(MustJSON(t, term)); got != `{"value":"x","intensity":0.2}` {
+	if got := string(testjson.Marshal(t, term)); got != `{"value":"x","intensity":0.2}` {
 		t.Errorf("got %s", got)
 	}
 }
@@ -336,13 +338,13 @@ func TestTimeParsing(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"2023-12-28T11:04:17.2109+02:00"`), &tm); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(MustJSON(t, tm)); got != `"2023-12-28T09:04:17.210Z"` {
+	if got := string(testjson.Marshal(t, tm)); got != `"2023-12-28T09:04:17.210Z"` {
 		t.Errorf("encoded %s", got)
 	}
 	if tm.String() != "2023-12-28T09:04:17.210Z" || (Time{}).String() != "" {
 		t.Errorf("String() %q %q", tm.String(), Time{}.String())
 	}
-	if got := string(MustJSON(t, Time{})); got != "null" {
+	if got := string(testjson.Marshal(t, Time{})); got != "null" {
 		t.Errorf("zero encoded %s", got)
 	}
 	tm = Now()
