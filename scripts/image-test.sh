@@ -233,10 +233,11 @@ assert r["status"] == "done", r["status"]
 names = sorted(a["name"] for a in r["local"]["artifacts"])
 assert any(n.endswith(".srt") for n in names) and any(n.endswith(".vtt") for n in names), names
 PY
-srt=$(find "$data/artifacts/$job" -name '*.srt' | head -1)
+# (|| true: a missing directory must reach fail below, not end the script silently under pipefail)
+srt=$(find "$data/artifacts/$job" -name '*.srt' | head -1) || true
 [ -s "$srt" ] || fail "no SRT under /data/artifacts/$job"
 [ "$(stat -c %u "$srt")" = 65532 ] || fail "$srt is owned by uid $(stat -c %u "$srt"), want 65532"
-events=$(find "$data/out" -type f | wc -l)
+events=$(find "$data/out" -type f | wc -l) || true
 [ "$events" -ge 2 ] || fail "the file sink wrote $events files under /data/out, want job.created and more"
 step "job $job: callback received, $(grep -c -- '-->' "$srt") cues in $(basename "$srt"), $events sink files, all by uid 65532 ($((SECONDS - start)) s)"
 
@@ -319,7 +320,8 @@ fi
 # --- 4. the systemd unit -------------------------------------------------------------------------
 unit=$work/scribehook.service
 sed "s#/usr/local/bin/scribehook#$bin#" deploy/systemd/scribehook.service >"$unit"
-systemd-analyze verify "$unit" 2>&1 | tee "$work/verify.log"
+# Its output is the failure (fail prints $work/*.log); a non-zero exit must say FAIL too.
+systemd-analyze verify "$unit" >"$work/verify.log" 2>&1 || fail "systemd-analyze verify exited non-zero"
 [ -s "$work/verify.log" ] && fail "systemd-analyze verify found problems"
 score=$(systemd-analyze security --offline=true "$unit" | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
 [ -n "$score" ] || fail "systemd-analyze security printed no exposure level"
