@@ -286,11 +286,7 @@ func TestJobEncodingMatchesReference(t *testing.T) {
 
 // FuzzJobEncoding checks the encoding of any record that decodes against the reference.
 func FuzzJobEncoding(f *testing.F) {
-	names, _ := filepath.Glob(filepath.Join("testdata", "job_*.json"))
-	for _, name := range names {
-		b, _ := os.ReadFile(name)
-		f.Add(b)
-	}
+	SeedTestdata(f, "job_*.json")
 	f.Add([]byte(`{"id":"<x>","result":{"transcription":{"utterances":[{"words":[{"word":"&"}],"k":" <"}]},"q":{ }},"z":[ 1 ]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var j Job
