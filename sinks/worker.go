@@ -63,12 +63,7 @@ func (w *sinkWorker) run(ctx context.Context) {
 	var attempts sync.WaitGroup
 	defer func() {
 		attempts.Wait()
-		w.mu.Lock()
-		done := w.done
-		w.done = nil
-		w.inFlight -= len(done)
-		w.mu.Unlock()
-		w.record(ctx, done)
+		w.recordDone(ctx)
 	}()
 	for ctx.Err() == nil {
 		now := w.d.clock.Now()
@@ -76,11 +71,8 @@ func (w *sinkWorker) run(ctx context.Context) {
 		if w.disabled {
 			// Enable (here or through the StateStore) pokes the worker. Meanwhile what the
 			// attempts still running deliver is recorded as they settle.
-			done := w.done
-			w.done = nil
-			w.inFlight -= len(done)
 			w.mu.Unlock()
-			w.record(ctx, done)
+			w.recordDone(ctx)
 			select {
 			case <-ctx.Done():
 			case <-w.wake:
@@ -128,6 +120,16 @@ func (w *sinkWorker) run(ctx context.Context) {
 		case <-w.d.clock.After(wait):
 		}
 	}
+}
+
+// recordDone records the deliveries delivered but not yet recorded and frees their slots.
+func (w *sinkWorker) recordDone(ctx context.Context) {
+	w.mu.Lock()
+	done := w.done
+	w.done = nil
+	w.inFlight -= len(done)
+	w.mu.Unlock()
+	w.record(ctx, done)
 }
 
 // attempt delivers one claimed delivery and settles it. Neither the attempt nor its settlement
