@@ -33,19 +33,12 @@ func scanLiveMessageHead(payload []byte) (LiveMessageHead, bool) {
 		if !plainKey(k) {
 			return h, false
 		}
+		// No two names fold to the same, so the case-insensitive match is the exact one too.
 		field := -1
 		for i, name := range liveHeadFields {
-			if string(k) == name {
+			if bytes.EqualFold(k, []byte(name)) {
 				field = i
 				break
-			}
-		}
-		if field < 0 {
-			for i, name := range liveHeadFields {
-				if bytes.EqualFold(k, []byte(name)) {
-					field = i
-					break
-				}
 			}
 		}
 		null := string(v) == "null"
