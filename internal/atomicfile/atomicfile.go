@@ -19,25 +19,17 @@ func WriteFile(path string, content []byte) error {
 
 // WriteFileFunc is WriteFile with the content written by write, which need not hold it whole.
 func WriteFileFunc(path string, write func(io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := writeTemp(path, write)
 	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
+		return err
 	}
-	tmp := f.Name()
+	tmp, base := f.Name(), filepath.Base(path)
 	defer func() {
 		if err != nil {
 			_ = f.Close()
 			_ = os.Remove(tmp)
 		}
 	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("write %s: %w", base, err)
-	}
-	// CreateTemp makes 0600; these are outputs meant to be read by other tools.
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("chmod %s: %w", base, err)
-	}
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", base, err)
 	}
@@ -45,6 +37,27 @@ func WriteFileFunc(path string, write func(io.Writer) error) (err error) {
 		return fmt.Errorf("close %s: %w", base, err)
 	}
 	return Rename(tmp, path)
+}
+
+// writeTemp writes write's content under a temporary name beside path, for WriteFileFunc and
+// Batch.AddFunc; on an error nothing is left behind.
+func writeTemp(path string, write func(io.Writer) error) (*os.File, error) {
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create temporary file: %w", err)
+	}
+	if err = write(f); err != nil {
+		err = fmt.Errorf("write %s: %w", base, err)
+	} else if err = f.Chmod(0o644); err != nil { // CreateTemp makes 0600; these are outputs meant to be read by other tools.
+		err = fmt.Errorf("chmod %s: %w", base, err)
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
 }
 
 // Rename moves tmp, a file written and synced in path's directory, over path, and syncs the

@@ -30,23 +30,10 @@ func (b *Batch) Add(group int, path string, content []byte) error {
 }
 
 // AddFunc is Add with the content written by write, which need not hold it whole.
-func (b *Batch) AddFunc(group int, path string, write func(io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+func (b *Batch) AddFunc(group int, path string, write func(io.Writer) error) error {
+	f, err := writeTemp(path, write)
 	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("write %s: %w", base, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("chmod %s: %w", base, err)
+		return err
 	}
 	b.files = append(b.files, pendingFile{tmp: f.Name(), path: path, f: f, group: group})
 	return nil
