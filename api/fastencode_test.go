@@ -313,30 +313,33 @@ var decodeSeeds = []string{
 	`{"transcription":{},"transcription":{}}`, `{"metadata":[]}`, `{"metadata":{"audio_duration":"x"}}`, `{"x":1}`,
 }
 
-// checkDecoding compares UnmarshalJSON of an utterance and of a transcription (their fast
-// decodings where they apply) with the general decoding, from the zero value.
+// checkDecoding compares UnmarshalJSON of an utterance, a transcription and a result (their
+// fast decodings where they apply) with the general decoding, from the zero value.
 func checkDecoding(t *testing.T, data []byte) {
 	t.Helper()
-	var gotU, wantU Utterance
-	gotErr := gotU.UnmarshalJSON(data)
-	type plainU Utterance
-	wantErr := decodeKeeping(data, (*plainU)(&wantU), &wantU.Extra)
-	if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !reflect.DeepEqual(gotU, wantU)) {
-		t.Fatalf("utterance from %q: %+v, %v; the general decoding gives %+v, %v", data, gotU, gotErr, wantU, wantErr)
-	}
-	var gotT, wantT Transcription
-	gotErr = gotT.UnmarshalJSON(data)
-	type plainT Transcription
-	wantErr = decodeKeeping(data, (*plainT)(&wantT), &wantT.Extra)
-	if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !reflect.DeepEqual(gotT, wantT)) {
-		t.Fatalf("transcription from %q: %+v, %v; the general decoding gives %+v, %v", data, gotT, gotErr, wantT, wantErr)
-	}
-	var gotR, wantR Result
-	gotErr = gotR.UnmarshalJSON(data)
-	type plainR Result
-	wantErr = decodeKeeping(data, (*plainR)(&wantR), &wantR.Extra)
-	if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !reflect.DeepEqual(gotR, wantR)) {
-		t.Fatalf("result from %q: %+v, %v; the general decoding gives %+v, %v", data, gotR, gotErr, wantR, wantErr)
+	sameDecoding(t, "utterance", data, (*Utterance).UnmarshalJSON, func(u *Utterance) error {
+		type plain Utterance
+		return decodeKeeping(data, (*plain)(u), &u.Extra)
+	})
+	sameDecoding(t, "transcription", data, (*Transcription).UnmarshalJSON, func(tr *Transcription) error {
+		type plain Transcription
+		return decodeKeeping(data, (*plain)(tr), &tr.Extra)
+	})
+	sameDecoding(t, "result", data, (*Result).UnmarshalJSON, func(r *Result) error {
+		type plain Result
+		return decodeKeeping(data, (*plain)(r), &r.Extra)
+	})
+}
+
+// sameDecoding fails unless unmarshal and general decode data into a new T alike: both fail,
+// or both give the same value.
+func sameDecoding[T any](t *testing.T, what string, data []byte, unmarshal func(*T, []byte) error, general func(*T) error) {
+	t.Helper()
+	var got, want T
+	gotErr := unmarshal(&got, data)
+	wantErr := general(&want)
+	if (gotErr != nil) != (wantErr != nil) || (gotErr == nil && !reflect.DeepEqual(got, want)) {
+		t.Fatalf("%s from %q: %+v, %v; the general decoding gives %+v, %v", what, data, got, gotErr, want, wantErr)
 	}
 }
 
