@@ -453,7 +453,7 @@ func decodeResultFast(b []byte, r *Result) bool {
 				break
 			}
 			t := new(Transcription)
-			if !decodeTranscriptionFast(v, t) && json.Unmarshal(v, t) != nil {
+			if t.UnmarshalJSON(v) != nil { // the fast decoding, else the general one
 				return false
 			}
 			out.Transcription = t
