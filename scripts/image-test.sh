@@ -149,7 +149,7 @@ if [ "$mode" = podman ]; then
 	in_serve() { podman "${podman_s[@]}" exec image-test-serve /scribehook "$@"; }
 	serve_pid() { podman "${podman_s[@]}" inspect -f '{{.State.Pid}}' image-test-serve; }
 	stop_serve() {
-		podman "${podman_s[@]}" stop -t 30 image-test-serve >/dev/null 2>>"$work/podman.log"
+		podman "${podman_s[@]}" stop -t 30 image-test-serve >/dev/null 2>>"$work/podman.log" || fail "podman stop image-test-serve"
 		rc=$(podman "${podman_s[@]}" inspect -f '{{.State.ExitCode}}' image-test-serve)
 	}
 else
@@ -189,7 +189,7 @@ else
 	in_serve() { chrooted exec "$data" "${senv[@]}" -- "$@"; }
 	serve_pid() { descendant_named "$serve_wrapper" scribehook; }
 	stop_serve() {
-		kill -TERM "$(serve_pid)"
+		kill -TERM "$(serve_pid)" || fail "no serve to send SIGTERM to"
 		rc=0
 		wait "$serve_wrapper" || rc=$?
 	}
