@@ -230,14 +230,6 @@ func (k *Kit) Start(ctx context.Context) error {
 	case k.started:
 		return nil
 	}
-	if k.cfg.Debug.Listen != "" && k.debug == nil {
-		d, err := debugserver.Start(k.cfg.Debug.Listen)
-		if err != nil {
-			return err
-		}
-		k.debug = d
-		k.log.WithField("debug_listen", d.Addr()).Info("profiling endpoint /debug/pprof/ on (debug.listen)")
-	}
 	// A process killed with deliveries in flight left their leases behind; on SQLite this
 	// process is the queue's only worker, so they go out now rather than when the leases end.
 	// (PostgreSQL does nothing here: other replicas' leases are alive.)
@@ -260,6 +252,17 @@ func (k *Kit) Start(ctx context.Context) error {
 	case err := <-done:
 		cancel()
 		return fmt.Errorf("start pipeline: %w", err)
+	}
+	// The profiling listener opens last, so a start that fails leaves no port behind.
+	if k.cfg.Debug.Listen != "" && k.debug == nil {
+		d, err := debugserver.Start(k.cfg.Debug.Listen)
+		if err != nil {
+			cancel()
+			<-done
+			return err
+		}
+		k.debug = d
+		k.log.WithField("debug_listen", d.Addr()).Info("profiling endpoint /debug/pprof/ on (debug.listen)")
 	}
 	k.pruner.Start(runCtx)
 	k.started, k.cancel, k.done = true, cancel, done

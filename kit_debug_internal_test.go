@@ -1,10 +1,14 @@
 package scribehook
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scribehook/scribehook/configs"
 )
 
 // TestDebugListenServesProfilesOnItsOwnPort checks debug.listen end to end: off by default,
@@ -49,5 +53,55 @@ func TestDebugListenServesProfilesOnItsOwnPort(t *testing.T) {
 	}
 	if got := status(debugURL); got != 0 {
 		t.Fatalf("GET %s after Close: %d", debugURL, got)
+	}
+}
+
+// TestStartFailureLeavesNoDebugPort: a start that fails (here the store is gone) must not
+// leave the profiling port open behind it, since Run returns without a Shutdown; and a busy
+// debug port fails the start with the address named, the pipeline stopped again.
+func TestStartFailureLeavesNoDebugPort(t *testing.T) {
+	ctx := context.Background()
+	newKit := func(debugListen string) *Kit {
+		t.Helper()
+		ln := listen(t)
+		ln.Close()
+		cfg := kitConfig(t.TempDir(), ln, "http://127.0.0.1:9")
+		cfg.Debug.Listen = debugListen
+		k, err := New(ctx, cfg, WithLogger(quiet()), WithSecrets(configs.Secrets{APIKey: testKey}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+
+	free := listen(t)
+	addr := free.Addr().String()
+	free.Close()
+	k := newKit(addr)
+	if err := k.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Start(ctx); err == nil || !strings.Contains(err.Error(), "release sink leases") {
+		t.Fatalf("Start on a closed store: %v", err)
+	}
+	if k.debug != nil {
+		t.Fatalf("profiling endpoint left open on %s after a failed start", k.debug.Addr())
+	}
+	again, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("debug port %s still taken after a failed start: %v", addr, err)
+	}
+	defer again.Close()
+
+	k = newKit(addr) // the port is held by again
+	err = k.Start(ctx)
+	if err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Start with a busy debug port: %v", err)
+	}
+	if k.debug != nil || k.started {
+		t.Fatalf("a failed start left debug=%v started=%v", k.debug, k.started)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
