@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/submitter"
 )
@@ -176,7 +177,7 @@ func TestFaultReorderLiveCallbacks(t *testing.T) {
 	var sent []string
 	for _, m := range msgs {
 		if m.Type == api.MessageAudioChunk {
-			sent = append(sent, string(mustJSON(t, m)))
+			sent = append(sent, string(testjson.Marshal(t, m)))
 		}
 	}
 	hooks := e.hooks.waitFor(t, "end_session", func(h []hook) bool {

@@ -225,13 +225,4 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 type sandboxConfig = sandbox.Config

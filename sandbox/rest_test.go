@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/submitter"
 )
@@ -51,7 +52,7 @@ func checkEnvelope(t *testing.T, status int, body []byte, wantStatus int, wantPa
 
 func TestErrorCodesAndEnvelope(t *testing.T) {
 	e := newEnv(t, func(c *sandbox.Config) { c.MaxBodyBytes = 4096 })
-	valid := mustJSON(t, api.PreRecordedRequest{AudioURL: "https://example.com/a.wav"})
+	valid := testjson.Marshal(t, api.PreRecordedRequest{AudioURL: "https://example.com/a.wav"})
 	cases := []struct {
 		name        string
 		method      string
@@ -239,7 +240,7 @@ func TestPreRecordedLifecycleAndCallback(t *testing.T) {
 	// The payload is the full result, the same as result in GET.
 	var payload, fromGet any
 	decodeJSON(t, body["payload"], &payload)
-	decodeJSON(t, mustJSON(t, job.Result), &fromGet)
+	decodeJSON(t, testjson.Marshal(t, job.Result), &fromGet)
 	if !reflect.DeepEqual(payload, fromGet) {
 		t.Errorf("callback payload differs from the GET result")
 	}
