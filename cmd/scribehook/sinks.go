@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -25,16 +23,6 @@ disabled sink's deliveries stay queued (the one answered 410 is a dead letter, w
 		newSinksListCmd(), newSinksEnableCmd(), newSinksDisableCmd())
 }
 
-// sinkRow is one sink as sinks list shows it.
-type sinkRow struct {
-	Name       string    `json:"name"`
-	Configured bool      `json:"configured"`
-	Disabled   bool      `json:"disabled"`
-	Reason     string    `json:"reason,omitempty"`
-	Since      time.Time `json:"since,omitzero"`
-	Queued     int64     `json:"queued"`
-}
-
 func newSinksListCmd() *cobra.Command {
 	var output outputFlag
 	cmd := &cobra.Command{
@@ -42,48 +30,14 @@ func newSinksListCmd() *cobra.Command {
 		Short: "List the configured sinks and any sink with a recorded state, with their queues",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return printFromStore(cmd, output, listSinks, writeSinks)
+			return printFromStore(cmd, output, scribehook.SinkStatuses, writeSinks)
 		},
 	}
 	output.register(cmd, outputTable)
 	return cmd
 }
 
-func listSinks(ctx context.Context, cfg configs.Config, st store.Store) ([]sinkRow, error) {
-	states, err := st.SinkStates(ctx)
-	if err != nil {
-		return nil, err
-	}
-	byName := map[string]*sinkRow{}
-	var rows []*sinkRow
-	row := func(name string) *sinkRow {
-		if r := byName[name]; r != nil {
-			return r
-		}
-		r := &sinkRow{Name: name}
-		byName[name] = r
-		rows = append(rows, r)
-		return r
-	}
-	for _, s := range cfg.Sinks {
-		row(s.Name).Configured = true
-	}
-	for _, s := range states {
-		r := row(s.Name)
-		r.Disabled, r.Reason, r.Since = s.Disabled, s.Reason, s.Since
-	}
-	out := make([]sinkRow, 0, len(rows))
-	for _, r := range rows {
-		if r.Queued, err = st.SinkDepth(ctx, r.Name); err != nil {
-			return nil, err
-		}
-		out = append(out, *r)
-	}
-	slices.SortFunc(out, func(a, b sinkRow) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-func writeSinks(w io.Writer, rows []sinkRow) error {
+func writeSinks(w io.Writer, rows []scribehook.SinkStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SINK\tSTATE\tQUEUED\tSINCE\tREASON")
 	for _, r := range rows {
@@ -128,31 +82,19 @@ func newSinksDisableCmd() *cobra.Command {
 	return cmd
 }
 
-// setSinkState records st for a sink the configuration names, or one with a recorded state
-// (a sink since removed from the configuration can still be enabled).
+// setSinkState records st and says what follows from it.
 func setSinkState(cmd *cobra.Command, st store.SinkState) error {
 	return withStore(cmd, func(ctx context.Context, cfg configs.Config, s store.Store) error {
-		rows, err := listSinks(ctx, cfg, s)
+		status, err := scribehook.SetSinkState(ctx, cfg, s, st)
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(rows, func(r sinkRow) bool { return r.Name == st.Name })
-		if i < 0 {
-			names := make([]string, 0, len(rows))
-			for _, r := range rows {
-				names = append(names, r.Name)
-			}
-			return fmt.Errorf("no sink %q in the configuration (sinks: %s)", st.Name, strings.Join(names, ", "))
-		}
-		if err := s.SetSinkState(ctx, st); err != nil {
-			return err
-		}
 		verb := "enabled"
-		if st.Disabled {
+		if status.Disabled {
 			verb = "disabled"
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "sink %s %s (%d deliveries queued); a running serve follows within %s\n",
-			st.Name, verb, rows[i].Queued, sinks.DefaultStateInterval)
+			status.Name, verb, status.Queued, sinks.DefaultStateInterval)
 		return nil
 	})
 }
