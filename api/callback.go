@@ -97,11 +97,7 @@ func scanCallbackHead(body []byte) (callbackSpans, bool) {
 		return h, false
 	}
 	m := objectMembers(body)
-	for {
-		k, v, more := m.next()
-		if !more {
-			break
-		}
+	for k, v := range m.all {
 		if !plainKey(k) {
 			return h, false
 		}
@@ -225,11 +221,7 @@ func ClassifyCallbackPayload(body []byte) (Classified, json.RawMessage, error) {
 // instead of "id". prefix names obj in the message.
 func refuseCaseVariant(obj []byte, prefix, name string) error {
 	m := objectMembers(obj)
-	for {
-		k, _, more := m.next()
-		if !more {
-			break
-		}
+	for k := range m.all {
 		if plainKey(k) && len(k) != len(name) {
 			continue // an ASCII key of another length cannot fold to name
 		}

@@ -269,11 +269,7 @@ func isFinalMember(data []byte) bool {
 	}
 	final := false
 	m := objectMembers(data)
-	for {
-		k, v, more := m.next()
-		if !more {
-			break
-		}
+	for k, v := range m.all {
 		var named bool
 		if plainKey(k) {
 			named = bytes.EqualFold(k, []byte("is_final"))

@@ -17,7 +17,7 @@ import (
 // (a repeated member's last value wins), the others left as they were, Extra cleared.
 func decodeWordFast(b []byte, w *Word) bool {
 	out := *w
-	o := openObject(b)
+	o := objectMembers(b)
 	for {
 		key, i, more := o.member()
 		if !more {
@@ -59,62 +59,6 @@ func timeField(c byte, start, end, confidence *float64) *float64 {
 	}
 	return confidence
 }
-
-// strictObject walks the members of an object for the fast decodings: the JSON grammar
-// around them (keys as plain strings, ':' and ',' where they belong, nothing after the object
-// but white space); each value is the caller's to read, strictly, from the index member gives.
-type strictObject struct {
-	b    []byte
-	i    int
-	done bool // the closing brace is read
-	bad  bool
-}
-
-func openObject(b []byte) strictObject {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return strictObject{bad: true}
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return strictObject{b: b, i: i + 1, done: true}
-	}
-	return strictObject{b: b, i: i}
-}
-
-// member returns the next key (as written) and the index of its value; false at the end of
-// the object or on bytes it does not take.
-func (o *strictObject) member() (key []byte, value int, ok bool) {
-	if o.done || o.bad {
-		return nil, 0, false
-	}
-	key, next, ok := plainString(o.b, o.i)
-	if ok {
-		next = skipSpace(o.b, next)
-		ok = next < len(o.b) && o.b[next] == ':'
-	}
-	if !ok {
-		o.bad = true
-		return nil, 0, false
-	}
-	return key, skipSpace(o.b, next+1), true
-}
-
-// after moves on from a value that ends before i: to the next member, or past the object.
-func (o *strictObject) after(i int) {
-	i = skipSpace(o.b, i)
-	switch {
-	case i < len(o.b) && o.b[i] == '}':
-		o.i, o.done = i+1, true
-	case i < len(o.b) && o.b[i] == ',':
-		o.i = skipSpace(o.b, i+1)
-	default:
-		o.bad = true
-	}
-}
-
-// ok reports whether the object was read to its end, with nothing after it but white space.
-func (o *strictObject) ok() bool { return !o.bad && o.done && skipSpace(o.b, o.i) == len(o.b) }
 
 // plainString reads the JSON string at b[i] when it has no escape and no control character,
 // returning its bytes (not yet checked for UTF-8) and the index after it.
@@ -196,7 +140,7 @@ func decodeUtteranceFast(b []byte, u *Utterance) bool {
 	// A slice member given twice is decoded by encoding/json into the first one's elements;
 	// left to it.
 	seenWords := false
-	o := openObject(b)
+	o := objectMembers(b)
 	for {
 		key, i, more := o.member()
 		if !more {
@@ -322,7 +266,7 @@ func decodeTranscriptionFast(b []byte, t *Transcription) bool {
 	}
 	var out Transcription
 	var seenLanguages, seenUtterances bool // as for words in decodeUtteranceFast
-	o := openObject(b)
+	o := objectMembers(b)
 	for {
 		key, i, more := o.member()
 		if !more {
@@ -431,7 +375,7 @@ func decodeResultFast(b []byte, r *Result) bool {
 		"chapterization": &out.Chapterization, "diarization": &out.Diarization, "messages": &out.Messages,
 	}
 	seen := map[string]bool{}
-	o := openObject(b)
+	o := objectMembers(b)
 	for {
 		key, i, more := o.member()
 		if !more {

@@ -25,11 +25,7 @@ var liveHeadFields = [...]string{"session_id", "created_at", "type", "acknowledg
 func scanLiveMessageHead(payload []byte) (LiveMessageHead, bool) {
 	var h LiveMessageHead
 	m := objectMembers(payload)
-	for {
-		k, v, more := m.next()
-		if !more {
-			break
-		}
+	for k, v := range m.all {
 		if !plainKey(k) {
 			return h, false
 		}

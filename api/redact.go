@@ -97,11 +97,7 @@ func redactMembers(obj []byte, rewrite map[string]func([]byte) ([]byte, bool)) (
 	it := objectMembers(obj)
 	var out []byte
 	last := 0
-	for {
-		key, value, more := it.next()
-		if !more {
-			break
-		}
+	for key, value := range it.all {
 		name, ok := keyName(key)
 		if !ok {
 			return nil, false

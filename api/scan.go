@@ -6,21 +6,28 @@ import (
 	"unicode/utf8"
 )
 
-// A light scanner over JSON that encoding/json has already validated: it finds the members of
-// an object and the ends of values without decoding or re-validating them, so that a question
-// like "has this object a member the model does not know?" costs one pass over the bytes and
-// no allocation. It never decides alone: on bytes it does not expect it reports failure, and
-// every caller then takes the exact encoding/json path.
+// A light scanner over JSON: it finds the members of an object and the ends of values without
+// decoding them, so that a question like "has this object a member the model does not know?"
+// costs one pass over the bytes and no allocation. The ends of values are found without
+// validating them (exact on JSON encoding/json has validated); the fast decodings, which read
+// unvalidated bytes, read each value themselves. It never decides alone: on bytes it does not
+// expect it reports failure, and every caller then takes the exact encoding/json path.
 
-// members iterates over the members of a JSON object.
+// members walks the members of a JSON object, for the scans below and for the fast decodings
+// (fastword.go), which read bytes encoding/json has not validated: it checks the grammar around
+// the members (a key is a string, ':' and ',' where they belong, and, for ok, nothing after the
+// object but white space) and never undoes a key's escapes, so a key with escapes is never equal
+// to a plain name a caller looks for. Each value is either the caller's to read from the index
+// member gives (then after), or found by next, whose value ends where valueEnd says: exact on
+// valid JSON only, so callers of next on other bytes must not trust more than the key.
 type members struct {
 	data []byte
 	i    int
 	bad  bool // the bytes were not the object expected; callers must fall back
-	done bool
+	done bool // the closing brace is read
 }
 
-// objectMembers starts an iteration over obj, which must start with '{' (after white space).
+// objectMembers starts a walk over obj, which must start with '{' (after white space).
 func objectMembers(obj []byte) members {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
@@ -28,54 +35,77 @@ func objectMembers(obj []byte) members {
 	}
 	i = skipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return members{done: true}
+		return members{data: obj, i: i + 1, done: true}
 	}
 	return members{data: obj, i: i}
 }
 
-// next returns the next member: its key as written between the quotes (escapes not undone) and
-// its value. ok is false at the end of the object or on unexpected bytes (then m.bad is set).
-func (m *members) next() (key, value []byte, ok bool) {
-	if m.done {
-		return nil, nil, false
+// member returns the next key, as written between the quotes, and the index of its value;
+// false at the end of the object or on bytes it does not take (then m.bad is set).
+func (m *members) member() (key []byte, value int, ok bool) {
+	if m.done || m.bad {
+		return nil, 0, false
 	}
 	b, i := m.data, m.i
-	if i >= len(b) || b[i] != '"' {
-		return m.fail()
+	end := -1
+	if i < len(b) && b[i] == '"' {
+		end = stringEnd(b, i)
 	}
-	end := stringEnd(b, i)
 	if end < 0 {
-		return m.fail()
+		m.bad = true
+		return nil, 0, false
 	}
-	key = b[i+1 : end-1]
-	i = skipSpace(b, end)
-	if i >= len(b) || b[i] != ':' {
-		return m.fail()
+	j := skipSpace(b, end)
+	if j >= len(b) || b[j] != ':' {
+		m.bad = true
+		return nil, 0, false
 	}
-	i = skipSpace(b, i+1)
-	vend := valueEnd(b, i)
-	if vend < 0 {
-		return m.fail()
-	}
-	value = b[i:vend]
-	i = skipSpace(b, vend)
-	if i >= len(b) {
-		return m.fail()
-	}
-	switch b[i] {
-	case ',':
-		m.i = skipSpace(b, i+1)
-	case '}':
-		m.done = true
-	default:
-		return m.fail()
-	}
-	return key, value, true
+	return b[i+1 : end-1], skipSpace(b, j+1), true
 }
 
-func (m *members) fail() ([]byte, []byte, bool) {
-	m.bad, m.done = true, true
-	return nil, nil, false
+// after moves on from a value that ends before i: to the next member, or past the object.
+func (m *members) after(i int) {
+	i = skipSpace(m.data, i)
+	switch {
+	case i < len(m.data) && m.data[i] == '}':
+		m.i, m.done = i+1, true
+	case i < len(m.data) && m.data[i] == ',':
+		m.i = skipSpace(m.data, i+1)
+	default:
+		m.bad = true
+	}
+}
+
+// ok reports whether the object was read to its end, with nothing after it but white space.
+func (m *members) ok() bool { return !m.bad && m.done && skipSpace(m.data, m.i) == len(m.data) }
+
+// next returns the next member, its key as member gives it and its value; false at the end of
+// the object or on unexpected bytes (then m.bad is set).
+func (m *members) next() (key, value []byte, ok bool) {
+	key, i, ok := m.member()
+	if !ok {
+		return nil, nil, false
+	}
+	end := valueEnd(m.data, i)
+	if end < 0 {
+		m.bad = true
+		return nil, nil, false
+	}
+	if m.after(end); m.bad {
+		return nil, nil, false
+	}
+	return key, m.data[i:end], true
+}
+
+// all ranges over the members next returns; after the loop, m.bad tells whether the walk ended
+// on bytes it does not take rather than at the end of the object.
+func (m *members) all(yield func(key, value []byte) bool) {
+	for {
+		k, v, ok := m.next()
+		if !ok || !yield(k, v) {
+			return
+		}
+	}
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -181,11 +211,7 @@ func keyName(key []byte) (string, bool) {
 // there is none; bad when obj could not be scanned.
 func lastMember(obj []byte, name string) (value []byte, ok, bad bool) {
 	m := objectMembers(obj)
-	for {
-		k, v, more := m.next()
-		if !more {
-			break
-		}
+	for k, v := range m.all {
 		if plainKey(k) {
 			if string(k) == name {
 				value, ok = v, true
@@ -210,11 +236,7 @@ func lastMember(obj []byte, name string) (value []byte, ok, bad bool) {
 func hasUnknownMember(obj []byte, known map[string]struct{}) bool {
 	var buf [64]byte
 	m := objectMembers(obj)
-	for {
-		k, _, more := m.next()
-		if !more {
-			break
-		}
+	for k := range m.all {
 		if len(k) <= len(buf) && plainKey(k) {
 			// ASCII folds to upper case (foldName); the lookup does not allocate.
 			for i, c := range k {
