@@ -20,55 +20,61 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 )
+
+// command is one subcommand: what runs it and its line of the usage ("" keeps it out).
+type command struct {
+	name, help string
+	run        func(args []string) error
+}
+
+// commands are the subcommands in the order usage lists them.
+var commands = []command{
+	{"ingest", "durable ingest of callbacks, side by side with a bare Fiber handler", cmdIngest},
+	{"fanout", "latency from receipt to the webhook sink; -sustain: its sustained rate, rate rising step by step", cmdFanout},
+	{"big", "a 2-hour pre-recorded result stored, subtitled and fanned out: memory", cmdBig},
+	{"fault", "kill | webhook-down | diskfull | slow", cmdFault},
+	{"replicas", "serve replicas on PostgreSQL and a broker: -scenario steady | kill | broker-restart, -bus redisstream | nats", cmdReplicas},
+	{"bare", "", cmdBare}, // the bare Fiber handler, started by ingest as a process of its own
+}
 
 func main() {
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
 	}
-	if os.Args[1] != "bare" {
-		// The bare handler stops itself on SIGTERM; every other command owns child processes.
-		go killChildrenOnSignal()
-	}
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "ingest":
-		err = cmdIngest(args)
-	case "fanout":
-		err = cmdFanout(args)
-	case "big":
-		err = cmdBig(args)
-	case "fault":
-		err = cmdFault(args)
-	case "replicas":
-		err = cmdReplicas(args)
-	case "bare":
-		err = cmdBare(args)
+	name, args := os.Args[1], os.Args[2:]
+	switch name {
 	case "-h", "-help", "--help", "help":
 		usage()
 		return
-	default:
-		fmt.Fprintf(os.Stderr, "load: unknown command %q\n", cmd)
+	}
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+	if i < 0 {
+		fmt.Fprintf(os.Stderr, "load: unknown command %q\n", name)
 		usage()
 		os.Exit(2)
 	}
-	if err != nil {
+	if name != "bare" {
+		// The bare handler stops itself on SIGTERM; every other command owns child processes.
+		go killChildrenOnSignal()
+	}
+	if err := commands[i].run(args); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		os.Exit(1)
 	}
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: load <command> [flags]   (load <command> -h for its flags)
-  ingest   durable ingest of callbacks, side by side with a bare Fiber handler
-  fanout   latency from receipt to the webhook sink; -sustain: its sustained rate, rate rising step by step
-  big      a 2-hour pre-recorded result stored, subtitled and fanned out: memory
-  fault    kill | webhook-down | diskfull | slow
-  replicas serve replicas on PostgreSQL and a broker: -scenario steady | kill | broker-restart, -bus redisstream | nats
-`)
+	fmt.Fprintln(os.Stderr, "usage: load <command> [flags]   (load <command> -h for its flags)")
+	for _, c := range commands {
+		if c.help != "" {
+			fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.help)
+		}
+	}
 }
 
 // children are the processes the tool started (serve, the bare handler): an interrupted run
