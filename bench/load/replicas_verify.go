@@ -36,21 +36,17 @@ type leased struct {
 func leasedDeliveries(db *sql.DB) (map[int64]leased, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, `SELECT id, sink, event_id, lease_until FROM sink_deliveries
-		WHERE status = 'queued' AND lease_until IS NOT NULL AND lease_until > now()`)
-	if err != nil {
-		return nil, fmt.Errorf("read leased deliveries: %w", err)
-	}
-	defer rows.Close()
 	out := map[int64]leased{}
-	for rows.Next() {
+	err := eachRow(ctx, db, "read leased deliveries", func(rows *sql.Rows) error {
 		var l leased
 		if err := rows.Scan(&l.ID, &l.Sink, &l.EventID, &l.Until); err != nil {
-			return nil, fmt.Errorf("read leased deliveries: %w", err)
+			return err
 		}
 		out[l.ID] = l
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT id, sink, event_id, lease_until FROM sink_deliveries
+		WHERE status = 'queued' AND lease_until IS NOT NULL AND lease_until > now()`)
+	return out, err
 }
 
 // orphanedLeases keeps the deliveries of before that are still queued under the same lease:
@@ -87,21 +83,17 @@ func readDeliveries(db *sql.DB, ids []int64) ([]deliveryState, error) {
 	for _, id := range ids {
 		list = append(list, fmt.Sprint(id))
 	}
-	rows, err := db.QueryContext(ctx, `SELECT sink, event_id, status, attempts, delivered_at FROM sink_deliveries
-		WHERE id IN (`+strings.Join(list, ",")+`) ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("read sink deliveries: %w", err)
-	}
-	defer rows.Close()
 	var out []deliveryState
-	for rows.Next() {
+	err := eachRow(ctx, db, "read sink deliveries", func(rows *sql.Rows) error {
 		var d deliveryState
 		if err := rows.Scan(&d.Sink, &d.EventID, &d.Status, &d.Attempts, &d.DeliveredAt); err != nil {
-			return nil, fmt.Errorf("read sink deliveries: %w", err)
+			return err
 		}
 		out = append(out, d)
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT sink, event_id, status, attempts, delivered_at FROM sink_deliveries
+		WHERE id IN (`+strings.Join(list, ",")+`) ORDER BY id`)
+	return out, err
 }
 
 // replicaCheck is the verdict of the store checks.
@@ -187,30 +179,25 @@ func verifyReplicas(db *sql.DB, l replicaLoad, out []rOutcome) (replicaCheck, er
 		sessionOf[l.Calls[s].JobID] = s
 	}
 	bySession := map[int][]stored{}
-	rows, err := db.QueryContext(ctx, `SELECT session_id, seq, inbox_id FROM live_messages ORDER BY session_id, seq`)
-	if err != nil {
-		return c, fmt.Errorf("read live messages: %w", err)
-	}
-	for rows.Next() {
+	err = eachRow(ctx, db, "read live messages", func(rows *sql.Rows) error {
 		var sid string
 		var seq, inboxID int64
 		if err := rows.Scan(&sid, &seq, &inboxID); err != nil {
-			rows.Close()
-			return c, fmt.Errorf("read live messages: %w", err)
+			return err
 		}
 		s, ours := sessionOf[sid]
 		if !ours {
-			continue // another load's session (the warm-up)
+			return nil // another load's session (the warm-up)
 		}
 		call, known := callOfRow[inboxID]
 		if !known {
 			call = -1
 		}
 		bySession[s] = append(bySession[s], stored{seq, call})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return c, fmt.Errorf("read live messages: %w", err)
+		return nil
+	}, `SELECT session_id, seq, inbox_id FROM live_messages ORDER BY session_id, seq`)
+	if err != nil {
+		return c, err
 	}
 	for s := 0; s < min(l.Sessions, l.LiveN); s++ {
 		msgs := bySession[s]
@@ -286,18 +273,14 @@ type sinkCheck struct {
 func sinkRows(db *sql.DB, sink string) (map[string]deliveryState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, `SELECT event_id, status, attempts, delivered_at FROM sink_deliveries WHERE sink = $1`, sink)
-	if err != nil {
-		return nil, fmt.Errorf("read sink deliveries of %s: %w", sink, err)
-	}
-	defer rows.Close()
 	out := map[string]deliveryState{}
-	for rows.Next() {
+	err := eachRow(ctx, db, "read sink deliveries of "+sink, func(rows *sql.Rows) error {
 		d := deliveryState{Sink: sink}
 		if err := rows.Scan(&d.EventID, &d.Status, &d.Attempts, &d.DeliveredAt); err != nil {
-			return nil, fmt.Errorf("read sink deliveries of %s: %w", sink, err)
+			return err
 		}
 		out[d.EventID] = d
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT event_id, status, attempts, delivered_at FROM sink_deliveries WHERE sink = $1`, sink)
+	return out, err
 }

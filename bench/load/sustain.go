@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"math"
@@ -183,22 +184,16 @@ func checkOrder(dbPath string, calls []callback, ranks map[string]int) (orderChe
 		return c, err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(context.Background(), `SELECT l.session_id, l.seq, i.dedupe_key
-		FROM live_messages l JOIN inbox i ON i.id = l.inbox_id ORDER BY l.session_id, l.seq`)
-	if err != nil {
-		return c, fmt.Errorf("read the stored order: %w", err)
-	}
-	defer rows.Close()
 	session, prev := "", -1
-	for rows.Next() {
+	err = eachRow(context.Background(), db, "read the stored order", func(rows *sql.Rows) error {
 		var sid, dedupe string
 		var seq int64
 		if err := rows.Scan(&sid, &seq, &dedupe); err != nil {
-			return c, fmt.Errorf("read the stored order: %w", err)
+			return err
 		}
 		rank, arrived := ranks[keyOf[dedupe]]
 		if !arrived {
-			continue // the warm-up's, or not a measured call
+			return nil // the warm-up's, or not a measured call
 		}
 		if sid != session {
 			session, prev = sid, -1
@@ -212,9 +207,8 @@ func checkOrder(dbPath string, calls []callback, ranks map[string]int) (orderChe
 			}
 		}
 		prev = max(prev, rank)
-	}
-	if err := rows.Err(); err != nil {
-		return c, fmt.Errorf("read the stored order: %w", err)
-	}
-	return c, nil
+		return nil
+	}, `SELECT l.session_id, l.seq, i.dedupe_key
+		FROM live_messages l JOIN inbox i ON i.id = l.inbox_id ORDER BY l.session_id, l.seq`)
+	return c, err
 }

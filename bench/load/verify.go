@@ -121,22 +121,17 @@ const (
 
 func readStoreState(ctx context.Context, db *sql.DB, samePayloadSQL string) (storeState, error) {
 	s := storeState{inbox: map[string]inboxRow{}, jobs: map[string]string{}}
-	rows, err := db.QueryContext(ctx, `SELECT id, dedupe_key, status FROM inbox`)
-	if err != nil {
-		return s, fmt.Errorf("read inbox: %w", err)
-	}
-	for rows.Next() {
+	err := eachRow(ctx, db, "read inbox", func(rows *sql.Rows) error {
 		var r inboxRow
 		var key string
 		if err := rows.Scan(&r.id, &key, &r.status); err != nil {
-			rows.Close()
-			return s, fmt.Errorf("read inbox: %w", err)
+			return err
 		}
 		s.inbox[key] = r
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return s, fmt.Errorf("read inbox: %w", err)
+		return nil
+	}, `SELECT id, dedupe_key, status FROM inbox`)
+	if err != nil {
+		return s, err
 	}
 	if s.liveRows, err = liveMessagesPerRow(ctx, db); err != nil {
 		return s, err
@@ -144,22 +139,15 @@ func readStoreState(ctx context.Context, db *sql.DB, samePayloadSQL string) (sto
 	if err := db.QueryRowContext(ctx, samePayloadSQL).Scan(&s.samePayload); err != nil {
 		return s, fmt.Errorf("count repeated live messages: %w", err)
 	}
-	rows, err = db.QueryContext(ctx, `SELECT id, status FROM jobs`)
-	if err != nil {
-		return s, fmt.Errorf("read jobs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err = eachRow(ctx, db, "read jobs", func(rows *sql.Rows) error {
 		var id, status string
 		if err := rows.Scan(&id, &status); err != nil {
-			return s, fmt.Errorf("read jobs: %w", err)
+			return err
 		}
 		s.jobs[id] = status
-	}
-	if err := rows.Err(); err != nil {
-		return s, fmt.Errorf("read jobs: %w", err)
-	}
-	return s, nil
+		return nil
+	}, `SELECT id, status FROM jobs`)
+	return s, err
 }
 
 // applied is the part of a verdict that is the same for one serve and for replicas: every
@@ -332,24 +320,36 @@ func (s fileSinkScan) dupFiles() int {
 // liveMessagesPerRow counts the stored live messages of each inbox row (SQLite and PostgreSQL
 // alike): a row applied once has exactly one.
 func liveMessagesPerRow(ctx context.Context, db *sql.DB) (map[int64]int, error) {
-	rows, err := db.QueryContext(ctx, `SELECT inbox_id, count(*) FROM live_messages GROUP BY inbox_id`)
-	if err != nil {
-		return nil, fmt.Errorf("read live messages: %w", err)
-	}
-	defer rows.Close()
 	out := map[int64]int{}
-	for rows.Next() {
+	err := eachRow(ctx, db, "read live messages", func(rows *sql.Rows) error {
 		var id int64
 		var n int
 		if err := rows.Scan(&id, &n); err != nil {
-			return nil, fmt.Errorf("read live messages: %w", err)
+			return err
 		}
 		out[id] = n
+		return nil
+	}, `SELECT inbox_id, count(*) FROM live_messages GROUP BY inbox_id`)
+	return out, err
+}
+
+// eachRow runs query and hands each row to row, which scans it; an error of the query, of row
+// or of the iteration ends it, wrapped in what. Every verification reads the stores this way.
+func eachRow(ctx context.Context, db *sql.DB, what string, row func(*sql.Rows) error, query string, args ...any) error {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read live messages: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return out, nil
+	return nil
 }
 
 // verifyOrFail is verifyStore for a measuring run: it prints the verdict and fails with it,
