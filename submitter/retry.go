@@ -41,7 +41,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 }
 
 // backoffCeiling is the upper bound of the wait before retry number n (1 for the first retry):
-// BaseDelay doubled per retry, capped at MaxDelay. Full jitter then draws in [0, ceiling].
+// BaseDelay doubled per retry, capped at MaxDelay, however large n is (a shift would overflow
+// into a negative wait). A call's retries draw a full jitter in [0, ceiling]; a live stream's
+// reconnections wait at least half of it.
 func (p RetryPolicy) backoffCeiling(n int) time.Duration {
 	d := p.BaseDelay
 	for i := 1; i < n; i++ {

@@ -94,6 +94,18 @@ func TestRetry5xxBackoffIsExponentialCappedAndBounded(t *testing.T) {
 	}
 }
 
+func TestBackoffCeilingDoublesUpToMaxDelay(t *testing.T) {
+	p := RetryPolicy{BaseDelay: 250 * time.Millisecond, MaxDelay: 5 * time.Second}
+	for n, want := range map[int]time.Duration{
+		1: 250 * time.Millisecond, 2: 500 * time.Millisecond, 3: time.Second, 5: 4 * time.Second,
+		6: 5 * time.Second, 37: 5 * time.Second, 64: 5 * time.Second, 1000: 5 * time.Second,
+	} {
+		if got := p.backoffCeiling(n); got != want {
+			t.Errorf("backoffCeiling(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
+
 func TestFullJitterStaysWithinCeiling(t *testing.T) {
 	for range 1000 {
 		if d := fullJitter(time.Second); d < 0 || d > time.Second {

@@ -210,7 +210,7 @@ func (s *liveStream) reconnect(ctx context.Context, cause error, failures *int) 
 			return nil, fmt.Errorf("live connection dropped and %d reconnection attempts failed: %w", s.opts.Reconnects, cause)
 		}
 		*failures++
-		delay := min(reconnectBaseDelay<<(*failures-1), reconnectMaxDelay)
+		delay := RetryPolicy{BaseDelay: reconnectBaseDelay, MaxDelay: reconnectMaxDelay}.backoffCeiling(*failures)
 		delay = delay/2 + s.c.jitter(delay/2)
 		s.log.WithFields(logrus.Fields{"attempt": *failures, "delay": delay, "acked_bytes": s.ackedUpTo()}).
 			WithError(cause).Warn("live connection dropped; reconnecting")
