@@ -17,36 +17,44 @@ import (
 // (a repeated member's last value wins), the others left as they were, Extra cleared.
 func decodeWordFast(b []byte, w *Word) bool {
 	out := *w
-	o := objectMembers(b)
-	for {
-		key, i, more := o.member()
-		if !more {
-			break
-		}
+	if !decodeMembers(b, func(key []byte, i int) (int, bool) {
 		switch string(key) {
 		case "word":
 			s, next, ok := plainString(b, i)
 			if !ok || !utf8.Valid(s) {
-				return false
+				return 0, false
 			}
-			out.Word, i = string(s), next
+			out.Word = string(s)
+			return next, true
 		case "start", "end", "confidence":
-			f, next, ok := jsonFloat(b, i)
-			if !ok {
-				return false
-			}
-			*timeField(key[0], &out.Start, &out.End, &out.Confidence), i = f, next
-		default:
-			return false
+			return floatMember(timeField(key[0], &out.Start, &out.End, &out.Confidence), b, i)
 		}
-		o.after(i)
-	}
-	if !o.ok() {
+		return 0, false
+	}) {
 		return false
 	}
 	out.Extra = nil
 	*w = out
 	return true
+}
+
+// decodeMembers walks the object b for a fast decoding: value reads the value of each member
+// from b[i] (key as written, escapes not undone) and returns the index after it, or false to
+// decline. It reports whether every member was taken and b is the object and nothing else but
+// white space.
+func decodeMembers(b []byte, value func(key []byte, i int) (next int, ok bool)) bool {
+	m := objectMembers(b)
+	for {
+		key, i, more := m.member()
+		if !more {
+			return m.ok()
+		}
+		next, ok := value(key, i)
+		if !ok {
+			return false
+		}
+		m.after(next)
+	}
 }
 
 // timeField is the one of start, end and confidence whose member name starts with c.
@@ -77,9 +85,9 @@ func plainString(b []byte, i int) (s []byte, next int, ok bool) {
 	return nil, 0, false
 }
 
-// jsonFloat reads the JSON number at b[i] (strictly the JSON grammar) as encoding/json decodes
-// it into a float64, and the index after it; false when it is no number or out of range.
-func jsonFloat(b []byte, i int) (f float64, next int, ok bool) {
+// numberEnd returns the index after the JSON number at b[i] (strictly the JSON grammar), and
+// whether it is an integer (no fraction, no exponent); false when there is none.
+func numberEnd(b []byte, i int) (end int, integer, ok bool) {
 	j := i
 	if j < len(b) && b[j] == '-' {
 		j++
@@ -90,13 +98,15 @@ func jsonFloat(b []byte, i int) (f float64, next int, ok bool) {
 	case j < len(b) && '1' <= b[j] && b[j] <= '9':
 		j = digitsEnd(b, j)
 	default:
-		return 0, 0, false
+		return 0, false, false
 	}
+	integer = true
 	if j < len(b) && b[j] == '.' {
 		k := j + 1
 		if j = digitsEnd(b, k); j == k {
-			return 0, 0, false // a fraction needs a digit
+			return 0, false, false // a fraction needs a digit
 		}
+		integer = false
 	}
 	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
 		j++
@@ -105,14 +115,42 @@ func jsonFloat(b []byte, i int) (f float64, next int, ok bool) {
 		}
 		k := j
 		if j = digitsEnd(b, k); j == k {
-			return 0, 0, false // an exponent needs a digit
+			return 0, false, false // an exponent needs a digit
 		}
+		integer = false
+	}
+	return j, integer, true
+}
+
+// floatMember reads the JSON number at b[i] into *dst as encoding/json decodes it into a
+// float64, and returns the index after it; false when it is no number or out of range.
+func floatMember(dst *float64, b []byte, i int) (int, bool) {
+	j, _, ok := numberEnd(b, i)
+	if !ok {
+		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(b[i:j]), 64) // does not escape: no allocation
 	if err != nil {
-		return 0, 0, false
+		return 0, false
 	}
-	return f, j, true
+	*dst = f
+	return j, true
+}
+
+// intMember reads the JSON integer at b[i] (no fraction, no exponent) into *dst as
+// encoding/json decodes it into an int, and returns the index after it; false for anything
+// else, or out of range.
+func intMember(dst *int, b []byte, i int) (int, bool) {
+	j, integer, ok := numberEnd(b, i)
+	if !ok || !integer {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b[i:j]), 10, strconv.IntSize)
+	if err != nil {
+		return 0, false
+	}
+	*dst = int(n)
+	return j, true
 }
 
 // digitsEnd returns the index after the run of ASCII digits that starts at b[j].
@@ -137,96 +175,36 @@ func decodeUtteranceFast(b []byte, u *Utterance) bool {
 		return false
 	}
 	var out Utterance
-	// A slice member given twice is decoded by encoding/json into the first one's elements;
-	// left to it.
-	seenWords := false
-	o := objectMembers(b)
-	for {
-		key, i, more := o.member()
-		if !more {
-			break
-		}
+	if !decodeMembers(b, func(key []byte, i int) (int, bool) {
 		switch string(key) {
 		case "start", "end", "confidence":
-			f, next, ok := jsonFloat(b, i)
-			if !ok {
-				return false
+			return floatMember(timeField(key[0], &out.Start, &out.End, &out.Confidence), b, i)
+		case "channel":
+			return intMember(&out.Channel, b, i)
+		case "speaker":
+			if hasLiteral(b, i, "null") {
+				out.Speaker = nil
+				return i + 4, true
 			}
-			*timeField(key[0], &out.Start, &out.End, &out.Confidence), i = f, next
-		case "channel", "speaker":
-			if key[0] == 's' && hasLiteral(b, i, "null") {
-				out.Speaker, i = nil, i+4
-				break
-			}
-			n, next, ok := jsonInt(b, i)
-			if !ok {
-				return false
-			}
-			if key[0] == 'c' {
-				out.Channel = n
-			} else {
-				out.Speaker = &n
-			}
-			i = next
-		case "text", "language":
-			s, next, ok := fastString(b, i)
-			if !ok {
-				return false
-			}
-			if key[0] == 't' {
-				out.Text = s
-			} else {
-				out.Language = s
-			}
-			i = next
+			out.Speaker = new(int)
+			return intMember(out.Speaker, b, i)
+		case "text":
+			return stringMember(&out.Text, b, i)
+		case "language":
+			return stringMember(&out.Language, b, i)
 		case "words":
-			if seenWords {
-				return false
-			}
-			seenWords = true
-			words, next, ok := fastArray(b, i, func(v []byte) (Word, bool) {
+			return arrayMember(&out.Words, b, i, func(v []byte) (Word, bool) {
 				var w Word
-				return w, v[0] == '{' && decodeWordFast(v, &w)
+				ok := v[0] == '{' && decodeWordFast(v, &w)
+				return w, ok
 			})
-			if !ok {
-				return false
-			}
-			out.Words, i = words, next
-		default:
-			return false
 		}
-		o.after(i)
-	}
-	if !o.ok() {
+		return 0, false
+	}) {
 		return false
 	}
 	*u = out
 	return true
-}
-
-// jsonInt reads the JSON integer at b[i] (no fraction, no exponent) as encoding/json decodes
-// it into an int; false for anything else, or out of range.
-func jsonInt(b []byte, i int) (int, int, bool) {
-	j := i
-	if j < len(b) && b[j] == '-' {
-		j++
-	}
-	switch {
-	case j < len(b) && b[j] == '0':
-		j++
-	case j < len(b) && '1' <= b[j] && b[j] <= '9':
-		j = digitsEnd(b, j)
-	default:
-		return 0, 0, false
-	}
-	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
-		return 0, 0, false
-	}
-	n, err := strconv.ParseInt(string(b[i:j]), 10, strconv.IntSize)
-	if err != nil {
-		return 0, 0, false
-	}
-	return int(n), j, true
 }
 
 // hasLiteral reports whether b[i:] starts with lit.
@@ -255,6 +233,16 @@ func fastString(b []byte, i int) (string, int, bool) {
 	return s, end, true
 }
 
+// stringMember reads the JSON string at b[i] into *dst as fastString does, and returns the
+// index after it.
+func stringMember(dst *string, b []byte, i int) (int, bool) {
+	s, next, ok := fastString(b, i)
+	if ok {
+		*dst = s
+	}
+	return next, ok
+}
+
 // decodeTranscriptionFast decodes the common form of a transcription into t, which must be the
 // zero Transcription: its transcript, languages, and utterances of the form
 // decodeUtteranceFast takes. As the other fast decodings, it reports false for anything else
@@ -265,56 +253,40 @@ func decodeTranscriptionFast(b []byte, t *Transcription) bool {
 		return false
 	}
 	var out Transcription
-	var seenLanguages, seenUtterances bool // as for words in decodeUtteranceFast
-	o := objectMembers(b)
-	for {
-		key, i, more := o.member()
-		if !more {
-			break
-		}
+	if !decodeMembers(b, func(key []byte, i int) (int, bool) {
 		switch string(key) {
 		case "full_transcript":
-			s, next, ok := fastString(b, i)
-			if !ok {
-				return false
-			}
-			out.FullTranscript, i = s, next
+			return stringMember(&out.FullTranscript, b, i)
 		case "languages":
-			if seenLanguages {
-				return false
-			}
-			seenLanguages = true
-			langs, next, ok := fastArray(b, i, func(v []byte) (string, bool) {
+			return arrayMember(&out.Languages, b, i, func(v []byte) (string, bool) {
 				s, end, ok := fastString(v, 0)
 				return s, ok && end == len(v)
 			})
-			if !ok {
-				return false
-			}
-			out.Languages, i = langs, next
 		case "utterances":
-			if seenUtterances {
-				return false
-			}
-			seenUtterances = true
-			utts, next, ok := fastArray(b, i, func(v []byte) (Utterance, bool) {
+			return arrayMember(&out.Utterances, b, i, func(v []byte) (Utterance, bool) {
 				var u Utterance
-				return u, decodeUtteranceFast(v, &u)
+				ok := decodeUtteranceFast(v, &u)
+				return u, ok
 			})
-			if !ok {
-				return false
-			}
-			out.Utterances, i = utts, next
-		default:
-			return false
 		}
-		o.after(i)
-	}
-	if !o.ok() {
+		return 0, false
+	}) {
 		return false
 	}
 	*t = out
 	return true
+}
+
+// arrayMember reads the array (or null) at b[i] into *dst with fastArray, and returns the index
+// after it. It declines when *dst holds elements already: encoding/json decodes an array member
+// given twice into the first one's elements, which is left to it.
+func arrayMember[T any](dst *[]T, b []byte, i int, elem func([]byte) (T, bool)) (int, bool) {
+	if *dst != nil {
+		return 0, false
+	}
+	s, next, ok := fastArray(b, i, elem)
+	*dst = s
+	return next, ok
 }
 
 // fastArray reads the array (or null) at b[i] into a new slice, each element decoded by elem
@@ -375,42 +347,36 @@ func decodeResultFast(b []byte, r *Result) bool {
 		"chapterization": &out.Chapterization, "diarization": &out.Diarization, "messages": &out.Messages,
 	}
 	seen := map[string]bool{}
-	o := objectMembers(b)
-	for {
-		key, i, more := o.member()
-		if !more {
-			break
-		}
+	if !decodeMembers(b, func(key []byte, i int) (int, bool) {
 		name := string(key)
 		if seen[name] {
-			return false
+			return 0, false
 		}
 		seen[name] = true
 		end := valueEnd(b, i)
 		if end < 0 {
-			return false
+			return 0, false
 		}
 		v := b[i:end]
 		switch field, known := fields[name]; {
 		case name == "transcription":
 			if string(v) == "null" {
-				break
+				return end, true
 			}
 			t := new(Transcription)
 			if t.UnmarshalJSON(v) != nil { // the fast decoding, else the general one
-				return false
+				return 0, false
 			}
 			out.Transcription = t
 		case known:
 			if json.Unmarshal(v, field) != nil {
-				return false
+				return 0, false
 			}
 		default:
-			return false
+			return 0, false
 		}
-		o.after(end)
-	}
-	if !o.ok() {
+		return end, true
+	}) {
 		return false
 	}
 	*r = out
