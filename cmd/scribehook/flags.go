@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,6 +41,30 @@ func (lf *listFlags) noteMore(cmd *cobra.Command) {
 	if !lf.output.json() {
 		fmt.Fprintln(cmd.ErrOrStderr(), "more jobs follow: use --all, or --offset to page")
 	}
+}
+
+// readList is the list the flags ask for: with --all every item from the first page on (all),
+// else that one page (page, which also says whether more follow), with a note to a person
+// reading the table when the list goes on. It is never nil, so JSON prints an empty list as [].
+func readList[T any](cmd *cobra.Command, lf *listFlags, page func() (items []T, more bool, err error), all iter.Seq2[T, error]) ([]T, error) {
+	items := []T{}
+	if !lf.all {
+		first, more, err := page()
+		if err != nil {
+			return nil, err
+		}
+		if more {
+			lf.noteMore(cmd)
+		}
+		return append(items, first...), nil
+	}
+	for it, err := range all {
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, nil
 }
 
 // query is the list query the flags describe; limit and offset are set only when given, so

@@ -44,7 +44,13 @@ func newJobsListCmd() *cobra.Command {
 			}
 			var recs []store.JobRecord
 			err = withStore(cmd, func(ctx context.Context, _ configs.Config, st store.Store) error {
-				recs, err = listStoredJobs(ctx, st, q, lf.all, func() { lf.noteMore(cmd) })
+				recs, err = readList(cmd, &lf, func() ([]store.JobRecord, bool, error) {
+					page, err := st.ListJobs(ctx, q)
+					if err != nil {
+						return nil, false, fmt.Errorf("list jobs: %w", err)
+					}
+					return page.Items, page.More, nil
+				}, store.AllJobs(ctx, st, q))
 				return err
 			})
 			if err != nil {
@@ -70,31 +76,6 @@ func newJobsListCmd() *cobra.Command {
 	}
 	lf.register(cmd)
 	return cmd
-}
-
-// listStoredJobs reads the page q asks for, or with all every page from there on; more is
-// called when pages are left unread.
-func listStoredJobs(ctx context.Context, st store.Store, q api.ListQuery, all bool, more func()) ([]store.JobRecord, error) {
-	var recs []store.JobRecord
-	for {
-		page, err := st.ListJobs(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("list jobs: %w", err)
-		}
-		recs = append(recs, page.Items...)
-		if !page.More {
-			return recs, nil
-		}
-		if !all {
-			more()
-			return recs, nil
-		}
-		next := len(page.Items)
-		if q.Offset != nil {
-			next += *q.Offset
-		}
-		q.Offset = api.Int(next)
-	}
 }
 
 func newJobsShowCmd() *cobra.Command {

@@ -88,23 +88,12 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			jobs := []api.Job{}
-			if lf.all {
-				for job, err := range c.All(cmd.Context(), endpoint, q) {
-					if err != nil {
-						return err
-					}
-					jobs = append(jobs, job)
-				}
-			} else {
+			jobs, err := readList(cmd, &lf, func() ([]api.Job, bool, error) {
 				page, err := c.List(cmd.Context(), endpoint, q)
-				if err != nil {
-					return err
-				}
-				jobs = append(jobs, page.Items...)
-				if page.Next != nil {
-					lf.noteMore(cmd)
-				}
+				return page.Items, page.Next != nil, err
+			}, c.All(cmd.Context(), endpoint, q))
+			if err != nil {
+				return err
 			}
 			return lf.output.print(cmd.OutOrStdout(), jobs, func(w io.Writer) error { return writeJobsTable(w, jobs) })
 		},

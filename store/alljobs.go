@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/scribehook/scribehook/api"
+)
+
+// AllJobs lists the jobs q filters from q's page to the last, one page of q's limit at a
+// time, so that no single read holds a long list: the store's counterpart of the service
+// client's All. The iteration ends at the first error, which it yields.
+func AllJobs(ctx context.Context, s Store, q api.ListQuery) iter.Seq2[JobRecord, error] {
+	return func(yield func(JobRecord, error) bool) {
+		for {
+			page, err := s.ListJobs(ctx, q)
+			if err != nil {
+				yield(JobRecord{}, fmt.Errorf("list jobs: %w", err))
+				return
+			}
+			for _, rec := range page.Items {
+				if !yield(rec, nil) {
+					return
+				}
+			}
+			if !page.More || len(page.Items) == 0 {
+				return
+			}
+			next := len(page.Items)
+			if q.Offset != nil {
+				next += *q.Offset
+			}
+			q.Offset = api.Int(next)
+		}
+	}
+}
