@@ -194,21 +194,7 @@ func faultSlow(args []string) error {
 // slowHeaders sends a request line and then one header byte per second, never ending the
 // headers.
 func slowHeaders(ctx context.Context, conn net.Conn) {
-	if _, err := io.WriteString(conn, "POST "+callbackPath+" HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "); err != nil {
-		return
-	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := conn.Write([]byte("a")); err != nil {
-				return
-			}
-		}
-	}
+	trickle(ctx, conn, "POST "+callbackPath+" HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", []byte("a"), -1)
 }
 
 // slowBodyPlay announces a body of size bytes to a valid token and sends one KiB per second:
@@ -216,18 +202,25 @@ func slowHeaders(ctx context.Context, conn net.Conn) {
 // a bad link) can hold a body open, until the read timeout.
 func slowBodyPlay(ctx context.Context, conn net.Conn, size int) {
 	head := fmt.Sprintf("POST "+callbackPath+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+	chunk := []byte(strings.Repeat("x", 1024))
+	// As many whole KiB as leave the body unfinished: the server must never get all of it.
+	trickle(ctx, conn, head, chunk, max(0, (size-1)/len(chunk)))
+}
+
+// trickle writes head, then piece once a second, n times (n < 0: until ctx ends or a write
+// fails), the way a slow client holds a connection open without ever finishing its request.
+func trickle(ctx context.Context, conn net.Conn, head string, piece []byte, n int) {
 	if _, err := io.WriteString(conn, head); err != nil {
 		return
 	}
-	chunk := []byte(strings.Repeat("x", 1024))
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	for sent := 0; sent+len(chunk) < size; sent += len(chunk) {
+	for i := 0; n < 0 || i < n; i++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := conn.Write(chunk); err != nil {
+			if _, err := conn.Write(piece); err != nil {
 				return
 			}
 		}
