@@ -167,6 +167,40 @@ type Writes interface {
 	InsertSinkRows(ctx context.Context, t Tx, rows []SinkRow) error
 }
 
+// errNothingToCommit, returned by the function of inTx, ends the transaction without a commit
+// and without an error: it changed nothing that needs one.
+var errNothingToCommit = errors.New("nothing to commit")
+
+// inTx runs fn in a write transaction of kind, which op names (Writes.Begin), and commits it
+// when fn returns nil. fn's error rolls the transaction back and comes back as it is, named by
+// fn (errNothingToCommit: nil). A failure to begin or to commit is named by name (nil: no
+// name), which is called only then, so that a transaction that succeeds formats nothing.
+func (c *Core) inTx(ctx context.Context, op string, kind TxKind, name func() string, fn func(t Tx) error) error {
+	t, err := c.w.Begin(ctx, op, kind)
+	if err != nil {
+		return txError(name, "begin", err)
+	}
+	defer t.Rollback()
+	if err := fn(t); err != nil {
+		if err == errNothingToCommit {
+			return nil
+		}
+		return err
+	}
+	if err := t.Commit(); err != nil {
+		return txError(name, "commit", err)
+	}
+	return nil
+}
+
+// txError is a failure of inTx to begin or commit (step): "name: step: err".
+func txError(name func() string, step string, err error) error {
+	if name == nil {
+		return fmt.Errorf("%s: %w", step, err)
+	}
+	return fmt.Errorf("%s: %s: %w", name(), step, err)
+}
+
 // Core is the store contract written once over a Dialect and its Writes: every method of
 // store.Store but Ping and Close, which a store adds. A store embeds it.
 type Core struct {
@@ -216,18 +250,8 @@ func (c *Core) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestR
 // row waits, then finds it done), and fn's error still rolls the mark back. A failed row may be
 // applied (a replay).
 func (c *Core) Apply(ctx context.Context, inboxID int64, fn func(ctx context.Context, tx store.Tx) error) error {
-	t, err := c.w.Begin(ctx, "apply", Derived)
-	if err != nil {
-		return fmt.Errorf("apply inbox row %d: begin: %w", inboxID, err)
-	}
-	defer t.Rollback()
-	if err := c.applyIn(ctx, t, inboxID, fn); err != nil {
-		return err
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("apply inbox row %d: commit: %w", inboxID, err)
-	}
-	return nil
+	return c.inTx(ctx, "apply", Derived, func() string { return fmt.Sprintf("apply inbox row %d", inboxID) },
+		func(t Tx) error { return c.applyIn(ctx, t, inboxID, fn) })
 }
 
 // applyIn applies one row inside t, which the caller commits.
@@ -251,28 +275,23 @@ func (c *Core) applyIn(ctx context.Context, t Tx, inboxID int64, fn func(ctx con
 // row already done is left alone and reported with store.ErrAlreadyApplied. Derived: a lost
 // attempt only means one more retry.
 func (c *Core) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error {
-	t, err := c.w.Begin(ctx, "mark inbox failed", Derived)
-	if err != nil {
-		return fmt.Errorf("mark inbox row %d failed: begin: %w", inboxID, err)
-	}
-	defer t.Rollback()
-	var status string
-	if err := t.QueryRow(ctx, StInboxStatus, inboxID).Scan(&status); err != nil {
-		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, NotFound(err))
-	}
-	if store.InboxStatus(status) == store.InboxDone {
-		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, store.ErrAlreadyApplied)
-	}
-	if final {
-		status = string(store.InboxFailed)
-	}
-	if _, err := t.Exec(ctx, StInboxFailed, c.d.text(errMsg), status, inboxID); err != nil {
-		return fmt.Errorf("mark inbox row %d failed: %w", inboxID, err)
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("mark inbox row %d failed: commit: %w", inboxID, err)
-	}
-	return nil
+	name := func() string { return fmt.Sprintf("mark inbox row %d failed", inboxID) }
+	return c.inTx(ctx, "mark inbox failed", Derived, name, func(t Tx) error {
+		var status string
+		if err := t.QueryRow(ctx, StInboxStatus, inboxID).Scan(&status); err != nil {
+			return fmt.Errorf("%s: %w", name(), NotFound(err))
+		}
+		if store.InboxStatus(status) == store.InboxDone {
+			return fmt.Errorf("%s: %w", name(), store.ErrAlreadyApplied)
+		}
+		if final {
+			status = string(store.InboxFailed)
+		}
+		if _, err := t.Exec(ctx, StInboxFailed, c.d.text(errMsg), status, inboxID); err != nil {
+			return fmt.Errorf("%s: %w", name(), err)
+		}
+		return nil
+	})
 }
 
 // applyTx is the store.Tx given to Apply's function: the core's statements in Apply's

@@ -16,32 +16,25 @@ func (c *Core) ApplyGroup(ctx context.Context, inboxIDs []int64, fn func(ctx con
 	if len(inboxIDs) == 0 {
 		return nil
 	}
-	t, err := c.w.Begin(ctx, "apply group", Derived)
-	if err != nil {
-		return fmt.Errorf("apply %d inbox rows: begin: %w", len(inboxIDs), err)
-	}
-	defer t.Rollback()
-	now := c.d.Time(c.now())
-	marked := make([]int64, 0, len(inboxIDs))
-	for _, id := range inboxIDs {
-		res, err := t.Exec(ctx, StInboxDone, now, id)
-		if err != nil {
-			return fmt.Errorf("apply inbox row %d: mark done: %w", id, err)
+	rows := len(inboxIDs) // the rows the group holds: all of them, then the ones marked
+	name := func() string { return fmt.Sprintf("apply %d inbox rows", rows) }
+	return c.inTx(ctx, "apply group", Derived, name, func(t Tx) error {
+		now := c.d.Time(c.now())
+		marked := make([]int64, 0, len(inboxIDs))
+		for _, id := range inboxIDs {
+			res, err := t.Exec(ctx, StInboxDone, now, id)
+			if err != nil {
+				return fmt.Errorf("apply inbox row %d: mark done: %w", id, err)
+			}
+			if OneRow(res) == nil {
+				marked = append(marked, id)
+			}
 		}
-		if OneRow(res) == nil {
-			marked = append(marked, id)
+		if rows = len(marked); rows == 0 {
+			return errNothingToCommit
 		}
-	}
-	if len(marked) == 0 {
-		return nil
-	}
-	if err := fn(ctx, &applyTx{c: c, t: t}, marked); err != nil {
-		return err
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("apply %d inbox rows: commit: %w", len(marked), err)
-	}
-	return nil
+		return fn(ctx, &applyTx{c: c, t: t}, marked)
+	})
 }
 
 // InboxRows reads the rows of ids that exist, by id: a group's rows in one query.

@@ -26,17 +26,14 @@ func (c *Core) CreateJob(ctx context.Context, rec store.JobRecord) (bool, error)
 }
 
 func (c *Core) writeJobTx(ctx context.Context, op string, st Stmt, rec store.JobRecord) (bool, error) {
-	t, err := c.w.Begin(ctx, op, Durable|OneStatement)
-	if err != nil {
-		return false, fmt.Errorf("%s %s: begin: %w", op, rec.Job.ID, err)
-	}
-	defer t.Rollback()
-	wrote, err := c.writeJob(ctx, t, st, rec)
+	var wrote bool
+	err := c.inTx(ctx, op, Durable|OneStatement, func() string { return op + " " + rec.Job.ID }, func(t Tx) error {
+		var err error
+		wrote, err = c.writeJob(ctx, t, st, rec)
+		return err
+	})
 	if err != nil {
 		return false, err
-	}
-	if err := t.Commit(); err != nil {
-		return false, fmt.Errorf("%s %s: commit: %w", op, rec.Job.ID, err)
 	}
 	return wrote, nil
 }

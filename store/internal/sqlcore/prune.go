@@ -143,45 +143,50 @@ func (r *pruneRun) add(kind store.PruneKind, n int64) {
 // cutoff is the argument of the instant before which a row kept for keep goes.
 func (r *pruneRun) cutoff(keep time.Duration) any { return r.c.d.Time(r.now.Add(-keep)) }
 
+// kind adds to the report the rows of kind that del deletes, or for a dry run that count
+// counts, given the cutoff of keep; a keep of zero or less keeps them for ever.
+func (r *pruneRun) kind(kind store.PruneKind, keep time.Duration, count, del func(cut any) (int64, error)) error {
+	if keep <= 0 {
+		return nil
+	}
+	run := del
+	if r.dry {
+		run = count
+	}
+	n, err := run(r.cutoff(keep))
+	if err != nil {
+		return fmt.Errorf("%s: %w", kind, err)
+	}
+	r.add(kind, n)
+	return nil
+}
+
 func (r *pruneRun) idKinds(ctx context.Context, kinds []idKind) error {
 	for _, k := range kinds {
-		keep := k.keep(r.p)
-		if keep <= 0 {
-			continue
-		}
-		var n int64
-		var err error
-		if r.dry {
-			n, err = r.count(ctx, k.table, k.cond, r.cutoff(keep))
-		} else {
-			n, err = r.byteBatches(ctx, k.kind, k.st, r.cutoff(keep))
-		}
+		err := r.kind(k.kind, k.keep(r.p), func(cut any) (int64, error) {
+			return r.count(ctx, k.table, k.cond, cut)
+		}, func(cut any) (int64, error) {
+			// A batch the bytes cut short deletes fewer rows than the batch size with more to
+			// go: only a batch that deletes nothing ends.
+			return r.batches(ctx, k.kind, k.st, 1, cut, r.c.d.Limit(r.batch), int64(PruneBatchBytes))
+		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", k.kind, err)
+			return err
 		}
-		r.add(k.kind, n)
 	}
 	return nil
 }
 
 func (r *pruneRun) live(ctx context.Context) error {
 	for _, cat := range api.Categories {
-		keep := r.p.Live[cat]
-		if keep <= 0 {
-			continue
-		}
-		kind := store.LiveKind(cat)
-		var n int64
-		var err error
-		if r.dry {
-			n, err = r.count(ctx, "live_messages l", liveCond(r.c.d), string(cat), r.cutoff(keep))
-		} else {
-			n, err = r.liveBatches(ctx, cat, r.cutoff(keep))
-		}
+		err := r.kind(store.LiveKind(cat), r.p.Live[cat], func(cut any) (int64, error) {
+			return r.count(ctx, "live_messages l", liveCond(r.c.d), string(cat), cut)
+		}, func(cut any) (int64, error) {
+			return r.liveBatches(ctx, cat, cut)
+		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", kind, err)
+			return err
 		}
-		r.add(kind, n)
 	}
 	return nil
 }
@@ -246,22 +251,20 @@ func (r *pruneRun) liveBatches(ctx context.Context, cat api.MessageCategory, cut
 
 // deleteLive deletes the messages keys in one transaction, and reports how many went.
 func (r *pruneRun) deleteLive(ctx context.Context, cat api.MessageCategory, cut any, keys []liveKey) (int64, error) {
-	t, err := r.c.w.Begin(ctx, "prune "+string(store.LiveKind(cat)), Derived)
-	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
-	}
-	defer t.Rollback()
 	var n int64
-	for _, k := range keys {
-		res, err := t.Exec(ctx, StPruneLive, string(cat), cut, k.session, k.seq)
-		if err != nil {
-			return 0, fmt.Errorf("message %s/%d: %w", k.session, k.seq, err)
+	err := r.c.inTx(ctx, "prune "+string(store.LiveKind(cat)), Derived, nil, func(t Tx) error {
+		for _, k := range keys {
+			res, err := t.Exec(ctx, StPruneLive, string(cat), cut, k.session, k.seq)
+			if err != nil {
+				return fmt.Errorf("message %s/%d: %w", k.session, k.seq, err)
+			}
+			m, _ := res.RowsAffected()
+			n += m
 		}
-		m, _ := res.RowsAffected()
-		n += m
-	}
-	if err := t.Commit(); err != nil {
-		return 0, fmt.Errorf("commit: %w", err)
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	return n, nil
 }
@@ -269,47 +272,21 @@ func (r *pruneRun) deleteLive(ctx context.Context, cat api.MessageCategory, cut 
 // tokens deletes the callback tokens minted more than p.Tokens ago, revoked or not: they
 // authenticate nothing any more.
 func (r *pruneRun) tokens(ctx context.Context) error {
-	if r.p.Tokens <= 0 {
-		return nil
-	}
-	var n int64
-	var err error
-	if r.dry {
-		n, err = r.count(ctx, "tokens", condTokens, r.cutoff(r.p.Tokens))
-	} else {
-		n, err = r.batches(ctx, store.PruneTokens, StPruneTokens, r.cutoff(r.p.Tokens))
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", store.PruneTokens, err)
-	}
-	r.add(store.PruneTokens, n)
-	return nil
+	return r.kind(store.PruneTokens, r.p.Tokens, func(cut any) (int64, error) {
+		return r.count(ctx, "tokens", condTokens, cut)
+	}, func(cut any) (int64, error) {
+		return r.batches(ctx, store.PruneTokens, StPruneTokens, int64(r.batch), cut, r.c.d.Limit(r.batch))
+	})
 }
 
-// batches runs the DELETE st with args and the batch size until a batch deletes fewer rows
-// than that, and returns how many it deleted.
-func (r *pruneRun) batches(ctx context.Context, kind store.PruneKind, st Stmt, args ...any) (int64, error) {
-	args = append(slices.Clip(args), r.c.d.Limit(r.batch))
+// batches runs the DELETE st with args, each batch in a transaction of its own, until a batch
+// deletes fewer than full rows, and returns how many it deleted.
+func (r *pruneRun) batches(ctx context.Context, kind store.PruneKind, st Stmt, full int64, args ...any) (int64, error) {
 	var total int64
 	for {
 		n, err := r.c.execOne(ctx, "prune "+string(kind), st, args...)
 		total += n
-		if err != nil || n < int64(r.batch) {
-			return total, err
-		}
-	}
-}
-
-// byteBatches runs the DELETE st of an id kind with args, the batch size and PruneBatchBytes
-// until a batch deletes nothing (one cut by the bytes deletes fewer rows than the batch size
-// with more to go), and returns how many it deleted.
-func (r *pruneRun) byteBatches(ctx context.Context, kind store.PruneKind, st Stmt, args ...any) (int64, error) {
-	args = append(slices.Clip(args), r.c.d.Limit(r.batch), int64(PruneBatchBytes))
-	var total int64
-	for {
-		n, err := r.c.execOne(ctx, "prune "+string(kind), st, args...)
-		total += n
-		if err != nil || n == 0 {
+		if err != nil || n < full {
 			return total, err
 		}
 	}
@@ -317,21 +294,17 @@ func (r *pruneRun) byteBatches(ctx context.Context, kind store.PruneKind, st Stm
 
 // execOne runs st in a Derived transaction of its own and reports the rows it changed.
 func (c *Core) execOne(ctx context.Context, op string, st Stmt, args ...any) (int64, error) {
-	t, err := c.w.Begin(ctx, op, Derived|OneStatement)
-	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
-	}
-	defer t.Rollback()
-	res, err := t.Exec(ctx, st, args...)
+	var n int64
+	err := c.inTx(ctx, op, Derived|OneStatement, nil, func(t Tx) error {
+		res, err := t.Exec(ctx, st, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, err
-	}
-	if err := t.Commit(); err != nil {
-		return 0, fmt.Errorf("commit: %w", err)
 	}
 	return n, nil
 }
@@ -380,22 +353,21 @@ func (r *pruneRun) jobs(ctx context.Context) error {
 // pickJobs picks the next batch of jobs to go: at most the batch size, and the first ones whose
 // records before them sum to less than PruneBatchBytes. more reports that others may follow.
 func (r *pruneRun) pickJobs(ctx context.Context, cut any) (ids []string, more bool, err error) {
-	t, err := r.c.w.Begin(ctx, "prune jobs", Derived|OneStatement)
-	if err != nil {
-		return nil, false, fmt.Errorf("begin: %w", err)
-	}
-	defer t.Rollback()
-	rows, err := t.Query(ctx, StPruneJobsPick, cut, r.c.d.Limit(r.batch))
-	if err != nil {
-		return nil, false, err
-	}
 	type picked struct {
 		id   string
 		size int64
 	}
-	all, err := Collect(rows, func(s Scanner) (picked, error) {
-		var p picked
-		return p, s.Scan(&p.id, &p.size)
+	var all []picked
+	err = r.c.inTx(ctx, "prune jobs", Derived|OneStatement, nil, func(t Tx) error {
+		rows, err := t.Query(ctx, StPruneJobsPick, cut, r.c.d.Limit(r.batch))
+		if err != nil {
+			return err
+		}
+		all, err = Collect(rows, func(s Scanner) (picked, error) {
+			var p picked
+			return p, s.Scan(&p.id, &p.size)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, false, err
@@ -408,7 +380,7 @@ func (r *pruneRun) pickJobs(ctx context.Context, cut any) (ids []string, more bo
 		ids = append(ids, p.id)
 		before += p.size
 	}
-	return ids, len(all) == r.batch || len(ids) < len(all), t.Commit()
+	return ids, len(all) == r.batch || len(ids) < len(all), nil
 }
 
 func (r *pruneRun) removeFiles(ctx context.Context, ids []string) error {
@@ -435,37 +407,35 @@ func (r *pruneRun) removeFiles(ctx context.Context, ids []string) error {
 // deleteJobs deletes the records of ids that are still to go, with what belongs to them, and
 // reports how many records it deleted.
 func (r *pruneRun) deleteJobs(ctx context.Context, ids []string, cut any) (int64, error) {
-	t, err := r.c.w.Begin(ctx, "prune jobs", Derived)
-	if err != nil {
-		return 0, fmt.Errorf("begin: %w", err)
-	}
-	defer t.Rollback()
 	var n [3]int64 // jobs, artifacts, messages
-	for _, id := range ids {
-		res, err := t.Exec(ctx, StPruneJob, id, cut)
-		if err != nil {
-			return 0, fmt.Errorf("job %s: %w", id, err)
-		}
-		if k, _ := res.RowsAffected(); k == 0 {
-			continue
-		}
-		n[0]++
-		for i, st := range []Stmt{StPruneJobArtifacts, StPruneJobLive} {
-			res, err := t.Exec(ctx, st, id)
+	err := r.c.inTx(ctx, "prune jobs", Derived, nil, func(t Tx) error {
+		for _, id := range ids {
+			res, err := t.Exec(ctx, StPruneJob, id, cut)
 			if err != nil {
-				return 0, fmt.Errorf("job %s: %w", id, err)
+				return fmt.Errorf("job %s: %w", id, err)
 			}
-			k, _ := res.RowsAffected()
-			n[i+1] += k
-		}
-		if r.c.d.SQL[StPruneJobSeq] != "" {
-			if _, err := t.Exec(ctx, StPruneJobSeq, id); err != nil {
-				return 0, fmt.Errorf("job %s: %w", id, err)
+			if k, _ := res.RowsAffected(); k == 0 {
+				continue
+			}
+			n[0]++
+			for i, st := range []Stmt{StPruneJobArtifacts, StPruneJobLive} {
+				res, err := t.Exec(ctx, st, id)
+				if err != nil {
+					return fmt.Errorf("job %s: %w", id, err)
+				}
+				k, _ := res.RowsAffected()
+				n[i+1] += k
+			}
+			if r.c.d.SQL[StPruneJobSeq] != "" {
+				if _, err := t.Exec(ctx, StPruneJobSeq, id); err != nil {
+					return fmt.Errorf("job %s: %w", id, err)
+				}
 			}
 		}
-	}
-	if err := t.Commit(); err != nil {
-		return 0, fmt.Errorf("commit: %w", err)
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	r.add(store.PruneJobs, n[0])
 	r.add(store.PruneArtifacts, n[1])

@@ -17,18 +17,8 @@ func (c *Core) CompleteSinkDeliveries(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	t, err := c.w.Begin(ctx, "complete sink deliveries", Derived)
-	if err != nil {
-		return fmt.Errorf("complete %d sink deliveries: begin: %w", len(ids), err)
-	}
-	defer t.Rollback()
-	if err := c.completeIn(ctx, t, ids); err != nil {
-		return err
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("complete %d sink deliveries: commit: %w", len(ids), err)
-	}
-	return nil
+	name := func() string { return fmt.Sprintf("complete %d sink deliveries", len(ids)) }
+	return c.inTx(ctx, "complete sink deliveries", Derived, name, func(t Tx) error { return c.completeIn(ctx, t, ids) })
 }
 
 // CompleteAndClaimSinkDeliveries is CompleteSinkDeliveries(done) then
@@ -42,20 +32,17 @@ func (c *Core) CompleteAndClaimSinkDeliveries(ctx context.Context, done []int64,
 	if len(done) == 0 {
 		op, kind = "claim sink deliveries", Derived|OneStatement // a claim alone is one statement
 	}
-	t, err := c.w.Begin(ctx, op, kind)
+	var out []store.SinkDelivery
+	err := c.inTx(ctx, op, kind, func() string { return op + " of " + sink }, func(t Tx) error {
+		if err := c.completeIn(ctx, t, done); err != nil {
+			return err
+		}
+		var err error
+		out, err = c.claimIn(ctx, t, sink, ordered, now, lease, limit)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%s of %s: begin: %w", op, sink, err)
-	}
-	defer t.Rollback()
-	if err := c.completeIn(ctx, t, done); err != nil {
 		return nil, err
-	}
-	out, err := c.claimIn(ctx, t, sink, ordered, now, lease, limit)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.Commit(); err != nil {
-		return nil, fmt.Errorf("%s of %s: commit: %w", op, sink, err)
 	}
 	return out, nil
 }

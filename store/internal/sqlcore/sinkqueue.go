@@ -36,18 +36,8 @@ func (c *Core) EnqueueSinkDeliveries(ctx context.Context, ds []store.SinkDeliver
 	if len(ds) == 0 {
 		return nil
 	}
-	t, err := c.w.Begin(ctx, "enqueue sink deliveries", Durable)
-	if err != nil {
-		return fmt.Errorf("enqueue sink deliveries: begin: %w", err)
-	}
-	defer t.Rollback()
-	if err := c.enqueue(ctx, t, ds); err != nil {
-		return err
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("enqueue sink deliveries: commit: %w", err)
-	}
-	return nil
+	return c.inTx(ctx, "enqueue sink deliveries", Durable, func() string { return "enqueue sink deliveries" },
+		func(t Tx) error { return c.enqueue(ctx, t, ds) })
 }
 
 // enqueue checks and encodes the deliveries and has the dialect insert them in t. Only Sink,
@@ -194,22 +184,13 @@ func (c *Core) ReplayDeadLetter(ctx context.Context, id int64, now time.Time) er
 // queue's derived state is derived again by delivering again: at least once, same event id).
 // store.ErrNotFound when it changed no row; the transaction has ended when it returns.
 func (c *Core) updateSinkDelivery(ctx context.Context, op string, kind TxKind, st Stmt, args ...any) error {
-	t, err := c.w.Begin(ctx, op, kind|OneStatement)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer t.Rollback()
-	res, err := t.Exec(ctx, st, args...)
-	if err != nil {
-		return err
-	}
-	if err := OneRow(res); err != nil {
-		return err
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return c.inTx(ctx, op, kind|OneStatement, nil, func(t Tx) error {
+		res, err := t.Exec(ctx, st, args...)
+		if err != nil {
+			return err
+		}
+		return OneRow(res)
+	})
 }
 
 // ReleaseSinkLeases clears the lease of every queued delivery and reports how many it
@@ -222,21 +203,9 @@ func (c *Core) ReleaseSinkLeases(ctx context.Context) (int64, error) {
 	if !c.d.ReleasesLeases {
 		return 0, nil
 	}
-	t, err := c.w.Begin(ctx, "release sink leases", Derived|OneStatement)
-	if err != nil {
-		return 0, fmt.Errorf("release sink leases: begin: %w", err)
-	}
-	defer t.Rollback()
-	res, err := t.Exec(ctx, StSinkRelease)
+	n, err := c.execOne(ctx, "release sink leases", StSinkRelease)
 	if err != nil {
 		return 0, fmt.Errorf("release sink leases: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("release sink leases: %w", err)
-	}
-	if err := t.Commit(); err != nil {
-		return 0, fmt.Errorf("release sink leases: commit: %w", err)
 	}
 	return n, nil
 }

@@ -14,22 +14,17 @@ func (c *Core) SetSinkState(ctx context.Context, st store.SinkState) error {
 	if st.Name == "" {
 		return errors.New("set sink state: empty sink name")
 	}
-	t, err := c.w.Begin(ctx, "set sink state", Durable|OneStatement)
-	if err != nil {
-		return fmt.Errorf("set sink state of %s: begin: %w", st.Name, err)
-	}
-	defer t.Rollback()
 	since := st.Since
 	if since.IsZero() {
 		since = c.now()
 	}
-	if _, err := t.Exec(ctx, StSinkStatePut, c.d.text(st.Name), st.Disabled, c.d.text(st.Reason), c.d.Time(since)); err != nil {
-		return fmt.Errorf("set sink state of %s: %w", st.Name, err)
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("set sink state of %s: commit: %w", st.Name, err)
-	}
-	return nil
+	name := func() string { return "set sink state of " + st.Name }
+	return c.inTx(ctx, "set sink state", Durable|OneStatement, name, func(t Tx) error {
+		if _, err := t.Exec(ctx, StSinkStatePut, c.d.text(st.Name), st.Disabled, c.d.text(st.Reason), c.d.Time(since)); err != nil {
+			return fmt.Errorf("%s: %w", name(), err)
+		}
+		return nil
+	})
 }
 
 // SinkStates lists the recorded states by name.

@@ -14,19 +14,13 @@ func (c *Core) CreateToken(ctx context.Context, tok store.Token) error {
 	if len(tok.Hash) == 0 {
 		return errors.New("create token: empty hash")
 	}
-	t, err := c.w.Begin(ctx, "create token", Durable|OneStatement)
-	if err != nil {
-		return fmt.Errorf("create token: begin: %w", err)
-	}
-	defer t.Rollback()
-	if _, err := t.Exec(ctx, StTokenCreate, tok.Hash, c.d.text(tok.JobID), c.d.text(string(tok.Kind)),
-		c.d.nullTime(tok.CreatedAt), c.d.nullTime(tok.RevokedAt)); err != nil {
-		return fmt.Errorf("create token: %w", err)
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("create token: commit: %w", err)
-	}
-	return nil
+	return c.inTx(ctx, "create token", Durable|OneStatement, func() string { return "create token" }, func(t Tx) error {
+		if _, err := t.Exec(ctx, StTokenCreate, tok.Hash, c.d.text(tok.JobID), c.d.text(string(tok.Kind)),
+			c.d.nullTime(tok.CreatedAt), c.d.nullTime(tok.RevokedAt)); err != nil {
+			return fmt.Errorf("create token: %w", err)
+		}
+		return nil
+	})
 }
 
 // BindToken sets the token's job when it has none. Binding to the job it already has is a
@@ -38,48 +32,36 @@ func (c *Core) BindToken(ctx context.Context, hash []byte, jobID string) error {
 		return errors.New("bind token: empty job id")
 	}
 	jobID = c.d.text(jobID)
-	t, err := c.w.Begin(ctx, "bind token", Durable)
-	if err != nil {
-		return fmt.Errorf("bind token: begin: %w", err)
-	}
-	defer t.Rollback()
-	var current string
-	if err := t.QueryRow(ctx, StTokenJob, hash).Scan(&current); err != nil {
-		return fmt.Errorf("bind token: %w", NotFound(err))
-	}
-	switch current {
-	case jobID:
+	return c.inTx(ctx, "bind token", Durable, func() string { return "bind token" }, func(t Tx) error {
+		var current string
+		if err := t.QueryRow(ctx, StTokenJob, hash).Scan(&current); err != nil {
+			return fmt.Errorf("bind token: %w", NotFound(err))
+		}
+		switch current {
+		case jobID:
+			return errNothingToCommit
+		case "":
+		default:
+			return fmt.Errorf("bind token to %s: %w", jobID, store.ErrTokenBound)
+		}
+		if _, err := t.Exec(ctx, StTokenBind, jobID, hash); err != nil {
+			return fmt.Errorf("bind token: %w", err)
+		}
 		return nil
-	case "":
-	default:
-		return fmt.Errorf("bind token to %s: %w", jobID, store.ErrTokenBound)
-	}
-	if _, err := t.Exec(ctx, StTokenBind, jobID, hash); err != nil {
-		return fmt.Errorf("bind token: %w", err)
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("bind token: commit: %w", err)
-	}
-	return nil
+	})
 }
 
 // RevokeToken marks the token revoked; revoking it again keeps the first time. An unknown
 // token gives store.ErrNotFound.
 func (c *Core) RevokeToken(ctx context.Context, hash []byte) error {
-	t, err := c.w.Begin(ctx, "revoke token", Durable|OneStatement)
-	if err != nil {
-		return fmt.Errorf("revoke token: begin: %w", err)
-	}
-	defer t.Rollback()
-	res, err := t.Exec(ctx, StTokenRevoke, c.d.Time(c.now()), hash)
-	if err != nil {
-		return fmt.Errorf("revoke token: %w", err)
-	}
-	if err := OneRow(res); err != nil {
-		return fmt.Errorf("revoke token: %w", err)
-	}
-	if err := t.Commit(); err != nil {
-		return fmt.Errorf("revoke token: commit: %w", err)
-	}
-	return nil
+	return c.inTx(ctx, "revoke token", Durable|OneStatement, func() string { return "revoke token" }, func(t Tx) error {
+		res, err := t.Exec(ctx, StTokenRevoke, c.d.Time(c.now()), hash)
+		if err == nil {
+			err = OneRow(res)
+		}
+		if err != nil {
+			return fmt.Errorf("revoke token: %w", err)
+		}
+		return nil
+	})
 }
