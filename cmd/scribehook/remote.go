@@ -137,8 +137,22 @@ func newRemoteGetCmd(o *remoteOptions) *cobra.Command {
 type jobFlags struct {
 	audioURL, paramsFile, callbackURL, callbackMethod, summarizationType string
 	languages, subtitleFormats, translateTo, metadata                    []string
-	subtitles, diarization, summarization, sentiment, ner, chapters      bool
 	deprecatedEndpoint                                                   bool
+	// switches holds the value of each of jobSwitches, by flag name.
+	switches map[string]*bool
+}
+
+// jobSwitches are the job flags that turn one feature of the request on or off.
+var jobSwitches = []struct {
+	name, usage string
+	field       func(*api.PreRecordedRequest) **bool
+}{
+	{"subtitles", "generate subtitles", func(r *api.PreRecordedRequest) **bool { return &r.Subtitles }},
+	{"diarization", "recognise speakers", func(r *api.PreRecordedRequest) **bool { return &r.Diarization }},
+	{"summarization", "summarise", func(r *api.PreRecordedRequest) **bool { return &r.Summarization }},
+	{"sentiment-analysis", "analyse sentiment", func(r *api.PreRecordedRequest) **bool { return &r.SentimentAnalysis }},
+	{"named-entity-recognition", "recognise named entities", func(r *api.PreRecordedRequest) **bool { return &r.NamedEntityRecognition }},
+	{"chapterization", "split into chapters", func(r *api.PreRecordedRequest) **bool { return &r.Chapterization }},
 }
 
 func newRemoteCreateCmd(o *remoteOptions) *cobra.Command {
@@ -190,15 +204,13 @@ func (jf *jobFlags) register(cmd *cobra.Command) {
 	f.StringVar(&jf.audioURL, "audio-url", "", "URL of the audio or video file")
 	f.StringVar(&jf.paramsFile, "params", "", "JSON file with the request body (- for stdin)")
 	f.StringSliceVar(&jf.languages, "language", nil, "spoken language codes (language_config.languages); none means detect")
-	f.BoolVar(&jf.subtitles, "subtitles", false, "generate subtitles")
 	f.StringSliceVar(&jf.subtitleFormats, "subtitles-format", nil, "subtitle formats: srt, vtt (implies --subtitles)")
-	f.BoolVar(&jf.diarization, "diarization", false, "recognise speakers")
-	f.BoolVar(&jf.summarization, "summarization", false, "summarise")
 	f.StringVar(&jf.summarizationType, "summarization-type", "", "general, bullet_points or concise (implies --summarization)")
 	f.StringSliceVar(&jf.translateTo, "translate-to", nil, "target language codes (enables translation)")
-	f.BoolVar(&jf.sentiment, "sentiment-analysis", false, "analyse sentiment")
-	f.BoolVar(&jf.ner, "named-entity-recognition", false, "recognise named entities")
-	f.BoolVar(&jf.chapters, "chapterization", false, "split into chapters")
+	jf.switches = make(map[string]*bool, len(jobSwitches))
+	for _, sw := range jobSwitches {
+		jf.switches[sw.name] = f.Bool(sw.name, false, sw.usage)
+	}
 	f.StringArrayVar(&jf.metadata, "metadata", nil, "custom_metadata as key=value (repeatable)")
 }
 
@@ -222,40 +234,27 @@ func (jf *jobFlags) request(cmd *cobra.Command) (api.PreRecordedRequest, error) 
 		return req, errors.New("--audio-url is required (or audio_url in --params)")
 	}
 	if set("callback-url") || set("callback-method") {
-		if req.CallbackConfig == nil {
-			req.CallbackConfig = &api.CallbackConfig{}
-		}
 		if set("callback-url") {
-			req.CallbackConfig.URL = jf.callbackURL
+			ensure(&req.CallbackConfig).URL = jf.callbackURL
 		}
 		if set("callback-method") {
-			req.CallbackConfig.Method = strings.ToUpper(jf.callbackMethod)
+			ensure(&req.CallbackConfig).Method = strings.ToUpper(jf.callbackMethod)
 		}
 		req.Callback = api.Bool(true)
 	}
 	if set("language") {
-		if req.LanguageConfig == nil {
-			req.LanguageConfig = &api.LanguageConfig{}
-		}
-		req.LanguageConfig.Languages = jf.languages
+		ensure(&req.LanguageConfig).Languages = jf.languages
 	}
-	if set("subtitles") {
-		req.Subtitles = api.Bool(jf.subtitles)
+	for _, sw := range jobSwitches {
+		if set(sw.name) {
+			*sw.field(&req) = api.Bool(*jf.switches[sw.name])
+		}
 	}
 	if set("subtitles-format") {
-		if req.SubtitlesConfig == nil {
-			req.SubtitlesConfig = &api.SubtitlesConfig{}
-		}
-		req.SubtitlesConfig.Formats = jf.subtitleFormats
+		ensure(&req.SubtitlesConfig).Formats = jf.subtitleFormats
 		if !set("subtitles") {
 			req.Subtitles = api.Bool(true)
 		}
-	}
-	if set("diarization") {
-		req.Diarization = api.Bool(jf.diarization)
-	}
-	if set("summarization") {
-		req.Summarization = api.Bool(jf.summarization)
 	}
 	if set("summarization-type") {
 		req.SummarizationConfig = &api.SummarizationConfig{Type: jf.summarizationType}
@@ -264,20 +263,8 @@ func (jf *jobFlags) request(cmd *cobra.Command) (api.PreRecordedRequest, error) 
 		}
 	}
 	if set("translate-to") {
-		if req.TranslationConfig == nil {
-			req.TranslationConfig = &api.TranslationConfig{}
-		}
-		req.TranslationConfig.TargetLanguages = jf.translateTo
+		ensure(&req.TranslationConfig).TargetLanguages = jf.translateTo
 		req.Translation = api.Bool(true)
-	}
-	if set("sentiment-analysis") {
-		req.SentimentAnalysis = api.Bool(jf.sentiment)
-	}
-	if set("named-entity-recognition") {
-		req.NamedEntityRecognition = api.Bool(jf.ner)
-	}
-	if set("chapterization") {
-		req.Chapterization = api.Bool(jf.chapters)
 	}
 	if set("metadata") {
 		md, err := metadataObject(jf.metadata)
@@ -287,6 +274,15 @@ func (jf *jobFlags) request(cmd *cobra.Command) (api.PreRecordedRequest, error) 
 		req.CustomMetadata = md
 	}
 	return req, nil
+}
+
+// ensure is the object *p points to, created when absent, so that a flag sets one member of
+// an object --params may already hold without blanking the others.
+func ensure[T any](p **T) *T {
+	if *p == nil {
+		*p = new(T)
+	}
+	return *p
 }
 
 func readParams(cmd *cobra.Command, name string) ([]byte, error) {

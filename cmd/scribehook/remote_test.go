@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/scribehook/scribehook/api"
 )
 
@@ -183,6 +185,30 @@ func TestRemoteCreateMergesParamsAndFlags(t *testing.T) {
 	}
 	if out != "ID     RESULT_URL\njob-1  http://svc/v2/pre-recorded/job-1\n" {
 		t.Fatalf("out = %q", out)
+	}
+}
+
+// Each on/off job flag sets its own member of the request, and only when given.
+func TestJobSwitchesSetTheirMember(t *testing.T) {
+	for flag, member := range map[string]string{
+		"subtitles": "subtitles", "diarization": "diarization", "summarization": "summarization",
+		"sentiment-analysis": "sentiment_analysis", "named-entity-recognition": "named_entity_recognition",
+		"chapterization": "chapterization",
+	} {
+		var jf jobFlags
+		cmd := &cobra.Command{}
+		jf.register(cmd)
+		if err := cmd.Flags().Parse([]string{"--audio-url", "http://a/x.wav", "--" + flag + "=false"}); err != nil {
+			t.Fatal(err)
+		}
+		req, err := jf.request(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(req)
+		if want := `{"audio_url":"http://a/x.wav","` + member + `":false}`; err != nil || string(b) != want {
+			t.Errorf("--%s=false: %s, %v; want %s", flag, b, err, want)
+		}
 	}
 }
 
