@@ -13,7 +13,6 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/sqlite"
 )
 
 // TestSinkStatuses: the configured sinks and a removed one that still has a state and a
@@ -21,13 +20,14 @@ import (
 // the names that could be meant, and one set on the removed sink is recorded.
 func TestSinkStatuses(t *testing.T) {
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "s.db")})
+	cfg := configs.Default()
+	cfg.Store.DSN = filepath.Join(t.TempDir(), "scribehook.db")
+	cfg.Sinks = []configs.Sink{{Name: "hook"}, {Name: "files"}}
+	st, err := scribehook.OpenStore(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	cfg := configs.Default()
-	cfg.Sinks = []configs.Sink{{Name: "hook"}, {Name: "files"}}
 
 	gone := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	if err := st.SetSinkState(ctx, store.SinkState{Name: "old", Disabled: true, Reason: "answered 410 Gone", Since: gone}); err != nil {
