@@ -52,8 +52,8 @@ func (p *Pipeline) persistBatch(msg *message.Message) ([]*message.Message, error
 		return nil, nil
 	}
 	var out []*message.Message
-	_, err = p.applyRows(msg.Context(), ids, nil, &out, func(ctx context.Context, id int64, out *[]*message.Message) error {
-		if err := p.persistRow(ctx, id, out); err != nil && !errors.Is(err, errRowStuck) {
+	_, err = p.applyRows(msg.Context(), ids, nil, &out, func(ctx context.Context, id int64, pre *readRow, out *[]*message.Message) error {
+		if err := p.persistRow(ctx, id, pre, out); err != nil && !errors.Is(err, errRowStuck) {
 			return err
 		}
 		// A row whose failure could not be recorded stays pending for the sweep; the partition
@@ -70,12 +70,23 @@ func (p *Pipeline) persistBatch(msg *message.Message) ([]*message.Message, error
 	return out, nil
 }
 
-// one applies a single row with the per-row handler, adding its events to out.
-type one func(ctx context.Context, id int64, out *[]*message.Message) error
+// one applies a single row with the per-row handler, adding its events to out. pre, when not
+// nil, is the row as the batch read it, for the handler's first attempt.
+type one func(ctx context.Context, id int64, pre *readRow, out *[]*message.Message) error
+
+// readRow is an inbox row a batch has read, and its decoding when it is a live message that
+// decoded (lr nil otherwise): the first attempt of the per-row handler takes them instead of
+// reading and decoding the row again. Its retries read the row afresh, as the store may have
+// changed meanwhile.
+type readRow struct {
+	row store.InboxRow
+	lr  *liveRow
+}
 
 // applyRows applies the rows of ids in order: runs of live messages (not end_session) of
 // rows already read, or read here in one query (rows nil), in group transactions, every other
-// row through apply. It returns how many rows it handled; an error of apply ends it.
+// row through apply, with what was read of it. It returns how many rows it handled; an error
+// of apply ends it.
 func (p *Pipeline) applyRows(ctx context.Context, ids []int64, rows []store.InboxRow, out *[]*message.Message, apply one) (int, error) {
 	if rows == nil && len(ids) > 1 {
 		var err error
@@ -95,20 +106,30 @@ func (p *Pipeline) applyRows(ctx context.Context, ids []int64, rows []store.Inbo
 		var (
 			group []store.InboxRow
 			lrs   []liveRow
+			alone *readRow // the row at i as read, when it is not grouped
 		)
 		for j := i; j < len(ids); j++ {
 			k, ok := byID[ids[j]]
 			if !ok {
 				break
 			}
-			lr, ok := groupable(&rows[k])
+			lr, decoded, ok := groupable(&rows[k])
 			if !ok {
+				if j == i {
+					alone = &readRow{row: rows[k]}
+					if decoded {
+						alone.lr = &lr
+					}
+				}
 				break
 			}
 			group, lrs = append(group, rows[k]), append(lrs, lr)
 		}
+		if len(group) == 1 {
+			alone = &readRow{row: group[0], lr: &lrs[0]}
+		}
 		if len(group) < 2 {
-			if err := apply(ctx, ids[i], out); err != nil {
+			if err := apply(ctx, ids[i], alone, out); err != nil {
 				return handled, err
 			}
 			handled++
@@ -121,7 +142,8 @@ func (p *Pipeline) applyRows(ctx context.Context, ids []int64, rows []store.Inbo
 			}
 			p.log.WithError(err).WithField("rows", len(group)).Debug("group apply failed; applying its rows one by one")
 			for _, r := range group {
-				if err := apply(ctx, r.ID, out); err != nil {
+				// Read again: the rows are applied as if the group had not been tried.
+				if err := apply(ctx, r.ID, nil, out); err != nil {
 					return handled, err
 				}
 				handled++
@@ -134,15 +156,19 @@ func (p *Pipeline) applyRows(ctx context.Context, ids []int64, rows []store.Inbo
 	return handled, nil
 }
 
-// groupable decodes a pending live message whose applying needs nothing from the service
-// (not an end_session); ok is false for any other row, and for one that does not decode (the
-// per-row handler retries it and records its error).
-func groupable(r *store.InboxRow) (lr liveRow, ok bool) {
+// groupable decodes a pending live message (decoded reports it did) and reports whether its
+// applying needs nothing from the service (not an end_session); ok is false for any other
+// row, and for one that does not decode (the per-row handler retries it and records its
+// error).
+func groupable(r *store.InboxRow) (lr liveRow, decoded, ok bool) {
 	if r.Status == store.InboxDone || r.Kind != api.CallbackLiveMessage || r.MessageType == api.MessageEndSession {
-		return liveRow{}, false
+		return liveRow{}, false, false
 	}
 	lr, err := decodeLive(*r)
-	return lr, err == nil && lr.msg.Type != "" && lr.msg.Type != api.MessageEndSession
+	if err != nil {
+		return liveRow{}, false, false
+	}
+	return lr, true, lr.msg.Type != "" && lr.msg.Type != api.MessageEndSession
 }
 
 // applyGroup applies rows (live messages, lrs decoded) in one store transaction, each row as
@@ -336,10 +362,14 @@ func decodeLive(row store.InboxRow) (liveRow, error) {
 }
 
 // persistRow runs the per-row handler (rowChain: the persist handler with its retries) on one
-// row, adding its events to out. A row that exhausts the retries was marked failed by its last
-// attempt (or is marked now, as the poison queue's handler does): it holds nothing back. One
-// still pending then gives errRowStuck.
-func (p *Pipeline) persistRow(ctx context.Context, id int64, out *[]*message.Message) error {
+// row, adding its events to out; pre, when not nil, is the row already read. A row that
+// exhausts the retries was marked failed by its last attempt (or is marked now, as the poison
+// queue's handler does): it holds nothing back. One still pending then gives errRowStuck.
+func (p *Pipeline) persistRow(ctx context.Context, id int64, pre *readRow, out *[]*message.Message) error {
+	if pre != nil {
+		// Through the message's context, which the retries keep (ResetContextOnRetry).
+		ctx = context.WithValue(ctx, readRowKey{}, pre)
+	}
 	msg := message.NewMessageWithContext(ctx, watermill.NewUUID(), nil)
 	msg.Metadata.Set(metaInboxID, strconv.FormatInt(id, 10))
 	middleware.SetCorrelationID("inbox-"+strconv.FormatInt(id, 10), msg)
@@ -359,6 +389,19 @@ func (p *Pipeline) persistRow(ctx context.Context, id int64, out *[]*message.Mes
 		return errRowStuck
 	}
 	return nil
+}
+
+// readRowKey is the context key of the readRow a message's first attempt takes.
+type readRowKey struct{}
+
+// readRowOf is the row of id as its batch read it, for the first attempt of its handler: nil
+// when none was read, or on a retry.
+func readRowOf(ctx context.Context, id int64, attempt int) *readRow {
+	pre, _ := ctx.Value(readRowKey{}).(*readRow)
+	if pre == nil || attempt > 1 || pre.row.ID != id {
+		return nil
+	}
+	return pre
 }
 
 // eventMessages encodes events for TopicEvents, with the correlation id of the rows that caused

@@ -155,3 +155,31 @@ func TestGroupAfterEndSession(t *testing.T) {
 		t.Errorf("quarantined %d rows (%v), want the 2 created after the end", len(q), fmt.Sprint(q))
 	}
 }
+
+// Rows of a batch that are not grouped (a job callback, a session's end, a live message between
+// them) are applied with what the batch read: each row is read once, not once more by the
+// per-row handler.
+func TestUngroupedRowsReadOnce(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	cs := newCountingStore(s)
+	var ds []store.Delivery
+	for n := range 10 {
+		job, sid := fmt.Sprintf("alone-job-%d", n), fmt.Sprintf("alone-session-%d", n)
+		ds = append(ds, jobSuccess(job, sampleResult("alone"), ""), newLive(sid, 0, api.MessageTranscript, nil).Delivery,
+			newLive(sid, 1, api.MessageEndSession, nil).Delivery)
+	}
+	ids := ingest(t, cs, nil, ds...)
+	start(t, handlers.Config{Store: cs, Partitions: 1})
+	waitStatus(t, s, store.InboxDone, ids...) // through s: the test's reads are not counted
+	for i, id := range ids {
+		if n, applied := cs.readCount(id), cs.appliedCount(id); n != 1 || applied != 1 {
+			t.Errorf("row %d (%s): read %d times, applied %d times; want once, once", id, ds[i].DedupeKey, n, applied)
+		}
+	}
+	for n := range 10 {
+		if rec := getJob(t, s, fmt.Sprintf("alone-session-%d", n)); rec.Local.Final != api.EventLiveEndSession || rec.Local.Deliveries != 2 {
+			t.Errorf("session %d record: final %q, %d deliveries; want %s, 2", n, rec.Local.Final, rec.Local.Deliveries, api.EventLiveEndSession)
+		}
+	}
+}

@@ -362,12 +362,13 @@ type countingStore struct {
 	applied     map[int64]int // successful Apply calls per row
 	alreadyDone map[int64]int // Apply calls answered ErrAlreadyApplied
 	marks       map[int64]int // MarkInboxFailed calls per row
+	reads       map[int64]int // rows read, by InboxRow or InboxRows
 	failMark    map[int64]bool
 }
 
 func newCountingStore(s store.Store) *countingStore {
 	return &countingStore{Store: s, applied: map[int64]int{}, alreadyDone: map[int64]int{},
-		marks: map[int64]int{}, failMark: map[int64]bool{}}
+		marks: map[int64]int{}, reads: map[int64]int{}, failMark: map[int64]bool{}}
 }
 
 type groupKey struct{}
@@ -444,16 +445,34 @@ func (c *countingStore) MarkInboxFailed(ctx context.Context, id int64, msg strin
 	return c.Store.MarkInboxFailed(ctx, id, msg, final)
 }
 
-func (c *countingStore) appliedCount(id int64) int {
+func (c *countingStore) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.applied[id]
+	c.reads[id]++
+	c.mu.Unlock()
+	return c.Store.InboxRow(ctx, id)
 }
 
-func (c *countingStore) markCount(id int64) int {
+func (c *countingStore) InboxRows(ctx context.Context, ids []int64) ([]store.InboxRow, error) {
+	rows, err := c.Store.InboxRows(ctx, ids)
+	c.mu.Lock()
+	for _, r := range rows {
+		c.reads[r.ID]++
+	}
+	c.mu.Unlock()
+	return rows, err
+}
+
+func (c *countingStore) appliedCount(id int64) int { return c.count(c.applied, id) }
+
+func (c *countingStore) markCount(id int64) int { return c.count(c.marks, id) }
+
+func (c *countingStore) readCount(id int64) int { return c.count(c.reads, id) }
+
+// count reads one of the counters, which the pipeline's goroutines write.
+func (c *countingStore) count(m map[int64]int, id int64) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.marks[id]
+	return m[id]
 }
 
 // events collects the pipeline's domain events, acking each.

@@ -36,21 +36,29 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 	attempt++
 	msg.Metadata.Set(metaAttempt, strconv.Itoa(attempt))
 	final := attempt > p.cfg.MaxRetries
-	row, err := p.cfg.Store.InboxRow(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		// Nothing to process, now or on a retry.
-		p.log.WithField("inbox_id", id).Warn("notified inbox row does not exist")
-		return nil, nil
-	}
-	if err != nil {
-		return nil, p.failed(ctx, id, "", final, fmt.Errorf("read inbox row %d: %w", id, err))
+	var (
+		row store.InboxRow
+		lr  *liveRow
+	)
+	if pre := readRowOf(ctx, id, attempt); pre != nil {
+		row, lr = pre.row, pre.lr
+	} else {
+		row, err = p.cfg.Store.InboxRow(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			// Nothing to process, now or on a retry.
+			p.log.WithField("inbox_id", id).Warn("notified inbox row does not exist")
+			return nil, nil
+		}
+		if err != nil {
+			return nil, p.failed(ctx, id, "", final, fmt.Errorf("read inbox row %d: %w", id, err))
+		}
 	}
 	if row.Status == store.InboxDone {
 		return nil, nil
 	}
 	log := p.log.WithFields(logrus.Fields{"inbox_id": id, "job_id": row.JobID, "kind": row.Kind})
 	start := time.Now()
-	events, err := p.apply(ctx, row)
+	events, err := p.apply(ctx, row, lr)
 	if errors.Is(err, store.ErrAlreadyApplied) {
 		return nil, nil
 	}
@@ -105,14 +113,15 @@ func (p *Pipeline) poisoned(msg *message.Message) error {
 	return nil
 }
 
-// apply turns one row into its effects. Network work (resolving through the service) happens
-// before the store transaction, so a slow service never holds the writer.
-func (p *Pipeline) apply(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
+// apply turns one row into its effects; lr is a live message's row already decoded (nil:
+// decode it). Network work (resolving through the service) happens before the store
+// transaction, so a slow service never holds the writer.
+func (p *Pipeline) apply(ctx context.Context, row store.InboxRow, lr *liveRow) ([]api.Event, error) {
 	switch row.Kind {
 	case api.CallbackJobSuccess, api.CallbackJobError:
 		return p.applyJobCallback(ctx, row)
 	case api.CallbackLiveMessage:
-		return p.applyLiveMessage(ctx, row)
+		return p.applyLiveMessage(ctx, row, lr)
 	case api.CallbackAccountWebhook:
 		return p.applyWebhook(ctx, row)
 	}
@@ -186,13 +195,19 @@ func fromCallback(j *api.Job, cb *api.JobCallback, received time.Time) {
 	j.Result = cb.Payload
 }
 
-func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
-	lr, err := decodeLive(row)
-	if err != nil {
-		return nil, err
+func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow, lr *liveRow) ([]api.Event, error) {
+	if lr == nil {
+		decoded, err := decodeLive(row)
+		if err != nil {
+			return nil, err
+		}
+		lr = &decoded
 	}
 	// The session's final record comes from the service once the session has ended.
-	var fin finalRecord
+	var (
+		fin finalRecord
+		err error
+	)
 	if lr.msg.Type == api.MessageEndSession {
 		if done, err := p.finalAlready(ctx, row); done || err != nil {
 			return nil, err
@@ -201,7 +216,7 @@ func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow) ([]
 			return nil, err
 		}
 	}
-	events, err := p.commit(ctx, row, p.liveTx(row, &lr, fin))
+	events, err := p.commit(ctx, row, p.liveTx(row, lr, fin))
 	if err != nil {
 		return nil, err
 	}
