@@ -25,19 +25,20 @@ const (
 	BusNATS        = "nats"
 )
 
-// Defaults of BusOptions.
+// Defaults of BusOptions: the configuration's (bus section), so that a program building the
+// options itself gets what serve gets.
 const (
 	// DefaultBusTopic is the Redis stream, or the NATS subject, of commit notices.
-	DefaultBusTopic = "scribehook.inbox"
+	DefaultBusTopic = configs.DefaultBusTopic
 	// DefaultBusGroup is the Redis consumer group, or the JetStream durable consumer, that every
 	// replica joins: each notice goes to one replica of the group.
-	DefaultBusGroup = "scribehook"
+	DefaultBusGroup = configs.DefaultBusGroup
 	// DefaultClaimAfter is how long a notice may stay delivered but unacknowledged before the
 	// broker gives it to another replica (its replica died, or is stuck).
-	DefaultClaimAfter = 30 * time.Second
+	DefaultClaimAfter = configs.DefaultClaimAfter
 	// DefaultRedisMaxLen bounds the Redis stream (approximately): notices are small, and a
 	// notice trimmed before it was read only delays its row until the sweep.
-	DefaultRedisMaxLen = 100000
+	DefaultRedisMaxLen = configs.DefaultBusMaxLen
 )
 
 // busConnectTimeout bounds connecting to the broker at start, and each health check.
@@ -131,6 +132,39 @@ type busDriver interface {
 type subscriptions struct {
 	chans []<-chan *message.Message
 	close func() error
+}
+
+// openSubscriptions opens n subscriptions with open; when one fails, closeAll ends those
+// already open. closeAll is also how the subscriptions end.
+func openSubscriptions(n int, closeAll func() error, open func(i int) (<-chan *message.Message, error)) (*subscriptions, error) {
+	subs := &subscriptions{close: closeAll}
+	for i := range n {
+		ch, err := open(i)
+		if err != nil {
+			_ = closeAll()
+			return nil, err
+		}
+		subs.chans = append(subs.chans, ch)
+	}
+	return subs, nil
+}
+
+// busBase is what the drivers share: the options, the publisher of notices and the logger.
+type busBase struct {
+	cfg  BusOptions
+	pub  message.Publisher
+	wlog watermill.LoggerAdapter
+}
+
+func (b *busBase) publish(msg *message.Message) error {
+	return b.pub.Publish(b.cfg.Topic, msg)
+}
+
+// recreated logs that a health check created again what a broker restart lost (what: the
+// Redis consumer group, the JetStream stream or consumer).
+func (b *busBase) recreated(what string, fields watermill.LogFields) {
+	b.wlog.Error("the "+what+" was missing (the broker lost its data?): created it again; rows whose notices were lost are found by the sweep",
+		nil, fields)
 }
 
 // OpenBus connects to the broker, makes sure the stream and the consumer group exist, and

@@ -20,13 +20,11 @@ import (
 // one durable pull consumer that every replica shares: the server gives each message to one
 // puller, and redelivers a message not acknowledged within AckWait (ClaimAfter) to another.
 type natsBus struct {
-	cfg     BusOptions
+	busBase
 	conn    *nats.Conn // publisher and management
 	js      jetstream.JetStream
-	pub     *wmjetstream.Publisher
 	stream  string
 	durable string
-	wlog    watermill.LoggerAdapter
 	crashed atomic.Bool // tests: a dead process nacks nothing
 }
 
@@ -72,7 +70,7 @@ func openNATSBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapt
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	b := &natsBus{cfg: cfg, conn: nc, js: js, stream: natsStreamOf(cfg.Topic), durable: cfg.Group, wlog: wlog}
+	b := &natsBus{busBase: busBase{cfg: cfg, wlog: wlog}, conn: nc, js: js, stream: natsStreamOf(cfg.Topic), durable: cfg.Group}
 	ctx, cancel := context.WithTimeout(ctx, busConnectTimeout)
 	defer cancel()
 	if err := b.ensure(ctx, true); err != nil {
@@ -135,10 +133,6 @@ func (b *natsBus) ensure(ctx context.Context, update bool) error {
 	return nil
 }
 
-func (b *natsBus) publish(msg *message.Message) error {
-	return b.pub.Publish(b.cfg.Topic, msg)
-}
-
 // subscribe opens n pull subscriptions on one connection.
 //
 // Watermill's JetStream subscriber (v2.1.3) closes a subscription's output channel as soon as
@@ -182,19 +176,17 @@ func (b *natsBus) subscribe(_ context.Context, n int, onFatal func(error)) (*sub
 		nc.Close()
 		return nil, fmt.Errorf("jetstream subscriber: %w", err)
 	}
-	subs := &subscriptions{close: func() error {
+	closeAll := func() error {
 		guard.closeAndWait()
 		return sub.Close()
-	}}
-	for range n {
+	}
+	return openSubscriptions(n, closeAll, func(int) (<-chan *message.Message, error) {
 		ch, err := sub.Subscribe(context.Background(), b.cfg.Topic)
 		if err != nil {
-			_ = subs.close()
 			return nil, fmt.Errorf("subscribe to %s: %w", b.cfg.Topic, err)
 		}
-		subs.chans = append(subs.chans, ch)
-	}
-	return subs, nil
+		return ch, nil
+	})
 }
 
 // check asks JetStream for the consumer, creating the stream and the consumer again when a
@@ -209,8 +201,7 @@ func (b *natsBus) check(ctx context.Context) (bool, error) {
 		if err := b.ensure(ctx, false); err != nil {
 			return false, err
 		}
-		b.wlog.Error("the JetStream stream or consumer was missing (the broker lost its data?): created it again; rows whose notices were lost are found by the sweep",
-			nil, watermill.LogFields{"stream": b.stream, "consumer": b.durable})
+		b.recreated("JetStream stream or consumer", watermill.LogFields{"stream": b.stream, "consumer": b.durable})
 		return true, nil
 	}
 	return false, err

@@ -18,10 +18,8 @@ import (
 // the entries a consumer left pending longer than ClaimAfter (its replica died) are claimed by
 // the others (Watermill's XPENDING/XCLAIM loop).
 type redisBus struct {
-	cfg    BusOptions
+	busBase
 	client *redis.Client
-	pub    *redisstream.Publisher
-	wlog   watermill.LoggerAdapter
 }
 
 // sharedRedis is the one client of the bus, handed to Watermill's publisher and subscribers,
@@ -36,7 +34,7 @@ func openRedisBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdap
 		return nil, fmt.Errorf("not a Redis URL (redis://[:password@]host:port/db): %w", err)
 	}
 	client := redis.NewClient(opts)
-	b := &redisBus{cfg: cfg, client: client, wlog: wlog}
+	b := &redisBus{busBase: busBase{cfg: cfg, wlog: wlog}, client: client}
 	ctx, cancel := context.WithTimeout(ctx, busConnectTimeout)
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
@@ -71,22 +69,17 @@ func (b *redisBus) ensureGroup(ctx context.Context) (bool, error) {
 	return false, fmt.Errorf("create the consumer group %s of stream %s: %w", b.cfg.Group, b.cfg.Topic, err)
 }
 
-func (b *redisBus) publish(msg *message.Message) error {
-	return b.pub.Publish(b.cfg.Topic, msg)
-}
-
 func (b *redisBus) subscribe(ctx context.Context, n int, _ func(error)) (*subscriptions, error) {
 	claimEvery := max(b.cfg.ClaimAfter/6, 100*time.Millisecond)
-	subs := &subscriptions{}
 	var all []*redisstream.Subscriber
-	subs.close = func() error {
+	closeAll := func() error {
 		var errs []error
 		for _, s := range all {
 			errs = append(errs, s.Close())
 		}
 		return errors.Join(errs...)
 	}
-	for i := range n {
+	return openSubscriptions(n, closeAll, func(i int) (<-chan *message.Message, error) {
 		s, err := redisstream.NewSubscriber(redisstream.SubscriberConfig{
 			Client:        sharedRedis{b.client},
 			Consumer:      fmt.Sprintf("%s-%d", b.cfg.Consumer, i),
@@ -103,18 +96,15 @@ func (b *redisBus) subscribe(ctx context.Context, n int, _ func(error)) (*subscr
 			OldestId:                      "0",
 		}, b.wlog)
 		if err != nil {
-			_ = subs.close()
 			return nil, fmt.Errorf("redis subscriber: %w", err)
 		}
 		all = append(all, s)
 		ch, err := s.Subscribe(ctx, b.cfg.Topic)
 		if err != nil {
-			_ = subs.close()
 			return nil, fmt.Errorf("subscribe to stream %s: %w", b.cfg.Topic, err)
 		}
-		subs.chans = append(subs.chans, ch)
-	}
-	return subs, nil
+		return ch, nil
+	})
 }
 
 // check pings Redis and recreates the consumer group when a restart lost it (a Redis without
@@ -129,8 +119,7 @@ func (b *redisBus) check(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if created {
-		b.wlog.Error("the consumer group was missing (the broker lost its data?): created it again; rows whose notices were lost are found by the sweep",
-			nil, watermill.LogFields{"stream": b.cfg.Topic, "group": b.cfg.Group})
+		b.recreated("consumer group", watermill.LogFields{"stream": b.cfg.Topic, "group": b.cfg.Group})
 	}
 	return false, nil
 }
