@@ -24,15 +24,7 @@ import (
 // appendTranscription appends t as Transcription.MarshalJSON encodes it.
 func appendTranscription(dst []byte, t *Transcription) ([]byte, error) {
 	if len(t.Extra) > 0 {
-		type plain Transcription
-		p := plain(*t)
-		if p.Languages == nil {
-			p.Languages = []string{}
-		}
-		if p.Utterances == nil {
-			p.Utterances = []Utterance{}
-		}
-		return appendGeneral(dst, p, t.Extra)
+		return appendGeneral(dst, t.encodeGeneral)
 	}
 	dst = append(dst, `{"full_transcript":`...)
 	dst = appendString(dst, t.FullTranscript)
@@ -70,12 +62,7 @@ func appendTranscription(dst []byte, t *Transcription) ([]byte, error) {
 // appendUtterance appends u as Utterance.MarshalJSON encodes it.
 func appendUtterance(dst []byte, u *Utterance) ([]byte, error) {
 	if len(u.Extra) > 0 || !finite(u.Start, u.End, u.Confidence) {
-		type plain Utterance
-		p := plain(*u)
-		if p.Words == nil {
-			p.Words = []Word{}
-		}
-		return appendGeneral(dst, p, u.Extra)
+		return appendGeneral(dst, u.encodeGeneral)
 	}
 	dst = append(dst, `{"start":`...)
 	dst = appendFloat(dst, u.Start)
@@ -111,8 +98,7 @@ func appendUtterance(dst []byte, u *Utterance) ([]byte, error) {
 // appendWord appends w as Word.MarshalJSON encodes it.
 func appendWord(dst []byte, w *Word) ([]byte, error) {
 	if len(w.Extra) > 0 || !finite(w.Start, w.End, w.Confidence) {
-		type plain Word
-		return appendGeneral(dst, plain(*w), w.Extra)
+		return appendGeneral(dst, w.encodeGeneral)
 	}
 	dst = append(dst, `{"word":`...)
 	dst = appendString(dst, w.Word)
@@ -137,11 +123,11 @@ func appendMember(dst []byte, name string, v any) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
-// appendGeneral appends what encodeKeeping gives for v (a method-free alias) and extra, as an
+// appendGeneral appends what encode (a type's general encoding, encodeKeeping) gives, as an
 // enclosing encoding/json Marshal would copy it: compacted, with HTML characters escaped (the
 // extra members are kept as they came).
-func appendGeneral(dst []byte, v any, extra Extra) ([]byte, error) {
-	b, err := encodeKeeping(v, extra)
+func appendGeneral(dst []byte, encode func() ([]byte, error)) ([]byte, error) {
+	b, err := encode()
 	if err != nil {
 		return nil, err
 	}

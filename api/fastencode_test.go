@@ -12,89 +12,70 @@ import (
 	"github.com/scribehook/scribehook/internal/plainjson"
 )
 
-// The reference encoding of a transcription is the general one the hand encoder replaced:
-// encodeKeeping at every level, through encoding/json. The ref types mirror the model's with
-// that MarshalJSON.
+// The reference of each hand encoding is the general encoding it replaced, level by level:
+// Word, Utterance, Transcription, Result and Job are each compared with encodeKeeping of their
+// own fields (encodeGeneral, generalResult, generalJob), in which the children are encoded by
+// their own MarshalJSON, compared with their general encoding in turn. Where every level
+// matches, the whole record is what encodeKeeping at every level gives.
 
-type refWord Word
-
-func (w refWord) MarshalJSON() ([]byte, error) {
-	type plain Word
-	return encodeKeeping(plain(w), w.Extra)
+// generalResult and generalJob are the encodings appendResult and appendJob replaced.
+func generalResult(r *Result) ([]byte, error) {
+	type plain Result
+	return encodeKeeping(plain(*r), r.Extra)
 }
 
-type refUtterance struct {
-	Start      float64   `json:"start"`
-	End        float64   `json:"end"`
-	Confidence float64   `json:"confidence"`
-	Channel    int       `json:"channel"`
-	Words      []refWord `json:"words"`
-	Text       string    `json:"text"`
-	Language   string    `json:"language,omitempty"`
-	Speaker    *int      `json:"speaker,omitempty"`
-	Extra      Extra     `json:"-"`
-}
-
-func (u refUtterance) MarshalJSON() ([]byte, error) {
-	type plain refUtterance
-	if u.Words == nil {
-		u.Words = []refWord{}
+func generalJob(j *Job) ([]byte, error) {
+	type plain Job
+	p := plain(*j)
+	if len(p.RequestParams) == 0 {
+		p.RequestParams = json.RawMessage("null")
 	}
-	return encodeKeeping(plain(u), u.Extra)
+	return encodeKeeping(p, j.Extra)
 }
 
-type refTranscription struct {
-	FullTranscript string            `json:"full_transcript"`
-	Languages      []string          `json:"languages"`
-	Utterances     []refUtterance    `json:"utterances"`
-	Sentences      []Addon[[]string] `json:"sentences,omitzero"`
-	Subtitles      []Subtitle        `json:"subtitles,omitzero"`
-	Extra          Extra             `json:"-"`
+// copied is what marshal (json.Marshal or plainjson.Marshal) writes when the bytes of a
+// MarshalJSON that gave b and err are copied into its output.
+func copied(marshal func(any) ([]byte, error), b []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return marshal(json.RawMessage(b))
 }
 
-func (t refTranscription) MarshalJSON() ([]byte, error) {
-	type plain refTranscription
-	if t.Languages == nil {
-		t.Languages = []string{}
+// sameEncoding fails unless got and want are the same bytes, or both an error.
+func sameEncoding(t *testing.T, what string, got []byte, gotErr error, want []byte, wantErr error) {
+	t.Helper()
+	if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+		t.Fatalf("%s:\n%s (%v)\nreference:\n%s (%v)", what, got, gotErr, want, wantErr)
 	}
-	if t.Utterances == nil {
-		t.Utterances = []refUtterance{}
-	}
-	return encodeKeeping(plain(t), t.Extra)
 }
 
-func refOf(t Transcription) refTranscription {
-	r := refTranscription{FullTranscript: t.FullTranscript, Languages: t.Languages, Sentences: t.Sentences,
-		Subtitles: t.Subtitles, Extra: t.Extra}
-	if t.Utterances != nil {
-		r.Utterances = []refUtterance{}
-	}
-	for _, u := range t.Utterances {
-		ru := refUtterance{Start: u.Start, End: u.End, Confidence: u.Confidence, Channel: u.Channel, Text: u.Text,
-			Language: u.Language, Speaker: u.Speaker, Extra: u.Extra}
-		if u.Words != nil {
-			ru.Words = []refWord{}
-		}
-		for _, w := range u.Words {
-			ru.Words = append(ru.Words, refWord(w))
-		}
-		r.Utterances = append(r.Utterances, ru)
-	}
-	return r
+// checkLevel compares v's encoding by a parent encoder (json.Marshal of a pointer to it) with
+// its general encoding copied the same way.
+func checkLevel(t *testing.T, what string, v json.Marshaler, general func() ([]byte, error)) {
+	t.Helper()
+	got, gotErr := json.Marshal(v)
+	b, err := general()
+	want, wantErr := copied(json.Marshal, b, err)
+	sameEncoding(t, what, got, gotErr, want, wantErr)
 }
 
-// checkEncoding compares the hand encoding of t with the reference, as a parent encoder
-// (json.Marshal of a pointer to it) writes them: the same bytes, or both an error.
+// checkEncoding compares the hand encoding of tr, of each of its utterances and of each of
+// their words with the reference.
 func checkEncoding(t *testing.T, tr Transcription) {
 	t.Helper()
-	got, gotErr := json.Marshal(&tr)
-	want, wantErr := json.Marshal(refOf(tr))
-	if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
-		t.Fatalf("hand encoding:\n%s (%v)\nreference:\n%s (%v)", got, gotErr, want, wantErr)
-	}
+	checkLevel(t, "transcription", &tr, tr.encodeGeneral)
 	// Its own MarshalJSON, without a parent compacting it, is already that.
+	got, gotErr := json.Marshal(&tr)
 	if own, err := tr.MarshalJSON(); gotErr == nil && len(tr.Extra) == 0 && (err != nil || !bytes.Equal(own, got)) {
 		t.Fatalf("MarshalJSON:\n%s (%v)\njson.Marshal:\n%s", own, err, got)
+	}
+	for i := range tr.Utterances {
+		u := &tr.Utterances[i]
+		checkLevel(t, "utterance", u, u.encodeGeneral)
+		for j := range u.Words {
+			checkLevel(t, "word", &u.Words[j], u.Words[j].encodeGeneral)
+		}
 	}
 }
 
@@ -141,7 +122,7 @@ func FuzzTranscriptionEncoding(f *testing.F) {
 			f.Fatalf("%s does not read as a job", name)
 		}
 		if j.Result != nil && j.Result.Transcription != nil {
-			b, _ := json.Marshal(refOf(*j.Result.Transcription))
+			b, _ := json.Marshal(j.Result.Transcription)
 			f.Add(b)
 		}
 	}
@@ -161,103 +142,32 @@ func FuzzTranscriptionEncoding(f *testing.F) {
 	})
 }
 
-// refResult and refJob are Result and Job encoded the general way, with the reference
-// transcription inside.
-type refResult struct {
-	Metadata                 *Metadata                       `json:"metadata,omitempty"`
-	Transcription            *refTranscription               `json:"transcription,omitempty"`
-	Translation              *Addon[[]TranslationResult]     `json:"translation,omitempty"`
-	Summarization            *Addon[string]                  `json:"summarization,omitempty"`
-	Moderation               *Addon[string]                  `json:"moderation,omitempty"`
-	NamedEntityRecognition   *EntityAddon                    `json:"named_entity_recognition,omitempty"`
-	NameConsistency          *Addon[string]                  `json:"name_consistency,omitempty"`
-	SpeakerReidentification  *Addon[string]                  `json:"speaker_reidentification,omitempty"`
-	StructuredDataExtraction *Addon[string]                  `json:"structured_data_extraction,omitempty"`
-	SentimentAnalysis        *Addon[string]                  `json:"sentiment_analysis,omitempty"`
-	AudioToLLM               *Addon[[]Addon[PromptResponse]] `json:"audio_to_llm,omitempty"`
-	Sentences                *Addon[[]string]                `json:"sentences,omitempty"`
-	DisplayMode              *Addon[[]string]                `json:"display_mode,omitempty"`
-	Chapterization           *Addon[json.RawMessage]         `json:"chapterization,omitempty"`
-	Diarization              *Addon[[]Utterance]             `json:"diarization,omitempty"`
-	Messages                 []string                        `json:"messages,omitzero"`
-	Extra                    Extra                           `json:"-"`
-}
-
-func (r refResult) MarshalJSON() ([]byte, error) {
-	type plain refResult
-	return encodeKeeping(plain(r), r.Extra)
-}
-
-type refJob struct {
-	ID                  string          `json:"id"`
-	RequestID           string          `json:"request_id"`
-	Version             int             `json:"version"`
-	Status              JobStatus       `json:"status"`
-	CreatedAt           Time            `json:"created_at"`
-	PostSessionMetadata json.RawMessage `json:"post_session_metadata,omitempty"`
-	Kind                JobKind         `json:"kind"`
-	CompletedAt         *Time           `json:"completed_at,omitempty"`
-	CustomMetadata      json.RawMessage `json:"custom_metadata,omitempty"`
-	ErrorCode           *int            `json:"error_code,omitempty"`
-	File                *File           `json:"file"`
-	RequestParams       json.RawMessage `json:"request_params"`
-	Result              *refResult      `json:"result,omitempty"`
-	Extra               Extra           `json:"-"`
-}
-
-func (j refJob) MarshalJSON() ([]byte, error) {
-	type plain refJob
-	if len(j.RequestParams) == 0 {
-		j.RequestParams = json.RawMessage("null")
-	}
-	return encodeKeeping(plain(j), j.Extra)
-}
-
-func refJobOf(j Job) refJob {
-	r := refJob{ID: j.ID, RequestID: j.RequestID, Version: j.Version, Status: j.Status, CreatedAt: j.CreatedAt,
-		PostSessionMetadata: j.PostSessionMetadata, Kind: j.Kind, CompletedAt: j.CompletedAt,
-		CustomMetadata: j.CustomMetadata, ErrorCode: j.ErrorCode, File: j.File, RequestParams: j.RequestParams,
-		Extra: j.Extra}
-	if res := j.Result; res != nil {
-		r.Result = &refResult{Metadata: res.Metadata, Translation: res.Translation, Summarization: res.Summarization,
-			Moderation: res.Moderation, NamedEntityRecognition: res.NamedEntityRecognition,
-			NameConsistency: res.NameConsistency, SpeakerReidentification: res.SpeakerReidentification,
-			StructuredDataExtraction: res.StructuredDataExtraction, SentimentAnalysis: res.SentimentAnalysis,
-			AudioToLLM: res.AudioToLLM, Sentences: res.Sentences, DisplayMode: res.DisplayMode,
-			Chapterization: res.Chapterization, Diarization: res.Diarization, Messages: res.Messages, Extra: res.Extra}
-		if res.Transcription != nil {
-			tr := refOf(*res.Transcription)
-			r.Result.Transcription = &tr
-		}
-	}
-	return r
-}
-
 // checkJobEncoding compares every way a record is encoded (json.Marshal, the plain encoder,
-// EncodeJob both ways, the result alone both ways) with the reference.
+// EncodeJob both ways; the result alone both ways, and its transcription) with the reference.
 func checkJobEncoding(t *testing.T, j Job) {
 	t.Helper()
-	ref := refJobOf(j)
-	same := func(what string, got []byte, gotErr error, want []byte, wantErr error) {
-		t.Helper()
-		if (gotErr != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
-			t.Fatalf("%s:\n%s (%v)\nreference:\n%s (%v)", what, got, gotErr, want, wantErr)
-		}
-	}
-	want, wantErr := json.Marshal(ref)
+	general, generalErr := generalJob(&j)
+	want, wantErr := copied(json.Marshal, general, generalErr)
 	got, err := json.Marshal(j)
-	same("json.Marshal", got, err, want, wantErr)
+	sameEncoding(t, "json.Marshal", got, err, want, wantErr)
 	got, err = EncodeJob(&j, true)
-	same("EncodeJob(escapeHTML)", got, err, want, wantErr)
-	want, wantErr = plainjson.Marshal(ref)
+	sameEncoding(t, "EncodeJob(escapeHTML)", got, err, want, wantErr)
+	want, wantErr = copied(plainjson.Marshal, general, generalErr)
 	got, err = plainjson.Marshal(j)
-	same("plain encoder", got, err, want, wantErr)
+	sameEncoding(t, "plain encoder", got, err, want, wantErr)
 	got, err = EncodeJob(&j, false)
-	same("EncodeJob(plain)", got, err, want, wantErr)
-	if j.Result != nil {
-		want, wantErr = plainjson.Marshal(ref.Result)
-		got, err = plainjson.Marshal(j.Result)
-		same("result, plain encoder", got, err, want, wantErr)
+	sameEncoding(t, "EncodeJob(plain)", got, err, want, wantErr)
+	if r := j.Result; r != nil {
+		general, generalErr = generalResult(r)
+		want, wantErr = copied(json.Marshal, general, generalErr)
+		got, err = json.Marshal(r)
+		sameEncoding(t, "result", got, err, want, wantErr)
+		want, wantErr = copied(plainjson.Marshal, general, generalErr)
+		got, err = plainjson.Marshal(r)
+		sameEncoding(t, "result, plain encoder", got, err, want, wantErr)
+		if r.Transcription != nil {
+			checkEncoding(t, *r.Transcription)
+		}
 	}
 }
 

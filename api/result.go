@@ -25,8 +25,14 @@ func (w Word) MarshalJSON() ([]byte, error) {
 	if len(w.Extra) == 0 {
 		return appendWord(nil, &w) // fastencode.go
 	}
+	return w.encodeGeneral()
+}
+
+// encodeGeneral is the encoding appendWord writes by hand where it can: encodeKeeping of the
+// fields.
+func (w *Word) encodeGeneral() ([]byte, error) {
 	type plain Word
-	return encodeKeeping(plain(w), w.Extra)
+	return encodeKeeping(plain(*w), w.Extra)
 }
 
 // Utterance is a stretch of speech by one speaker on one channel.
@@ -54,11 +60,18 @@ func (u Utterance) MarshalJSON() ([]byte, error) {
 	if len(u.Extra) == 0 {
 		return appendUtterance(nil, &u) // fastencode.go
 	}
+	return u.encodeGeneral()
+}
+
+// encodeGeneral is the encoding appendUtterance writes by hand where it can: encodeKeeping of
+// the fields, words as [] when nil.
+func (u *Utterance) encodeGeneral() ([]byte, error) {
 	type plain Utterance
-	if u.Words == nil {
-		u.Words = []Word{}
+	p := plain(*u)
+	if p.Words == nil {
+		p.Words = []Word{}
 	}
-	return encodeKeeping(plain(u), u.Extra)
+	return encodeKeeping(p, u.Extra)
 }
 
 // AddonError is the error object of an add-on, a translation entry or a sentence envelope.
@@ -177,14 +190,21 @@ func (t Transcription) MarshalJSON() ([]byte, error) {
 	if len(t.Extra) == 0 {
 		return appendTranscription(make([]byte, 0, t.sizeHint()), &t) // fastencode.go
 	}
+	return t.encodeGeneral()
+}
+
+// encodeGeneral is the encoding appendTranscription writes by hand where it can: encodeKeeping
+// of the fields, languages and utterances as [] when nil.
+func (t *Transcription) encodeGeneral() ([]byte, error) {
 	type plain Transcription
-	if t.Languages == nil {
-		t.Languages = []string{}
+	p := plain(*t)
+	if p.Languages == nil {
+		p.Languages = []string{}
 	}
-	if t.Utterances == nil {
-		t.Utterances = []Utterance{}
+	if p.Utterances == nil {
+		p.Utterances = []Utterance{}
 	}
-	return encodeKeeping(plain(t), t.Extra)
+	return encodeKeeping(p, t.Extra)
 }
 
 // TranslationResult is one target language of the translation add-on.
