@@ -144,10 +144,7 @@ func (l *callbackLoad) acked() []ackedDelivery {
 func TestBackupDuringLoadRestores(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
-	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: live})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openSQLite(t, sqlite.Options{Path: live})
 	route := []receiver.Route{{Name: "load", Token: backupRouteToken}}
 	srv := serveOn(t, st, "", serverOptions{Routes: route, Logger: sandboxtest.QuietLogger(),
 		Sinks: []sinkSetup{fileSink(t, filepath.Join(dir, "out"))}})
@@ -190,10 +187,7 @@ func TestBackupDuringLoadRestores(t *testing.T) {
 	if err := os.WriteFile(restored, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st2, err := sqlite.Open(t.Context(), sqlite.Options{Path: restored})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st2 := openSQLite(t, sqlite.Options{Path: restored})
 	srv2 := serveOn(t, st2, "", serverOptions{Routes: route, Logger: sandboxtest.QuietLogger(),
 		Sinks: []sinkSetup{fileSink(t, filepath.Join(dir, "out-restored"))}})
 	waitUntil(t, "the restored serve to process and deliver everything", 30*time.Second, func() bool {

@@ -38,10 +38,7 @@ func TestDemoHearsItsSample(t *testing.T) {
 	}
 	ref := strings.Join(sampleScript(t), " ")
 
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
 	defer st.Close()
 	rec, err := st.GetJob(context.Background(), rep.JobID)
 	if err != nil || rec.Job.Result == nil || rec.Job.Result.Transcription == nil {

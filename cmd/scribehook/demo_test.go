@@ -134,10 +134,7 @@ func TestDemoRunsTheWholeLoop(t *testing.T) {
 	}
 
 	// The store: the job done with its result, the session done with its messages.
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
 	defer st.Close()
 	rec, err := st.GetJob(context.Background(), rep.JobID)
 	if err != nil || rec.Job.Status != api.StatusDone || rec.Job.Result == nil || rec.Job.Result.Transcription == nil {

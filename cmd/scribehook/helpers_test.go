@@ -24,6 +24,7 @@ import (
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
 )
 
@@ -133,6 +134,17 @@ func writeSQLiteConfig(t *testing.T, dir, db string, more ...string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// openSQLite opens the SQLite store o names, failing the test if it cannot; the caller closes
+// it (serveOn's stop does).
+func openSQLite(t *testing.T, o sqlite.Options) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // fileSink is a file sink writing under dir every event.

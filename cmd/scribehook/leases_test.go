@@ -21,10 +21,7 @@ func TestRestartReleasesSinkLeases(t *testing.T) {
 	dir := t.TempDir()
 	dbPath, out := filepath.Join(dir, "scribehook.db"), filepath.Join(dir, "out")
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: dbPath})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openSQLite(t, sqlite.Options{Path: dbPath})
 	ev := api.Event{
 		ID: "ev-leased-1", Type: "live.transcript", JobID: "session-1", Kind: api.KindLive,
 		CreatedAt: api.Time{Time: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)},

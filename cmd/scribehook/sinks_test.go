@@ -39,10 +39,7 @@ func TestSinkDisabledAcrossRestart(t *testing.T) {
 		Filter: sinks.Filter{Events: []string{"*"}}, Timeout: 2 * time.Second}
 	route := []receiver.Route{{Name: "load", Token: backupRouteToken}}
 	start := func() *served {
-		st, err := sqlite.Open(t.Context(), sqlite.Options{Path: db})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := openSQLite(t, sqlite.Options{Path: db})
 		sk, err := sinks.New(spec, sinks.Deps{Logger: sandboxtest.QuietLogger()})
 		if err != nil {
 			t.Fatal(err)

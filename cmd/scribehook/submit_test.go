@@ -77,10 +77,7 @@ func (e *cliEnv) run(stdin io.Reader, args ...string) (string, string, error) {
 
 func (e *cliEnv) openStore() *sqlite.Store {
 	e.t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	st := openSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
 	e.t.Cleanup(func() { st.Close() })
 	return st
 }
@@ -108,10 +105,7 @@ type fakeServe struct {
 
 func newFakeServe(t *testing.T, dbPath string) *fakeServe {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: dbPath, Synchronous: "normal"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openSQLite(t, sqlite.Options{Path: dbPath, Synchronous: "normal"})
 	f := &fakeServe{t: t, st: st, store: true}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.handle))
 	t.Cleanup(func() {
@@ -326,10 +320,7 @@ func TestConfigErrorsReachTheCommand(t *testing.T) {
 // public_url at it.
 func (e *cliEnv) useRealServe() {
 	e.t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	st := openSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
 	srv := serveOn(e.t, st, "", serverOptions{Service: e.client, Partitions: 2, BodyLimit: 32 << 20, Logger: sandboxtest.QuietLogger()})
 	e.t.Cleanup(func() { srv.stop(e.t) })
 	e.writeConfig("http://" + srv.addr)
