@@ -14,6 +14,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/configs"
 )
 
 // Bus mode: several replicas share one store and one broker.
@@ -42,9 +44,9 @@ import (
 
 const (
 	// DefaultSweepGrace: rows pending for less than this are left to their notices.
-	DefaultSweepGrace = 5 * time.Second
+	DefaultSweepGrace = configs.DefaultSweepGrace
 	// DefaultNoticeQueue bounds the notices waiting to be published.
-	DefaultNoticeQueue = 10000
+	DefaultNoticeQueue = configs.DefaultBusQueue
 
 	metaPartitionKey = "partition_key"
 	// drainPage is how many pending rows of one key a drain reads at a time.

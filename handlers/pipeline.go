@@ -28,6 +28,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/wmlog"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -134,7 +135,7 @@ func New(cfg Config) (_ *Pipeline, err error) {
 		return nil, errors.New("handlers: store is required")
 	}
 	if cfg.Partitions <= 0 {
-		cfg.Partitions = 4
+		cfg.Partitions = configs.DefaultPartitions
 	}
 	if cfg.MaxRetries <= 0 {
 		cfg.MaxRetries = 5
@@ -146,7 +147,7 @@ func New(cfg Config) (_ *Pipeline, err error) {
 		cfg.HandlerTimeout = 30 * time.Second
 	}
 	if cfg.SweepInterval <= 0 {
-		cfg.SweepInterval = 30 * time.Second
+		cfg.SweepInterval = configs.DefaultSweepInterval
 	}
 	if cfg.SweepGrace <= 0 {
 		cfg.SweepGrace = DefaultSweepGrace
