@@ -29,21 +29,13 @@ func appendTranscription(dst []byte, t *Transcription) ([]byte, error) {
 	dst = append(dst, `{"full_transcript":`...)
 	dst = appendString(dst, t.FullTranscript)
 	dst = append(dst, `,"languages":[`...)
-	for i, l := range t.Languages {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendString(dst, l)
-	}
+	dst, _ = appendElements(dst, t.Languages, func(dst []byte, l *string) ([]byte, error) {
+		return appendString(dst, *l), nil
+	})
 	dst = append(dst, `],"utterances":[`...)
-	var err error
-	for i := range t.Utterances {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if dst, err = appendUtterance(dst, &t.Utterances[i]); err != nil {
-			return nil, err
-		}
+	dst, err := appendElements(dst, t.Utterances, appendUtterance)
+	if err != nil {
+		return nil, err
 	}
 	dst = append(dst, ']')
 	if t.Sentences != nil {
@@ -73,14 +65,9 @@ func appendUtterance(dst []byte, u *Utterance) ([]byte, error) {
 	dst = append(dst, `,"channel":`...)
 	dst = strconv.AppendInt(dst, int64(u.Channel), 10)
 	dst = append(dst, `,"words":[`...)
-	var err error
-	for i := range u.Words {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if dst, err = appendWord(dst, &u.Words[i]); err != nil {
-			return nil, err
-		}
+	dst, err := appendElements(dst, u.Words, appendWord)
+	if err != nil {
+		return nil, err
 	}
 	dst = append(dst, `],"text":`...)
 	dst = appendString(dst, u.Text)
@@ -109,6 +96,21 @@ func appendWord(dst []byte, w *Word) ([]byte, error) {
 	dst = append(dst, `,"confidence":`...)
 	dst = appendFloat(dst, w.Confidence)
 	return append(dst, '}'), nil
+}
+
+// appendElements appends the elements of s, each by elem, separated by commas (the brackets
+// are the caller's).
+func appendElements[T any](dst []byte, s []T, elem func([]byte, *T) ([]byte, error)) ([]byte, error) {
+	var err error
+	for i := range s {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = elem(dst, &s[i]); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
 }
 
 // appendMember appends ,"name":v with v encoded by encoding/json.
