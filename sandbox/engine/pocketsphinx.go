@@ -84,24 +84,9 @@ func NewPocketsphinx(opts PocketsphinxOptions) (Engine, error) {
 }
 
 func newPocketsphinx(opts PocketsphinxOptions) (*Pocketsphinx, error) {
-	dir := opts.ModelDir
-	if dir == "" {
-		dir = DefaultPocketsphinxModel
-	}
-	hmm, lm, dict := opts.HMM, opts.LM, opts.Dict
-	if hmm == "" {
-		hmm = filepath.Join(dir, "en-us")
-	}
-	if lm == "" {
-		lm = filepath.Join(dir, "en-us.lm.bin")
-	}
-	if dict == "" {
-		dict = filepath.Join(dir, "cmudict-en-us.dict")
-	}
-	for _, f := range []string{filepath.Join(hmm, "mdef"), lm, dict} {
-		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("pocketsphinx: model file missing (install the Debian package pocketsphinx-en-us, or set the model paths): %w", err)
-		}
+	args, err := psArgs(opts)
+	if err != nil {
+		return nil, err
 	}
 	p := &Pocketsphinx{
 		opts:        opts,
@@ -130,9 +115,7 @@ func newPocketsphinx(opts PocketsphinxOptions) (*Pocketsphinx, error) {
 	case !(p.threshold > 0 && p.threshold <= 1):
 		return nil, fmt.Errorf("pocketsphinx: speech threshold %v outside 0–1", p.threshold)
 	}
-	// -remove_silence no: with the decoder's own silence removal, word times are not audio
-	// times. Logging is silenced in C rather than with -logfn (see pocketsphinx_cgo.go).
-	p.args = append([]string{"-hmm", hmm, "-lm", lm, "-dict", dict, "-samprate", "16000", "-remove_silence", "no"}, opts.ExtraArgs...)
+	p.args = args
 	p.slots = make(chan struct{}, p.size)
 	d, err := newPSDecoder(p.args)
 	if err != nil {
@@ -140,6 +123,32 @@ func newPocketsphinx(opts PocketsphinxOptions) (*Pocketsphinx, error) {
 	}
 	p.idle = []*psDecoder{d}
 	return p, nil
+}
+
+// psArgs are the decoder's arguments for opts: the model files (checked to exist), then
+// opts.ExtraArgs. -remove_silence no: with the decoder's own silence removal, word times are
+// not audio times. Logging is silenced in C rather than with -logfn (see pocketsphinx_cgo.go).
+func psArgs(opts PocketsphinxOptions) ([]string, error) {
+	dir := opts.ModelDir
+	if dir == "" {
+		dir = DefaultPocketsphinxModel
+	}
+	hmm, lm, dict := opts.HMM, opts.LM, opts.Dict
+	if hmm == "" {
+		hmm = filepath.Join(dir, "en-us")
+	}
+	if lm == "" {
+		lm = filepath.Join(dir, "en-us.lm.bin")
+	}
+	if dict == "" {
+		dict = filepath.Join(dir, "cmudict-en-us.dict")
+	}
+	for _, f := range []string{filepath.Join(hmm, "mdef"), lm, dict} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("pocketsphinx: model file missing (install the Debian package pocketsphinx-en-us, or set the model paths): %w", err)
+		}
+	}
+	return append([]string{"-hmm", hmm, "-lm", lm, "-dict", dict, "-samprate", "16000", "-remove_silence", "no"}, opts.ExtraArgs...), nil
 }
 
 // Name is PocketsphinxName.

@@ -153,16 +153,23 @@ func TestPocketsphinxMemoryChild(t *testing.T) {
 	}
 	psModelOrSkip(t)
 	x := audio.Int16(librivox(t))
-	args := []string{"-hmm", DefaultPocketsphinxModel + "/en-us", "-lm", DefaultPocketsphinxModel + "/en-us.lm.bin",
-		"-dict", DefaultPocketsphinxModel + "/cmudict-en-us.dict", "-samprate", "16000", "-remove_silence", "no"}
-	runtime.GC()
-	base := procStatus(t, "VmRSS")
-	d, err := newPSDecoder(args)
+	args, err := psArgs(PocketsphinxOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.free()
-	first := procStatus(t, "VmRSS") - base
+	// loaded is a decoder loaded now and freed at the end, and the resident memory it added.
+	loaded := func() (*psDecoder, float64) {
+		before := procStatus(t, "VmRSS")
+		d, err := newPSDecoder(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.free)
+		return d, procStatus(t, "VmRSS") - before
+	}
+	runtime.GC()
+	base := procStatus(t, "VmRSS")
+	d, first := loaded()
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 		t.Skipf("cannot reset the peak resident set: %v", err)
 	}
@@ -178,13 +185,7 @@ func TestPocketsphinxMemoryChild(t *testing.T) {
 	}
 	_ = d.words()
 	peak := procStatus(t, "VmHWM") - base
-	before := procStatus(t, "VmRSS")
-	d2, err := newPSDecoder(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.free()
-	second := procStatus(t, "VmRSS") - before
+	_, second := loaded()
 	fmt.Printf("memory: first %.1f second %.1f peak %.1f\n", first, second, peak)
 }
 
