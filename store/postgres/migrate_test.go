@@ -10,14 +10,13 @@ import (
 	"github.com/scribehook/scribehook/store/storetest"
 )
 
-// versions is a schema built at an earlier schema version, then opened by the store.
-func versions() storetest.Database {
-	var dsn string
-	return storetest.Database{
+// TestMigrations runs the migration checks on schemas built at earlier schema versions.
+func TestMigrations(t *testing.T) {
+	storetest.Migrations(t, storetest.Database{
 		Dialect: dialect,
 		Files:   migrationFiles,
-		New: func(t *testing.T, version int) *sql.DB {
-			dsn = newSchema(t)
+		New: func(t *testing.T, version int) (*sql.DB, func(*testing.T) store.Store) {
+			dsn := newSchema(t)
 			cfg, _, err := parseDSN(Options{DSN: dsn})
 			if err != nil {
 				t.Fatal(err)
@@ -33,16 +32,7 @@ func versions() storetest.Database {
 			if err := m.Run(t.Context(), db); err != nil {
 				t.Fatal(err)
 			}
-			return db
+			return db, func(t *testing.T) store.Store { return open(t, dsn) }
 		},
-		Open: func(t *testing.T) store.Store { return open(t, dsn) },
-	}
-}
-
-func TestMigrationRedactsLegacyTokens(t *testing.T) {
-	storetest.MigrationRedactsLegacyTokens(t, versions())
-}
-
-func TestMigrationsFromEveryVersion(t *testing.T) {
-	storetest.MigrationsFromEveryVersion(t, versions())
+	})
 }

@@ -28,26 +28,17 @@ func oldDatabase(t *testing.T, path string, version int) *sql.DB {
 	return db
 }
 
-// versions is a database built at an earlier schema version, then opened by the store.
-func versions() storetest.Database {
-	var path string
-	return storetest.Database{
+// TestMigrations runs the migration checks on databases built at earlier schema versions in
+// files of their own.
+func TestMigrations(t *testing.T) {
+	storetest.Migrations(t, storetest.Database{
 		Dialect: dialect,
 		Files:   migrationFiles,
-		New: func(t *testing.T, version int) *sql.DB {
-			path = filepath.Join(t.TempDir(), "old.db")
-			return oldDatabase(t, path, version)
+		New: func(t *testing.T, version int) (*sql.DB, func(*testing.T) store.Store) {
+			path := filepath.Join(t.TempDir(), "old.db")
+			return oldDatabase(t, path, version), func(t *testing.T) store.Store { return openTemp(t, Options{Path: path}) }
 		},
-		Open: func(t *testing.T) store.Store { return openTemp(t, Options{Path: path}) },
-	}
-}
-
-func TestMigrationRedactsLegacyTokens(t *testing.T) {
-	storetest.MigrationRedactsLegacyTokens(t, versions())
-}
-
-func TestMigrationsFromEveryVersion(t *testing.T) {
-	storetest.MigrationsFromEveryVersion(t, versions())
+	})
 }
 
 // TestPendingMigrations: at every version, PendingMigrations names the migrations after it,

@@ -44,23 +44,13 @@ func testApplyGroup(t *testing.T, s store.Store) {
 		func(ctx context.Context, tx store.Tx, ids []int64) error {
 			calls++
 			got = ids
-			if _, err := tx.Job(ctx, "session-g"); !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("tx.Job(unknown) error = %v, want ErrNotFound", err)
-			}
 			for i, id := range ids {
 				if _, err := tx.AppendLiveMessage(ctx, liveMessage("session-g", id, i)); err != nil {
 					return err
 				}
 			}
-			if err := tx.PutJob(ctx, rec); err != nil {
-				return err
-			}
-			read, err := tx.Job(ctx, "session-g")
-			if err != nil {
-				return err
-			}
-			checkJob(t, read, rec)
-			return nil
+			_, err := putJobReadBack(ctx, t, tx, rec)
+			return err
 		})
 	after := time.Now()
 	if err != nil {

@@ -21,13 +21,18 @@ type Database struct {
 	// Dialect rebinds the tests' statements and converts their arguments.
 	Dialect sqlcore.Dialect
 	// New creates a new database with the migrations up to version applied (the schema of an
-	// earlier release) and returns a raw connection pool on it; the test's cleanup closes it.
-	New func(t *testing.T, version int) *sql.DB
-	// Open opens the store on the database New made last, migrating it to the latest version;
-	// the test's cleanup closes it.
-	Open func(t *testing.T) store.Store
+	// earlier release) and returns a raw connection pool on it, and open, which opens the store
+	// on that database, migrating it to the latest version. The test's cleanup closes both.
+	New func(t *testing.T, version int) (raw *sql.DB, open func(t *testing.T) store.Store)
 	// Files are the store's embedded migrations.
 	Files fs.FS
+}
+
+// Migrations runs the checks of a store's migrations on db: a legacy database's tokens are
+// redacted, and every earlier version upgrades with its rows readable.
+func Migrations(t *testing.T, db Database) {
+	t.Run("RedactsLegacyTokens", func(t *testing.T) { migrationRedactsLegacyTokens(t, db) })
+	t.Run("FromEveryVersion", func(t *testing.T) { migrationsFromEveryVersion(t, db) })
 }
 
 func (db Database) exec(t *testing.T, raw *sql.DB, query string, args ...any) {
@@ -48,11 +53,11 @@ func text(t *testing.T, raw *sql.DB, query string) string {
 
 const legacyToken = "ptBdfcUbDtCQWkB-Om6Id-2EF9p-bJUFelCvU97Afeo"
 
-// MigrationRedactsLegacyTokens: a database written before callback URLs were redacted holds
+// migrationRedactsLegacyTokens: a database written before callback URLs were redacted holds
 // tokens in clear in job records and queued events; migration 0004 rewrites them, and leaves
 // other callback URLs alone.
-func MigrationRedactsLegacyTokens(t *testing.T, db Database) {
-	raw := db.New(t, 3)
+func migrationRedactsLegacyTokens(t *testing.T, db Database) {
+	raw, open := db.New(t, 3)
 	params := `{"audio_url":"https://e.com/a.wav","callback":true,"callback_config":{"url":"http://127.0.0.1:8787/v1/callbacks/` + legacyToken + `","method":"POST"}}`
 	static := `{"callback_config":{"url":"http://127.0.0.1:8787/v1/callbacks/account-route"}}`
 	for id, p := range map[string]string{"legacy": params, "static": static} {
@@ -62,7 +67,7 @@ func MigrationRedactsLegacyTokens(t *testing.T, db Database) {
 	ev := api.Event{ID: "ev1", Type: api.EventJobSucceeded, JobID: "legacy", Kind: api.KindPreRecorded,
 		Data: json.RawMessage(`{"id":"legacy","request_params":` + params + `}`)}
 	seedSinkDelivery(t, db, raw, "hook", ev, "queued")
-	s := db.Open(t)
+	s := open(t)
 	rec, ev2 := text(t, raw, `SELECT record FROM jobs WHERE id = 'legacy'`), text(t, raw, `SELECT event FROM sink_deliveries`)
 	for what, v := range map[string]string{"record": rec, "event": ev2} {
 		if strings.Contains(v, legacyToken) || !strings.Contains(v, `/v1/callbacks/[token]"`) {
@@ -185,24 +190,24 @@ func checkSeeded(t *testing.T, s store.Store, from int) {
 	}
 }
 
-// MigrationsFromEveryVersion builds the schema of every earlier version with representative
+// migrationsFromEveryVersion builds the schema of every earlier version with representative
 // rows in each table, opens the store on it (which upgrades it to the latest), and checks that
 // every row reads back through the contract and that the store then works: a new delivery
 // ingests and applies. Migrations only go forward, and each must work from any version before.
-func MigrationsFromEveryVersion(t *testing.T, db Database) {
+func migrationsFromEveryVersion(t *testing.T, db Database) {
 	ms, err := sqlcore.LoadMigrations(db.Files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, from := range ms[:len(ms)-1] {
 		t.Run(fmt.Sprintf("from %d", from.Version), func(t *testing.T) {
-			raw := db.New(t, from.Version)
+			raw, open := db.New(t, from.Version)
 			for _, mg := range ms {
 				if mg.Version <= from.Version {
 					seedVersion(t, db, raw, mg.Version)
 				}
 			}
-			s := db.Open(t)
+			s := open(t)
 			var latest, rows int
 			if err := raw.QueryRowContext(t.Context(), `SELECT max(version), count(*) FROM schema_migrations`).Scan(&latest, &rows); err != nil {
 				t.Fatal(err)

@@ -44,11 +44,7 @@ func enqueue(t *testing.T, s store.Store, ds ...store.SinkDelivery) {
 
 func claim(t *testing.T, s store.Store, sink string, ordered bool, now time.Time, limit int) []store.SinkDelivery {
 	t.Helper()
-	ds, err := s.ClaimSinkDeliveries(t.Context(), sink, ordered, now, sinkLease, limit)
-	if err != nil {
-		t.Fatalf("ClaimSinkDeliveries(%s): %v", sink, err)
-	}
-	return ds
+	return must(s.ClaimSinkDeliveries(t.Context(), sink, ordered, now, sinkLease, limit))(t, "ClaimSinkDeliveries(%s)", sink)
 }
 
 func eventIDs(ds []store.SinkDelivery) []string {
@@ -61,20 +57,12 @@ func eventIDs(ds []store.SinkDelivery) []string {
 
 func depth(t *testing.T, s store.Store, sink string) int64 {
 	t.Helper()
-	n, err := s.SinkDepth(t.Context(), sink)
-	if err != nil {
-		t.Fatalf("SinkDepth(%s): %v", sink, err)
-	}
-	return n
+	return must(s.SinkDepth(t.Context(), sink))(t, "SinkDepth(%s)", sink)
 }
 
 func deadLetters(t *testing.T, s store.Store, sink string, since time.Time, limit int) []store.SinkDelivery {
 	t.Helper()
-	ds, err := s.DeadLetters(t.Context(), sink, since, limit)
-	if err != nil {
-		t.Fatalf("DeadLetters: %v", err)
-	}
-	return ds
+	return must(s.DeadLetters(t.Context(), sink, since, limit))(t, "DeadLetters")
 }
 
 // checkSinkDelivery compares every field but the id; events compare by their JSON, which is

@@ -1,9 +1,8 @@
 // Package storetest is the contract suite of store.Store: every implementation (SQLite,
 // PostgreSQL) runs the same subtests, so callers can rely on the behaviour they check whatever
 // the driver. It also holds the checks a store's own tests share beyond the contract: the
-// migrations (MigrationsRecorded, MigrationRedactsLegacyTokens, MigrationsFromEveryVersion,
-// given raw access to the database) and claims at once from several claimers (ClaimAll, which the PostgreSQL tests run
-// across replicas).
+// migrations (MigrationsRecorded and Migrations, given raw access to the database) and claims
+// at once from several claimers (ClaimAll, which the PostgreSQL tests run across replicas).
 //
 // Times in the suite have microsecond precision, the finest PostgreSQL keeps; an
 // implementation must return every time it was given as the same instant (time.Time.Equal).
@@ -111,12 +110,22 @@ func delivery(key string) store.Delivery {
 	}
 }
 
+// must takes the two results of a call as they come and returns its value, or ends the test
+// naming the call (a format of args) and its error: must(s.GetJob(ctx, id))(t, "GetJob(%s)", id).
+// The suite's helpers read the store through it.
+func must[T any](v T, err error) func(t *testing.T, call string, args ...any) T {
+	return func(t *testing.T, call string, args ...any) T {
+		t.Helper()
+		if err != nil {
+			t.Fatalf(call+": %v", append(args, err)...)
+		}
+		return v
+	}
+}
+
 func ingest(t *testing.T, s store.Store, ds ...store.Delivery) []store.IngestResult {
 	t.Helper()
-	res, err := s.Ingest(t.Context(), ds)
-	if err != nil {
-		t.Fatalf("Ingest: %v", err)
-	}
+	res := must(s.Ingest(t.Context(), ds))(t, "Ingest")
 	if len(res) != len(ds) {
 		t.Fatalf("Ingest returned %d results for %d deliveries", len(res), len(ds))
 	}
@@ -158,11 +167,7 @@ func mapsEqual(a, b map[string]string) bool {
 
 func inboxRow(t *testing.T, s store.Store, id int64) store.InboxRow {
 	t.Helper()
-	r, err := s.InboxRow(t.Context(), id)
-	if err != nil {
-		t.Fatalf("InboxRow(%d): %v", id, err)
-	}
-	return r
+	return must(s.InboxRow(t.Context(), id))(t, "InboxRow(%d)", id)
 }
 
 func testIngestFields(t *testing.T, s store.Store) {
@@ -356,11 +361,7 @@ func testInboxRowNotFound(t *testing.T, s store.Store) {
 
 func pending(t *testing.T, s store.Store, after int64, limit int) []store.InboxRow {
 	t.Helper()
-	rows, err := s.PendingInbox(t.Context(), after, limit)
-	if err != nil {
-		t.Fatalf("PendingInbox(%d, %d): %v", after, limit, err)
-	}
-	return rows
+	return must(s.PendingInbox(t.Context(), after, limit))(t, "PendingInbox(%d, %d)", after, limit)
 }
 
 func ids(rows []store.InboxRow) []int64 {
@@ -388,6 +389,16 @@ func markFailed(t *testing.T, s store.Store, id int64, msg string, final bool) {
 	}
 }
 
+// settle leaves three rows in the states the reads of pending rows tell apart: done applied,
+// failed failed for good ("gave up"), and retried still pending after a failed attempt ("will
+// retry").
+func settle(t *testing.T, s store.Store, done, failed, retried int64) {
+	t.Helper()
+	apply(t, s, done, nil)
+	markFailed(t, s, failed, "gave up", true)
+	markFailed(t, s, retried, "will retry", false)
+}
+
 func testPendingInboxByKey(t *testing.T, s store.Store) {
 	var ds []store.Delivery
 	for i := range 6 {
@@ -400,9 +411,7 @@ func testPendingInboxByKey(t *testing.T, s store.Store) {
 	res := ingest(t, s, ds...)
 	r := func(i int) int64 { return res[i].ID }
 	// session-1 holds rows 0, 2, 4; session-2 rows 1, 3, 5.
-	apply(t, s, r(0), nil)
-	markFailed(t, s, r(3), "gave up", true)
-	markFailed(t, s, r(5), "will retry", false) // still pending
+	settle(t, s, r(0), r(3), r(5))
 	for _, tc := range []struct {
 		key   string
 		upto  int64
@@ -442,10 +451,7 @@ func testPendingInbox(t *testing.T, s store.Store) {
 	}
 	res := ingest(t, s, ds...)
 	r := func(i int) int64 { return res[i].ID }
-	apply(t, s, r(1), nil)
-	markFailed(t, s, r(3), "gave up", true)
-	markFailed(t, s, r(4), "will retry", false) // still pending
-
+	settle(t, s, r(1), r(3), r(4))
 	for _, tc := range []struct {
 		after int64
 		limit int
@@ -471,11 +477,7 @@ func testPendingInbox(t *testing.T, s store.Store) {
 
 func backlog(t *testing.T, s store.Store) int64 {
 	t.Helper()
-	n, err := s.InboxBacklog(t.Context())
-	if err != nil {
-		t.Fatalf("InboxBacklog: %v", err)
-	}
-	return n
+	return must(s.InboxBacklog(t.Context()))(t, "InboxBacklog")
 }
 
 func testBacklog(t *testing.T, s store.Store) {
@@ -615,17 +617,10 @@ func testApplyReadsOwnWrites(t *testing.T, s store.Store) {
 	res := ingest(t, s, delivery("own"))
 	rec := jobRecord("job-own", api.StatusProcessing, api.KindPreRecorded, base, `{"k":1}`)
 	apply(t, s, res[0].ID, func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.Job(ctx, "job-own"); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("tx.Job(unknown) error = %v, want ErrNotFound", err)
-		}
-		if err := tx.PutJob(ctx, rec); err != nil {
-			return err
-		}
-		got, err := tx.Job(ctx, "job-own")
+		got, err := putJobReadBack(ctx, t, tx, rec)
 		if err != nil {
 			return err
 		}
-		checkJob(t, got, rec)
 		// Read-modify-write, as the persist handler does.
 		got.Job.Status = api.StatusDone
 		got.Local.Deliveries++
@@ -635,6 +630,25 @@ func testApplyReadsOwnWrites(t *testing.T, s store.Store) {
 	if got.Job.Status != api.StatusDone || got.Local.Deliveries != rec.Local.Deliveries+1 {
 		t.Errorf("job after Apply = %s/%d, want done/%d", got.Job.Status, got.Local.Deliveries, rec.Local.Deliveries+1)
 	}
+}
+
+// putJobReadBack, in an Apply, checks that tx.Job does not find rec's job yet, stores rec with
+// tx.PutJob and reads it back with tx.Job before the commit, as it was put; it returns what it
+// read.
+func putJobReadBack(ctx context.Context, t *testing.T, tx store.Tx, rec store.JobRecord) (store.JobRecord, error) {
+	t.Helper()
+	if _, err := tx.Job(ctx, rec.Job.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("tx.Job(unknown) error = %v, want ErrNotFound", err)
+	}
+	if err := tx.PutJob(ctx, rec); err != nil {
+		return store.JobRecord{}, err
+	}
+	got, err := tx.Job(ctx, rec.Job.ID)
+	if err != nil {
+		return store.JobRecord{}, err
+	}
+	checkJob(t, got, rec)
+	return got, nil
 }
 
 func testApplyFailedRow(t *testing.T, s store.Store) {
@@ -699,11 +713,7 @@ func liveMessage(session string, inboxID int64, n int) store.LiveMessage {
 
 func liveMessages(t *testing.T, s store.Store, session string, after int64, limit int) []store.LiveMessage {
 	t.Helper()
-	msgs, err := s.LiveMessages(t.Context(), session, after, limit)
-	if err != nil {
-		t.Fatalf("LiveMessages(%s): %v", session, err)
-	}
-	return msgs
+	return must(s.LiveMessages(t.Context(), session, after, limit))(t, "LiveMessages(%s)", session)
 }
 
 func testLiveMessageFields(t *testing.T, s store.Store) {
@@ -868,20 +878,12 @@ func jobRecord(id string, status api.JobStatus, kind api.JobKind, created time.T
 
 func getJob(t *testing.T, s store.Store, id string) store.JobRecord {
 	t.Helper()
-	rec, err := s.GetJob(t.Context(), id)
-	if err != nil {
-		t.Fatalf("GetJob(%s): %v", id, err)
-	}
-	return rec
+	return must(s.GetJob(t.Context(), id))(t, "GetJob(%s)", id)
 }
 
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("encode: %v", err)
-	}
-	return b
+	return must(json.Marshal(v))(t, "encode")
 }
 
 // checkJob compares records by their encodings: the record must come back byte for byte.
@@ -1132,11 +1134,7 @@ func testListJobsPaging(t *testing.T, s store.Store) {
 
 func artifacts(t *testing.T, s store.Store, jobID string) []store.Artifact {
 	t.Helper()
-	arts, err := s.Artifacts(t.Context(), jobID)
-	if err != nil {
-		t.Fatalf("Artifacts(%s): %v", jobID, err)
-	}
-	return arts
+	return must(s.Artifacts(t.Context(), jobID))(t, "Artifacts(%s)", jobID)
 }
 
 func testArtifacts(t *testing.T, s store.Store) {
@@ -1179,11 +1177,7 @@ func testArtifacts(t *testing.T, s store.Store) {
 
 func lookup(t *testing.T, s store.Store, hash []byte) store.Token {
 	t.Helper()
-	tok, err := s.LookupToken(t.Context(), hash)
-	if err != nil {
-		t.Fatalf("LookupToken: %v", err)
-	}
-	return tok
+	return must(s.LookupToken(t.Context(), hash))(t, "LookupToken")
 }
 
 func testTokens(t *testing.T, s store.Store) {
