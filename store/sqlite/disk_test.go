@@ -111,10 +111,7 @@ func TestOpenNamesTheCause(t *testing.T) {
 		{
 			name: "read-only directory",
 			setup: func(t *testing.T, dir string) string {
-				ro := filepath.Join(dir, "ro")
-				if err := os.Mkdir(ro, 0o555); err != nil {
-					t.Fatal(err)
-				}
+				ro := mkdir(t, filepath.Join(dir, "ro"), 0o555)
 				t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
 				return filepath.Join(ro, "x.db")
 			},
@@ -123,17 +120,11 @@ func TestOpenNamesTheCause(t *testing.T) {
 		{
 			// As root: SQLite cannot open a directory as a database, and the injected probe
 			// answers like a read-only file system.
-			name: "read-only file system (injected probe)",
-			setup: func(t *testing.T, dir string) string {
-				p := filepath.Join(dir, "x.db")
-				if err := os.Mkdir(p, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				return p
-			},
-			fsys: probeErr(syscall.EROFS),
-			root: true,
-			want: "open database %DIR%/x.db: directory %DIR% is not writable (read-only file system)",
+			name:  "read-only file system (injected probe)",
+			setup: func(t *testing.T, dir string) string { return mkdir(t, filepath.Join(dir, "x.db"), 0o755) },
+			fsys:  probeErr(syscall.EROFS),
+			root:  true,
+			want:  "open database %DIR%/x.db: directory %DIR% is not writable (read-only file system)",
 		},
 		{
 			name: "parent is a file",
@@ -198,4 +189,13 @@ func touch(t *testing.T, path string) {
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mkdir creates the directory path with mode and returns path.
+func mkdir(t *testing.T, path string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Mkdir(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
