@@ -136,13 +136,19 @@ func waitFor(tb testing.TB, what func() string, cond func() bool) {
 	}
 }
 
+// checked is v, or the end of the test when err says a read failed (what names the read).
+func checked[T any](tb testing.TB, v T, err error, what string, args ...any) T {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
+	}
+	return v
+}
+
 func inboxRow(tb testing.TB, s store.Store, id int64) store.InboxRow {
 	tb.Helper()
 	r, err := s.InboxRow(context.Background(), id)
-	if err != nil {
-		tb.Fatalf("inbox row %d: %v", id, err)
-	}
-	return r
+	return checked(tb, r, err, "inbox row %d", id)
 }
 
 // applyAll ingests ds, tells p, and waits until the pipeline has applied every row.
@@ -172,19 +178,13 @@ func waitStatus(tb testing.TB, s store.Store, status store.InboxStatus, ids ...i
 func getJob(tb testing.TB, s store.Store, id string) store.JobRecord {
 	tb.Helper()
 	rec, err := s.GetJob(context.Background(), id)
-	if err != nil {
-		tb.Fatalf("get job %s: %v", id, err)
-	}
-	return rec
+	return checked(tb, rec, err, "get job %s", id)
 }
 
 func liveMessages(tb testing.TB, s store.Store, session string) []store.LiveMessage {
 	tb.Helper()
 	ms, err := s.LiveMessages(context.Background(), session, 0, 0)
-	if err != nil {
-		tb.Fatalf("live messages of %s: %v", session, err)
-	}
-	return ms
+	return checked(tb, ms, err, "live messages of %s", session)
 }
 
 func sha256Hex(b []byte) string {
@@ -303,24 +303,23 @@ func jobSuccess(id string, result api.Result, customMetadata string) store.Deliv
 	if customMetadata != "" {
 		cb.CustomMetadata = json.RawMessage(customMetadata)
 	}
-	body, err := json.Marshal(cb)
-	must(err)
-	return store.Delivery{
-		DedupeKey: "job:" + id + ":" + api.EventTranscriptionSuccess, Route: "job",
-		Kind: api.CallbackJobSuccess, Event: api.EventTranscriptionSuccess, JobID: id,
-		PartitionKey: id, Body: body, ReceivedAt: baseTime,
-	}
+	return jobCallback(api.CallbackJobSuccess, cb)
 }
 
 // jobError is a job.error callback.
 func jobError(id string, code int, msg string) store.Delivery {
-	cb := api.JobCallback{ID: id, Event: api.EventTranscriptionError, Error: &api.CallbackError{Code: code, Message: msg}}
+	return jobCallback(api.CallbackJobError,
+		api.JobCallback{ID: id, Event: api.EventTranscriptionError, Error: &api.CallbackError{Code: code, Message: msg}})
+}
+
+// jobCallback is cb delivered on the job's route, as the receiver classifies it (kind).
+func jobCallback(kind api.CallbackKind, cb api.JobCallback) store.Delivery {
 	body, err := json.Marshal(cb)
 	must(err)
 	return store.Delivery{
-		DedupeKey: "job:" + id + ":" + api.EventTranscriptionError, Route: "job",
-		Kind: api.CallbackJobError, Event: api.EventTranscriptionError, JobID: id,
-		PartitionKey: id, Body: body, ReceivedAt: baseTime,
+		DedupeKey: "job:" + cb.ID + ":" + cb.Event, Route: "job",
+		Kind: kind, Event: cb.Event, JobID: cb.ID,
+		PartitionKey: cb.ID, Body: body, ReceivedAt: baseTime,
 	}
 }
 
@@ -587,8 +586,5 @@ func (f *fakeResolver) called() []string {
 func jsonOf(tb testing.TB, v any) string {
 	tb.Helper()
 	b, err := json.Marshal(v)
-	if err != nil {
-		tb.Fatalf("marshal: %v", err)
-	}
-	return string(b)
+	return string(checked(tb, b, err, "marshal"))
 }
