@@ -1,6 +1,9 @@
 package api
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Allowed values of request fields (provider-facts.md, "Defaults of request fields").
 const (
@@ -167,37 +170,29 @@ func (r *LiveRequest) Settings() LiveSettings {
 	if r == nil {
 		return s
 	}
-	if r.Encoding != "" {
-		s.Encoding = r.Encoding
-	}
+	s.Encoding = cmp.Or(r.Encoding, s.Encoding)
 	if s.Encoding == EncodingALaw || s.Encoding == EncodingULaw {
 		s.BitDepth = 8
 	}
-	if r.BitDepth != nil {
-		s.BitDepth = *r.BitDepth
-	}
-	if r.SampleRate != nil {
-		s.SampleRate = *r.SampleRate
-	}
-	if r.Channels != nil {
-		s.Channels = *r.Channels
-	}
-	if r.Model != "" {
-		s.Model = r.Model
-	}
-	if r.Endpointing != nil {
-		s.Endpointing = *r.Endpointing
-	}
-	if r.MaximumDurationWithoutEndpointing != nil {
-		s.MaximumDurationWithoutEndpointing = *r.MaximumDurationWithoutEndpointing
-	}
+	setIfPresent(&s.BitDepth, r.BitDepth)
+	setIfPresent(&s.SampleRate, r.SampleRate)
+	setIfPresent(&s.Channels, r.Channels)
+	s.Model = cmp.Or(r.Model, s.Model)
+	setIfPresent(&s.Endpointing, r.Endpointing)
+	setIfPresent(&s.MaximumDurationWithoutEndpointing, r.MaximumDurationWithoutEndpointing)
 	if p := r.PreProcessing; p != nil {
-		if p.SpeechThreshold != nil {
-			s.SpeechThreshold = *p.SpeechThreshold
-		}
+		setIfPresent(&s.SpeechThreshold, p.SpeechThreshold)
 		s.AudioEnhancer = IsTrue(p.AudioEnhancer)
 	}
 	return s
+}
+
+// setIfPresent sets *dst to *v when the request has the field (v is not nil); an absent one
+// leaves the default in *dst.
+func setIfPresent[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // WithDefaults returns a copy of the request with the settings of Settings written into it
