@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -115,12 +113,7 @@ func FuzzTranscriptionEncoding(f *testing.F) {
 	for _, s := range encodeSeeds {
 		f.Add([]byte(s))
 	}
-	names, _ := filepath.Glob(filepath.Join("testdata", "job_*.json"))
-	for _, name := range names {
-		var j Job
-		if b, err := os.ReadFile(name); err != nil || json.Unmarshal(b, &j) != nil {
-			f.Fatalf("%s does not read as a job", name)
-		}
+	for _, j := range TestdataJobs(f) {
 		if j.Result != nil && j.Result.Transcription != nil {
 			b, _ := json.Marshal(j.Result.Transcription)
 			f.Add(b)
@@ -172,16 +165,7 @@ func checkJobEncoding(t *testing.T, j Job) {
 }
 
 func TestJobEncodingMatchesReference(t *testing.T) {
-	names, _ := filepath.Glob(filepath.Join("testdata", "job_*.json"))
-	for _, name := range names {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var j Job
-		if err := json.Unmarshal(b, &j); err != nil {
-			t.Fatal(err)
-		}
+	for _, j := range TestdataJobs(t) {
 		checkJobEncoding(t, j)
 		j.Extra = Extra{"zeta": json.RawMessage(` { "a" : "<&>" } `), "aa": nil}
 		checkJobEncoding(t, j)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,16 +18,7 @@ import (
 // seedJobs adds a part of each testdata job record to the corpus, then seeds.
 func seedJobs(f *testing.F, part func(*api.Job) [][]byte, seeds ...string) {
 	f.Helper()
-	names, _ := filepath.Glob(filepath.Join("testdata", "job_*.json"))
-	for _, name := range names {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		var j api.Job
-		if err := json.Unmarshal(b, &j); err != nil {
-			f.Fatal(err)
-		}
+	for _, j := range api.TestdataJobs(f) {
 		for _, p := range part(&j) {
 			f.Add(p)
 		}

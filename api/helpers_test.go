@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,15 +13,39 @@ import (
 // SeedTestdata adds every testdata file matching pattern to the corpus.
 func SeedTestdata(f *testing.F, pattern string) {
 	f.Helper()
+	for _, b := range readTestdataFiles(f, pattern) {
+		f.Add(b)
+	}
+}
+
+// TestdataJobs decodes every testdata job record (job_*.json).
+func TestdataJobs(tb testing.TB) []Job {
+	tb.Helper()
+	var jobs []Job
+	for _, b := range readTestdataFiles(tb, "job_*.json") {
+		var j Job
+		if err := json.Unmarshal(b, &j); err != nil {
+			tb.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// readTestdataFiles reads every testdata file matching pattern.
+func readTestdataFiles(tb testing.TB, pattern string) [][]byte {
+	tb.Helper()
 	names, err := filepath.Glob(filepath.Join("testdata", pattern))
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
+	files := make([][]byte, 0, len(names))
 	for _, name := range names {
 		b, err := os.ReadFile(name)
 		if err != nil {
-			f.Fatal(err)
+			tb.Fatal(err)
 		}
-		f.Add(b)
+		files = append(files, b)
 	}
+	return files
 }
