@@ -31,7 +31,7 @@ func cmdFanout(args []string) error {
 		for _, rate := range ladder {
 			n += stepCalls(rate, *step)
 		}
-		if !flagSet(fs, "conns") {
+		if !flagGiven(fs, "conns") {
 			lf.conns = 64 // a few thousand a second need more than 16 connections at a few ms each
 		}
 	}

@@ -204,3 +204,16 @@ Showing nodes accounting for 1.67s, 78.77% of 2.12s total
 		t.Errorf("topLines:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+func TestFlagGivenIsOnlyWhatTheCommandLineSet(t *testing.T) {
+	fs, _ := newFlags("test")
+	addLoad(fs, loadFlags{n: 10, conns: 4}, "rate", "drain")
+	if err := fs.Parse([]string{"-conns", "4", "-keep"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"conns": true, "keep": true, "rate": false, "n": false, "no-such-flag": false} {
+		if got := flagGiven(fs, name); got != want {
+			t.Errorf("flagGiven(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -277,16 +276,6 @@ func cmdReplicas(args []string) error {
 	}
 	fmt.Printf("PASS: replicas %s on %s: every acknowledged delivery stored once and processed, every session in order, every event at its sinks once in effect\n", *scenario, *bus)
 	return nil
-}
-
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == name {
-			given = true
-		}
-	})
-	return given
 }
 
 // scenarioRun is the fault of a run and what it observed.

@@ -42,6 +42,14 @@ func newFlags(name string) (*flag.FlagSet, *common) {
 	return fs, c
 }
 
+// flagGiven reports whether the command line gave the flag name: a subcommand whose default
+// depends on other flags changes it only where the user left it.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.bin, "bin", "", "scribehook binary (default: go build ./cmd/scribehook into the work directory)")
 	fs.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory, removed afterwards unless -keep)")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"flag"
 	"fmt"
 	"math"
 	"strconv"
@@ -144,13 +143,6 @@ func parseRates(s string) ([]float64, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// flagSet reports whether the command line gave the flag name.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // orderCheck is the verdict on the order in which an ordered sink delivered each session.
