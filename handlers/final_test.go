@@ -13,28 +13,6 @@ import (
 	"github.com/scribehook/scribehook/store"
 )
 
-// labelled reads one series of a counter vector.
-func labelled(tb testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
-	tb.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // Once a job's final callback is applied, a later delivery for it changes nothing: one that
 // repeats the outcome is a duplicate in effect, any other is quarantined with the reason and
 // counted. Each delivery of a case is applied in turn; want is the record's state after all.
@@ -127,13 +105,13 @@ func TestDeliveriesAfterFinalChangeNothing(t *testing.T) {
 			} else if len(q) != 0 {
 				t.Errorf("quarantine %+v, want none", q)
 			}
-			if got := labelled(t, reg, metric, "outcome", "quarantined"); got != quarantined {
+			if got := counter(t, reg, metric, "outcome", "quarantined"); got != quarantined {
 				t.Errorf("quarantined counted %v, want %v", got, quarantined)
 			}
-			if got := labelled(t, reg, metric, "outcome", "late"); got != tc.late {
+			if got := counter(t, reg, metric, "outcome", "late"); got != tc.late {
 				t.Errorf("late counted %v, want %v", got, tc.late)
 			}
-			if got := labelled(t, reg, metric, "outcome", "duplicate"); got != tc.dup {
+			if got := counter(t, reg, metric, "outcome", "duplicate"); got != tc.dup {
 				t.Errorf("duplicates counted %v, want %v", got, tc.dup)
 			}
 			var types []string
@@ -196,10 +174,10 @@ func TestLiveMessagesAfterEndSession(t *testing.T) {
 		t.Fatalf("quarantine %+v, want the forged and the day-late messages", q)
 	}
 	const metric = "scribehook_deliveries_after_final_total"
-	if got := labelled(t, reg, metric, "outcome", "quarantined"); got != 2 {
+	if got := counter(t, reg, metric, "outcome", "quarantined"); got != 2 {
 		t.Errorf("quarantined counted %v, want 2", got)
 	}
-	if got := labelled(t, reg, metric, "outcome", "late"); got != 1 {
+	if got := counter(t, reg, metric, "outcome", "late"); got != 1 {
 		t.Errorf("late counted %v, want 1", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
@@ -536,8 +538,9 @@ func (e *events) wait(tb testing.TB, id, typ string, n int) []api.Event {
 	return e.of(id, typ)
 }
 
-// counter reads a counter's value from a registry (summed over labels).
-func counter(tb testing.TB, reg *prometheus.Registry, name string) float64 {
+// counter reads a counter's value from a registry: the sum of its series that have every
+// label of labels (name, value, name, value…); with none, of all its series.
+func counter(tb testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
 	tb.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -549,10 +552,23 @@ func counter(tb testing.TB, reg *prometheus.Registry, name string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			v += m.GetCounter().GetValue()
+			if hasLabels(m, labels) {
+				v += m.GetCounter().GetValue()
+			}
 		}
 	}
 	return v
+}
+
+func hasLabels(m *dto.Metric, labels []string) bool {
+	for i := 0; i+1 < len(labels); i += 2 {
+		if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+			return l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // fakeResolver stands in for the service's job endpoints.
