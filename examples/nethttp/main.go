@@ -17,7 +17,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -160,32 +159,16 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		// bounds the bodies of its routes itself, and this program's routes take none.
 		WriteTimeout: 2 * time.Minute,
 	}
-	served := make(chan error, 1)
-	// kit.Listener caps connections per client address and lets a client still sending a
-	// refused body read its 401 or 413.
-	go func() { served <- srv.Serve(kit.Listener(ln)) }()
 	fmt.Fprintf(w, "listening on http://%s (callbacks at %s)\n", ln.Addr(), publicURL)
-
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-served:
-		serveErr = fmt.Errorf("serve: %w", serveErr)
-	}
-	fmt.Fprintln(w, "shutting down")
-	stopCtx, cancel := context.WithTimeout(context.Background(), scribehook.DefaultShutdownTimeout)
-	defer cancel()
-	// The server first: its in-flight callbacks finish and commit; then the kit, whose pipeline
-	// and handlers finish their current events (the rest wait in the store for the next start).
-	srvErr := srv.Shutdown(stopCtx)
-	if srvErr != nil {
-		srvErr = fmt.Errorf("stop the server: %w", srvErr)
-	}
-	kitErr := kit.Shutdown(stopCtx)
-	if kitErr != nil {
-		kitErr = fmt.Errorf("stop the kit: %w", kitErr)
-	}
-	if err := errors.Join(serveErr, srvErr, kitErr); err != nil {
+	// Until ctx ends; then the server first (its in-flight callbacks finish and commit), then the
+	// kit, whose pipeline and handlers finish their current events (the rest wait in the store
+	// for the next start). kit.Listener caps connections per client address and lets a client
+	// still sending a refused body read its 401 or 413.
+	err = kit.RunServer(ctx, func() error { return srv.Serve(kit.Listener(ln)) }, func(ctx context.Context) error {
+		fmt.Fprintln(w, "shutting down")
+		return srv.Shutdown(ctx)
+	})
+	if err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "stopped")
