@@ -56,12 +56,7 @@ func appendUtterance(dst []byte, u *Utterance) ([]byte, error) {
 	if len(u.Extra) > 0 || !finite(u.Start, u.End, u.Confidence) {
 		return appendGeneral(dst, u.encodeGeneral)
 	}
-	dst = append(dst, `{"start":`...)
-	dst = appendFloat(dst, u.Start)
-	dst = append(dst, `,"end":`...)
-	dst = appendFloat(dst, u.End)
-	dst = append(dst, `,"confidence":`...)
-	dst = appendFloat(dst, u.Confidence)
+	dst = appendTimes(append(dst, '{'), u.Start, u.End, u.Confidence)
 	dst = append(dst, `,"channel":`...)
 	dst = strconv.AppendInt(dst, int64(u.Channel), 10)
 	dst = append(dst, `,"words":[`...)
@@ -89,13 +84,18 @@ func appendWord(dst []byte, w *Word) ([]byte, error) {
 	}
 	dst = append(dst, `{"word":`...)
 	dst = appendString(dst, w.Word)
-	dst = append(dst, `,"start":`...)
-	dst = appendFloat(dst, w.Start)
-	dst = append(dst, `,"end":`...)
-	dst = appendFloat(dst, w.End)
-	dst = append(dst, `,"confidence":`...)
-	dst = appendFloat(dst, w.Confidence)
+	dst = appendTimes(append(dst, ','), w.Start, w.End, w.Confidence)
 	return append(dst, '}'), nil
+}
+
+// appendTimes appends the members words and utterances share: start, end and confidence.
+func appendTimes(dst []byte, start, end, confidence float64) []byte {
+	dst = append(dst, `"start":`...)
+	dst = appendFloat(dst, start)
+	dst = append(dst, `,"end":`...)
+	dst = appendFloat(dst, end)
+	dst = append(dst, `,"confidence":`...)
+	return appendFloat(dst, confidence)
 }
 
 // appendElements appends the elements of s, each by elem, separated by commas (the brackets
