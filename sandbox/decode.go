@@ -21,6 +21,16 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.msg }
 
+// readFailed is the answer to a body (what) whose reading failed with err: a 413 when it
+// passed limit (http.MaxBytesReader's error, or the file store's), else a 400 saying msg.
+func readFailed(err error, what string, limit int64, msg string) *httpError {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("%s exceeds %d bytes", what, limit)}
+	}
+	return &httpError{status: http.StatusBadRequest, msg: msg}
+}
+
 // decodeBody reads a JSON body within the size limit. Malformed JSON or invalid UTF-8 is a 400;
 // a member of the wrong type is a 422 (invalid parameter) naming the field; an oversized body is
 // a 413; a Content-Type other than JSON is a 415.
@@ -36,12 +46,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *http
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &httpError{status: http.StatusRequestEntityTooLarge,
-				msg: fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes)}
-		}
-		return &httpError{status: http.StatusBadRequest, msg: "could not read request body"}
+		return readFailed(err, "request body", s.cfg.MaxBodyBytes, "could not read request body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &httpError{status: http.StatusBadRequest, msg: "request body is empty: a JSON object is required"}

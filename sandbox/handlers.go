@@ -198,12 +198,8 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	for {
 		part, err := mr.NextPart()
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				s.writeError(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("upload exceeds %d bytes", s.cfg.MaxUploadBytes), nil)
-				return
-			}
-			s.writeError(w, r, http.StatusBadRequest, "upload has no file part (send the audio in a part named \"audio\")", nil)
+			e := readFailed(err, "upload", s.cfg.MaxUploadBytes, "upload has no file part (send the audio in a part named \"audio\")")
+			s.writeError(w, r, e.status, e.msg, nil)
 			return
 		}
 		if part.FileName() == "" && part.FormName() != "audio" {
@@ -211,12 +207,8 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		}
 		f, err := s.files.save(part, path.Base(part.FileName()), s.cfg.MaxUploadBytes)
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				s.writeError(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("upload exceeds %d bytes", s.cfg.MaxUploadBytes), nil)
-				return
-			}
-			s.writeError(w, r, http.StatusBadRequest, "could not read upload: "+err.Error(), nil)
+			e := readFailed(err, "upload", s.cfg.MaxUploadBytes, "could not read upload: "+err.Error())
+			s.writeError(w, r, e.status, e.msg, nil)
 			return
 		}
 		writeJSON(w, http.StatusCreated, UploadResponse{

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"reflect"
@@ -433,4 +434,19 @@ func TestUploadServesAudioURL(t *testing.T) {
 	}
 	status, body, _ = e.raw("POST", "/v2/upload", testKey, "application/json", []byte(`{}`))
 	checkEnvelope(t, status, body, 400, "/v2/upload", "")
+}
+
+// An upload past MaxUploadBytes is a 413, whether the limit falls in the part's headers or in
+// its file.
+func TestUploadOverTheLimit(t *testing.T) {
+	for _, limit := range []int64{50, 1000} {
+		e := newEnv(t, func(c *sandbox.Config) { c.MaxUploadBytes = limit })
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		part, _ := mw.CreateFormFile("audio", "meeting.wav")
+		part.Write(bytes.Repeat([]byte{1}, 5000))
+		mw.Close()
+		status, body, _ := e.raw("POST", "/v2/upload", testKey, mw.FormDataContentType(), buf.Bytes())
+		checkEnvelope(t, status, body, 413, "/v2/upload", fmt.Sprintf("upload exceeds %d bytes", limit))
+	}
 }
