@@ -315,7 +315,7 @@ func TestValidationSentences(t *testing.T) {
 				c.Sinks = []Sink{
 					{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: time.Second},
 					{Name: "files", Kind: "email", Events: nil, Timeout: 0, Concurrency: -1},
-					{Name: "hook", Kind: "webhook", URL: "not a url", Events: []string{"", "live.[x"}, Categories: []string{"final_transcripts", "finals"}, Allow: []string{"10.0.0.0/8", "http://x"}, Timeout: time.Second},
+					{Name: "hook", Kind: "webhook", URL: "not a url", Events: []string{"", "live.[x"}, Categories: []string{"final_transcripts", "finals"}, Kinds: []string{"live", "recorded"}, Allow: []string{"10.0.0.0/8", "http://x"}, Timeout: time.Second},
 					{Name: "", Kind: "nats", Events: []string{"*"}, Timeout: time.Second},
 				}
 				c.Receiver = ReceiverConfig{BodyLimit: 0, Partitions: 1000, TokenTTL: time.Minute, MaxConnsPerIP: -5}
@@ -346,6 +346,7 @@ func TestValidationSentences(t *testing.T) {
 				`sinks[2].events[0] must not be empty`,
 				`sinks[2].events[1] may use only * as a wildcard (got "live.[x")`,
 				`sinks[2].categories[1] must be one of partial_transcripts, final_transcripts, speech_events, pre_processing_events, realtime_processing_events, post_processing_events, acknowledgments, errors, lifecycle_events (got "finals")`,
+				`sinks[2].kinds[1] must be pre-recorded or live (got "recorded")`,
 				`sinks[2].allow[1] must be a host name, an IP address or a CIDR range (got "http://x")`,
 				`sinks[3].name must not be empty`,
 				`sinks[3].url is required for a nats sink`,

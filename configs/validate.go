@@ -275,7 +275,7 @@ func (v *validator) sink(i int, s Sink, names map[string]int) {
 	}
 	for j, k := range s.Kinds {
 		if !api.JobKind(k).Valid() {
-			v.add(fmt.Sprintf("%s.kinds[%d]", p, j), "must be pre-recorded or live (got %q)", k)
+			v.add(fmt.Sprintf("%s.kinds[%d]", p, j), "must be %s or %s (got %q)", api.KindPreRecorded, api.KindLive, k)
 		}
 	}
 	if s.CustomMetadata != "" {
