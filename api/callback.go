@@ -107,8 +107,8 @@ func scanCallbackHead(body []byte) (callbackSpans, bool) {
 				h.ID = nil
 				continue
 			}
-			s, end, ok := fastString(v, 0)
-			if !ok || end != len(v) {
+			s, ok := stringValue(v)
+			if !ok {
 				return h, false
 			}
 			h.ID = &s
@@ -116,8 +116,8 @@ func scanCallbackHead(body []byte) (callbackSpans, bool) {
 			if string(v) == "null" {
 				continue
 			}
-			s, end, ok := fastString(v, 0)
-			if !ok || end != len(v) {
+			s, ok := stringValue(v)
+			if !ok {
 				return h, false
 			}
 			h.Event = s

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 )
 
 // MessageCategory is one of the nine categories a live message belongs to; each is switched by
@@ -233,7 +232,7 @@ func DecodeLiveMessageHead(payload []byte) (LiveMessageHead, error) {
 type timeProbe struct{}
 
 func (timeProbe) UnmarshalJSON(b []byte) error {
-	if s, next, ok := plainString(b, 0); ok && next == len(b) && utf8.Valid(s) {
+	if s, ok := plainStringValue(b); ok {
 		// A plain string decodes to its own bytes: parse them as Time would.
 		_, err := ParseTime(string(s))
 		return err

@@ -233,6 +233,20 @@ func fastString(b []byte, i int) (string, int, bool) {
 	return s, end, true
 }
 
+// stringValue decodes v, a whole value, as encoding/json decodes a string; false when v is not
+// exactly one string.
+func stringValue(v []byte) (string, bool) {
+	s, end, ok := fastString(v, 0)
+	return s, ok && end == len(v)
+}
+
+// plainStringValue returns the bytes of v when v is exactly one string without escapes or
+// control characters, in valid UTF-8: the bytes encoding/json decodes it to.
+func plainStringValue(v []byte) ([]byte, bool) {
+	s, next, ok := plainString(v, 0)
+	return s, ok && next == len(v) && utf8.Valid(s)
+}
+
 // stringMember reads the JSON string at b[i] into *dst as fastString does, and returns the
 // index after it.
 func stringMember(dst *string, b []byte, i int) (int, bool) {
@@ -259,8 +273,7 @@ func decodeTranscriptionFast(b []byte, t *Transcription) bool {
 			return stringMember(&out.FullTranscript, b, i)
 		case "languages":
 			return arrayMember(&out.Languages, b, i, func(v []byte) (string, bool) {
-				s, end, ok := fastString(v, 0)
-				return s, ok && end == len(v)
+				return stringValue(v)
 			})
 		case "utterances":
 			return arrayMember(&out.Utterances, b, i, func(v []byte) (Utterance, bool) {

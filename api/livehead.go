@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"unicode/utf8"
 )
 
 // DecodeValidLiveMessageHead is DecodeLiveMessageHead of a payload known to be valid JSON (the
@@ -43,8 +42,8 @@ func scanLiveMessageHead(payload []byte) (LiveMessageHead, bool) {
 			if null {
 				continue
 			}
-			s, next, ok := plainString(v, 0)
-			if !ok || next != len(v) || !utf8.Valid(s) {
+			s, ok := plainStringValue(v)
+			if !ok {
 				return h, false
 			}
 			if field == 2 {
