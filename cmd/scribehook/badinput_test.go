@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -168,7 +167,7 @@ func TestBadInputSuite(t *testing.T) {
 	const plainJob = "ffffffff-0000-4000-8000-00000000000f"
 	const hugeJob = "99999999-0000-4000-8000-000000000009"
 	getJob := func(id string) (int, string) {
-		code, body := badDo(t, http.MethodGet, "http://"+l.addr+"/v1/jobs/"+id, bearer, nil)
+		code, body := httpDo(t, http.MethodGet, "http://"+l.addr+"/v1/jobs/"+id, bearer, nil)
 		return code, string(body)
 	}
 
@@ -409,7 +408,7 @@ func TestBadInputSuite(t *testing.T) {
 			if tc.sandbox {
 				base = l.sandbox.URL
 			}
-			code, body := badDo(t, tc.method, base+tc.path, tc.header, tc.body)
+			code, body := httpDo(t, tc.method, base+tc.path, tc.header, tc.body)
 			msg := badMessage(body)
 			if code != tc.status || !strings.Contains(msg, tc.msg) {
 				t.Errorf("answered %d %q, want %d with %q (body %s)", code, msg, tc.status, tc.msg, truncate(body))
@@ -436,28 +435,6 @@ func TestBadInputSuite(t *testing.T) {
 	if len(cases) < 40 {
 		t.Fatalf("only %d cases", len(cases))
 	}
-}
-
-// badDo sends one request; redirects are followed, as clients do.
-func badDo(t *testing.T, method, url string, h http.Header, body []byte) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range h {
-		req.Header[http.CanonicalHeaderKey(k)] = v
-	}
-	if body == nil {
-		req.Body, req.ContentLength = http.NoBody, 0
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
 }
 
 // badMessage is what an answer says: the receiver's error or ack status, or the service
@@ -494,7 +471,7 @@ func badCountsOf(t *testing.T, db *sql.DB, sandboxURL string) badCounts {
 			t.Fatal(err)
 		}
 	}
-	code, body := badDo(t, http.MethodGet, sandboxURL+"/v2/transcription?limit=100", http.Header{"X-Service-Key": {e2eKey}}, nil)
+	code, body := httpDo(t, http.MethodGet, sandboxURL+"/v2/transcription?limit=100", http.Header{"X-Service-Key": {e2eKey}}, nil)
 	var page api.Page
 	if code != 200 || json.Unmarshal(body, &page) != nil {
 		t.Fatalf("sandbox list = %d %s", code, truncate(body))

@@ -61,15 +61,8 @@ func TestE2ESubtitlesArtifactsReadAPIAndFileSink(t *testing.T) {
 	}
 	// The read API serves our rendering; the job's own maximum_characters_per_row applies.
 	get := func(path string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+l.addr+path, nil)
-		req.Header.Set("Authorization", "Bearer read-token")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		code, b := l.get(path)
+		return code, string(b)
 	}
 	code, srt := get("/v1/jobs/" + created.ID + "/subtitles.srt")
 	if code != 200 || subtitles.ValidateSRT([]byte(srt)) != nil || !strings.HasPrefix(srt, "1\n00:00:00,330 --> ") || !strings.Contains(srt, "Welcome to scribehook") {
@@ -221,12 +214,7 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 		t.Errorf("dead letter = %d attempts, %q", dl[0].Attempts, dl[0].LastError)
 	}
 	// The read API shows both sinks: the file sink healthy, the webhook's deliveries dead.
-	req, _ := http.NewRequest(http.MethodGet, "http://"+l.addr+"/v1/sinks", nil)
-	req.Header.Set("Authorization", "Bearer read-token")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	code, b := l.get("/v1/sinks")
 	var status []struct {
 		Name      string `json:"name"`
 		Depth     int64  `json:"depth"`
@@ -234,10 +222,9 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 		Dead      uint64 `json:"dead"`
 		Breaker   string `json:"breaker"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(b, &status); err != nil || code != http.StatusOK {
+		t.Fatalf("GET /v1/sinks: %d, %v", code, err)
 	}
-	resp.Body.Close()
 	if len(status) != 2 || status[0].Name != "files" || status[0].Delivered < uint64(len(stored)) || status[1].Name != "hook" ||
 		status[1].Dead != uint64(len(stored)) || status[1].Depth != 0 || status[1].Delivered != 0 {
 		t.Errorf("GET /v1/sinks = %+v", status)

@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"path/filepath"
 	"reflect"
@@ -376,17 +375,14 @@ func signed(t *testing.T, id string, ts time.Time, body []byte) http.Header {
 
 func (l *loop) post(path string, h http.Header, body []byte) (int, string) {
 	l.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+l.addr+path, bytes.NewReader(body))
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	code, b := httpDo(l.t, http.MethodPost, "http://"+l.addr+path, h, body)
+	return code, string(b)
+}
+
+// get reads path of the read API with its token.
+func (l *loop) get(path string) (int, []byte) {
+	l.t.Helper()
+	return httpDo(l.t, http.MethodGet, "http://"+l.addr+path, http.Header{"Authorization": {"Bearer read-token"}}, nil)
 }
 
 func TestE2ERejectionsStoreNothingAndGarbageIsQuarantined(t *testing.T) {

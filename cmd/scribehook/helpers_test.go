@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,6 +157,29 @@ func fileSink(t *testing.T, dir string) sinkSetup {
 		t.Fatal(err)
 	}
 	return sinkSetup{Spec: spec, Sink: sk}
+}
+
+// httpDo sends one request with the headers h and body (none when nil) and returns the
+// status and body of the answer; redirects are followed, as clients do.
+func httpDo(t *testing.T, method, url string, h http.Header, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[http.CanonicalHeaderKey(k)] = v
+	}
+	if body == nil {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }
 
 // waitUntil polls fn until it returns true, failing the test after d.

@@ -142,7 +142,7 @@ func TestNoSecretInTheLogs(t *testing.T) {
 		token string
 		want  int
 	}{{"wrong-" + readToken[:8], 401}, {readToken, 200}} {
-		code, _ := badDo(t, http.MethodGet, "http://"+l.addr+"/v1/jobs/"+created.ID, http.Header{"Authorization": {"Bearer " + tc.token}}, nil)
+		code, _ := httpDo(t, http.MethodGet, "http://"+l.addr+"/v1/jobs/"+created.ID, http.Header{"Authorization": {"Bearer " + tc.token}}, nil)
 		if code != tc.want {
 			t.Fatalf("read API = %d, want %d", code, tc.want)
 		}

@@ -31,13 +31,7 @@ import (
 // (api.Job redacts what it decodes): the service holds the URL in clear, and only it may.
 func sandboxCallbackToken(t *testing.T, base, kind, id string) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, base+"/v2/"+kind+"/"+id, nil)
-	req.Header.Set("x-service-key", e2eKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	_, b := httpDo(t, http.MethodGet, base+"/v2/"+kind+"/"+id, http.Header{"X-Service-Key": {e2eKey}}, nil)
 	var rec struct {
 		RequestParams struct {
 			CallbackConfig struct {
@@ -45,7 +39,7 @@ func sandboxCallbackToken(t *testing.T, base, kind, id string) string {
 			} `json:"callback_config"`
 		} `json:"request_params"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&rec); err != nil {
+	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}
 	u := rec.RequestParams.CallbackConfig.URL
@@ -133,16 +127,9 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 
 	places := map[string][]byte{}
 	read := func(path string) {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+l.addr+path, nil)
-		req.Header.Set("Authorization", "Bearer read-token")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		code, b := l.get(path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, code, b)
 		}
 		places["read API "+path] = b
 	}
