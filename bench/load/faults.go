@@ -113,10 +113,10 @@ func faultKill(args []string) error {
 	if err != nil {
 		return err
 	}
-	fileMissing, fileTwice := keyCounts(keys, scan.KeyIDs)
+	fileMissing, fileTwice := scan.keyCounts(keys)
 	fmt.Printf("file sink: %d event files, %d ids with more than one file, %d messages missing, %d messages under two event ids\n",
-		scan.Files, scan.dupFiles(), fileMissing, fileTwice)
-	if fileMissing+fileTwice+scan.dupFiles() > 0 || scan.Files != len(keys) {
+		scan.Files, scan.dupIDs(), fileMissing, fileTwice)
+	if fileMissing+fileTwice+scan.dupIDs() > 0 || scan.Files != len(keys) {
 		problems.add("file sink: %d files for %d events, %d missing, %d twice", scan.Files, len(keys), fileMissing, fileTwice)
 	}
 	hookMissing := hook.waitKeys(keys, 5*time.Second)

@@ -24,13 +24,12 @@ type hookReceiver struct {
 	wh   *standardwebhooks.Webhook
 	addr string
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	arrivals
 	srv     *http.Server
-	perID   map[string]int
-	keyIDs  map[string]map[string]bool // message key → the event ids that carried it
-	firstAt map[string]time.Time       // event id → first arrival
-	lat     []time.Duration            // first arrival − created_at, per event id
-	latAt   []time.Time                // when each lat sample arrived
+	firstAt map[string]time.Time // event id → first arrival
+	lat     []time.Duration      // first arrival − created_at, per event id
+	latAt   []time.Time          // when each lat sample arrived
 	// keyOrder is the rank of each message key's first arrival: an ordered sink sends a
 	// session's next event only after the previous one was answered, so ranks of one session
 	// follow its order.
@@ -115,12 +114,9 @@ func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	key := eventKey(&ev)
 	h.mu.Lock()
 	h.total++
-	h.perID[ev.ID]++
-	if h.keyIDs[key] == nil {
-		h.keyIDs[key] = map[string]bool{}
+	if h.add(key, ev.ID) {
 		h.keyOrder[key] = len(h.keyOrder)
 	}
-	h.keyIDs[key][ev.ID] = true
 	if _, seen := h.firstAt[ev.ID]; !seen {
 		h.firstAt[ev.ID] = arrived
 		h.lat = append(h.lat, arrived.Sub(ev.CreatedAt.Time))
@@ -147,7 +143,7 @@ func eventKey(ev *api.Event) string {
 func (h *hookReceiver) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.perID, h.keyIDs, h.firstAt, h.keyOrder = map[string]int{}, map[string]map[string]bool{}, map[string]time.Time{}, map[string]int{}
+	h.arrivals, h.firstAt, h.keyOrder = newArrivals(), map[string]time.Time{}, map[string]int{}
 	h.lat, h.latAt, h.bad, h.total = nil, nil, 0, 0
 }
 
@@ -166,13 +162,8 @@ type hookStats struct {
 func (h *hookReceiver) stats() hookStats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := hookStats{Distinct: len(h.perID), Total: h.total, Bad: h.bad, Keys: make(map[string]bool, len(h.keyIDs)), KeyOrder: maps.Clone(h.keyOrder)}
-	for _, n := range h.perID {
-		if n > 1 {
-			s.Dups++
-		}
-	}
-	for k, ids := range h.keyIDs {
+	s := hookStats{Distinct: len(h.PerID), Total: h.total, Dups: h.dupIDs(), Bad: h.bad, Keys: make(map[string]bool, len(h.KeyIDs)), KeyOrder: maps.Clone(h.keyOrder)}
+	for k, ids := range h.KeyIDs {
 		s.Keys[k] = true
 		if len(ids) > 1 {
 			s.KeysTwice++
@@ -188,12 +179,7 @@ func (h *hookReceiver) waitKeys(keys []string, d time.Duration) (missing int) {
 	deadline := time.Now().Add(d)
 	for {
 		h.mu.Lock()
-		missing = 0
-		for _, k := range keys {
-			if len(h.keyIDs[k]) == 0 {
-				missing++
-			}
-		}
+		missing, _ = h.keyCounts(keys)
 		h.mu.Unlock()
 		if missing == 0 || time.Now().After(deadline) {
 			return missing

@@ -217,3 +217,28 @@ func TestFlagGivenIsOnlyWhatTheCommandLineSet(t *testing.T) {
 		}
 	}
 }
+
+func TestArrivalsCountRetriesAndDoubleApplications(t *testing.T) {
+	a := newArrivals()
+	for _, arr := range []struct {
+		key, id string
+		newKey  bool
+	}{
+		{"s1/m1", "e1", true},
+		{"s1/m1", "e1", false}, // a retry of the same event
+		{"s1/m2", "e2", true},
+		{"s1/m2", "e3", false}, // the same message under a second event id
+		{"j1/job.succeeded", "e4", true},
+	} {
+		if got := a.add(arr.key, arr.id); got != arr.newKey {
+			t.Errorf("add(%s, %s) = %v, want %v", arr.key, arr.id, got, arr.newKey)
+		}
+	}
+	if n := a.dupIDs(); n != 1 {
+		t.Errorf("dupIDs = %d, want 1 (e1)", n)
+	}
+	missing, twice := a.keyCounts([]string{"s1/m1", "s1/m2", "s1/m3", "j1/job.succeeded"})
+	if missing != 1 || twice != 1 {
+		t.Errorf("keyCounts = %d missing, %d twice; want 1 (s1/m3) and 1 (s1/m2)", missing, twice)
+	}
+}

@@ -50,12 +50,12 @@ func checkSinks(db *sql.DB, hook *hookReceiver, procs []*serveProc, l replicaLoa
 	var dupIDs []string
 	twice := 0
 	hook.mu.Lock()
-	for id, n := range hook.perID {
+	for id, n := range hook.PerID {
 		if n > 1 {
 			dupIDs = append(dupIDs, id)
 		}
 	}
-	for k, ids := range hook.keyIDs {
+	for k, ids := range hook.KeyIDs {
 		if want[k] && len(ids) > 1 {
 			twice++
 		}
@@ -92,7 +92,7 @@ func checkSinks(db *sql.DB, hook *hookReceiver, procs []*serveProc, l replicaLoa
 	}
 	type where struct{ dirs []int }
 	perID := map[string]*where{}
-	keyIDs := map[string]map[string]bool{}
+	merged := newArrivals() // the wanted events' files of every replica
 	files, other, unreadable := 0, 0, 0
 	var perDir []string
 	for i, p := range procs {
@@ -107,15 +107,12 @@ func checkSinks(db *sql.DB, hook *hookReceiver, procs []*serveProc, l replicaLoa
 				other += len(ids)
 				continue
 			}
-			if keyIDs[k] == nil {
-				keyIDs[k] = map[string]bool{}
-			}
 			for id := range ids {
-				keyIDs[k][id] = true
 				if perID[id] == nil {
 					perID[id] = &where{}
 				}
 				for range scan.PerID[id] {
+					merged.add(k, id)
 					perID[id].dirs = append(perID[id].dirs, i)
 					files++
 					mine++
@@ -124,7 +121,7 @@ func checkSinks(db *sql.DB, hook *hookReceiver, procs []*serveProc, l replicaLoa
 		}
 		perDir = append(perDir, fmt.Sprintf("replica %d %d", i+1, mine))
 	}
-	fileMissing, fileTwice := keyCounts(keys, keyIDs)
+	fileMissing, fileTwice := merged.keyCounts(keys)
 	var fileDups, fileUnexplained []string
 	freasons := map[string]int{}
 	for id, w := range perID {

@@ -252,9 +252,8 @@ func verifyStore(dbPath string, calls []callback, out []outcome) (storeCheck, er
 // with the latency of each file (its ctime, set when the sink renames it into place, minus the
 // event's created_at, when serve received the callback).
 type fileSinkScan struct {
+	arrivals   // a file is an arrival of its event
 	Files      int
-	PerID      map[string]int
-	KeyIDs     map[string]map[string]bool
 	Lat        []time.Duration
 	LatAt      []time.Time
 	RecvAt     []time.Time // the event's created_at: when serve received the callback
@@ -262,7 +261,7 @@ type fileSinkScan struct {
 }
 
 func scanFileSink(dir string) (fileSinkScan, error) {
-	s := fileSinkScan{PerID: map[string]int{}, KeyIDs: map[string]map[string]bool{}}
+	s := fileSinkScan{arrivals: newArrivals()}
 	jobs, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
@@ -288,12 +287,7 @@ func scanFileSink(dir string) (fileSinkScan, error) {
 				continue
 			}
 			s.Files++
-			s.PerID[ev.ID]++
-			key := eventKey(&ev)
-			if s.KeyIDs[key] == nil {
-				s.KeyIDs[key] = map[string]bool{}
-			}
-			s.KeyIDs[key][ev.ID] = true
+			s.add(eventKey(&ev), ev.ID)
 			var st syscall.Stat_t
 			if syscall.Stat(path, &st) == nil {
 				written := time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
@@ -306,10 +300,34 @@ func scanFileSink(dir string) (fileSinkScan, error) {
 	return s, nil
 }
 
-// dupFiles counts event ids with more than one file.
-func (s fileSinkScan) dupFiles() int {
+// arrivals is what reached a sink: how many times each event id came (a delivery, a file),
+// and the event ids that carried each message key (eventKey). An id that came twice is a
+// retry, which at-least-once allows; a key under two ids is one delivery applied twice.
+type arrivals struct {
+	PerID  map[string]int
+	KeyIDs map[string]map[string]bool
+}
+
+func newArrivals() arrivals {
+	return arrivals{PerID: map[string]int{}, KeyIDs: map[string]map[string]bool{}}
+}
+
+// add counts an arrival of event id carrying key, and reports whether key is new.
+func (a arrivals) add(key, id string) (newKey bool) {
+	a.PerID[id]++
+	ids, seen := a.KeyIDs[key]
+	if !seen {
+		ids = map[string]bool{}
+		a.KeyIDs[key] = ids
+	}
+	ids[id] = true
+	return !seen
+}
+
+// dupIDs counts the event ids that came more than once.
+func (a arrivals) dupIDs() int {
 	n := 0
-	for _, c := range s.PerID {
+	for _, c := range a.PerID {
 		if c > 1 {
 			n++
 		}
@@ -404,11 +422,11 @@ func (p findings) pass(what, claim string) error {
 	return nil
 }
 
-// keyCounts counts the keys that never arrived at a sink and those that arrived under more
-// than one event id (the same delivery applied twice), given the event ids seen per key.
-func keyCounts(keys []string, keyIDs map[string]map[string]bool) (missing, twice int) {
+// keyCounts counts the keys that never arrived and those that arrived under more than one
+// event id (the same delivery applied twice).
+func (a arrivals) keyCounts(keys []string) (missing, twice int) {
 	for _, k := range keys {
-		switch len(keyIDs[k]) {
+		switch len(a.KeyIDs[k]) {
 		case 0:
 			missing++
 		case 1:
