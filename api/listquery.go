@@ -30,8 +30,8 @@ func listFieldRank(field string) int {
 // leaves open.
 func (q *ListQuery) Validate(live bool) error {
 	var c checker
-	c.intAtLeast("offset", q.Offset, 0)
-	c.intBetween("limit", q.Limit, 1, MaxListLimit)
+	atLeast(&c, "offset", q.Offset, 0)
+	between(&c, "limit", q.Limit, 1, MaxListLimit)
 	if q.Date != "" {
 		if _, err := time.Parse(DateLayout, q.Date); err != nil {
 			c.add("date", "must be a date in YYYY-MM-DD form (got %s)", quote(q.Date))

@@ -122,29 +122,27 @@ func (c *checker) intOneOf(field string, v *int, allowed ...int) bool {
 	return false
 }
 
-func (c *checker) intBetween(field string, v *int, lo, hi int) {
-	if v != nil && (*v < lo || *v > hi) {
-		c.add(field, "must be between %d and %d (got %d)", lo, hi, *v)
-	}
-}
-
-func (c *checker) intAtLeast(field string, v *int, lo int) {
-	if v != nil && *v < lo {
-		c.add(field, "must be at least %d (got %d)", lo, *v)
-	}
-}
-
-// floatBetween is written so that NaN, which only Go callers can produce, fails too.
-func (c *checker) floatBetween(field string, v *float64, lo, hi float64) {
+// between checks that a present v lies in [lo, hi]; it is written so that NaN, which only Go
+// callers can produce, fails too.
+func between[T int | float64](c *checker, field string, v *T, lo, hi T) {
 	if v != nil && !(*v >= lo && *v <= hi) {
-		c.add(field, "must be between %s and %s (got %s)", formatFloat(lo), formatFloat(hi), formatFloat(*v))
+		c.add(field, "must be between %s and %s (got %s)", formatNumber(lo), formatNumber(hi), formatNumber(*v))
 	}
 }
 
-func (c *checker) floatAtLeast(field string, v *float64, lo float64) {
+// atLeast checks that a present v is at least lo (NaN fails).
+func atLeast[T int | float64](c *checker, field string, v *T, lo T) {
 	if v != nil && !(*v >= lo) {
-		c.add(field, "must be at least %s (got %s)", formatFloat(lo), formatFloat(*v))
+		c.add(field, "must be at least %s (got %s)", formatNumber(lo), formatNumber(*v))
 	}
+}
+
+// formatNumber writes a bound or a bad value: an int in decimal, a float as formatFloat does.
+func formatNumber[T int | float64](n T) string {
+	if f, ok := any(n).(float64); ok {
+		return formatFloat(f)
+	}
+	return strconv.Itoa(int(n))
 }
 
 // httpURL reports whether s is an absolute http or https URL naming a host: the service has to
@@ -233,7 +231,7 @@ func (c *checker) vocabularyTerms(field string, terms []VocabularyTerm) {
 				c.add(p+".value", "must not be empty")
 			}
 		}
-		c.floatBetween(p+".intensity", t.Intensity, 0, 1)
+		between(c, p+".intensity", t.Intensity, 0, 1)
 		c.language(p+".language", t.Language)
 	}
 }
@@ -243,7 +241,7 @@ func (c *checker) vocabularyTerms(field string, terms []VocabularyTerm) {
 func (c *checker) customVocabulary(prefix string, flag bool, cfg *CustomVocabularyConfig) {
 	if cfg != nil {
 		c.vocabularyTerms(prefix+"custom_vocabulary_config.vocabulary", cfg.Vocabulary)
-		c.floatBetween(prefix+"custom_vocabulary_config.default_intensity", cfg.DefaultIntensity, 0, 1)
+		between(c, prefix+"custom_vocabulary_config.default_intensity", cfg.DefaultIntensity, 0, 1)
 	}
 	if flag && (cfg == nil || len(cfg.Vocabulary) == 0) {
 		c.add(prefix+"custom_vocabulary_config.vocabulary", "must contain at least one term when custom_vocabulary is true")
@@ -290,14 +288,14 @@ func (c *checker) subtitles(cfg *SubtitlesConfig) {
 			c.add(field, "must not repeat a format (got %s)", quote(f))
 		}
 	}
-	c.floatAtLeast("subtitles_config.minimum_duration", cfg.MinimumDuration, 0)
-	c.floatBetween("subtitles_config.maximum_duration", cfg.MaximumDuration, 1, 30)
+	atLeast(c, "subtitles_config.minimum_duration", cfg.MinimumDuration, 0)
+	between(c, "subtitles_config.maximum_duration", cfg.MaximumDuration, 1, 30)
 	if lo, hi := cfg.MinimumDuration, cfg.MaximumDuration; lo != nil && hi != nil && *lo > *hi {
 		c.add("subtitles_config.minimum_duration", "must not exceed subtitles_config.maximum_duration (got %s > %s)",
 			formatFloat(*lo), formatFloat(*hi))
 	}
-	c.intAtLeast("subtitles_config.maximum_characters_per_row", cfg.MaximumCharactersPerRow, 1)
-	c.intBetween("subtitles_config.maximum_rows_per_caption", cfg.MaximumRowsPerCaption, 1, 5)
+	atLeast(c, "subtitles_config.maximum_characters_per_row", cfg.MaximumCharactersPerRow, 1)
+	between(c, "subtitles_config.maximum_rows_per_caption", cfg.MaximumRowsPerCaption, 1, 5)
 	c.oneOf("subtitles_config.style", cfg.Style, SubtitleStyleDefault, SubtitleStyleCompliance)
 }
 
@@ -305,9 +303,9 @@ func (c *checker) diarization(cfg *DiarizationConfig) {
 	if cfg == nil {
 		return
 	}
-	c.intAtLeast("diarization_config.number_of_speakers", cfg.NumberOfSpeakers, 1)
-	c.intAtLeast("diarization_config.min_speakers", cfg.MinSpeakers, 0)
-	c.intAtLeast("diarization_config.max_speakers", cfg.MaxSpeakers, 0)
+	atLeast(c, "diarization_config.number_of_speakers", cfg.NumberOfSpeakers, 1)
+	atLeast(c, "diarization_config.min_speakers", cfg.MinSpeakers, 0)
+	atLeast(c, "diarization_config.max_speakers", cfg.MaxSpeakers, 0)
 	if lo, hi := cfg.MinSpeakers, cfg.MaxSpeakers; lo != nil && hi != nil && *lo > *hi {
 		c.add("diarization_config.min_speakers", "must not exceed diarization_config.max_speakers (got %d > %d)", *lo, *hi)
 	}
@@ -457,16 +455,16 @@ func (r *LiveRequest) Validate() error {
 		c.add("bit_depth", "must be 8 when encoding is %s (got %d)", r.Encoding, *r.BitDepth)
 	}
 	c.intOneOf("sample_rate", r.SampleRate, 8000, 16000, 32000, 44100, 48000)
-	c.intBetween("channels", r.Channels, 1, 8)
+	between(&c, "channels", r.Channels, 1, 8)
 	c.metadata("custom_metadata", r.CustomMetadata)
 	c.oneOf("model", r.Model, LiveModels()...)
-	c.floatBetween("endpointing", r.Endpointing, 0.01, 10)
-	c.floatBetween("maximum_duration_without_endpointing", r.MaximumDurationWithoutEndpointing, 5, 60)
+	between(&c, "endpointing", r.Endpointing, 0.01, 10)
+	between(&c, "maximum_duration_without_endpointing", r.MaximumDurationWithoutEndpointing, 5, 60)
 	if r.LanguageConfig != nil {
 		c.languages("language_config.languages", r.LanguageConfig.Languages)
 	}
 	if p := r.PreProcessing; p != nil {
-		c.floatBetween("pre_processing.speech_threshold", p.SpeechThreshold, 0, 1)
+		between(&c, "pre_processing.speech_threshold", p.SpeechThreshold, 0, 1)
 	}
 	if p := r.RealtimeProcessing; p != nil {
 		const prefix = "realtime_processing."
