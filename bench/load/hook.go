@@ -96,19 +96,20 @@ func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	if err := h.wh.Verify(body, r.Header); err != nil {
+	// refuse answers a delivery that is not a well-signed event and counts it as bad.
+	refuse := func(status int) {
 		h.mu.Lock()
 		h.bad++
 		h.mu.Unlock()
-		w.WriteHeader(http.StatusUnauthorized)
+		w.WriteHeader(status)
+	}
+	if err := h.wh.Verify(body, r.Header); err != nil {
+		refuse(http.StatusUnauthorized)
 		return
 	}
 	var ev api.Event
 	if err := json.Unmarshal(body, &ev); err != nil || ev.ID == "" || ev.ID != r.Header.Get("webhook-id") {
-		h.mu.Lock()
-		h.bad++
-		h.mu.Unlock()
-		w.WriteHeader(http.StatusBadRequest)
+		refuse(http.StatusBadRequest)
 		return
 	}
 	key := eventKey(&ev)
