@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,11 +74,11 @@ func newDeadLettersListCmd() *cobra.Command {
 }
 
 func writeDeadLetters(w io.Writer, rows []store.SinkDelivery) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tSINK\tEVENT\tJOB\tATTEMPTS\tFAILED\tLAST ERROR")
 	for _, d := range rows {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Sink, d.Event.Type, d.Event.JobID, d.Attempts,
-			d.FailedAt.UTC().Format("2006-01-02 15:04:05"), d.LastError)
+			stamp(d.FailedAt), d.LastError)
 	}
 	return tw.Flush()
 }

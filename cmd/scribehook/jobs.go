@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,21 +140,15 @@ func countLiveMessages(ctx context.Context, st store.Store, id string) (int64, e
 
 // writeJobDetails prints one job as aligned "name value" lines.
 func writeJobDetails(w io.Writer, rec store.JobRecord, local receiver.LocalView) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	line := func(name, value string) { fmt.Fprintf(tw, "%s\t%s\n", name, cell(value)) }
-	when := func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02 15:04:05")
-	}
 	j := rec.Job
 	line("id", j.ID)
 	line("kind", string(j.Kind))
 	line("status", string(j.Status))
-	line("created", when(j.CreatedAt.Time))
+	line("created", stamp(j.CreatedAt.Time))
 	if j.CompletedAt != nil {
-		line("completed", when(j.CompletedAt.Time))
+		line("completed", stamp(j.CompletedAt.Time))
 	}
 	if j.ErrorCode != nil {
 		line("error code", strconv.Itoa(*j.ErrorCode))
@@ -173,8 +166,8 @@ func writeJobDetails(w io.Writer, rec store.JobRecord, local receiver.LocalView)
 		}
 	}
 	line("source", local.Source)
-	line("received", when(local.ReceivedAt))
-	line("updated", when(local.UpdatedAt))
+	line("received", stamp(local.ReceivedAt))
+	line("updated", stamp(local.UpdatedAt))
 	line("deliveries", strconv.Itoa(local.Deliveries))
 	if local.ErrorMessage != "" {
 		line("error", local.ErrorMessage)
@@ -244,10 +237,10 @@ func quarantineItems(rows []store.QuarantineRow) []quarantineItem {
 }
 
 func writeQuarantine(w io.Writer, rows []store.QuarantineRow) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tROUTE\tRECEIVED\tSIZE\tREASON\tFIRST BYTES")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", r.ID, cell(r.Route), r.ReceivedAt.UTC().Format("2006-01-02 15:04:05"),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", r.ID, cell(r.Route), stamp(r.ReceivedAt),
 			len(r.Body), cell(r.Reason), firstBytes(r.Body, 40))
 	}
 	return tw.Flush()

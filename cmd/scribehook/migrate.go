@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -59,7 +58,7 @@ func printPlan(w io.Writer, where string, p store.MigrationPlan, check bool) {
 	}
 	fmt.Fprintf(w, "%s: schema version %d, this binary's is %d\n", where, p.Current, p.Latest)
 	fmt.Fprintf(w, "%d migrations %s, in order:\n", len(p.Pending), verb)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	for _, m := range p.Pending {
 		fmt.Fprintf(tw, "  %s\t%s\n", m.Name, m.Summary)
 	}

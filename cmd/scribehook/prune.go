@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -104,7 +103,7 @@ func writePruneReport(w io.Writer, res pruneResult, kept map[store.PruneKind]con
 	if res.DryRun {
 		verb = "would prune (dry run)"
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "KIND\tKEPT\tROWS")
 	for _, kind := range store.PruneKinds() {
 		fmt.Fprintf(tw, "%s\t%s\t%d\n", kind, kept[kind], res.Rows[kind])

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -182,7 +181,7 @@ func newRemoteCreateCmd(o *remoteOptions) *cobra.Command {
 				return err
 			}
 			return output.print(cmd.OutOrStdout(), out, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				tw := newTable(w)
 				fmt.Fprintf(tw, "ID\tRESULT_URL\n%s\t%s\n", cell(out.ID), cell(out.ResultURL))
 				return tw.Flush()
 			})
@@ -336,13 +335,10 @@ func writeJSON(w io.Writer, v any) error {
 
 // writeJobsTable prints one aligned row per job.
 func writeJobsTable(w io.Writer, jobs []api.Job) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tCREATED\tDURATION\tFILE")
 	for _, j := range jobs {
-		created, duration, file := "-", "-", "-"
-		if !j.CreatedAt.IsZero() {
-			created = j.CreatedAt.UTC().Format("2006-01-02 15:04:05")
-		}
+		created, duration, file := cell(stamp(j.CreatedAt.Time)), "-", "-"
 		if j.File != nil {
 			duration = time.Duration(j.File.AudioDuration * float64(time.Second)).Round(100 * time.Millisecond).String()
 			file = cell(j.File.Filename)

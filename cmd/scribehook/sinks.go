@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +37,7 @@ func newSinksListCmd() *cobra.Command {
 }
 
 func writeSinks(w io.Writer, rows []scribehook.SinkStatus) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "SINK\tSTATE\tQUEUED\tSINCE\tREASON")
 	for _, r := range rows {
 		state := "enabled"
@@ -48,11 +47,7 @@ func writeSinks(w io.Writer, rows []scribehook.SinkStatus) error {
 		if !r.Configured {
 			state += " (not configured)"
 		}
-		since := ""
-		if !r.Since.IsZero() {
-			since = r.Since.UTC().Format("2006-01-02 15:04:05")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.Name, state, r.Queued, since, r.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.Name, state, r.Queued, stamp(r.Since), r.Reason)
 	}
 	return tw.Flush()
 }
