@@ -32,6 +32,16 @@ func TestdataJobs(tb testing.TB) []Job {
 	return jobs
 }
 
+// readTestdata reads one testdata file.
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // readTestdataFiles reads every testdata file matching pattern.
 func readTestdataFiles(tb testing.TB, pattern string) [][]byte {
 	tb.Helper()
@@ -41,11 +51,7 @@ func readTestdataFiles(tb testing.TB, pattern string) [][]byte {
 	}
 	files := make([][]byte, 0, len(names))
 	for _, name := range names {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		files = append(files, b)
+		files = append(files, readTestdata(tb, filepath.Base(name)))
 	}
 	return files
 }

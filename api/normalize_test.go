@@ -1,19 +1,11 @@
 package api
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
-)
 
-func mustMarshal(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("marshal %T: %v", v, err)
-	}
-	return string(b)
-}
+	"github.com/scribehook/scribehook/internal/testjson"
+)
 
 func TestNormalize(t *testing.T) {
 	const base = `"audio_url":"https://example.com/a.wav"`
@@ -66,13 +58,13 @@ func TestNormalize(t *testing.T) {
 			r := decodeBody[PreRecordedRequest](t, body)
 			before := sentencesOf(t, r.Validate())
 			r.Normalize()
-			if got := mustMarshal(t, r); got != tc.want {
+			if got := string(testjson.Marshal(t, r)); got != tc.want {
 				t.Errorf("Normalize(%s)\n got %s\nwant %s", body, got, tc.want)
 			}
 			// Idempotent.
 			again := r
 			again.Normalize()
-			if got := mustMarshal(t, again); got != tc.want {
+			if got := string(testjson.Marshal(t, again)); got != tc.want {
 				t.Errorf("second Normalize changed the request: %s", got)
 			}
 			// Validate says the same before and after.
@@ -160,13 +152,13 @@ func TestLiveSettings(t *testing.T) {
 
 func TestLiveWithDefaults(t *testing.T) {
 	r := decodeBody[LiveRequest](t, `{"encoding":"wav/ulaw","channels":2,"pre_processing":{"audio_enhancer":true},"callback":true,"callback_config":{"url":"https://h.example.com/"},"x_new":1}`)
-	orig := mustMarshal(t, r)
+	orig := string(testjson.Marshal(t, r))
 	d := r.WithDefaults()
-	if mustMarshal(t, r) != orig {
-		t.Fatalf("WithDefaults changed its receiver: %s", mustMarshal(t, r))
+	if string(testjson.Marshal(t, r)) != orig {
+		t.Fatalf("WithDefaults changed its receiver: %s", string(testjson.Marshal(t, r)))
 	}
 	want := `{"encoding":"wav/ulaw","bit_depth":8,"sample_rate":16000,"channels":2,"model":"solaria-1","endpointing":0.05,"maximum_duration_without_endpointing":5,"pre_processing":{"audio_enhancer":true,"speech_threshold":0.6},"callback":true,"callback_config":{"url":"https://h.example.com/"},"x_new":1}`
-	if got := mustMarshal(t, d); got != want {
+	if got := string(testjson.Marshal(t, d)); got != want {
 		t.Errorf("WithDefaults()\n got %s\nwant %s", got, want)
 	}
 	if err := d.Validate(); err != nil {

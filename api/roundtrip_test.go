@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,15 +11,6 @@ import (
 
 	"github.com/scribehook/scribehook/internal/testjson"
 )
-
-func readTestdata(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // normalized decodes JSON into plain Go values for comparison that ignores member order,
 // spacing, escapes and number spelling (2.0 and 2).
