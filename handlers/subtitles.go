@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,8 +48,8 @@ func renderSubtitles(cfg SubtitleRendering, job *api.Job) (*renderedSubtitles, e
 	if params, err := job.PreRecordedParams(); err == nil && params != nil && params.SubtitlesConfig != nil {
 		profile = profile.WithConfig(params.SubtitlesConfig)
 		for _, name := range params.SubtitlesConfig.EffectiveFormats() {
-			if f, err := subtitles.ParseFormat(name); err == nil {
-				formats = appendFormat(formats, f)
+			if f, err := subtitles.ParseFormat(name); err == nil && !slices.Contains(formats, f) {
+				formats = append(formats, f)
 			}
 		}
 	}
@@ -102,15 +103,6 @@ func renderSubtitles(cfg SubtitleRendering, job *api.Job) (*renderedSubtitles, e
 		return nil, nil
 	}
 	return out, nil
-}
-
-func appendFormat(list []subtitles.Format, f subtitles.Format) []subtitles.Format {
-	for _, g := range list {
-		if g == f {
-			return list
-		}
-	}
-	return append(list, f)
 }
 
 // artifactName is base[.lang]ext, e.g. subtitles.en.srt. The language goes through the same
