@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -119,11 +120,7 @@ func (r *recorder) Deliver(ctx context.Context, ev api.Event) error {
 func (r *recorder) delivered() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.got))
-	for k, v := range r.got {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.got)
 }
 
 // week is one run of the week on its own database.
@@ -255,15 +252,21 @@ func (w *week) hour(h int) {
 }
 
 // settle waits until no inbox row is pending and the archive has nothing queued.
-func (w *week) settle() {
+func (w *week) settle() { w.drain("archive", true) }
+
+// drain waits until sink has nothing queued and, with inbox, no inbox row is pending.
+func (w *week) drain(sink string, inbox bool) {
 	t := w.t
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		backlog, err := w.st.InboxBacklog(context.Background())
-		if err != nil {
-			t.Fatal(err)
+		var backlog int64
+		if inbox {
+			var err error
+			if backlog, err = w.st.InboxBacklog(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 		}
-		depth, err := w.st.SinkDepth(context.Background(), "archive")
+		depth, err := w.st.SinkDepth(context.Background(), sink)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +274,7 @@ func (w *week) settle() {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("at %s: %d rows pending, %d archive deliveries queued", w.clock.Now(), backlog, depth)
+			t.Fatalf("at %s: %d rows pending, %d %s deliveries queued", w.clock.Now(), backlog, depth, sink)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -319,24 +322,6 @@ func (w *week) size() int64 {
 
 // scrape is the kit's metric value (retention_test.go's metric on the kit's registry).
 func (w *week) scrape(name, kind string) float64 { return metric(w.t, w.kit.Metrics(), name, kind) }
-
-// waitStuck waits until the stuck sink has nothing queued.
-func (w *week) waitStuck() {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		depth, err := w.st.SinkDepth(context.Background(), "stuck")
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		if depth == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("%d stuck deliveries still queued", depth)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func TestWeekOfTrafficStaysBounded(t *testing.T) {
 	if testing.Short() {
@@ -427,7 +412,7 @@ func TestWeekOfTrafficStaysBounded(t *testing.T) {
 	}
 	w.start(false)
 	w.settle()
-	w.waitStuck()
+	w.drain("stuck", false)
 	for _, d := range late {
 		if rec, err := w.st.GetJob(ctx, d.JobID); err != nil || rec.Job.Status != api.StatusDone {
 			t.Errorf("late delivery of %s: %q, %v", d.JobID, rec.Job.Status, err)
