@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -36,14 +37,7 @@ var Categories = [...]MessageCategory{
 }
 
 // Valid reports whether c is one of the nine.
-func (c MessageCategory) Valid() bool {
-	for _, k := range Categories {
-		if k == c {
-			return true
-		}
-	}
-	return false
-}
+func (c MessageCategory) Valid() bool { return slices.Contains(Categories[:], c) }
 
 // Flag is the name of the boolean that switches the category, e.g. receive_final_transcripts.
 func (c MessageCategory) Flag() string { return "receive_" + string(c) }

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -171,8 +172,8 @@ func TestFlagsOverrideDefaults(t *testing.T) {
 	// eight keep theirs.
 	for _, row := range flagTable {
 		var lr LiveRequest
-		body := `{"messages_config":{"` + row.flag + `":` + boolText(!row.websocket) + `},` +
-			`"callback_config":{"url":"https://h.example.com/","` + row.flag + `":` + boolText(!row.callback) + `}}`
+		body := `{"messages_config":{"` + row.flag + `":` + strconv.FormatBool(!row.websocket) + `},` +
+			`"callback_config":{"url":"https://h.example.com/","` + row.flag + `":` + strconv.FormatBool(!row.callback) + `}}`
 		if err := json.Unmarshal([]byte(body), &lr); err != nil {
 			t.Fatal(err)
 		}
@@ -195,13 +196,6 @@ func TestFlagsOverrideDefaults(t *testing.T) {
 	if !set.Has(CategoryFinalTranscripts, CategoryErrors) || set.Has(CategoryFinalTranscripts) || set.Has() {
 		t.Error("CategorySet.Has")
 	}
-}
-
-func boolText(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 func TestCategoryValid(t *testing.T) {

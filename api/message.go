@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // MessageType is the type of a live message.
@@ -42,17 +43,7 @@ var MessageTypes = [...]MessageType{
 }
 
 // Known reports whether t is one of the sixteen types or the top-level error.
-func (t MessageType) Known() bool {
-	if t == MessageError {
-		return true
-	}
-	for _, k := range MessageTypes {
-		if k == t {
-			return true
-		}
-	}
-	return false
-}
+func (t MessageType) Known() bool { return t == MessageError || slices.Contains(MessageTypes[:], t) }
 
 // LiveMessage is one message of a live session, as sent over the WebSocket and wrapped in live
 // callbacks. Data stays raw so that the message round-trips byte for byte in its known members;
