@@ -277,12 +277,7 @@ func (b *busMode) supervise(n int) {
 	}
 }
 
-func (b *busMode) resubscribe() {
-	select {
-	case b.resub <- struct{}{}:
-	default:
-	}
-}
+func (b *busMode) resubscribe() { ping(b.resub) }
 
 func (b *busMode) setSubscribed(on bool) {
 	b.subscribed.Store(on)

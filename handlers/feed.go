@@ -43,10 +43,7 @@ func (f *localFeed) Publish(sessionID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for ch := range f.subs[sessionID] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+		ping(ch)
 	}
 }
 
@@ -89,10 +86,7 @@ func (f polledFeed) Subscribe(sessionID string) (<-chan struct{}, func()) {
 			case <-local:
 			case <-t.C:
 			}
-			select {
-			case out <- struct{}{}:
-			default:
-			}
+			ping(out)
 		}
 	}()
 	var once sync.Once

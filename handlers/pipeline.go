@@ -356,10 +356,7 @@ func (p *Pipeline) Committed(inboxID int64, partitionKey string) {
 		p.enqueue(inboxID, partitionKey)
 		return
 	}
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	ping(p.wake)
 }
 
 // enqueue queues a row on its partition unless it is queued already, and moves the cursor
@@ -438,10 +435,7 @@ func (p *Pipeline) follow(ctx context.Context) {
 		}
 		if _, err := p.scan(ctx, all); err != nil && !p.stopping() {
 			p.log.WithError(err).Warn("reading committed inbox rows failed; trying again")
-			select {
-			case p.wake <- struct{}{}:
-			default:
-			}
+			ping(p.wake)
 			select {
 			case <-ctx.Done():
 				return
@@ -511,10 +505,7 @@ func (q *partition) push(id int64) {
 		q.ids = append(q.ids, id)
 	}
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	ping(q.wake)
 }
 
 // popBatch takes up to max queued ids, waiting only while none is queued.
@@ -540,8 +531,13 @@ func (q *partition) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
+	ping(q.wake)
+}
+
+// ping signals ch, of capacity 1, without blocking: a signal already pending says the same.
+func ping(ch chan<- struct{}) {
 	select {
-	case q.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
