@@ -89,9 +89,7 @@ func (w *demoWorld) checkSubtitles(ctx context.Context, rec store.JobRecord) ([]
 	if err != nil {
 		return nil, err
 	}
-	if params, perr := rec.Job.PreRecordedParams(); perr == nil && params != nil && params.SubtitlesConfig != nil {
-		profile = profile.WithConfig(params.SubtitlesConfig) // as serve rendered them
-	}
+	profile = profile.ForJob(&rec.Job) // as serve rendered them
 	verdict, err := exportAndCheck(arts, profile, w.p, w.say)
 	w.say("   check: %s", verdict)
 	return arts, err

@@ -63,9 +63,7 @@ speed, durations, gaps, overlaps, order, orphans, bad breaks) on stderr.`,
 			if rec.Job.Result == nil || rec.Job.Result.Transcription == nil {
 				return fmt.Errorf("job %s has no result to render (status %s)", jobID, rec.Job.Status)
 			}
-			if params, err := rec.Job.PreRecordedParams(); err == nil && params != nil && params.SubtitlesConfig != nil {
-				profile = profile.WithConfig(params.SubtitlesConfig)
-			}
+			profile = profile.ForJob(&rec.Job)
 			fl := cmd.Flags()
 			if fl.Changed("max-chars") {
 				profile.MaxCharsPerLine = maxChars
