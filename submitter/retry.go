@@ -25,19 +25,20 @@ func DefaultRetryPolicy() RetryPolicy {
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	d := DefaultRetryPolicy()
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = d.MaxAttempts
-	}
-	if p.BaseDelay <= 0 {
-		p.BaseDelay = d.BaseDelay
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = d.MaxDelay
-	}
-	if p.MaxRetryAfter <= 0 {
-		p.MaxRetryAfter = d.MaxRetryAfter
-	}
+	p.MaxAttempts = positiveOr(p.MaxAttempts, d.MaxAttempts)
+	p.BaseDelay = positiveOr(p.BaseDelay, d.BaseDelay)
+	p.MaxDelay = positiveOr(p.MaxDelay, d.MaxDelay)
+	p.MaxRetryAfter = positiveOr(p.MaxRetryAfter, d.MaxRetryAfter)
 	return p
+}
+
+// positiveOr is v, or def when v is zero or negative: the package's rule for an option field
+// left at its zero value (RetryPolicy, StreamOptions).
+func positiveOr[T ~int | ~int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // backoffCeiling is the upper bound of the wait before retry number n (1 for the first retry):

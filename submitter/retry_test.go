@@ -273,3 +273,20 @@ func TestRetryAfterParsing(t *testing.T) {
 		}
 	}
 }
+
+// A zero or negative option field takes its default, a positive one stays; a negative
+// Reconnects stays too, since it disables resuming.
+func TestOptionDefaults(t *testing.T) {
+	if got, want := (RetryPolicy{MaxAttempts: -1, MaxDelay: time.Second}).withDefaults(),
+		(RetryPolicy{MaxAttempts: 4, BaseDelay: 500 * time.Millisecond, MaxDelay: time.Second, MaxRetryAfter: time.Minute}); got != want {
+		t.Errorf("RetryPolicy defaults = %+v, want %+v", got, want)
+	}
+	if got, want := (StreamOptions{SampleRate: 8000, Channels: -2, ReadLimit: -1, Reconnects: -1}).withDefaults(),
+		(StreamOptions{SampleRate: 8000, BitDepth: 16, Channels: 1, ChunkDuration: 100 * time.Millisecond,
+			ReadLimit: 16 << 20, Reconnects: -1, ResumeBuffer: 16 << 20}); got != want {
+		t.Errorf("StreamOptions defaults = %+v, want %+v", got, want)
+	}
+	if got := (StreamOptions{}).withDefaults().Reconnects; got != 5 {
+		t.Errorf("zero Reconnects = %d, want 5", got)
+	}
+}

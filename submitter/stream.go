@@ -66,26 +66,14 @@ const (
 )
 
 func (o StreamOptions) withDefaults() StreamOptions {
-	if o.SampleRate <= 0 {
-		o.SampleRate = api.DefaultLiveSampleRate
-	}
-	if o.BitDepth <= 0 {
-		o.BitDepth = api.DefaultLiveBitDepth
-	}
-	if o.Channels <= 0 {
-		o.Channels = api.DefaultLiveChannels
-	}
-	if o.ChunkDuration <= 0 {
-		o.ChunkDuration = 100 * time.Millisecond
-	}
-	if o.ReadLimit <= 0 {
-		o.ReadLimit = defaultReadLimit
-	}
-	if o.Reconnects == 0 {
+	o.SampleRate = positiveOr(o.SampleRate, api.DefaultLiveSampleRate)
+	o.BitDepth = positiveOr(o.BitDepth, api.DefaultLiveBitDepth)
+	o.Channels = positiveOr(o.Channels, api.DefaultLiveChannels)
+	o.ChunkDuration = positiveOr(o.ChunkDuration, 100*time.Millisecond)
+	o.ReadLimit = positiveOr(o.ReadLimit, defaultReadLimit)
+	o.ResumeBuffer = positiveOr(o.ResumeBuffer, defaultResumeBuffer)
+	if o.Reconnects == 0 { // negative disables resuming, so only zero takes the default
 		o.Reconnects = defaultReconnects
-	}
-	if o.ResumeBuffer <= 0 {
-		o.ResumeBuffer = defaultResumeBuffer
 	}
 	return o
 }
