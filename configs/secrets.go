@@ -3,8 +3,9 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -141,20 +142,10 @@ func setOrUnset(v string) string {
 func (s Secrets) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "api_key=%s read_token=%s", setOrUnset(s.APIKey), setOrUnset(s.ReadToken))
-	names := make([]string, 0, len(s.Routes))
-	for n := range s.Routes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(s.Routes)) {
 		fmt.Fprintf(&b, " route.%s=%s", n, s.Routes[n])
 	}
-	names = names[:0]
-	for n := range s.Sinks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(s.Sinks)) {
 		fmt.Fprintf(&b, " sink.%s=%s", n, setOrUnset(s.Sinks[n]))
 	}
 	return b.String()
