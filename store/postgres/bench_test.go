@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -70,4 +71,46 @@ func benchIngest(b *testing.B, replicas, clients int) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "deliveries/s")
+}
+
+// BenchmarkApplyGroup: one op is one inbox row applied in a group of 64 (ApplyGroup, as the
+// pipeline applies a partition's queued rows), its live message appended: the round trips a
+// group makes to mark its rows done and append, with the transaction's commit.
+//
+//	eval "$(scripts/pg.sh start)"
+//	go test -run '^$' -bench ApplyGroup -benchtime 20000x ./store/postgres/
+func BenchmarkApplyGroup(b *testing.B) {
+	s := open(b, newSchema(b))
+	var ids []int64
+	for start := 0; start < b.N; start += 256 {
+		var ds []store.Delivery
+		for i := start; i < min(start+256, b.N); i++ {
+			ds = append(ds, liveDelivery(fmt.Sprintf("bench-%d", i), fmt.Sprint("session-", i%16)))
+		}
+		res, err := s.Ingest(b.Context(), ds)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			ids = append(ids, r.ID)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for start := 0; start < len(ids); start += 64 {
+		group := ids[start:min(start+64, len(ids))]
+		if err := s.ApplyGroup(b.Context(), group, func(ctx context.Context, tx store.Tx, marked []int64) error {
+			for _, id := range marked {
+				if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{SessionID: fmt.Sprint("session-", id%16),
+					Type: api.MessageTranscript, Category: api.CategoryFinalTranscripts, InboxID: id,
+					Payload: []byte(`{"type":"transcript"}`)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }

@@ -104,6 +104,7 @@ var dialect = sqlcore.Dialect{
 		// A pruned session's counter goes with its messages.
 		sqlcore.StPruneJobSeq: `DELETE FROM live_sequences WHERE session_id = ?`,
 	},
+	IDs:      `SELECT value::bigint FROM jsonb_array_elements_text(?::jsonb)`,
 	FinalJob: `j.local->>'final' <> ''`,
 	// ListJobs's two steps see one snapshot.
 	ListTx: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},

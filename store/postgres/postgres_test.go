@@ -41,7 +41,7 @@ func newSchema(t testing.TB) string {
 	return testinfra.PGSchema(t).DSN
 }
 
-func open(t *testing.T, dsn string) *Store {
+func open(t testing.TB, dsn string) *Store {
 	t.Helper()
 	s, err := Open(t.Context(), Options{DSN: dsn})
 	if err != nil {

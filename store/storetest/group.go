@@ -155,6 +155,29 @@ func testApplyGroupRollback(t *testing.T, s store.Store) {
 	}
 }
 
+// ApplyGroup gives fn the rows in the order given, not in id order, and a row given twice once,
+// where it first stands.
+func testApplyGroupOrder(t *testing.T, s store.Store) {
+	rows := groupDeliveries(t, s, "group-order", 4)
+	var got []int64
+	err := s.ApplyGroup(t.Context(), []int64{rows[2], rows[0], rows[3], rows[2], rows[1], rows[0]},
+		func(_ context.Context, _ store.Tx, ids []int64) error {
+			got = ids
+			return nil
+		})
+	if err != nil {
+		t.Fatalf("ApplyGroup: %v", err)
+	}
+	if want := []int64{rows[2], rows[0], rows[3], rows[1]}; !slices.Equal(got, want) {
+		t.Errorf("fn ran with rows %v, want %v", got, want)
+	}
+	for _, id := range rows {
+		if row := inboxRow(t, s, id); row.Status != store.InboxDone || row.Attempts != 1 {
+			t.Errorf("row %d after the group = %s/%d, want done/1", id, row.Status, row.Attempts)
+		}
+	}
+}
+
 // InboxRows reads the rows that exist among ids, by id, with every field.
 func testInboxRows(t *testing.T, s store.Store) {
 	rows := groupDeliveries(t, s, "rows", 4)

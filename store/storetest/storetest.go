@@ -54,6 +54,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"ApplyFailedRow", testApplyFailedRow},
 		{"ApplyGroup", testApplyGroup},
 		{"ApplyGroupRollsBack", testApplyGroupRollback},
+		{"ApplyGroupOrderGiven", testApplyGroupOrder},
 		{"InboxRows", testInboxRows},
 		{"PendingInboxKeys", testPendingInboxKeys},
 		{"MarkInboxFailed", testMarkInboxFailed},

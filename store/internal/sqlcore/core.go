@@ -19,6 +19,7 @@ type Stmt int
 // The statements of the write core; the comment lists the arguments.
 const (
 	StInboxDone     Stmt = iota // processed_at, id: marks a row done unless it is
+	StInboxDoneMany             // processed_at, ids (IDList) → id: StInboxDone for several rows (optional)
 	StInboxStatus               // id: reads a row's status to change it
 	StInboxFailed               // last_error, status, id
 	StQuarantineRow             // dedupe_key, route, reason, headers, body, received_at
@@ -112,6 +113,10 @@ func Statements(d Dialect) [NumStmts]string {
 		StSinkStatePut: `INSERT INTO sink_state (name, disabled, reason, since) VALUES (?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET disabled = excluded.disabled, reason = excluded.reason,
 		since = excluded.since`,
+	}
+	if d.IDs != "" {
+		q[StInboxDoneMany] = `UPDATE inbox SET status = 'done', processed_at = ?,
+		attempts = attempts + 1 WHERE id IN (` + d.IDs + `) AND status != 'done' RETURNING id`
 	}
 	pruneStatements(d, &q)
 	for st, text := range d.SQL {

@@ -31,6 +31,12 @@ type Dialect struct {
 	// SkipLocked ends the sink claim's selection of candidates: " FOR UPDATE SKIP LOCKED" where
 	// another claimer may be leasing rows at the same moment (PostgreSQL); "" otherwise.
 	SkipLocked string
+	// IDs is a query of one column, the ids listed by one argument, IDList's JSON array: a
+	// statement on a set of rows then has one text whatever the set's size. Where each
+	// statement is a round trip (PostgreSQL), ApplyGroup marks its rows with one; "" (SQLite,
+	// where a statement is a call into the library and one per row costs less than parsing the
+	// list) marks them one by one.
+	IDs string
 	// FinalJob is the condition, on a jobs row aliased j, that its record is final
 	// (store.Local.Final set): the pruner keeps every other record and its session's messages.
 	FinalJob string
@@ -76,6 +82,19 @@ func (d Dialect) Rebind(query string) string {
 		n++
 		b.WriteString("$" + strconv.Itoa(n))
 	}
+}
+
+// IDList is the argument of Dialect.IDs that lists ids: a JSON array.
+func IDList(ids []int64) string {
+	b := make([]byte, 0, 2+len(ids)*8)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
 }
 
 func (d Dialect) text(s string) string {

@@ -3,6 +3,7 @@ package sqlcore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/scribehook/scribehook/store"
 )
@@ -19,22 +20,56 @@ func (c *Core) ApplyGroup(ctx context.Context, inboxIDs []int64, fn func(ctx con
 	rows := len(inboxIDs) // the rows the group holds: all of them, then the ones marked
 	name := func() string { return fmt.Sprintf("apply %d inbox rows", rows) }
 	return c.inTx(ctx, "apply group", Derived, name, func(t Tx) error {
-		now := c.d.Time(c.now())
-		marked := make([]int64, 0, len(inboxIDs))
-		for _, id := range inboxIDs {
-			res, err := t.Exec(ctx, StInboxDone, now, id)
-			if err != nil {
-				return fmt.Errorf("apply inbox row %d: mark done: %w", id, err)
-			}
-			if OneRow(res) == nil {
-				marked = append(marked, id)
-			}
+		marked, err := c.markDone(ctx, t, inboxIDs)
+		if err != nil {
+			return err
 		}
 		if rows = len(marked); rows == 0 {
 			return errNothingToCommit
 		}
 		return fn(ctx, &applyTx{c: c, t: t}, marked)
 	})
+}
+
+// markDone marks the pending rows of ids done in t and returns the ones it marked in the order
+// of ids, each once: by one statement where the dialect lists ids (Dialect.IDs), else one by
+// one.
+func (c *Core) markDone(ctx context.Context, t Tx, ids []int64) ([]int64, error) {
+	now := c.d.Time(c.now())
+	if c.d.IDs == "" {
+		marked := make([]int64, 0, len(ids))
+		for _, id := range ids {
+			res, err := t.Exec(ctx, StInboxDone, now, id)
+			if err != nil {
+				return nil, fmt.Errorf("apply inbox row %d: mark done: %w", id, err)
+			}
+			if OneRow(res) == nil {
+				marked = append(marked, id)
+			}
+		}
+		return marked, nil
+	}
+	rows, err := t.Query(ctx, StInboxDoneMany, now, IDList(ids))
+	if err != nil {
+		return nil, fmt.Errorf("apply %d inbox rows: mark done: %w", len(ids), err)
+	}
+	done, err := Collect(rows, func(s Scanner) (int64, error) {
+		var id int64
+		return id, s.Scan(&id)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("apply %d inbox rows: mark done: %w", len(ids), err)
+	}
+	slices.Sort(done)
+	taken := make([]bool, len(done))
+	marked := make([]int64, 0, len(done))
+	for _, id := range ids {
+		if i, ok := slices.BinarySearch(done, id); ok && !taken[i] {
+			taken[i] = true
+			marked = append(marked, id)
+		}
+	}
+	return marked, nil
 }
 
 // InboxRows reads the rows of ids that exist, by id: a group's rows in one query.

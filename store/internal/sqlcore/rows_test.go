@@ -107,3 +107,18 @@ func TestScanSinkDeliveryEvent(t *testing.T) {
 		t.Error("a truncated event decoded")
 	}
 }
+
+func TestIDList(t *testing.T) {
+	for _, tc := range []struct {
+		ids  []int64
+		want string
+	}{
+		{nil, "[]"},
+		{[]int64{7}, "[7]"},
+		{[]int64{1, 9223372036854775807, -2}, "[1,9223372036854775807,-2]"},
+	} {
+		if got := IDList(tc.ids); got != tc.want {
+			t.Errorf("IDList(%v) = %s, want %s", tc.ids, got, tc.want)
+		}
+	}
+}
