@@ -19,10 +19,6 @@ import (
 	"github.com/scribehook/scribehook/submitter"
 )
 
-// pollInterval is how often --wait reads the local store. Reading SQLite is cheap and the
-// service is never asked.
-const pollInterval = 200 * time.Millisecond
-
 func newSubmitCmd() *cobra.Command {
 	var (
 		jf      jobFlags
@@ -117,7 +113,7 @@ func submitJob(ctx context.Context, cfg configs.Config, st store.Store, client *
 	return s.Submit(ctx, *req, method)
 }
 
-// waitForJob reads the local store every pollInterval until the job is done or failed, with
+// waitForJob reads the local store (every scribehook.DefaultWaitEvery) until the job is done or failed, with
 // progress on w: a redrawn line on a terminal, a line every progressEvery otherwise.
 func waitForJob(ctx context.Context, st store.Store, id string, timeout time.Duration, cfg configs.Config, w io.Writer) (store.JobRecord, time.Duration, error) {
 	start := time.Now()
@@ -128,7 +124,7 @@ func waitForJob(ctx context.Context, st store.Store, id string, timeout time.Dur
 	}
 	p := newProgress(w, id, cfg.PublicURL)
 	defer p.done()
-	rec, err := scribehook.WaitJob(ctx, st, id, pollInterval, func(status api.JobStatus) { p.update(time.Since(start), status) })
+	rec, err := scribehook.WaitJob(ctx, st, id, scribehook.DefaultWaitEvery, func(status api.JobStatus) { p.update(time.Since(start), status) })
 	switch {
 	case err == nil:
 		return rec, time.Since(start), nil
