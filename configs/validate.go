@@ -91,15 +91,10 @@ func (c Config) Validate() error {
 	routes := map[string]int{}
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
-		switch first, dup := routes[r.Name]; {
-		case r.Name == "":
-			v.add(p+".name", "must not be empty")
-		case r.Name == RouteJob:
+		if r.Name == RouteJob {
 			v.add(p+".name", "must not be %q: the name is reserved for per-job tokens", RouteJob)
-		case dup:
-			v.add(p+".name", "must be unique (%q is also routes[%d])", r.Name, first)
-		default:
-			routes[r.Name] = i
+		} else {
+			v.name("routes", i, r.Name, routes)
 		}
 		v.envName(p+".token_env", r.TokenEnv, true)
 		v.envName(p+".signing_secret_env", r.SigningSecretEnv, false)
@@ -230,14 +225,7 @@ func busSchemeOK(driver, scheme string) bool {
 
 func (v *validator) sink(i int, s Sink, names map[string]int) {
 	p := fmt.Sprintf("sinks[%d]", i)
-	switch first, dup := names[s.Name]; {
-	case s.Name == "":
-		v.add(p+".name", "must not be empty")
-	case dup:
-		v.add(p+".name", "must be unique (%q is also sinks[%d])", s.Name, first)
-	default:
-		names[s.Name] = i
-	}
+	v.name("sinks", i, s.Name, names)
 	if v.oneOf(p+".kind", s.Kind, SinkKinds) {
 		switch s.Kind {
 		case "file":
@@ -322,6 +310,20 @@ func (v *validator) oneOf(key, value string, allowed []string) bool {
 	}
 	v.add(key, "must be %s (got %q)", orList(allowed), value)
 	return false
+}
+
+// name checks the name of list[i]: not empty, and not the name of an earlier element (seen
+// maps the names to their index).
+func (v *validator) name(list string, i int, name string, seen map[string]int) {
+	key := fmt.Sprintf("%s[%d].name", list, i)
+	switch first, dup := seen[name]; {
+	case name == "":
+		v.add(key, "must not be empty")
+	case dup:
+		v.add(key, "must be unique (%q is also %s[%d])", name, list, first)
+	default:
+		seen[name] = i
+	}
 }
 
 func (v *validator) httpURL(key, raw string) {
