@@ -7,15 +7,6 @@ import (
 	"testing"
 )
 
-func decodeMessage(t testing.TB, s string) *LiveMessage {
-	t.Helper()
-	var m LiveMessage
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatalf("decode %s: %v", s, err)
-	}
-	return &m
-}
-
 func TestMessageCategories(t *testing.T) {
 	const head = `"session_id":"s","created_at":"2024-03-01T10:00:00.000Z",`
 	cases := []struct {
@@ -63,12 +54,12 @@ func TestMessageCategories(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := decodeMessage(t, tc.msg)
-			got := MessageCategories(m)
+			m := decodeJSON[LiveMessage](t, tc.msg)
+			got := MessageCategories(&m)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("MessageCategories = %q, want %q", got, tc.want)
 			}
-			c, ok := Category(m)
+			c, ok := Category(&m)
 			if len(tc.want) == 0 {
 				if ok || c != "" {
 					t.Errorf("Category = %q, %v; want not ok", c, ok)
@@ -120,7 +111,7 @@ func TestErrorMessage(t *testing.T) {
 		{`{"type":"translation"}`, "", false},
 		{`{"type":"translation","error":{"code":3}}`, `{"code":3}`, true},
 	} {
-		m := decodeMessage(t, tc.msg)
+		m := decodeJSON[LiveMessage](t, tc.msg)
 		if m.HasError() != tc.has || m.ErrorMessage() != tc.want {
 			t.Errorf("%s: HasError %v ErrorMessage %q", tc.msg, m.HasError(), m.ErrorMessage())
 		}

@@ -32,6 +32,16 @@ func TestdataJobs(tb testing.TB) []Job {
 	return jobs
 }
 
+// decodeJSON decodes b into a new T, failing the test if it does not decode.
+func decodeJSON[T any, B string | []byte](tb testing.TB, b B) T {
+	tb.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(b), &v); err != nil {
+		tb.Fatalf("decode %s: %v", b, err)
+	}
+	return v
+}
+
 // readTestdata reads one testdata file.
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()

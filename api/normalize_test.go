@@ -55,7 +55,7 @@ func TestNormalize(t *testing.T) {
 				body += "," + tc.in
 			}
 			body += "}"
-			r := decodeBody[PreRecordedRequest](t, body)
+			r := decodeJSON[PreRecordedRequest](t, body)
 			before := sentencesOf(t, r.Validate())
 			r.Normalize()
 			if got := string(testjson.Marshal(t, r)); got != tc.want {
@@ -131,7 +131,7 @@ func TestLiveSettings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := decodeBody[LiveRequest](t, tc.body)
+			r := decodeJSON[LiveRequest](t, tc.body)
 			if got := r.Settings(); got != tc.want {
 				t.Errorf("Settings() = %+v, want %+v", got, tc.want)
 			}
@@ -151,7 +151,7 @@ func TestLiveSettings(t *testing.T) {
 }
 
 func TestLiveWithDefaults(t *testing.T) {
-	r := decodeBody[LiveRequest](t, `{"encoding":"wav/ulaw","channels":2,"pre_processing":{"audio_enhancer":true},"callback":true,"callback_config":{"url":"https://h.example.com/"},"x_new":1}`)
+	r := decodeJSON[LiveRequest](t, `{"encoding":"wav/ulaw","channels":2,"pre_processing":{"audio_enhancer":true},"callback":true,"callback_config":{"url":"https://h.example.com/"},"x_new":1}`)
 	orig := string(testjson.Marshal(t, r))
 	d := r.WithDefaults()
 	if string(testjson.Marshal(t, r)) != orig {

@@ -16,11 +16,7 @@ import (
 // spacing, escapes and number spelling (2.0 and 2).
 func normalized(t testing.TB, b []byte) any {
 	t.Helper()
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-	return v
+	return decodeJSON[any](t, b)
 }
 
 func assertSameJSON(t testing.TB, got, want []byte) {

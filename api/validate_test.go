@@ -25,16 +25,6 @@ func sentencesOf(t *testing.T, err error) []string {
 	return ve.Sentences()
 }
 
-// decodeBody decodes a request body, failing the test if it does not decode.
-func decodeBody[T any](t *testing.T, body string) T {
-	t.Helper()
-	var r T
-	if err := json.Unmarshal([]byte(body), &r); err != nil {
-		t.Fatalf("decode %s: %v", body, err)
-	}
-	return r
-}
-
 // metadataOfLength builds a custom_metadata object whose compact text has n characters, with
 // two-byte characters so that a byte count would be wrong.
 func metadataOfLength(n int) string {
@@ -235,7 +225,7 @@ func TestPreRecordedValidate(t *testing.T) {
 				body += "," + tc.body
 			}
 			body += "}"
-			r := decodeBody[PreRecordedRequest](t, body)
+			r := decodeJSON[PreRecordedRequest](t, body)
 			got := sentencesOf(t, r.Validate())
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Validate(%s)\n got %q\nwant %q", body, got, tc.want)
@@ -256,7 +246,7 @@ func TestPreRecordedValidateAllAtOnce(t *testing.T) {
 		"custom_metadata": [],
 		"language_config": {"languages": ["zz"]}
 	}`
-	r := decodeBody[PreRecordedRequest](t, body)
+	r := decodeJSON[PreRecordedRequest](t, body)
 	got := sentencesOf(t, r.Validate())
 	want := []string{
 		`audio_url must be an absolute http or https URL with a host (got "ftp://x/a.wav")`,
@@ -298,7 +288,7 @@ func TestValidateTenFaults(t *testing.T) {
 		"custom_vocabulary_config": {"default_intensity": 3},
 		"custom_metadata": "meta"
 	}`
-	r := decodeBody[PreRecordedRequest](t, body)
+	r := decodeJSON[PreRecordedRequest](t, body)
 	got := sentencesOf(t, r.Validate())
 	if len(got) != 10 {
 		t.Fatalf("got %d sentences, want 10:\n%s", len(got), strings.Join(got, "\n"))
@@ -429,7 +419,7 @@ func TestLiveValidate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := decodeBody[LiveRequest](t, "{"+tc.body+"}")
+			r := decodeJSON[LiveRequest](t, "{"+tc.body+"}")
 			got := sentencesOf(t, r.Validate())
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Validate({%s})\n got %q\nwant %q", tc.body, got, tc.want)
@@ -439,7 +429,7 @@ func TestLiveValidate(t *testing.T) {
 }
 
 func TestLiveValidateAllAtOnce(t *testing.T) {
-	r := decodeBody[LiveRequest](t, `{"encoding":"flac","bit_depth":7,"sample_rate":1,"channels":9,"model":"m","endpointing":0,
+	r := decodeJSON[LiveRequest](t, `{"encoding":"flac","bit_depth":7,"sample_rate":1,"channels":9,"model":"m","endpointing":0,
 		"maximum_duration_without_endpointing":100,"pre_processing":{"speech_threshold":-1},"callback":true,"custom_metadata":1}`)
 	got := sentencesOf(t, r.Validate())
 	want := []string{
