@@ -12,14 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/submitter"
 )
 
-const (
-	envServiceBaseURL     = "SCRIBEHOOK_SERVICE_BASE_URL"
-	defaultServiceBaseURL = "http://127.0.0.1:8788"
-	defaultAPIKeyEnv      = "SCRIBEHOOK_API_KEY"
-)
+// envServiceBaseURL overrides service.base_url in the configuration too (configs.EnvPrefix).
+const envServiceBaseURL = configs.EnvPrefix + "SERVICE_BASE_URL"
 
 // remoteOptions are the connection flags shared by the remote subcommands. The key itself is
 // never a flag: flags end up in shell history and process listings.
@@ -36,11 +34,11 @@ func newRemoteCmd() *cobra.Command {
 		newRemoteListCmd(o), newRemoteGetCmd(o), newRemoteCreateCmd(o), newRemoteDeleteCmd(o))
 	base := os.Getenv(envServiceBaseURL)
 	if base == "" {
-		base = defaultServiceBaseURL
+		base = configs.DefaultServiceURL
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.baseURL, "base-url", base, "base URL of the service (default from "+envServiceBaseURL+")")
-	pf.StringVar(&o.apiKeyEnv, "api-key-env", defaultAPIKeyEnv, "environment variable that holds the API key")
+	pf.StringVar(&o.apiKeyEnv, "api-key-env", configs.DefaultAPIKeyEnv, "environment variable that holds the API key")
 	pf.StringVar(&o.keyHeader, "key-header", submitter.DefaultKeyHeader, "header that carries the API key")
 	pf.BoolVarP(&o.verbose, "verbose", "v", false, "log every call and retry to stderr")
 	return cmd

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
 )
 
 func TestJobsTableGolden(t *testing.T) {
@@ -143,7 +144,7 @@ func TestRemoteListMapsFlagsAndFollowsPages(t *testing.T) {
 }
 
 func TestRemoteListOnePageHintsAtMore(t *testing.T) {
-	t.Setenv(defaultAPIKeyEnv, "k")
+	t.Setenv(configs.DefaultAPIKeyEnv, "k")
 	fs := newFakeService(t, func(int, *http.Request) (int, string) {
 		return 200, `{"next":"http://elsewhere/v2/live?offset=20","items":[]}`
 	})
@@ -160,7 +161,7 @@ func TestRemoteListOnePageHintsAtMore(t *testing.T) {
 }
 
 func TestRemoteCreateMergesParamsAndFlags(t *testing.T) {
-	t.Setenv(defaultAPIKeyEnv, "k")
+	t.Setenv(configs.DefaultAPIKeyEnv, "k")
 	fs := newFakeService(t, func(int, *http.Request) (int, string) {
 		return 201, `{"id":"job-1","result_url":"http://svc/v2/pre-recorded/job-1"}`
 	})
@@ -213,7 +214,7 @@ func TestJobSwitchesSetTheirMember(t *testing.T) {
 }
 
 func TestRemoteCreateNeedsAudioURL(t *testing.T) {
-	t.Setenv(defaultAPIKeyEnv, "k")
+	t.Setenv(configs.DefaultAPIKeyEnv, "k")
 	_, _, err := runRemote(t, "create", "--base-url", "http://127.0.0.1:1", "--diarization")
 	if err == nil || !strings.Contains(err.Error(), "--audio-url is required") {
 		t.Fatalf("err = %v", err)
@@ -221,7 +222,7 @@ func TestRemoteCreateNeedsAudioURL(t *testing.T) {
 }
 
 func TestRemoteGetPrintsServiceErrorsReadably(t *testing.T) {
-	t.Setenv(defaultAPIKeyEnv, "k")
+	t.Setenv(configs.DefaultAPIKeyEnv, "k")
 	fs := newFakeService(t, func(int, *http.Request) (int, string) {
 		return 400, `{"path":"/v2/live/x","request_id":"G-1a2b3c4d","statusCode":400,"message":"invalid parameters","validation_errors":["id must be a UUID"]}`
 	})
@@ -233,7 +234,7 @@ func TestRemoteGetPrintsServiceErrorsReadably(t *testing.T) {
 }
 
 func TestRemoteGetAndDelete(t *testing.T) {
-	t.Setenv(defaultAPIKeyEnv, "k")
+	t.Setenv(configs.DefaultAPIKeyEnv, "k")
 	fs := newFakeService(t, func(n int, r *http.Request) (int, string) {
 		if r.Method == http.MethodDelete {
 			return 202, ``
@@ -259,7 +260,7 @@ func TestRemoteRefusesMissingKeyAndBadFlags(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "EMPTY_KEY is empty") {
 		t.Fatalf("err = %v", err)
 	}
-	t.Setenv(defaultAPIKeyEnv, "k")
+	t.Setenv(configs.DefaultAPIKeyEnv, "k")
 	for _, args := range [][]string{
 		{"list", "--live", "--kind", "live"},
 		{"list", "-o", "yaml"},

@@ -11,9 +11,11 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/netguard"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sandbox/engine"
+	"github.com/scribehook/scribehook/submitter"
 )
 
 func newSandboxCmd() *cobra.Command {
@@ -91,8 +93,8 @@ the reason is in the sandbox's log.`,
 	fl := cmd.Flags()
 	fl.StringVar(&listen, "listen", "127.0.0.1:8788", "address to listen on")
 	fl.StringVar(&apiKey, "api-key", "", "API key clients must send (prefer --api-key-env)")
-	fl.StringVar(&apiKeyEnv, "api-key-env", "SCRIBEHOOK_API_KEY", "environment variable holding the API key")
-	fl.StringVar(&keyHeader, "key-header", "x-service-key", "header carrying the API key")
+	fl.StringVar(&apiKeyEnv, "api-key-env", configs.DefaultAPIKeyEnv, "environment variable holding the API key")
+	fl.StringVar(&keyHeader, "key-header", submitter.DefaultKeyHeader, "header carrying the API key")
 	fl.StringVar(&engineName, "engine", "scripted", "speech engine")
 	fl.StringVar(&faults, "faults", "", "fault injection, e.g. duplicate=1,delay=200ms,reorder=5,fail-first=2,fail-jobs=0.25,seed=7")
 	fl.StringVar(&publicURL, "public-url", "", "base URL clients reach the sandbox at (default: from each request)")
