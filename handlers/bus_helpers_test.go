@@ -61,6 +61,13 @@ func forEachBroker(t *testing.T, fn func(t *testing.T, b *broker)) {
 	t.Run("nats", func(t *testing.T) { fn(t, startNATS(t)) })
 }
 
+// forEachBrokerOnPG is forEachBroker for replicas that share PostgreSQL: fn gets a DSN of its
+// own empty schema. Without a test database it skips, before any broker starts.
+func forEachBrokerOnPG(t *testing.T, fn func(t *testing.T, b *broker, dsn string)) {
+	pgDSN(t)
+	forEachBroker(t, func(t *testing.T, b *broker) { fn(t, b, pgDSN(t)) })
+}
+
 // openBus connects a replica to the broker; the pipeline closes it.
 func openBus(t *testing.T, b *broker, claimAfter time.Duration) *handlers.Bus {
 	t.Helper()

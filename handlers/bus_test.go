@@ -132,9 +132,7 @@ func checkOnce(t *testing.T, s store.Store, ids map[string]int64, replicas ...*r
 // (a round-robin load balancer), with job callbacks among them: every row is applied once, and
 // every session is stored in the order it was sent.
 func TestBusReplicasKeepSessionOrderExactlyOnce(t *testing.T) {
-	pgDSN(t) // skips without PostgreSQL
-	forEachBroker(t, func(t *testing.T, b *broker) {
-		dsn := pgDSN(t)
+	forEachBrokerOnPG(t, func(t *testing.T, b *broker, dsn string) {
 		stA, stB := openPG(t, dsn), openPG(t, dsn)
 		a := startReplica(t, "a", stA, b, handlers.Config{})
 		bb := startReplica(t, "b", stB, b, handlers.Config{})
@@ -243,9 +241,7 @@ func TestBusNoticeDrainsEarlierRowsFirst(t *testing.T) {
 // one of its key, so nothing but its own notice can lead to it, and the sweep is off (grace
 // and interval of an hour).
 func TestBusDeadReplicaNoticesAreClaimedByTheOther(t *testing.T) {
-	pgDSN(t) // skips without PostgreSQL
-	forEachBroker(t, func(t *testing.T, b *broker) {
-		dsn := pgDSN(t)
+	forEachBrokerOnPG(t, func(t *testing.T, b *broker, dsn string) {
 		noSweep := handlers.Config{SweepInterval: time.Hour, SweepGrace: time.Hour, Partitions: 3}
 		reg := prometheus.NewRegistry()
 		withMetrics := noSweep
@@ -312,9 +308,7 @@ func TestBusDeadReplicaNoticesAreClaimedByTheOther(t *testing.T) {
 // being stored meanwhile, readiness reports the broker's absence, and every row ends applied
 // once, every session in order.
 func TestBusBrokerRestartLosesNothing(t *testing.T) {
-	pgDSN(t) // skips without PostgreSQL
-	forEachBroker(t, func(t *testing.T, b *broker) {
-		dsn := pgDSN(t)
+	forEachBrokerOnPG(t, func(t *testing.T, b *broker, dsn string) {
 		stA, stB := openPG(t, dsn), openPG(t, dsn)
 		regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 		a := startReplica(t, "a", stA, b, handlers.Config{SweepInterval: 3 * time.Second, SweepGrace: time.Second, Metrics: regA})
