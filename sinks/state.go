@@ -61,7 +61,7 @@ func (d *Dispatcher) setState(ctx context.Context, st SinkState) error {
 			return fmt.Errorf("record the state of sink %q: %w", st.Name, err)
 		}
 	}
-	w.applyState(st, 0, false)
+	w.applyState(st, 0, stateCalled)
 	return nil
 }
 
@@ -99,17 +99,17 @@ func (d *Dispatcher) loadStates(ctx context.Context) {
 		if !ok {
 			st = SinkState{Name: w.name}
 		}
-		w.applyState(st, gens[i], true)
+		w.applyState(st, gens[i], stateRead)
 	}
 }
 
-// followStates reads the states every interval until ctx ends.
+// followStates reads the states every interval of the dispatcher's clock until ctx ends.
 func (d *Dispatcher) followStates(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(d.stateEvery):
+		case <-d.clock.After(d.stateEvery):
 		}
 		d.loadStates(ctx)
 	}
@@ -122,17 +122,26 @@ func (w *sinkWorker) generation() uint64 {
 	return w.stateGen
 }
 
+// stateSource says where a state applied to a worker comes from.
+type stateSource int
+
+const (
+	stateCalled stateSource = iota // Enable or Disable, recorded before
+	stateRead                      // a read of the StateStore
+	stateGone                      // the destination's 410, recorded after
+)
+
 // applyState makes the worker disabled or enabled as st says, logging and waking it on a
-// change. A state read from the store (read) applies only if nothing changed the worker's
-// state in this process since gen, taken before the read: the store then has that change
-// recorded, or is about to, and the next read brings it.
-func (w *sinkWorker) applyState(st SinkState, gen uint64, read bool) {
+// change. A state read from the store applies only if nothing changed the worker's state in
+// this process since gen, taken before the read, and no 410 is being recorded: the store then
+// has that change recorded, or is about to, and the next read brings it.
+func (w *sinkWorker) applyState(st SinkState, gen uint64, from stateSource) {
 	w.mu.Lock()
-	if read && w.stateGen != gen {
+	if from == stateRead && (w.stateGen != gen || w.recording > 0) {
 		w.mu.Unlock()
 		return
 	}
-	if !read {
+	if from != stateRead {
 		w.stateGen++
 	}
 	changed := w.disabled != st.Disabled
@@ -148,7 +157,13 @@ func (w *sinkWorker) applyState(st SinkState, gen uint64, read bool) {
 	}
 	if st.Disabled {
 		w.d.m.disabled.WithLabelValues(w.name).Set(1)
-		w.log.WithField("reason", st.Reason).Warn("sinks: sink disabled; its deliveries wait in its queue until it is enabled")
+		log := w.log.WithField("reason", st.Reason)
+		if from == stateGone {
+			// Nobody decided it here: someone has to enable the sink again.
+			log.Error("sinks: sink disabled: its destination is gone; its queue waits until it is enabled again (scribehook sinks enable)")
+			return
+		}
+		log.Warn("sinks: sink disabled; its deliveries wait in its queue until it is enabled")
 		return
 	}
 	w.d.m.disabled.WithLabelValues(w.name).Set(0)
@@ -156,16 +171,30 @@ func (w *sinkWorker) applyState(st SinkState, gen uint64, read bool) {
 	w.poke()
 }
 
-// recordDisabled keeps a disabling the destination decided (HTTP 410) in the StateStore, so
-// that it outlives the process. Called by disable; a failure is logged: the sink is disabled
-// in this process all the same.
-func (w *sinkWorker) recordDisabled(reason string) {
-	if w.d.states == nil {
-		return
+// disable stops the sink until it is enabled again: its destination answered that it is gone
+// (HTTP 410). The state is also recorded in the StateStore, so a restart does not enable it; a
+// failure to record it is logged: the sink is disabled in this process all the same.
+func (w *sinkWorker) disable(reason string) {
+	st := SinkState{Name: w.name, Disabled: true, Reason: reason, Since: w.d.clock.Now()}
+	// Disabled here first: no more attempts are claimed while the state is being recorded. A
+	// read of the states until the record is written does not have it and would enable the
+	// sink again: such a read applies nothing while recording, and one that ends after it is
+	// older than the generation it ends with.
+	w.mu.Lock()
+	w.recording++
+	w.mu.Unlock()
+	w.applyState(st, 0, stateGone)
+	var err error
+	if w.d.states != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
+		err = w.d.states.SetSinkState(ctx, st)
+		cancel()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
-	defer cancel()
-	if err := w.d.states.SetSinkState(ctx, SinkState{Name: w.name, Disabled: true, Reason: reason, Since: w.d.clock.Now()}); err != nil {
+	w.mu.Lock()
+	w.recording--
+	w.stateGen++
+	w.mu.Unlock()
+	if err != nil {
 		w.log.WithError(err).Error("sinks: recording the disabled state failed; the sink will be enabled again at the next start")
 	}
 }

@@ -79,17 +79,31 @@ func TestDispatchDisabledAcrossRestart(t *testing.T) {
 	}
 }
 
+// followUntil waits for cond as dispWaitFor does, moving the clock by dispStateInterval (the
+// StateInterval of the tests that follow the recorded states) before each look, so that the
+// dispatcher's follower reads the states again.
+func (e *dispEnv) followUntil(what string, cond func() bool) {
+	e.t.Helper()
+	dispWaitFor(e.t, what, func() bool {
+		e.clock.Advance(dispStateInterval)
+		return cond()
+	})
+}
+
+const dispStateInterval = 10 * time.Millisecond
+
 // TestDispatchFollowsRecordedState: a state recorded by another process (an operator's
-// scribehook sinks disable and enable) reaches a running dispatcher within StateInterval.
+// scribehook sinks disable and enable) reaches a running dispatcher within StateInterval of
+// its clock.
 func TestDispatchFollowsRecordedState(t *testing.T) {
 	e := newDispEnv(t)
 	sink := newDispSink("hook", nil)
-	d := e.run(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store), StateInterval: 10 * time.Millisecond},
+	d := e.run(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store), StateInterval: dispStateInterval},
 		[]sinks.Spec{{Name: "hook"}}, sink)
 	if err := e.store.SetSinkState(t.Context(), store.SinkState{Name: "hook", Disabled: true, Reason: "maintenance"}); err != nil {
 		t.Fatal(err)
 	}
-	dispWaitFor(t, "the sink disabled", func() bool { return dispStats(t, d, "hook").Disabled })
+	e.followUntil("the sink disabled", func() bool { return dispStats(t, d, "hook").Disabled })
 	if st := dispStats(t, d, "hook"); st.DisabledReason != "maintenance" {
 		t.Errorf("reason %q, want the operator's", st.DisabledReason)
 	}
@@ -99,7 +113,7 @@ func TestDispatchFollowsRecordedState(t *testing.T) {
 	if err := e.store.SetSinkState(t.Context(), store.SinkState{Name: "hook"}); err != nil {
 		t.Fatal(err)
 	}
-	dispWaitFor(t, "the delivery after enabling", func() bool { return len(sink.done()) == 1 })
+	e.followUntil("the delivery after enabling", func() bool { return len(sink.done()) == 1 })
 	if err := d.Disable(t.Context(), "nope", "x"); !errors.Is(err, sinks.ErrUnknownSink) {
 		t.Errorf("Disable of an unknown sink: %v, want ErrUnknownSink", err)
 	}
@@ -148,20 +162,29 @@ func TestDispatchStaleStateReadKeeps410(t *testing.T) {
 		return &sinks.Failure{Err: errors.New("410 Gone"), Disable: true}
 	})
 	spec := []sinks.Spec{{Name: "hook", Concurrency: 1}}
-	d := e.run(sinks.DispatcherConfig{Queue: g, StateInterval: 5 * time.Millisecond}, spec, gone)
+	d := e.run(sinks.DispatcherConfig{Queue: g, StateInterval: dispStateInterval}, spec, gone)
 	released := sync.OnceFunc(func() { close(g.release) })
 	t.Cleanup(released) // a failing test must not leave Run held
 	// Run's first read is behind it and its workers run: the periodic reads follow.
-	dispWaitFor(t, "two reads of the states", func() bool { return g.reads.Load() >= 2 })
+	e.followUntil("two reads of the states", func() bool { return g.reads.Load() >= 2 })
 
 	close(g.armed)
-	<-g.read // a read has its snapshot: no state recorded, the sink enabled
+	// A read has its snapshot: no state recorded, the sink enabled.
+	e.followUntil("a read held", func() bool {
+		select {
+		case <-g.read:
+			return true
+		default:
+			return false
+		}
+	})
 	e.enqueue("hook", "e1", "e2")
 	e.advance(d, 0)
 	dispWaitFor(t, "the sink disabled by the 410", func() bool { return dispStats(t, d, "hook").Disabled })
+	reads := g.reads.Load()
 	released() // the stale read applies its snapshot now
-
-	time.Sleep(50 * time.Millisecond) // several more reads, which bring the recorded 410
+	// Several more reads, which bring the recorded 410.
+	e.followUntil("more reads of the states", func() bool { return g.reads.Load() >= reads+3 })
 	e.advance(d, time.Hour)
 	dispStill(t, gone, 1, "a sink disabled by a 410 while a state read was under way")
 	if st := dispStats(t, d, "hook"); !st.Disabled || st.Depth != 1 {

@@ -39,7 +39,10 @@ type sinkWorker struct {
 	// stateGen counts the changes of disabled made in this process (a 410, Enable, Disable):
 	// a read of the recorded states that began before one of them is older than it and must
 	// not undo it.
-	stateGen  uint64
+	stateGen uint64
+	// recording counts the disablings (410s) being recorded in the StateStore; no read of
+	// the states applies meanwhile.
+	recording int
 	delivered uint64
 	failed    uint64
 	dead      uint64
@@ -245,7 +248,6 @@ func (w *sinkWorker) settle(ctx context.Context, dl Delivery, err error, now tim
 	case f.Disable:
 		kill("sinks: delivery dead-lettered, sink disabled")
 		w.disable(msg)
-		log.Error("sinks: sink disabled: its destination is gone; its queue waits until it is enabled again (scribehook sinks enable)")
 		return outcomeDisabled
 	case f.Permanent:
 		kill("sinks: permanent failure, delivery dead-lettered")
@@ -263,17 +265,6 @@ func (w *sinkWorker) settle(ctx context.Context, dl Delivery, err error, now tim
 		log.WithField("retry_in", wait).Info("sinks: attempt failed, will retry")
 	}
 	return outcomeRetried
-}
-
-// disable stops the sink until it is enabled again: its destination answered that it is gone
-// (HTTP 410). The state is recorded in the StateStore, so a restart does not enable it.
-func (w *sinkWorker) disable(reason string) {
-	w.mu.Lock()
-	w.disabled, w.disabledReason = true, reason
-	w.stateGen++
-	w.mu.Unlock()
-	w.d.m.disabled.WithLabelValues(w.name).Set(1)
-	w.recordDisabled(reason)
 }
 
 // attemptLog is the log of an attempt of dl, made only when there is something to say: a
