@@ -2,11 +2,12 @@ package receiver
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/whsec"
 )
 
 // signatureTolerance is how far a signed timestamp may be from our clock, either way, as
@@ -66,7 +67,7 @@ func verifySignature(get func(string) string, body []byte, secrets [][]byte, now
 	}
 	ok := false
 	for _, key := range secrets {
-		want := sign(key, id, ts, body)
+		want := whsec.Sign(key, id, ts, body)
 		for _, g := range given {
 			// No early exit: every pair is compared, in constant time.
 			if hmac.Equal(want, g) {
@@ -78,15 +79,4 @@ func verifySignature(get func(string) string, body []byte, secrets [][]byte, now
 		return unauthorized("signature mismatch")
 	}
 	return nil
-}
-
-// sign is the HMAC-SHA256 of "id.timestamp.body".
-func sign(key []byte, id, ts string, body []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(id))
-	m.Write([]byte{'.'})
-	m.Write([]byte(ts))
-	m.Write([]byte{'.'})
-	m.Write(body)
-	return m.Sum(nil)
 }

@@ -3,6 +3,7 @@ package sinks
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -42,7 +43,7 @@ type WebhookSink struct {
 	guard   *Guard
 	dialer  *netguard.Dialer
 	client  *http.Client
-	signers []*standardwebhooks.Webhook
+	keys    [][]byte // the signing secrets' HMAC keys
 	timeout time.Duration
 	now     func() time.Time
 	log     logrus.FieldLogger
@@ -73,7 +74,7 @@ func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
 	if err := guard.CheckURL(u); err != nil {
 		return nil, specErr(spec, "URL", err)
 	}
-	signers, err := parseSecrets(spec.SigningSecrets)
+	keys, err := parseSecrets(spec.SigningSecrets)
 	if err != nil {
 		return nil, specErr(spec, "SigningSecrets", err)
 	}
@@ -100,34 +101,42 @@ func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	log := deps.Logger.WithField("sink", spec.Name)
-	if len(signers) == 0 {
+	if len(keys) == 0 {
 		log.Warn("webhook sink has no signing secret: receivers cannot verify its deliveries")
 	}
 	return &WebhookSink{
-		name: spec.Name, url: u, guard: guard, dialer: d, client: client, signers: signers,
+		name: spec.Name, url: u, guard: guard, dialer: d, client: client, keys: keys,
 		timeout: timeout, now: deps.Now, log: log,
 	}, nil
 }
 
-// parseSecrets turns configured secrets into signers, their surrounding spaces trimmed, as
+// parseSecrets turns configured secrets into HMAC keys, their surrounding spaces trimmed, as
 // whsec.Key reads them: "whsec_<base64>" is decoded (with or without padding), any other
 // string is the key itself. Messages never quote a secret.
-func parseSecrets(secrets []string) ([]*standardwebhooks.Webhook, error) {
-	var out []*standardwebhooks.Webhook
+func parseSecrets(secrets []string) ([][]byte, error) {
+	var out [][]byte
 	for i, s := range secrets {
 		key, err := whsec.Key(strings.TrimSpace(s))
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}
-		// NewWebhookRaw cannot fail; v0.0.1 would also accept an empty key, which whsec.Key
-		// has already refused.
-		wh, err := standardwebhooks.NewWebhookRaw(key)
-		if err != nil {
-			return nil, fmt.Errorf("[%d]: %w", i, err)
-		}
-		out = append(out, wh)
+		out = append(out, key)
 	}
 	return out, nil
+}
+
+// signature is the webhook-signature header: a v1 entry per key, space-separated, each
+// computed over the body where it lies.
+func (s *WebhookSink) signature(id, ts string, body []byte) string {
+	var b strings.Builder
+	for i, key := range s.keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("v1,")
+		b.WriteString(base64.StdEncoding.EncodeToString(whsec.Sign(key, id, ts, body)))
+	}
+	return b.String()
 }
 
 // Name implements Sink.
@@ -159,21 +168,13 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 	if err != nil {
 		return &Failure{Err: fmt.Errorf("build request: %w", err), Permanent: true}
 	}
-	ts := s.now()
+	ts := strconv.FormatInt(s.now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set(standardwebhooks.HeaderWebhookID, ev.ID)
-	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	if len(s.signers) > 0 {
-		sigs := make([]string, 0, len(s.signers))
-		for _, wh := range s.signers {
-			sig, err := wh.Sign(ev.ID, ts, body)
-			if err != nil {
-				return &Failure{Err: fmt.Errorf("sign: %w", err), Permanent: true}
-			}
-			sigs = append(sigs, sig)
-		}
-		req.Header.Set(standardwebhooks.HeaderWebhookSignature, strings.Join(sigs, " "))
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, ts)
+	if len(s.keys) > 0 {
+		req.Header.Set(standardwebhooks.HeaderWebhookSignature, s.signature(ev.ID, ts, body))
 	}
 
 	start := time.Now()
