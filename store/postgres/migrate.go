@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -71,12 +70,7 @@ func migrator(schema string, log *logrus.Entry) sqlcore.Migrator {
 
 // migrationLockKey is the advisory lock of one schema's migrations: schemas of one database
 // (one per test, or per tenant) migrate independently.
-func migrationLockKey(schema string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte("scribehook/store/postgres migrate\x00"))
-	h.Write([]byte(schema))
-	return int64(h.Sum64())
-}
+func migrationLockKey(schema string) int64 { return sqlcore.LockKey("migrate", schema) }
 
 // PendingMigrations says what opening the database of opts would do to its schema, without
 // doing it: it only reads the schema version, so replicas may be running on the database

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 	"github.com/scribehook/scribehook/store/storetest"
 )
 
@@ -35,4 +36,15 @@ func TestMigrations(t *testing.T) {
 			return db, func(t *testing.T) store.Store { return open(t, dsn) }
 		},
 	})
+}
+
+// TestLockKeys pins the advisory locks' keys: replicas of two versions, during a rolling
+// update, must take the same ones.
+func TestLockKeys(t *testing.T) {
+	if got := migrationLockKey("public"); got != -284276066345752586 {
+		t.Errorf("migrationLockKey(public) = %d", got)
+	}
+	if got := sqlcore.JobLockKey("job-1"); got != 6056380095383140454 {
+		t.Errorf("JobLockKey(job-1) = %d", got)
+	}
 }

@@ -326,12 +326,18 @@ func (a *applyTx) Job(ctx context.Context, id string) (store.JobRecord, error) {
 	return rec, nil
 }
 
-// JobLockKey is the advisory lock of one job id (the id as stored). Its text must not change:
-// replicas of two versions, during a rolling update, must lock the same key.
-func JobLockKey(id string) int64 {
+// JobLockKey is the advisory lock of one job id (the id as stored).
+func JobLockKey(id string) int64 { return LockKey("job", id) }
+
+// LockKey is the PostgreSQL advisory lock of key among the locks of one kind: a hash of both.
+// Its text must not change: replicas of two versions, during a rolling update, must lock the
+// same key.
+func LockKey(kind, key string) int64 {
 	h := fnv.New64a()
-	h.Write([]byte("scribehook/store/postgres job\x00"))
-	h.Write([]byte(id))
+	h.Write([]byte("scribehook/store/postgres "))
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
 	return int64(h.Sum64())
 }
 
