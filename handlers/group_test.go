@@ -31,12 +31,7 @@ func groupFixture(t *testing.T, s store.Store, sessions []string, perSession, at
 			}
 		}
 	}
-	ids := ingest(t, s, nil, ds...)
-	idOf := map[string]int64{}
-	for i, d := range ds {
-		idOf[d.DedupeKey] = ids[i]
-	}
-	return bySession, idOf, ds
+	return bySession, idsOf(ds, ingest(t, s, nil, ds...)), ds
 }
 
 // Rows queued together are applied in groups: every row once, each session in order, its

@@ -126,6 +126,15 @@ func ingest(tb testing.TB, s store.Store, p *handlers.Pipeline, ds ...store.Deli
 	return ids
 }
 
+// idsOf maps the dedupe keys of ds to their inbox ids (ids, as ingest gives them).
+func idsOf(ds []store.Delivery, ids []int64) map[string]int64 {
+	m := make(map[string]int64, len(ds))
+	for i, d := range ds {
+		m[d.DedupeKey] = ids[i]
+	}
+	return m
+}
+
 // waitFor polls cond until it holds, failing the test with what() at the deadline.
 func waitFor(tb testing.TB, what func() string, cond func() bool) {
 	tb.Helper()

@@ -273,10 +273,7 @@ func TestExactlyOnce(t *testing.T) {
 	markers := ingest(t, cs, p, mx.Delivery, my.Delivery)
 	waitStatus(t, cs, store.InboxDone, markers...)
 
-	idOf := map[string]int64{}
-	for i, d := range ds {
-		idOf[d.DedupeKey] = ids[i]
-	}
+	idOf := idsOf(ds, ids)
 	idOf[mx.Delivery.DedupeKey], idOf[my.Delivery.DedupeKey] = markers[0], markers[1]
 	for _, sid := range []string{"once-x", "once-y"} {
 		var want []live
@@ -399,10 +396,7 @@ func TestRecoveryProcessesRowsCommittedBeforeRun(t *testing.T) {
 	for i := 0; i < len(ds); i += 10 {
 		ids = append(ids, ingest(t, s, nil, ds[i:min(i+10, len(ds))]...)...)
 	}
-	idOf := map[string]int64{}
-	for i, d := range ds {
-		idOf[d.DedupeKey] = ids[i]
-	}
+	idOf := idsOf(ds, ids)
 	start(t, handlers.Config{Store: s, Partitions: 2})
 	waitStatus(t, s, store.InboxDone, ids...)
 	for sid, want := range msgs {
@@ -462,10 +456,7 @@ func TestCloseLeavesPendingRowsForTheNextStart(t *testing.T) {
 	cs.hold = nil
 	start(t, handlers.Config{Store: cs, Partitions: 1})
 	waitStatus(t, cs, store.InboxDone, ids...)
-	idOf := map[string]int64{}
-	for i, d := range ds {
-		idOf[d.DedupeKey] = ids[i]
-	}
+	idOf := idsOf(ds, ids)
 	checkSession(t, cs, sid, want, idOf)
 }
 
