@@ -31,10 +31,8 @@ func (s *Store) IngestTaking(ctx context.Context, take func() []store.Delivery) 
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	for i := range ds {
-		if ds[i].Quarantine == "" && ds[i].DedupeKey == "" {
-			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
-		}
+	if err := sqlcore.CheckDeliveries(ds); err != nil {
+		return nil, err
 	}
 	out := make([]store.IngestResult, len(ds))
 	for i := range ds {

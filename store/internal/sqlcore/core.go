@@ -241,12 +241,21 @@ func (c *Core) Ingest(ctx context.Context, ds []store.Delivery) ([]store.IngestR
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	for i := range ds {
-		if ds[i].Quarantine == "" && ds[i].DedupeKey == "" {
-			return nil, fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
-		}
+	if err := CheckDeliveries(ds); err != nil {
+		return nil, err
 	}
 	return c.w.Ingest(ctx, ds)
+}
+
+// CheckDeliveries refuses a batch in which a delivery for the inbox (not quarantined) has no
+// dedupe key: nothing could tell its resending from a new delivery.
+func CheckDeliveries(ds []store.Delivery) error {
+	for i := range ds {
+		if ds[i].Quarantine == "" && ds[i].DedupeKey == "" {
+			return fmt.Errorf("ingest: delivery %d: empty dedupe key", i)
+		}
+	}
+	return nil
 }
 
 // Apply runs fn and marks the inbox row done in one Derived transaction. The row is marked
