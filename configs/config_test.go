@@ -278,14 +278,20 @@ func TestEnvironmentOverrideErrors(t *testing.T) {
 }
 
 func TestEnvName(t *testing.T) {
-	for path, want := range map[string]string{
+	checkEach(t, "EnvName", EnvName, map[string]string{
 		"listen":              "SCRIBEHOOK_LISTEN",
 		"service.base_url":    "SCRIBEHOOK_SERVICE_BASE_URL",
 		"routes[0].token_env": "SCRIBEHOOK_ROUTES_0_TOKEN_ENV",
 		"sinks[12].events":    "SCRIBEHOOK_SINKS_12_EVENTS",
-	} {
-		if got := EnvName(path); got != want {
-			t.Errorf("EnvName(%s) = %s, want %s", path, got, want)
+	})
+}
+
+// checkEach checks f, named name, on every input of cases against its wanted result.
+func checkEach(t *testing.T, name string, f func(string) string, cases map[string]string) {
+	t.Helper()
+	for in, want := range cases {
+		if got := f(in); got != want {
+			t.Errorf("%s(%s) = %s, want %s", name, in, got, want)
 		}
 	}
 }
@@ -527,16 +533,12 @@ func TestBusKeys(t *testing.T) {
 		t.Fatalf("bus = %+v", cfg.Bus)
 	}
 	// A NATS token is the user part of the URL: hidden like a password.
-	for raw, want := range map[string]string{
+	checkEach(t, "RedactBusURL", RedactBusURL, map[string]string{
 		"nats://s3cr3t-token@n:4222":   "nats://REDACTED@n:4222",
 		"nats://u:s3cr3t@n:4222":       "nats://u:REDACTED@n:4222",
 		"redis://:s3cr3t@cache:6379/0": "redis://:REDACTED@cache:6379/0",
 		"redis://cache:6379/0":         "redis://cache:6379/0",
-	} {
-		if got := RedactBusURL(raw); got != want {
-			t.Errorf("RedactBusURL(%s) = %s, want %s", raw, got, want)
-		}
-	}
+	})
 }
 
 // TestDebugListen checks the profiling endpoint's address: off when empty, loopback only
