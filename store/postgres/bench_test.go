@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -102,8 +101,7 @@ func BenchmarkApplyGroup(b *testing.B) {
 		if err := s.ApplyGroup(b.Context(), group, func(ctx context.Context, tx store.Tx, marked []int64) error {
 			for _, id := range marked {
 				if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{SessionID: fmt.Sprint("session-", id%16),
-					Type: api.MessageTranscript, Category: api.CategoryFinalTranscripts, InboxID: id,
-					Payload: []byte(`{"type":"transcript"}`)}); err != nil {
+					InboxID: id, Payload: []byte(`{"type":"transcript"}`)}); err != nil {
 					return err
 				}
 			}
