@@ -379,11 +379,7 @@ func TestEventFileName(t *testing.T) {
 // BenchmarkTranscriptText2h renders the transcript of the 2-hour result (20,000 words) from its
 // job.succeeded data, the job record.
 func BenchmarkTranscriptText2h(b *testing.B) {
-	res := apitest.Result(1, 2*time.Hour, 20000)
-	data, err := json.Marshal(apitest.JobRecord("8d0f7a52-31c4-4f0e-9b5e-6a1f3e2c9d47", res))
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := succeeded2h(b).Data
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
