@@ -120,22 +120,17 @@ func newJobsShowCmd() *cobra.Command {
 	return cmd
 }
 
-// countLiveMessages counts a session's stored messages a page at a time, so a long session
-// is never held in memory at once.
+// countLiveMessages counts a session's stored messages; they are read a page at a time, so a
+// long session is never held in memory at once.
 func countLiveMessages(ctx context.Context, st store.Store, id string) (int64, error) {
-	const page = 1000
-	var n, after int64
-	for {
-		msgs, err := st.LiveMessages(ctx, id, after, page)
+	var n int64
+	for _, err := range store.AllLiveMessages(ctx, st, id) {
 		if err != nil {
-			return 0, fmt.Errorf("read live messages of %s: %w", id, err)
+			return 0, err
 		}
-		n += int64(len(msgs))
-		if len(msgs) < page {
-			return n, nil
-		}
-		after = msgs[len(msgs)-1].Seq
+		n++
 	}
+	return n, nil
 }
 
 // writeJobDetails prints one job as aligned "name value" lines.

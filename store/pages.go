@@ -35,3 +35,31 @@ func AllJobs(ctx context.Context, s Store, q api.ListQuery) iter.Seq2[JobRecord,
 		}
 	}
 }
+
+// liveMessagePage is how many messages AllLiveMessages reads at a time.
+const liveMessagePage = 1000
+
+// AllLiveMessages lists a session's stored messages in order, a page at a time, so that a long
+// session is never held in memory at once. The iteration ends at the first error, which it
+// yields.
+func AllLiveMessages(ctx context.Context, s Store, sessionID string) iter.Seq2[LiveMessage, error] {
+	return func(yield func(LiveMessage, error) bool) {
+		var after int64
+		for {
+			msgs, err := s.LiveMessages(ctx, sessionID, after, liveMessagePage)
+			if err != nil {
+				yield(LiveMessage{}, fmt.Errorf("read live messages of %s: %w", sessionID, err))
+				return
+			}
+			for _, m := range msgs {
+				if !yield(m, nil) {
+					return
+				}
+			}
+			if len(msgs) < liveMessagePage {
+				return
+			}
+			after = msgs[len(msgs)-1].Seq
+		}
+	}
+}
