@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"database/sql"
 	"time"
 
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
@@ -11,14 +10,6 @@ import (
 const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
-// nullTime stores the zero time as NULL, for columns where "not yet" is a state.
-func nullTime(t time.Time) sql.NullString {
-	if t.IsZero() {
-		return sql.NullString{}
-	}
-	return sql.NullString{String: formatTime(t), Valid: true}
-}
 
 // core is sqlcore.Core under a name that makes the embedded field unexported: Store gets the
 // contract's methods without an exported field of an internal type.

@@ -59,7 +59,7 @@ func ingestInbox(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestRe
 	var id int64
 	res, err := w.Exec(ctx, stInboxInsert, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
 		string(d.MessageType), string(d.Category), d.PartitionKey, headers, sqlcore.Blob(d.Body),
-		nullTime(d.ReceivedAt))
+		dialect.NullTime(d.ReceivedAt))
 	if err != nil {
 		return store.IngestResult{}, fmt.Errorf("insert inbox row: %w", err)
 	}
@@ -86,7 +86,7 @@ func ingestQuarantine(ctx context.Context, w *wtx, d *store.Delivery) (store.Ing
 	key := QuarantineKey(d.Route, d.Body)
 	var id int64
 	err = w.QueryRow(ctx, stQuarantineInsert, key, d.Route, d.Quarantine, headers, sqlcore.Blob(d.Body),
-		nullTime(d.ReceivedAt)).Scan(&id)
+		dialect.NullTime(d.ReceivedAt)).Scan(&id)
 	switch {
 	case err == nil:
 		return store.IngestResult{ID: id, Quarantined: true}, nil

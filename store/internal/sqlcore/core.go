@@ -364,7 +364,7 @@ func (a *applyTx) AppendLiveMessage(ctx context.Context, m store.LiveMessage) (i
 	d := a.c.d
 	var seq int64
 	if err := a.t.QueryRow(ctx, StLiveAppend, d.text(m.SessionID), d.text(string(m.Type)), d.text(string(m.Category)),
-		d.nullTime(m.CreatedAt), d.nullTime(m.ReceivedAt), m.InboxID, d.JSON(m.Payload)).Scan(&seq); err != nil {
+		d.NullTime(m.CreatedAt), d.NullTime(m.ReceivedAt), m.InboxID, d.JSON(m.Payload)).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("append live message to %s: %w", m.SessionID, err)
 	}
 	return seq, nil
@@ -377,7 +377,7 @@ func (a *applyTx) PutArtifact(ctx context.Context, art store.Artifact) error {
 	}
 	d := a.c.d
 	if _, err := a.t.Exec(ctx, StArtifactPut, d.text(art.JobID), d.text(art.Name), d.text(art.Format),
-		d.text(art.Language), d.text(art.Path), art.Size, d.nullTime(art.CreatedAt)); err != nil {
+		d.text(art.Language), d.text(art.Path), art.Size, d.NullTime(art.CreatedAt)); err != nil {
 		return fmt.Errorf("put artifact %s of %s: %w", art.Name, art.JobID, err)
 	}
 	return nil
@@ -395,7 +395,7 @@ func (a *applyTx) Quarantine(ctx context.Context, row store.InboxRow, reason str
 		return err
 	}
 	if _, err := a.t.Exec(ctx, StQuarantineRow, d.text(store.AfterFinalKey(row)), d.text(row.Route), d.text(reason),
-		h, Blob(row.Body), d.nullTime(row.ReceivedAt)); err != nil {
+		h, Blob(row.Body), d.NullTime(row.ReceivedAt)); err != nil {
 		return fmt.Errorf("quarantine inbox row %d: %w", row.ID, err)
 	}
 	return nil

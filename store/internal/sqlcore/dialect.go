@@ -104,8 +104,8 @@ func (d Dialect) text(s string) string {
 	return d.Text(s)
 }
 
-// nullTime is the argument of a time in a column where the zero time, "not yet", is NULL.
-func (d Dialect) nullTime(t time.Time) any {
+// NullTime is the argument of a time in a column where the zero time, "not yet", is NULL.
+func (d Dialect) NullTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}

@@ -16,7 +16,7 @@ func (c *Core) CreateToken(ctx context.Context, tok store.Token) error {
 	}
 	return c.inTx(ctx, "create token", Durable|OneStatement, func() string { return "create token" }, func(t Tx) error {
 		if _, err := t.Exec(ctx, StTokenCreate, tok.Hash, c.d.text(tok.JobID), c.d.text(string(tok.Kind)),
-			c.d.nullTime(tok.CreatedAt), c.d.nullTime(tok.RevokedAt)); err != nil {
+			c.d.NullTime(tok.CreatedAt), c.d.NullTime(tok.RevokedAt)); err != nil {
 			return fmt.Errorf("create token: %w", err)
 		}
 		return nil
