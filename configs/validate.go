@@ -185,19 +185,10 @@ func (v *validator) bus(b BusConfig) {
 			v.add("bus.url", "must be a %s URL such as %s", b.Driver, want)
 		}
 	}
-	switch {
-	case strings.TrimSpace(b.Topic) == "":
-		v.add("bus.topic", "must not be empty")
-	case strings.ContainsAny(b.Topic, " \t\r\n*>"):
-		v.add("bus.topic", "must not contain white space, '*' or '>' (got %q)", b.Topic)
-	case b.Driver == "nats" && slices.Contains(strings.Split(b.Topic, "."), ""):
-		v.add("bus.topic", "must be a NATS subject, dot-separated tokens none of them empty (got %q)", b.Topic)
-	}
-	if !busNameRE.MatchString(b.Group) {
-		v.add("bus.group", "must be letters, digits, '-' and '_' (got %q)", b.Group)
-	}
-	if b.Consumer != "" && !busNameRE.MatchString(b.Consumer) {
-		v.add("bus.consumer", "must be letters, digits, '-' and '_' (got %q)", b.Consumer)
+	v.rule("bus.topic", BusTopicRule(b.Driver, b.Topic))
+	v.rule("bus.group", BusNameRule(b.Group))
+	if b.Consumer != "" {
+		v.rule("bus.consumer", BusNameRule(b.Consumer))
 	}
 	if b.ClaimAfter < minClaimAfter {
 		v.add("bus.claim_after", "must be a duration of at least %s (got %s)", minClaimAfter, b.ClaimAfter)
@@ -214,6 +205,29 @@ func (v *validator) bus(b BusConfig) {
 	if b.MaxLen < 0 {
 		v.add("bus.max_len", "must not be negative; 0 leaves the stream unbounded (got %d)", b.MaxLen)
 	}
+}
+
+// BusTopicRule is the rule topic breaks as the topic of the bus driver, "" when it breaks
+// none: Validate's of bus.topic, which handlers.OpenBus applies to a program's own options.
+func BusTopicRule(driver, topic string) string {
+	switch {
+	case strings.TrimSpace(topic) == "":
+		return "must not be empty"
+	case strings.ContainsAny(topic, " \t\r\n*>"):
+		return fmt.Sprintf("must not contain white space, '*' or '>' (got %q)", topic)
+	case driver == "nats" && slices.Contains(strings.Split(topic, "."), ""):
+		return fmt.Sprintf("must be a NATS subject, dot-separated tokens none of them empty (got %q)", topic)
+	}
+	return ""
+}
+
+// BusNameRule is the rule name breaks as a consumer group, durable consumer or consumer name,
+// "" when it breaks none.
+func BusNameRule(name string) string {
+	if !busNameRE.MatchString(name) {
+		return fmt.Sprintf("must be letters, digits, '-' and '_' (got %q)", name)
+	}
+	return ""
 }
 
 func busSchemeOK(driver, scheme string) bool {
@@ -301,6 +315,13 @@ func (v *validator) err() error {
 		return nil
 	}
 	return &ValidationError{Problems: v.problems}
+}
+
+// rule adds the problem of key whose rule is broken, if any ("": none).
+func (v *validator) rule(key, broken string) {
+	if broken != "" {
+		v.add(key, "%s", broken)
+	}
 }
 
 // oneOf reports whether value is allowed, adding a problem when not.

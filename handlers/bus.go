@@ -175,8 +175,8 @@ func OpenBus(ctx context.Context, cfg BusOptions) (*Bus, error) {
 	if strings.TrimSpace(cfg.URL) == "" {
 		return nil, fmt.Errorf("the %s bus needs the broker's URL", cfg.Driver)
 	}
-	if strings.ContainsAny(cfg.Topic, " \t\r\n*>") {
-		return nil, fmt.Errorf("topic %q may not contain white space, '*' or '>'", cfg.Topic)
+	if broken := configs.BusTopicRule(cfg.Driver, cfg.Topic); broken != "" {
+		return nil, fmt.Errorf("topic %s", broken)
 	}
 	wlog := wmlog.NewLimited(cfg.Logger.WithFields(logrus.Fields{"component": "bus", "bus": cfg.Driver}), busLogEvery)
 	var (

@@ -14,6 +14,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/scribehook/scribehook/configs"
 )
 
 // natsBus carries notices on a JetStream stream (work-queue retention, on disk) read through
@@ -55,11 +57,9 @@ func natsOptions(name string, wlog watermill.LoggerAdapter) []nats.Option {
 }
 
 func openNATSBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapter) (*natsBus, error) {
-	if err := checkNATSSubject(cfg.Topic); err != nil {
-		return nil, err
-	}
-	if !validNATSName(cfg.Group) {
-		return nil, fmt.Errorf("group %q is not a JetStream consumer name: use letters, digits, '-' and '_'", cfg.Group)
+	// OpenBus checked the topic (configs.BusTopicRule).
+	if broken := configs.BusNameRule(cfg.Group); broken != "" {
+		return nil, fmt.Errorf("group %s", broken)
 	}
 	nc, err := nats.Connect(cfg.URL, natsOptions("bus", wlog)...)
 	if err != nil {
@@ -226,20 +226,7 @@ func natsStreamOf(subject string) string {
 	return s
 }
 
-func checkNATSSubject(s string) error {
-	for _, tok := range strings.Split(s, ".") {
-		if tok == "" {
-			return fmt.Errorf("topic %q is not a NATS subject: it has an empty token", s)
-		}
-	}
-	return nil
-}
-
-func validNATSName(s string) bool {
-	return s != "" && strings.IndexFunc(s, func(r rune) bool { return !natsNameRune(r) }) < 0
-}
-
-// natsNameRune: the characters that stream and consumer names take here.
+// natsNameRune: the characters a stream name takes here (the others become '_').
 func natsNameRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }

@@ -428,6 +428,25 @@ func TestOpenBusUnreachable(t *testing.T) {
 	}
 }
 
+// OpenBus refuses the topics and groups the configuration refuses, with the configuration's
+// rule, before it reaches for the broker.
+func TestOpenBusChecksNames(t *testing.T) {
+	redis, nats := "redis://127.0.0.1:"+freePort(t)+"/0", "nats://127.0.0.1:"+freePort(t)
+	for _, tc := range []struct {
+		opts handlers.BusOptions
+		want string
+	}{
+		{handlers.BusOptions{Driver: handlers.BusRedisStream, URL: redis, Topic: "a b"}, `topic must not contain white space, '*' or '>' (got "a b")`},
+		{handlers.BusOptions{Driver: handlers.BusNATS, URL: nats, Topic: "a..b"}, `topic must be a NATS subject, dot-separated tokens none of them empty (got "a..b")`},
+		{handlers.BusOptions{Driver: handlers.BusNATS, URL: nats, Group: "my group"}, `group must be letters, digits, '-' and '_' (got "my group")`},
+	} {
+		tc.opts.Logger = quietLogger()
+		if _, err := handlers.OpenBus(context.Background(), tc.opts); err == nil || err.Error() != tc.want {
+			t.Errorf("OpenBus(%+v) = %v, want %s", tc.opts, err, tc.want)
+		}
+	}
+}
+
 // With a bus, another replica may store a session's messages: the feed of event streams pings
 // periodically as well as on this replica's own messages, so that streams look at the store.
 func TestBusSessionFeedPingsWithoutLocalMessages(t *testing.T) {
