@@ -45,7 +45,10 @@ func newRemoteCmd() *cobra.Command {
 }
 
 func (o *remoteOptions) client(cmd *cobra.Command) (*submitter.Client, error) {
-	key := os.Getenv(o.apiKeyEnv)
+	key, err := configs.LookupSecret(os.Environ(), o.apiKeyEnv) // as submit and live read theirs
+	if err != nil {
+		return nil, err
+	}
 	if key == "" {
 		return nil, fmt.Errorf("environment variable %s is empty: set it to the service API key", o.apiKeyEnv)
 	}

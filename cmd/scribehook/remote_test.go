@@ -254,6 +254,22 @@ func TestRemoteGetAndDelete(t *testing.T) {
 	}
 }
 
+// The key may be in a file named by <variable>_FILE, as for submit and live.
+func TestRemoteReadsTheKeyFromAFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, []byte("sk-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FILE_KEY_FILE", path)
+	fs := newFakeService(t, func(int, *http.Request) (int, string) { return 202, `` })
+	if _, _, err := runRemote(t, "delete", "j1", "--api-key-env", "FILE_KEY", "--base-url", fs.URL); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.req(0).Header.Get("x-service-key"); got != "sk-file" {
+		t.Errorf("key sent = %q, want the file's sk-file", got)
+	}
+}
+
 func TestRemoteRefusesMissingKeyAndBadFlags(t *testing.T) {
 	t.Setenv("EMPTY_KEY", "")
 	_, _, err := runRemote(t, "list", "--api-key-env", "EMPTY_KEY")
