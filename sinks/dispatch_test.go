@@ -407,15 +407,19 @@ func TestPolicyWait(t *testing.T) {
 	if off, _ := sinks.PolicyOf(sinks.Spec{Name: "o", Jitter: -1, BreakerThreshold: -1}); off.Jitter != 0 || off.BreakerThreshold != 0 {
 		t.Errorf("negative jitter and threshold = %g, %d; want 0, 0 (off)", off.Jitter, off.BreakerThreshold)
 	}
-	for _, bad := range []sinks.Spec{
-		{Name: "b", Jitter: 1.5},
-		{Name: "b", Retry: []time.Duration{0, -time.Second}},
-		{Name: "b", Concurrency: -1},
-		{Name: "b", Timeout: -time.Second},
-		{Name: "b", BreakerCooldown: -time.Second},
+	for _, bad := range []struct {
+		spec sinks.Spec
+		want string
+	}{
+		{sinks.Spec{Name: "b", Jitter: 1.5}, `sink "b": jitter: 1.5 is above 1, waits would go negative`},
+		{sinks.Spec{Name: "b", Retry: []time.Duration{0, -time.Second}}, `sink "b": retry: wait 1 is negative (-1s)`},
+		{sinks.Spec{Name: "b", Concurrency: -1}, `sink "b": concurrency: -1 is negative`},
+		{sinks.Spec{Name: "b", Timeout: -time.Second}, `sink "b": timeout: -1s is negative`},
+		{sinks.Spec{Name: "b", BreakerCooldown: -time.Second}, `sink "b": breaker cooldown: -1s is negative`},
+		{sinks.Spec{Name: "b", Timeout: -time.Second, BreakerCooldown: -time.Second}, `sink "b": timeout: -1s is negative`},
 	} {
-		if _, err := sinks.PolicyOf(bad); err == nil {
-			t.Errorf("PolicyOf(%+v) accepted", bad)
+		if _, err := sinks.PolicyOf(bad.spec); err == nil || err.Error() != bad.want {
+			t.Errorf("PolicyOf(%+v) = %v, want %s", bad.spec, err, bad.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -85,17 +86,13 @@ func PolicyOf(spec Spec) (Policy, error) {
 	case p.Jitter > 1:
 		return Policy{}, fmt.Errorf("sink %q: jitter: %g is above 1, waits would go negative", spec.Name, p.Jitter)
 	}
-	switch {
-	case p.Concurrency < 0:
-		return Policy{}, fmt.Errorf("sink %q: concurrency: %d is negative", spec.Name, p.Concurrency)
-	case p.Concurrency == 0:
-		p.Concurrency = DefaultConcurrency
-	}
-	switch {
-	case p.Timeout < 0:
-		return Policy{}, fmt.Errorf("sink %q: timeout: %s is negative", spec.Name, p.Timeout)
-	case p.Timeout == 0:
-		p.Timeout = DefaultAttemptTimeout
+	// The first setting at fault is the error.
+	if err := cmp.Or(
+		orDefault(&p.Concurrency, DefaultConcurrency, spec.Name, "concurrency"),
+		orDefault(&p.Timeout, DefaultAttemptTimeout, spec.Name, "timeout"),
+		orDefault(&p.BreakerCooldown, DefaultBreakerCooldown, spec.Name, "breaker cooldown"),
+	); err != nil {
+		return Policy{}, err
 	}
 	switch {
 	case p.BreakerThreshold < 0:
@@ -103,13 +100,19 @@ func PolicyOf(spec Spec) (Policy, error) {
 	case p.BreakerThreshold == 0:
 		p.BreakerThreshold = DefaultBreakerThreshold
 	}
-	switch {
-	case p.BreakerCooldown < 0:
-		return Policy{}, fmt.Errorf("sink %q: breaker cooldown: %s is negative", spec.Name, p.BreakerCooldown)
-	case p.BreakerCooldown == 0:
-		p.BreakerCooldown = DefaultBreakerCooldown
-	}
 	return p, nil
+}
+
+// orDefault gives *v the default def when it is zero; a negative *v is an error naming the
+// sink's setting.
+func orDefault[T int | time.Duration](v *T, def T, sink, setting string) error {
+	switch {
+	case *v < 0:
+		return fmt.Errorf("sink %q: %s: %v is negative", sink, setting, *v)
+	case *v == 0:
+		*v = def
+	}
+	return nil
 }
 
 // FirstAttempt is when an event queued at queued is due for attempt 1 (Schedule[0] later).
