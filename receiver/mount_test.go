@@ -146,7 +146,7 @@ func TestCallbacksEverywhere(t *testing.T) {
 				zeros := signHeaders("webhook", testKey1, "msg_zero", testNow, body)
 				zeros["webhook-signature"] = "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32))
 				wantAnswer(t, h.post(testSignedToken, body, zeros), http.StatusUnauthorized, `{"error":"signature mismatch","status":401}`)
-				if n := countRoute(h, "account"); n != 1 {
+				if n := countInbox(h, func(row store.InboxRow) bool { return row.Route == "account" }); n != 1 {
 					t.Errorf("%d rows of the signed route, want 1", n)
 				}
 			})
@@ -357,20 +357,16 @@ func bigErrorBody(t *testing.T, id string, size int) []byte {
 	})
 }
 
+// countRows counts the pending inbox rows of job.
 func countRows(h *harness, job string) int {
-	n := 0
-	for _, row := range h.inbox() {
-		if row.JobID == job {
-			n++
-		}
-	}
-	return n
+	return countInbox(h, func(row store.InboxRow) bool { return row.JobID == job })
 }
 
-func countRoute(h *harness, route string) int {
+// countInbox counts the pending inbox rows that match.
+func countInbox(h *harness, match func(store.InboxRow) bool) int {
 	n := 0
 	for _, row := range h.inbox() {
-		if row.Route == route {
+		if match(row) {
 			n++
 		}
 	}
