@@ -24,8 +24,7 @@ func pinged(ch <-chan struct{}) bool {
 // sessions, and no more once it cancelled.
 func TestSessionFeedPingsOnStoredMessages(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	r := start(t, handlers.Config{Store: s, Partitions: 1})
+	s, r := startOn(t, handlers.Config{Partitions: 1})
 	feed := r.p.LocalFeed()
 	ch, cancel := feed.Subscribe("feed-a")
 	other, cancelOther := feed.Subscribe("feed-b")

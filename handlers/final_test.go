@@ -186,8 +186,7 @@ func TestLiveMessagesAfterEndSession(t *testing.T) {
 // another reading of the body would give.
 func TestAppliedIDIsTheClassifiedID(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	r := start(t, handlers.Config{Store: s})
+	s, r := startOn(t, handlers.Config{})
 	d := jobError("mine", 500, "x")
 	d.Body = []byte(`{"id":"other","event":"transcription.error","error":{"code":500,"message":"x"}}`)
 	waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, d)...)

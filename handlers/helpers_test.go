@@ -41,6 +41,14 @@ func openStore(tb testing.TB) *sqlite.Store {
 	return s
 }
 
+// startOn is start on a new store, which it returns with the pipeline.
+func startOn(tb testing.TB, cfg handlers.Config) (*sqlite.Store, *running) {
+	tb.Helper()
+	s := openStore(tb)
+	cfg.Store = s
+	return s, start(tb, cfg)
+}
+
 func quietLogger() *logrus.Entry {
 	l := logrus.New()
 	l.SetOutput(io.Discard)

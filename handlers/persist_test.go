@@ -42,15 +42,12 @@ func TestJobCallbackResolution(t *testing.T) {
 	t.Parallel()
 	t.Run("resolved", func(t *testing.T) {
 		t.Parallel()
-		s := openStore(t)
 		want := serviceJob("job-r", api.KindPreRecorded, api.StatusDone)
 		res := &fakeResolver{jobs: map[string]api.Job{"job-r": want}}
-		r := start(t, handlers.Config{Store: s, Resolver: res})
+		s, r := startOn(t, handlers.Config{Resolver: res})
 		applyAll(t, s, r.p, jobSuccess("job-r", sampleResult("from the callback"), `{"team":"cb"}`))
 		rec := getJob(t, s, "job-r")
-		if got, w := jsonOf(t, rec.Job), jsonOf(t, want); got != w {
-			t.Errorf("stored record\n%s\nwant the service's\n%s", got, w)
-		}
+		checkServiceRecord(t, rec.Job, want)
 		if rec.Local.Resolution != "" || rec.Local.Deliveries != 1 || rec.Local.Source != "callback" {
 			t.Errorf("local: %+v", rec.Local)
 		}
@@ -60,9 +57,8 @@ func TestJobCallbackResolution(t *testing.T) {
 	})
 	t.Run("resolver fails", func(t *testing.T) {
 		t.Parallel()
-		s := openStore(t)
 		res := &fakeResolver{err: errors.New("service unavailable (503)")}
-		r := start(t, handlers.Config{Store: s, Resolver: res})
+		s, r := startOn(t, handlers.Config{Resolver: res})
 		result := sampleResult("from the callback")
 		applyAll(t, s, r.p, jobSuccess("job-f", result, `{"team":"cb"}`))
 		rec := getJob(t, s, "job-f")
@@ -73,8 +69,7 @@ func TestJobCallbackResolution(t *testing.T) {
 	})
 	t.Run("no resolver", func(t *testing.T) {
 		t.Parallel()
-		s := openStore(t)
-		r := start(t, handlers.Config{Store: s})
+		s, r := startOn(t, handlers.Config{})
 		result := sampleResult("from the callback")
 		applyAll(t, s, r.p, jobSuccess("job-n", result, ""))
 		rec := getJob(t, s, "job-n")
@@ -85,8 +80,7 @@ func TestJobCallbackResolution(t *testing.T) {
 	})
 	t.Run("job error", func(t *testing.T) {
 		t.Parallel()
-		s := openStore(t)
-		r := start(t, handlers.Config{Store: s})
+		s, r := startOn(t, handlers.Config{})
 		applyAll(t, s, r.p, jobError("job-e", 422, "audio could not be decoded"))
 		rec := getJob(t, s, "job-e")
 		if rec.Job.Status != api.StatusError || rec.Job.ErrorCode == nil || *rec.Job.ErrorCode != 422 ||
@@ -94,6 +88,14 @@ func TestJobCallbackResolution(t *testing.T) {
 			t.Errorf("record %s, local %+v", jsonOf(t, rec.Job), rec.Local)
 		}
 	})
+}
+
+// checkServiceRecord checks that the stored job is the service's record, as the service gave it.
+func checkServiceRecord(t *testing.T, stored, service api.Job) {
+	t.Helper()
+	if got, w := jsonOf(t, stored), jsonOf(t, service); got != w {
+		t.Errorf("stored record\n%s\nwant the service's\n%s", got, w)
+	}
 }
 
 func checkFromCallback(t *testing.T, rec store.JobRecord, result api.Result, customMetadata string) {
@@ -122,16 +124,13 @@ func TestThinWebhook(t *testing.T) {
 	t.Parallel()
 	t.Run("resolved", func(t *testing.T) {
 		t.Parallel()
-		s := openStore(t)
 		want := serviceJob("wh-r", api.KindPreRecorded, api.StatusDone)
 		res := &fakeResolver{jobs: map[string]api.Job{"wh-r": want}}
-		r := start(t, handlers.Config{Store: s, Resolver: res})
+		s, r := startOn(t, handlers.Config{Resolver: res})
 		evs := collectEvents(t, r.p)
 		applyAll(t, s, r.p, webhook(api.EventTranscriptionSuccess, "wh-r"))
 		rec := getJob(t, s, "wh-r")
-		if got, w := jsonOf(t, rec.Job), jsonOf(t, want); got != w {
-			t.Errorf("stored record\n%s\nwant the service's\n%s", got, w)
-		}
+		checkServiceRecord(t, rec.Job, want)
 		if rec.Local.Source != "webhook" || rec.Local.Resolution != "" || rec.Local.Deliveries != 1 {
 			t.Errorf("local %+v", rec.Local)
 		}
@@ -146,9 +145,8 @@ func TestThinWebhook(t *testing.T) {
 	})
 	t.Run("live resolved as live", func(t *testing.T) {
 		t.Parallel()
-		s := openStore(t)
 		res := &fakeResolver{jobs: map[string]api.Job{"wh-l": serviceJob("wh-l", api.KindLive, api.StatusDone)}}
-		r := start(t, handlers.Config{Store: s, Resolver: res})
+		s, r := startOn(t, handlers.Config{Resolver: res})
 		applyAll(t, s, r.p, webhook(api.EventLiveEndSession, "wh-l"))
 		if !slices.Equal(res.called(), []string{"live/wh-l"}) {
 			t.Errorf("resolver calls %v", res.called())
@@ -159,8 +157,7 @@ func TestThinWebhook(t *testing.T) {
 	})
 	t.Run("unresolved", func(t *testing.T) {
 		t.Parallel()
-		s := openStore(t)
-		r := start(t, handlers.Config{Store: s})
+		s, r := startOn(t, handlers.Config{})
 		evs := collectEvents(t, r.p)
 		applyAll(t, s, r.p, webhook(api.EventTranscriptionCreated, "wh-n"))
 		if rec := getJob(t, s, "wh-n"); rec.Job.Status != api.StatusQueued {
@@ -179,8 +176,7 @@ func TestThinWebhook(t *testing.T) {
 	})
 	t.Run("resolver fails", func(t *testing.T) {
 		t.Parallel()
-		s := openStore(t)
-		r := start(t, handlers.Config{Store: s, Resolver: &fakeResolver{}})
+		s, r := startOn(t, handlers.Config{Resolver: &fakeResolver{}})
 		applyAll(t, s, r.p, webhook(api.EventTranscriptionError, "wh-e"))
 		rec := getJob(t, s, "wh-e")
 		if rec.Job.Status != api.StatusError || rec.Local.Resolution != "not resolved: job wh-e: 404 not found" {
@@ -197,8 +193,7 @@ func TestEvents(t *testing.T) {
 	var firstID string
 	for round := range 2 {
 		// A fresh store each round: the same delivery processed again gives the same id.
-		s := openStore(t)
-		r := start(t, handlers.Config{Store: s, Partitions: 2})
+		s, r := startOn(t, handlers.Config{Partitions: 2})
 		evs := collectEvents(t, r.p)
 		ids := ingest(t, s, r.p, job)
 		r.p.Committed(ids[0], "ev-job") // notified twice: still one event
@@ -233,8 +228,7 @@ func TestEvents(t *testing.T) {
 
 	// Live rows: the event carries the category and the payload byte for byte, HTML
 	// characters included (whitespace between tokens is not kept by any JSON envelope).
-	s := openStore(t)
-	r := start(t, handlers.Config{Store: s})
+	s, r := startOn(t, handlers.Config{})
 	evs := collectEvents(t, r.p)
 	ls := []live{
 		newLive("ev-live", 0, api.MessageStartSession, nil),

@@ -138,8 +138,7 @@ func waitBacklogEmpty(t *testing.T, s store.Store) {
 // order, each once, with their categories, and every row ends done.
 func TestLiveOrderPerSessionUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	r := start(t, handlers.Config{Store: s, Partitions: 3})
+	s, r := startOn(t, handlers.Config{Partitions: 3})
 	sessions := []string{"sess-a", "sess-b", "sess-c", "sess-d", "sess-e", "sess-f"}
 	bySession, ids := liveWorkload(t, s, r.p, sessions, 150, 1)
 	if len(ids) != 900 {
@@ -164,8 +163,7 @@ func TestLiveOrderPerSessionUnderConcurrency(t *testing.T) {
 // their own goroutines): a session's later row notified first must still wait for the earlier.
 func TestLateNotificationKeepsInboxOrder(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
-	r := start(t, handlers.Config{Store: s, Partitions: 2})
+	s, r := startOn(t, handlers.Config{Partitions: 2})
 	for round := range 20 {
 		sid := fmt.Sprintf("late-%d", round)
 		a, b, c := newLive(sid, 0, api.MessageSpeechStart, nil), newLive(sid, 1, api.MessageTranscript, nil), newLive(sid, 2, api.MessageSpeechEnd, nil)
