@@ -58,11 +58,7 @@ func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
 	u, err := url.Parse(spec.URL)
 	if err != nil {
 		// url.Parse quotes the URL, which may carry a token; say what is wrong without it.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, specErr(spec, "URL", fmt.Errorf("not a URL: %w", err))
+		return nil, specErr(spec, "URL", fmt.Errorf("not a URL: %w", netguard.StripURLError(err)))
 	}
 	if u.Host == "" || !u.IsAbs() {
 		return nil, specErr(spec, "URL", errors.New("must be an absolute http or https URL"))
@@ -197,10 +193,7 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 // transportFailure classifies an error of the request itself. url.Error quotes the whole URL,
 // query tokens included; errors name the host only.
 func (s *WebhookSink) transportFailure(ctx context.Context, err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
+	err = netguard.StripURLError(err)
 	var blocked *BlockedAddressError
 	if errors.As(err, &blocked) {
 		// The configuration points at a refused place: retrying changes nothing until someone
@@ -231,7 +224,7 @@ func (s *WebhookSink) statusFailure(resp *http.Response, snippet string) error {
 		return &Failure{Err: errors.New(msg), Disable: true}
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		if loc := resp.Header.Get("Location"); loc != "" {
-			msg = fmt.Sprintf("%s answered %s, redirect to %s not followed", s.url.Host, status, redactLocation(loc))
+			msg = fmt.Sprintf("%s answered %s, redirect to %s not followed", s.url.Host, status, netguard.RedactURL(loc))
 		}
 		return &Failure{Err: errors.New(msg)}
 	}
@@ -285,16 +278,4 @@ func readSnippet(r io.Reader) string {
 		s += "…"
 	}
 	return s
-}
-
-// redactLocation keeps a redirect target's scheme, host and path: its query may carry a token.
-func redactLocation(loc string) string {
-	u, err := url.Parse(loc)
-	if err != nil {
-		return "(unparsable location)"
-	}
-	u.User = nil
-	u.RawQuery = ""
-	u.Fragment = ""
-	return u.String()
 }
