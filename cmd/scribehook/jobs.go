@@ -93,17 +93,9 @@ func newJobsShowCmd() *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("read job %s: %w", id, err)
 				}
-				arts, err := st.Artifacts(ctx, id)
+				local, err := localView(ctx, st, rec)
 				if err != nil {
-					return fmt.Errorf("read artifacts of %s: %w", id, err)
-				}
-				local := receiver.NewLocalView(rec.Local, arts)
-				if rec.Job.Kind == api.KindLive {
-					n, err := countLiveMessages(ctx, st, id)
-					if err != nil {
-						return err
-					}
-					local.LiveMessages = &n
+					return err
 				}
 				if output.json() {
 					b, err := receiver.JobJSON(rec.Job, local)
@@ -118,6 +110,26 @@ func newJobsShowCmd() *cobra.Command {
 	}
 	output.register(cmd, outputTable)
 	return cmd
+}
+
+// localView is what this machine knows of a stored job beside the service's record (jobs
+// show, submit --wait): its local fields, its artifacts and, for a live session, how many of
+// its messages are stored.
+func localView(ctx context.Context, st store.Store, rec store.JobRecord) (receiver.LocalView, error) {
+	id := rec.Job.ID
+	arts, err := st.Artifacts(ctx, id)
+	if err != nil {
+		return receiver.LocalView{}, fmt.Errorf("read artifacts of %s: %w", id, err)
+	}
+	local := receiver.NewLocalView(rec.Local, arts)
+	if rec.Job.Kind == api.KindLive {
+		n, err := countLiveMessages(ctx, st, id)
+		if err != nil {
+			return receiver.LocalView{}, err
+		}
+		local.LiveMessages = &n
+	}
+	return local, nil
 }
 
 // countLiveMessages counts a session's stored messages; they are read a page at a time, so a

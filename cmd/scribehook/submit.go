@@ -73,11 +73,11 @@ replaced.`,
 					return err
 				}
 				if output.json() {
-					arts, err := st.Artifacts(ctx, id)
+					local, err := localView(ctx, st, rec)
 					if err != nil {
-						return fmt.Errorf("read artifacts of %s: %w", id, err)
+						return err
 					}
-					b, err := receiver.JobJSON(rec.Job, receiver.NewLocalView(rec.Local, arts))
+					b, err := receiver.JobJSON(rec.Job, local)
 					if err != nil {
 						return err
 					}
