@@ -38,13 +38,9 @@ func (r *Receiver) deadLetters(c *fiber.Ctx) error {
 		}
 		since = t
 	}
-	limit := 100
-	if s := c.Query("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			return writeError(c, fiber.StatusBadRequest, fmt.Sprintf("limit must be between 1 and 1000 (got %q)", s))
-		}
-		limit = n
+	limit, err := queryInt(c, "limit", 100, 1, 1000)
+	if err != nil {
+		return writeError(c, fiber.StatusBadRequest, err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()

@@ -362,3 +362,20 @@ func TestPanicsAnswerJSON(t *testing.T) {
 		t.Errorf("panic answered %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestDeadLettersQuery: the dead-letter list reads its limit as the other lists' integer
+// parameters are read, and refuses a bad one or a bad since with 400 and the reason.
+func TestDeadLettersQuery(t *testing.T) {
+	h := newHarness(t)
+	if r := h.read("/v1/deadletters?limit=1000&sink=hook"); r.status != 200 || string(r.body) != "[]" {
+		t.Errorf("no dead letters: %d %s", r.status, r.body)
+	}
+	for q, want := range map[string]string{
+		"?limit=0":     `{"error":"limit must be at least 1 (got 0)","status":400}`,
+		"?limit=1001":  `{"error":"limit must be at most 1000 (got 1001)","status":400}`,
+		"?limit=ten":   `{"error":"limit must be an integer (got \"ten\")","status":400}`,
+		"?since=today": `{"error":"since: \"today\" is not an ISO 8601 date-time","status":400}`,
+	} {
+		wantAnswer(t, h.read("/v1/deadletters"+q), http.StatusBadRequest, want)
+	}
+}
