@@ -341,6 +341,21 @@ func TestSubmitAndLiveWithTheRealServe(t *testing.T) {
 	if err != nil || !strings.Contains(show, "status      done\n") || !strings.Contains(show, "utterances  4\n") {
 		t.Fatalf("show: %v\n%s", err, show)
 	}
+	// With -o json, the job record as jobs show -o json prints it, local view included.
+	out, errOut, err = e.run(nil, "submit", "--audio-url", e.files.URL+"/sample.wav", "--wait", "--timeout", "1m", "-o", "json")
+	var rec struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Local  struct {
+			Source       string            `json:"source"`
+			Artifacts    []json.RawMessage `json:"artifacts"`
+			LiveMessages *int64            `json:"live_messages"`
+		} `json:"local"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &rec) != nil || rec.ID == "" || rec.ID == id || rec.Status != "done" ||
+		rec.Local.Source != "submit" || rec.Local.Artifacts == nil || rec.Local.LiveMessages != nil {
+		t.Fatalf("submit --wait -o json: %v %+v\n%s%s", err, rec, out, errOut)
+	}
 
 	path, _ := sampleWAV(t)
 	out, errOut, err = e.run(nil, "live", "--audio", path, "--lifecycle-events")
