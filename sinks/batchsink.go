@@ -22,33 +22,30 @@ type BatchSink interface {
 // otherwise.
 func (w *sinkWorker) start(ctx context.Context, attempts *sync.WaitGroup, ds []Delivery, probe bool) {
 	if bs, ok := w.sink.(BatchSink); ok && len(ds) > 1 {
-		attempts.Go(func() { w.attemptBatch(ctx, bs, ds, probe) })
+		attempts.Go(func() { w.attempt(ctx, bs, ds, probe) })
 		return
 	}
-	for _, dl := range ds {
-		attempts.Go(func() { w.attempt(ctx, dl, probe) })
+	for i := range ds {
+		attempts.Go(func() { w.attempt(ctx, nil, ds[i:i+1], probe) })
 	}
 }
 
-// attemptBatch is attempt for several deliveries handed to a BatchSink together, bounded by
-// one attempt timeout; each is settled on its own.
-func (w *sinkWorker) attemptBatch(ctx context.Context, bs BatchSink, ds []Delivery, probe bool) {
+// attempt delivers claimed deliveries, as one batch when bs is set, else one delivery through
+// Deliver, bounded by one attempt timeout; each is settled on its own. Neither the attempt nor
+// its settlement is cut short by shutdown: a settled attempt is not repeated after a restart.
+func (w *sinkWorker) attempt(ctx context.Context, bs BatchSink, ds []Delivery, probe bool) {
 	ctx = context.WithoutCancel(ctx)
 	attemptCtx, cancel := context.WithTimeout(ctx, w.pol.Timeout)
-	errs := deliverBatch(attemptCtx, bs, ds)
+	errs := w.deliver(attemptCtx, bs, ds)
 	cancel()
 	for i, dl := range ds {
 		w.finish(ctx, dl, probe, errs[i])
 	}
 }
 
-// deliverBatch runs the batch, turning a panic or a short answer into a retryable error for
-// every delivery.
-func deliverBatch(ctx context.Context, bs BatchSink, ds []Delivery) (errs []error) {
-	evs := make([]api.Event, len(ds))
-	for i, dl := range ds {
-		evs[i] = dl.Event
-	}
+// deliver runs the sink, turning a panic, or a batch's short answer, into a retryable error for
+// every delivery: one bad event must not take the process down.
+func (w *sinkWorker) deliver(ctx context.Context, bs BatchSink, ds []Delivery) (errs []error) {
 	fail := func(err error) []error {
 		errs = make([]error, len(ds))
 		for i := range errs {
@@ -61,6 +58,13 @@ func deliverBatch(ctx context.Context, bs BatchSink, ds []Delivery) (errs []erro
 			errs = fail(fmt.Errorf("sink panicked: %v", p))
 		}
 	}()
+	if bs == nil {
+		return []error{w.sink.Deliver(ctx, ds[0].Event)}
+	}
+	evs := make([]api.Event, len(ds))
+	for i, dl := range ds {
+		evs[i] = dl.Event
+	}
 	errs = bs.DeliverBatch(ctx, evs)
 	if len(errs) != len(ds) {
 		return fail(fmt.Errorf("sink answered %d results for %d events", len(errs), len(ds)))

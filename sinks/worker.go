@@ -135,16 +135,6 @@ func (w *sinkWorker) recordDone(ctx context.Context) {
 	w.record(ctx, done)
 }
 
-// attempt delivers one claimed delivery and settles it. Neither the attempt nor its settlement
-// is cut short by shutdown: a settled attempt is not repeated after a restart.
-func (w *sinkWorker) attempt(ctx context.Context, dl Delivery, probe bool) {
-	ctx = context.WithoutCancel(ctx)
-	attemptCtx, cancel := context.WithTimeout(ctx, w.pol.Timeout)
-	err := w.deliver(attemptCtx, dl)
-	cancel()
-	w.finish(ctx, dl, probe, err)
-}
-
 // finish settles an attempt that ended with err and accounts for it.
 func (w *sinkWorker) finish(ctx context.Context, dl Delivery, probe bool, err error) {
 	now := w.d.clock.Now()
@@ -210,17 +200,6 @@ const (
 	outcomeDead      attemptOutcome = "dead"
 	outcomeDisabled  attemptOutcome = "disabled"
 )
-
-// deliver runs the sink, turning a panic into a retryable error: one bad event must not take
-// the process down.
-func (w *sinkWorker) deliver(ctx context.Context, dl Delivery) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("sink panicked: %v", p)
-		}
-	}()
-	return w.sink.Deliver(ctx, dl.Event)
-}
 
 // settle records the attempt's result in the queue. A queue error is logged and left to the
 // lease: the delivery is claimed again when it ends.
