@@ -46,16 +46,9 @@ func (w *sinkWorker) attempt(ctx context.Context, bs BatchSink, ds []Delivery, p
 // deliver runs the sink, turning a panic, or a batch's short answer, into a retryable error for
 // every delivery: one bad event must not take the process down.
 func (w *sinkWorker) deliver(ctx context.Context, bs BatchSink, ds []Delivery) (errs []error) {
-	fail := func(err error) []error {
-		errs = make([]error, len(ds))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
 	defer func() {
 		if p := recover(); p != nil {
-			errs = fail(fmt.Errorf("sink panicked: %v", p))
+			errs = sameErrors(len(ds), fmt.Errorf("sink panicked: %v", p))
 		}
 	}()
 	if bs == nil {
@@ -67,7 +60,16 @@ func (w *sinkWorker) deliver(ctx context.Context, bs BatchSink, ds []Delivery) (
 	}
 	errs = bs.DeliverBatch(ctx, evs)
 	if len(errs) != len(ds) {
-		return fail(fmt.Errorf("sink answered %d results for %d events", len(errs), len(ds)))
+		return sameErrors(len(ds), fmt.Errorf("sink answered %d results for %d events", len(errs), len(ds)))
+	}
+	return errs
+}
+
+// sameErrors is the answer of a batch of n whose every event failed with err.
+func sameErrors(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
 	}
 	return errs
 }

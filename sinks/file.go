@@ -105,13 +105,10 @@ func (s *FileSink) Deliver(ctx context.Context, ev api.Event) error {
 // two per file). An event's error is its own: a permanent failure or a file that cannot be
 // written fails that event only; a failed sync fails them all.
 func (s *FileSink) DeliverBatch(ctx context.Context, evs []api.Event) []error {
-	errs := make([]error, len(evs))
 	if err := ctx.Err(); err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
+		return sameErrors(len(evs), err)
 	}
+	errs := make([]error, len(evs))
 	var b atomicfile.Batch
 	counts := make([]int, len(evs))
 	for i, ev := range evs {
