@@ -156,7 +156,7 @@ func brokerSpec(spec Spec, kind, example string) (string, error) {
 		return "", err
 	}
 	if spec.BrokerURL == "" {
-		return "", specErr(spec, "BrokerURL", fmt.Errorf("is required for a %s sink, e.g. %q", kind, example))
+		return "", required(spec, "BrokerURL", kind, example)
 	}
 	return topic, nil
 }

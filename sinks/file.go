@@ -63,7 +63,7 @@ type FileSink struct {
 func NewFile(spec Spec, deps Deps) (*FileSink, error) {
 	deps = deps.withDefaults()
 	if spec.Dir == "" {
-		return nil, specErr(spec, "Dir", errors.New("is required for a file sink"))
+		return nil, required(spec, "Dir", KindFile, "")
 	}
 	dir, err := filepath.Abs(spec.Dir)
 	if err != nil {

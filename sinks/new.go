@@ -78,6 +78,16 @@ func specErr(spec Spec, field string, err error) error {
 	return &SpecError{Sink: spec.Name, Field: field, Err: err}
 }
 
+// required is the error of a field that a sink of kind needs and spec leaves empty; example,
+// when given, shows a value.
+func required(spec Spec, field, kind, example string) error {
+	msg := "is required for a " + kind + " sink"
+	if example != "" {
+		msg += fmt.Sprintf(", e.g. %q", example)
+	}
+	return specErr(spec, field, errors.New(msg))
+}
+
 // New builds the sink spec describes. It checks the configuration and connects nothing that
 // could fail for a passing reason: a broker that is down at start makes deliveries fail and
 // retry, not the start itself.

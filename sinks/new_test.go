@@ -58,8 +58,8 @@ func TestNewErrors(t *testing.T) {
 		{Spec{Name: "x", Kind: KindLog, Filter: Filter{CustomMetadata: json.RawMessage(`{"team":`)}}, "Filter.CustomMetadata", "must be a JSON object"},
 		{Spec{Name: "x", Kind: KindLog, Filter: Filter{CustomMetadata: json.RawMessage(`["team"]`)}}, "Filter.CustomMetadata", "must be a JSON object"},
 		{Spec{Name: "x", Kind: KindLog, Filter: Filter{CustomMetadata: json.RawMessage(`null`)}}, "Filter.CustomMetadata", "must be a JSON object"},
-		{Spec{Name: "x", Kind: KindFile}, "Dir", "is required"},
-		{Spec{Name: "x", Kind: KindWebhook}, "URL", "is required"},
+		{Spec{Name: "x", Kind: KindFile}, "Dir", "is required for a file sink"},
+		{Spec{Name: "x", Kind: KindWebhook}, "URL", "is required for a webhook sink"},
 		{Spec{Name: "x", Kind: KindWebhook, URL: "/relative"}, "URL", "absolute"},
 		{Spec{Name: "x", Kind: KindWebhook, URL: "http://exa mple.com/?token=s3cr3t"}, "URL", "not a URL"},
 		{Spec{Name: "x", Kind: KindWebhook, URL: "ftp://example.com/"}, "URL", `scheme "ftp"`},
@@ -67,10 +67,10 @@ func TestNewErrors(t *testing.T) {
 		{Spec{Name: "x", Kind: KindWebhook, URL: "http://example.com/", Allow: []string{"10.0.0.0/99"}}, "Allow", "allow[0]"},
 		{Spec{Name: "x", Kind: KindWebhook, URL: "http://example.com/", SigningSecrets: []string{""}}, "SigningSecrets", "secret is empty"},
 		{Spec{Name: "x", Kind: KindWebhook, URL: "http://example.com/", Timeout: -1}, "Timeout", "negative"},
-		{Spec{Name: "x", Kind: KindRedisStream}, "BrokerURL", "is required"},
+		{Spec{Name: "x", Kind: KindRedisStream}, "BrokerURL", `is required for a redisstream sink, e.g. "redis://127.0.0.1:6379/0"`},
 		{Spec{Name: "x", Kind: KindRedisStream, BrokerURL: "http://127.0.0.1:6379"}, "BrokerURL", "not a Redis URL"},
 		{Spec{Name: "x", Kind: KindRedisStream, BrokerURL: "redis://127.0.0.1:6379", Topic: "a b"}, "Topic", "white space"},
-		{Spec{Name: "x", Kind: KindNATS}, "BrokerURL", "is required"},
+		{Spec{Name: "x", Kind: KindNATS}, "BrokerURL", `is required for a nats sink, e.g. "nats://127.0.0.1:4222"`},
 		{Spec{Name: "x", Kind: KindNATS, BrokerURL: "nats://127.0.0.1:4222", Topic: "a..{type}"}, "Topic", "empty token"},
 	}
 	for _, tt := range tests {

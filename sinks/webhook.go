@@ -53,7 +53,7 @@ type WebhookSink struct {
 func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
 	deps = deps.withDefaults()
 	if spec.URL == "" {
-		return nil, specErr(spec, "URL", errors.New("is required for a webhook sink"))
+		return nil, required(spec, "URL", KindWebhook, "")
 	}
 	u, err := url.Parse(spec.URL)
 	if err != nil {
