@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scribehook/scribehook/internal/logx"
+
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/store"
@@ -72,7 +74,7 @@ func forEachBrokerOnPG(t *testing.T, fn func(t *testing.T, b *broker, dsn string
 func openBus(t *testing.T, b *broker, claimAfter time.Duration) *handlers.Bus {
 	t.Helper()
 	bus, err := handlers.OpenBus(context.Background(), handlers.BusOptions{
-		Driver: b.Kind, URL: b.URL, ClaimAfter: claimAfter, Logger: quietLogger(),
+		Driver: b.Kind, URL: b.URL, ClaimAfter: claimAfter, Logger: logx.Discard(),
 	})
 	if err != nil {
 		t.Fatalf("open bus: %v", err)

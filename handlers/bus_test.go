@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scribehook/scribehook/internal/logx"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scribehook/scribehook/api"
@@ -412,7 +414,7 @@ func TestOpenBusUnreachable(t *testing.T) {
 		{handlers.BusNATS, "nats://user:s3cret-pw@127.0.0.1:" + freePort(t)},
 		{handlers.BusNATS, "nats://s3cret-token@127.0.0.1:" + freePort(t)},
 	} {
-		_, err := handlers.OpenBus(context.Background(), handlers.BusOptions{Driver: tc.driver, URL: tc.url, Logger: quietLogger()})
+		_, err := handlers.OpenBus(context.Background(), handlers.BusOptions{Driver: tc.driver, URL: tc.url, Logger: logx.Discard()})
 		if err == nil {
 			t.Fatalf("%s: OpenBus on a closed port succeeded", tc.driver)
 		}
@@ -440,7 +442,7 @@ func TestOpenBusChecksNames(t *testing.T) {
 		{handlers.BusOptions{Driver: handlers.BusNATS, URL: nats, Topic: "a..b"}, `topic must be a NATS subject, dot-separated tokens none of them empty (got "a..b")`},
 		{handlers.BusOptions{Driver: handlers.BusNATS, URL: nats, Group: "my group"}, `group must be letters, digits, '-' and '_' (got "my group")`},
 	} {
-		tc.opts.Logger = quietLogger()
+		tc.opts.Logger = logx.Discard()
 		if _, err := handlers.OpenBus(context.Background(), tc.opts); err == nil || err.Error() != tc.want {
 			t.Errorf("OpenBus(%+v) = %v, want %s", tc.opts, err, tc.want)
 		}

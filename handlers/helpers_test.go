@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -16,10 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scribehook/scribehook/internal/logx"
+
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
@@ -49,12 +49,6 @@ func startOn(tb testing.TB, cfg handlers.Config) (*sqlite.Store, *running) {
 	return s, start(tb, cfg)
 }
 
-func quietLogger() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return logrus.NewEntry(l)
-}
-
 // running is a pipeline whose Run goroutine the test owns.
 type running struct {
 	tb     testing.TB
@@ -69,7 +63,7 @@ type running struct {
 func start(tb testing.TB, cfg handlers.Config) *running {
 	tb.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
+		cfg.Logger = logx.Discard()
 	}
 	p, err := handlers.New(cfg)
 	if err != nil {

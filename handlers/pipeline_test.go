@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scribehook/scribehook/internal/logx"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scribehook/scribehook/api"
@@ -227,7 +229,7 @@ func TestExactlyOnce(t *testing.T) {
 	ds = append(ds, job)
 	// Committed before the pipeline runs: the startup scan finds the rows too.
 	ids := ingest(t, cs, nil, ds...)
-	p, err := handlers.New(handlers.Config{Store: cs, Partitions: 2, SweepInterval: time.Millisecond, Logger: quietLogger()})
+	p, err := handlers.New(handlers.Config{Store: cs, Partitions: 2, SweepInterval: time.Millisecond, Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/logx"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -151,11 +152,7 @@ func New(cfg Config) (*Pruner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		cfg.Logger = logrus.NewEntry(l)
-	}
+	cfg.Logger = logx.OrDiscard(cfg.Logger)
 	p := &Pruner{
 		cfg: cfg,
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/logx"
 
 	"github.com/sirupsen/logrus"
 )
@@ -101,11 +102,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	if c.keyHeader == "" {
 		return nil, errors.New("key header name is empty")
 	}
-	if c.log == nil {
-		l := logrus.New()
-		l.Out = io.Discard
-		c.log = logrus.NewEntry(l)
-	}
+	c.log = logx.OrDiscard(c.log)
 	c.retry = c.retry.withDefaults()
 	// The key travels in a custom header, which net/http forwards on redirects even to another
 	// host; the service never redirects, so a redirect is answered as an unexpected status.

@@ -46,10 +46,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/logx"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -108,11 +109,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.MaxConns < 0 {
 		return nil, fmt.Errorf("postgres: max conns must not be negative (got %d)", opts.MaxConns)
 	}
-	if opts.Logger == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		opts.Logger = logrus.NewEntry(l)
-	}
+	opts.Logger = logx.OrDiscard(opts.Logger)
 	cfg, maxConns, err := parseDSN(opts)
 	if err != nil {
 		return nil, err

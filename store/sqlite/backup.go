@@ -5,13 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/logx"
 
 	"github.com/mattn/go-sqlite3"
 	"github.com/sirupsen/logrus"
@@ -131,11 +132,7 @@ func (o BackupOptions) withDefaults() BackupOptions {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = DefaultBusyTimeout
 	}
-	if o.Logger == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		o.Logger = logrus.NewEntry(l)
-	}
+	o.Logger = logx.OrDiscard(o.Logger)
 	return o
 }
 

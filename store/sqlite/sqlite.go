@@ -75,13 +75,14 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/logx"
 
 	"github.com/mattn/go-sqlite3"
 	"github.com/sirupsen/logrus"
@@ -263,11 +264,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.MinFreeBytes = DefaultMinFreeBytes
 	}
 	o.fsys = o.fsys.withDefaults()
-	if o.Logger == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		o.Logger = logrus.NewEntry(l)
-	}
+	o.Logger = logx.OrDiscard(o.Logger)
 	return o, nil
 }
 
