@@ -15,7 +15,8 @@ import (
 )
 
 // Clock is the dispatcher's time: real in production, driven by hand in tests. Due times,
-// retry times and breaker cooldowns follow it; attempt timeouts are real time.
+// retry times, breaker cooldowns and the reads of the sinks' states follow it; attempt
+// timeouts are real time.
 type Clock interface {
 	Now() time.Time
 	// After delivers once, when d has passed on this clock.
@@ -62,7 +63,7 @@ type DispatcherConfig struct {
 	// math/rand/v2). The dispatcher serialises its calls.
 	Rand func() float64
 	// StateInterval is how often the sinks' states are read again from a Queue that is a
-	// StateStore (default DefaultStateInterval).
+	// StateStore (default DefaultStateInterval), on the Clock.
 	StateInterval time.Duration
 }
 
