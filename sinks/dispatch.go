@@ -34,9 +34,11 @@ const (
 	DefaultPollInterval = time.Second
 )
 
-// How long the queue-depth gauge reuses a count, and how long a queue operation may take.
+// How long the queue-depth gauge reuses a count, how long a count (for the gauge or Stats) may
+// take, and how long any other queue operation may.
 const (
 	depthCacheTTL = 5 * time.Second
+	depthTimeout  = 5 * time.Second
 	queueTimeout  = 30 * time.Second
 	// maxErrorLen bounds the error kept with a delivery: a destination's answer is quoted in
 	// the error, and a dead-letter list should stay readable.
@@ -281,14 +283,10 @@ func (d *Dispatcher) Wake(sink string) {
 // Stats reports every sink's state, in the order they were added. Depth is read from the
 // queue now (bounded to a few seconds), not from the metrics' cache.
 func (d *Dispatcher) Stats() []SinkStats {
-	d.mu.Lock()
-	workers := append([]*sinkWorker(nil), d.workers...)
-	d.mu.Unlock()
+	workers := d.workerList()
 	out := make([]SinkStats, 0, len(workers))
 	for _, w := range workers {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		depth := w.readDepth(ctx)
-		cancel()
+		depth := w.readDepth()
 		w.mu.Lock()
 		st := SinkStats{
 			Name:                w.name,
@@ -335,6 +333,13 @@ func (d *Dispatcher) Close() error {
 	}
 	d.m.unregister()
 	return errors.Join(errs...)
+}
+
+// workerList is the workers added so far, in their order; it is the caller's to keep.
+func (d *Dispatcher) workerList() []*sinkWorker {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*sinkWorker(nil), d.workers...)
 }
 
 func (d *Dispatcher) random() float64 {

@@ -72,9 +72,7 @@ func (d *Dispatcher) loadStates(ctx context.Context) {
 	if d.states == nil {
 		return
 	}
-	d.mu.Lock()
-	workers := append([]*sinkWorker(nil), d.workers...)
-	d.mu.Unlock()
+	workers := d.workerList()
 	// The generations before the read: a change made in this process while the read runs (a
 	// 410 disabling the sink before its record is committed) is newer than what is read.
 	gens := make([]uint64, len(workers))

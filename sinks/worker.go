@@ -252,9 +252,11 @@ func (w *sinkWorker) attemptLog(dl Delivery) *logrus.Entry {
 	return w.log.WithFields(logrus.Fields{"delivery": dl.ID, "event": dl.EventID, "attempt": dl.Attempts + 1})
 }
 
-// readDepth counts the sink's queued deliveries and refreshes the gauge's cache; -1 when the
-// queue cannot say.
-func (w *sinkWorker) readDepth(ctx context.Context) int64 {
+// readDepth counts the sink's queued deliveries, within depthTimeout, and refreshes the gauge's
+// cache; -1 when the queue cannot say.
+func (w *sinkWorker) readDepth() int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), depthTimeout)
+	defer cancel()
 	n, err := w.d.queue.Depth(ctx, w.name)
 	if err != nil {
 		w.log.WithError(err).Warn("sinks: reading queue depth failed")
@@ -274,9 +276,7 @@ func (w *sinkWorker) cachedDepth() float64 {
 	if !at.IsZero() && time.Since(at) < depthCacheTTL {
 		return float64(n)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return float64(w.readDepth(ctx))
+	return float64(w.readDepth())
 }
 
 // truncateError keeps at most n bytes of s, cut at a rune boundary.
