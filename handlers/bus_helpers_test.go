@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/logx"
-
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/postgres"

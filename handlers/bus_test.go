@@ -11,13 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/logx"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/store"
 )
 

@@ -15,14 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/logx"
-
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )

@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/logx"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/store"
 )
 

@@ -20,13 +20,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/logx"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/store"
 )
 

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/logx"
-
 	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/internal/logx"
 )
 
 // DefaultKeyHeader is the header that carries the account API key. The real service names it

@@ -50,12 +50,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/logx"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )

@@ -12,12 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/logx"
-
 	"github.com/mattn/go-sqlite3"
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/internal/atomicfile"
+	"github.com/scribehook/scribehook/internal/logx"
 )
 
 // Defaults of BackupOptions.

@@ -82,11 +82,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/logx"
-
 	"github.com/mattn/go-sqlite3"
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
