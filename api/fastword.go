@@ -17,20 +17,30 @@ import (
 // (a repeated member's last value wins), the others left as they were, Extra cleared.
 func decodeWordFast(b []byte, w *Word) bool {
 	out := *w
-	if !decodeMembers(b, func(key []byte, i int) (int, bool) {
+	// decodeMembers' loop, written out: words are the hot path (20,000 in a 2-hour result, four
+	// members each), and a call of the value closure per member costs them a few per cent.
+	m := objectMembers(b)
+	for {
+		key, i, more := m.member()
+		if !more {
+			break
+		}
+		next, ok := 0, false
 		switch string(key) {
 		case "word":
-			s, next, ok := plainString(b, i)
-			if !ok || !utf8.Valid(s) {
-				return 0, false
-			}
+			var s []byte
+			s, next, ok = plainString(b, i)
+			ok = ok && utf8.Valid(s)
 			out.Word = string(s)
-			return next, true
 		case "start", "end", "confidence":
-			return floatMember(timeField(key[0], &out.Start, &out.End, &out.Confidence), b, i)
+			next, ok = floatMember(timeField(key[0], &out.Start, &out.End, &out.Confidence), b, i)
 		}
-		return 0, false
-	}) {
+		if !ok {
+			return false
+		}
+		m.after(next)
+	}
+	if !m.ok() {
 		return false
 	}
 	out.Extra = nil
