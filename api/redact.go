@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+
+	"github.com/scribehook/scribehook/internal/plainjson"
 )
 
 // TokenMarker stands where a callback URL carried a secret.
@@ -141,16 +143,8 @@ func redactStringValue(v []byte) ([]byte, bool) {
 	if r == s {
 		return v, true
 	}
-	return encodeString(r), true
-}
-
-// encodeString is a JSON string without HTML escaping.
-func encodeString(s string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b, err := plainjson.Marshal(r)
+	return b, err == nil // a string always encodes
 }
 
 // redactDecoded is the slow path for params the scanner does not take: decode, redact, encode
@@ -181,11 +175,9 @@ func redactDecoded(raw json.RawMessage) json.RawMessage {
 			}
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := plainjson.Marshal(v)
+	if err != nil {
 		return json.RawMessage(`null`)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return b
 }
