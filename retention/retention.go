@@ -51,16 +51,13 @@ func PolicyOf(r configs.RetentionConfig, tokenTTL time.Duration) store.Retention
 }
 
 // Durations gives, per kind of PruneReport, how long the configuration keeps it (for a report
-// that shows what is kept for ever too); tokens are kept for tokenTTL.
+// that shows what is kept for ever too); tokens are kept for tokenTTL. It reads the policy
+// PolicyOf gives the store, so it shows what Prune does.
 func Durations(r configs.RetentionConfig, tokenTTL time.Duration) map[store.PruneKind]configs.Keep {
-	out := map[store.PruneKind]configs.Keep{
-		store.PruneInbox: r.Inbox, store.PruneInboxFailed: r.DeadLetters,
-		store.PruneJobs: r.Jobs, store.PruneArtifacts: r.Jobs, store.PruneSessionRest: r.Jobs,
-		store.PruneSinkDelivered: r.SinkDelivered, store.PruneDeadLetters: r.DeadLetters, store.PruneQuarantine: r.Quarantine,
-		store.PruneTokens: configs.Keep(tokenTTL),
-	}
-	for c, k := range r.Live.ByCategory() {
-		out[store.LiveKind(c)] = k
+	p := PolicyOf(r, tokenTTL)
+	out := map[store.PruneKind]configs.Keep{}
+	for _, k := range store.PruneKinds() {
+		out[k] = configs.Keep(p.Keep(k))
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package retention_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,10 +13,43 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
+
+// TestDurations pins the configuration key each kind of the prune report shows the duration
+// of; every key differs, so a kind read from the wrong key shows.
+func TestDurations(t *testing.T) {
+	r := configs.RetentionConfig{
+		Inbox: configs.Days(1), Jobs: configs.Days(2), SinkDelivered: configs.Days(3),
+		DeadLetters: configs.Days(4), Quarantine: configs.Days(5),
+		Live: configs.LiveRetention{PartialTranscripts: configs.Days(7), Errors: configs.Days(8)},
+	}
+	want := map[store.PruneKind]configs.Keep{
+		store.PruneInbox:                               configs.Days(1),
+		store.PruneInboxFailed:                         configs.Days(4),
+		store.PruneJobs:                                configs.Days(2),
+		store.PruneArtifacts:                           configs.Days(2),
+		store.PruneSessionRest:                         configs.Days(2),
+		store.PruneSinkDelivered:                       configs.Days(3),
+		store.PruneDeadLetters:                         configs.Days(4),
+		store.PruneQuarantine:                          configs.Days(5),
+		store.PruneTokens:                              configs.Days(6),
+		store.LiveKind(api.CategoryPartialTranscripts): configs.Days(7),
+		store.LiveKind(api.CategoryErrors):             configs.Days(8),
+	}
+	for _, c := range api.Categories {
+		if _, ok := want[store.LiveKind(c)]; !ok {
+			want[store.LiveKind(c)] = configs.Forever
+		}
+	}
+	got := retention.Durations(r, time.Duration(configs.Days(6)))
+	if !maps.Equal(got, want) {
+		t.Fatalf("Durations = %v, want %v", got, want)
+	}
+}
 
 func TestRemoveFiles(t *testing.T) {
 	dir := t.TempDir()

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
@@ -72,7 +73,7 @@ const (
 )
 
 // LiveKind is the kind of the live messages of category c: live_messages.<category>.
-func LiveKind(c api.MessageCategory) PruneKind { return PruneKind("live_messages." + string(c)) }
+func LiveKind(c api.MessageCategory) PruneKind { return PruneSessionRest + "." + PruneKind(c) }
 
 // PruneKinds lists every kind in report order.
 func PruneKinds() []PruneKind {
@@ -81,6 +82,30 @@ func PruneKinds() []PruneKind {
 		kinds = append(kinds, LiveKind(c))
 	}
 	return append(kinds, PruneJobs, PruneArtifacts, PruneSessionRest, PruneSinkDelivered, PruneDeadLetters, PruneQuarantine, PruneTokens)
+}
+
+// Keep is how long p keeps the rows of kind k, the duration Prune measures that kind's cutoff
+// by (0 or less: for ever). Several kinds share one duration: the inbox's dead letters go with
+// the sinks' (DeadLetters), and a job's artifacts and the rest of its session with the job.
+func (p RetentionPolicy) Keep(k PruneKind) time.Duration {
+	switch k {
+	case PruneInbox:
+		return p.Inbox
+	case PruneInboxFailed, PruneDeadLetters:
+		return p.DeadLetters
+	case PruneJobs, PruneArtifacts, PruneSessionRest:
+		return p.Jobs
+	case PruneSinkDelivered:
+		return p.SinkDelivered
+	case PruneQuarantine:
+		return p.Quarantine
+	case PruneTokens:
+		return p.Tokens
+	}
+	if c, ok := strings.CutPrefix(string(k), string(PruneSessionRest)+"."); ok {
+		return p.Live[api.MessageCategory(c)]
+	}
+	return 0
 }
 
 // PruneReport is what Prune deleted, or would delete in a dry run.

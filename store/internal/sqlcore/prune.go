@@ -56,18 +56,17 @@ type idKind struct {
 	cond  string
 	order string // what a batch goes in order of: its index's column, so a batch reads its rows only
 	size  string // a row's size, read without reading the value
-	keep  func(p store.RetentionPolicy) time.Duration
 }
 
 var (
 	inboxKinds = []idKind{
-		{store.PruneInbox, StPruneInbox, "inbox", condInbox, "processed_at", "octet_length(body)", func(p store.RetentionPolicy) time.Duration { return p.Inbox }},
-		{store.PruneInboxFailed, StPruneInboxFailed, "inbox", condInboxFailed, "id", "octet_length(body)", func(p store.RetentionPolicy) time.Duration { return p.DeadLetters }},
+		{store.PruneInbox, StPruneInbox, "inbox", condInbox, "processed_at", "octet_length(body)"},
+		{store.PruneInboxFailed, StPruneInboxFailed, "inbox", condInboxFailed, "id", "octet_length(body)"},
 	}
 	laterKinds = []idKind{
-		{store.PruneSinkDelivered, StPruneSinkDelivered, "sink_deliveries", condSinkDelivered, "delivered_at", "octet_length(event)", func(p store.RetentionPolicy) time.Duration { return p.SinkDelivered }},
-		{store.PruneDeadLetters, StPruneDeadLetters, "sink_deliveries", condDeadLetters, "failed_at", "octet_length(event)", func(p store.RetentionPolicy) time.Duration { return p.DeadLetters }},
-		{store.PruneQuarantine, StPruneQuarantine, "quarantine", condQuarantine, "received_at", "octet_length(body)", func(p store.RetentionPolicy) time.Duration { return p.Quarantine }},
+		{store.PruneSinkDelivered, StPruneSinkDelivered, "sink_deliveries", condSinkDelivered, "delivered_at", "octet_length(event)"},
+		{store.PruneDeadLetters, StPruneDeadLetters, "sink_deliveries", condDeadLetters, "failed_at", "octet_length(event)"},
+		{store.PruneQuarantine, StPruneQuarantine, "quarantine", condQuarantine, "received_at", "octet_length(body)"},
 	}
 )
 
@@ -144,8 +143,10 @@ func (r *pruneRun) add(kind store.PruneKind, n int64) {
 func (r *pruneRun) cutoff(keep time.Duration) any { return r.c.d.Time(r.now.Add(-keep)) }
 
 // kind adds to the report the rows of kind that del deletes, or for a dry run that count
-// counts, given the cutoff of keep; a keep of zero or less keeps them for ever.
-func (r *pruneRun) kind(kind store.PruneKind, keep time.Duration, count, del func(cut any) (int64, error)) error {
+// counts, given the cutoff of the policy's duration for kind (store.RetentionPolicy.Keep); a
+// duration of zero or less keeps them for ever.
+func (r *pruneRun) kind(kind store.PruneKind, count, del func(cut any) (int64, error)) error {
+	keep := r.p.Keep(kind)
 	if keep <= 0 {
 		return nil
 	}
@@ -163,7 +164,7 @@ func (r *pruneRun) kind(kind store.PruneKind, keep time.Duration, count, del fun
 
 func (r *pruneRun) idKinds(ctx context.Context, kinds []idKind) error {
 	for _, k := range kinds {
-		err := r.kind(k.kind, k.keep(r.p), func(cut any) (int64, error) {
+		err := r.kind(k.kind, func(cut any) (int64, error) {
 			return r.count(ctx, k.table, k.cond, cut)
 		}, func(cut any) (int64, error) {
 			// A batch the bytes cut short deletes fewer rows than the batch size with more to
@@ -179,7 +180,7 @@ func (r *pruneRun) idKinds(ctx context.Context, kinds []idKind) error {
 
 func (r *pruneRun) live(ctx context.Context) error {
 	for _, cat := range api.Categories {
-		err := r.kind(store.LiveKind(cat), r.p.Live[cat], func(cut any) (int64, error) {
+		err := r.kind(store.LiveKind(cat), func(cut any) (int64, error) {
 			return r.count(ctx, "live_messages l", liveCond(r.c.d), string(cat), cut)
 		}, func(cut any) (int64, error) {
 			return r.liveBatches(ctx, cat, cut)
@@ -272,7 +273,7 @@ func (r *pruneRun) deleteLive(ctx context.Context, cat api.MessageCategory, cut 
 // tokens deletes the callback tokens minted more than p.Tokens ago, revoked or not: they
 // authenticate nothing any more.
 func (r *pruneRun) tokens(ctx context.Context) error {
-	return r.kind(store.PruneTokens, r.p.Tokens, func(cut any) (int64, error) {
+	return r.kind(store.PruneTokens, func(cut any) (int64, error) {
 		return r.count(ctx, "tokens", condTokens, cut)
 	}, func(cut any) (int64, error) {
 		return r.batches(ctx, store.PruneTokens, StPruneTokens, int64(r.batch), cut, r.c.d.Limit(r.batch))
@@ -322,10 +323,11 @@ func (r *pruneRun) count(ctx context.Context, from, cond string, args ...any) (i
 // go before rows: a run stopped between the two finds the rows again and removes nothing twice
 // that matters.
 func (r *pruneRun) jobs(ctx context.Context) error {
-	if r.p.Jobs <= 0 {
+	keep := r.p.Keep(store.PruneJobs)
+	if keep <= 0 {
 		return nil
 	}
-	cut := r.cutoff(r.p.Jobs)
+	cut := r.cutoff(keep)
 	if r.dry {
 		return r.countJobs(ctx, cut)
 	}
