@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testinfra"
 )
 
 var (
@@ -341,14 +341,9 @@ func TestWebhookStatuses(t *testing.T) {
 }
 
 func TestWebhookNetworkError(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now: connection refused
+	addr := "127.0.0.1:" + testinfra.Port(t) // nothing listens there: connection refused
 	s := newTestWebhook(t, loopbackSpec("http://"+addr+"/hook?token=s3cr3t"), Deps{Logger: quietLogger()})
-	err = s.Deliver(context.Background(), testEvent())
+	err := s.Deliver(context.Background(), testEvent())
 	f := AsFailure(err)
 	if err == nil || f.Permanent || f.Disable || f.RetryAfter != 0 {
 		t.Fatalf("Deliver = %v, want a plain retryable failure", err)
