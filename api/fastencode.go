@@ -133,6 +133,12 @@ func appendGeneral(dst []byte, encode func() ([]byte, error)) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return appendCopied(dst, b)
+}
+
+// appendCopied appends the JSON b as encoding/json copies what a Marshaler returns into its
+// output: compacted, with HTML characters escaped.
+func appendCopied(dst, b []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, b); err != nil {
 		return nil, err
@@ -398,13 +404,10 @@ func appendExtras(dst []byte, start int, extra Extra, known map[string]struct{},
 			dst = append(dst, raw...)
 			continue
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
+		var err error
+		if dst, err = appendCopied(dst, raw); err != nil {
 			return nil, err
 		}
-		out := bytes.NewBuffer(dst)
-		json.HTMLEscape(out, buf.Bytes())
-		dst = out.Bytes()
 	}
 	return append(dst, '}'), nil
 }
