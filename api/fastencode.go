@@ -115,14 +115,10 @@ func appendElements[T any](dst []byte, s []T, elem func([]byte, *T) ([]byte, err
 
 // appendMember appends ,"name":v with v encoded by encoding/json.
 func appendMember(dst []byte, name string, v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
 	dst = append(dst, ',', '"')
 	dst = append(dst, name...)
 	dst = append(dst, '"', ':')
-	return append(dst, b...), nil
+	return appendMarshal(dst, v)
 }
 
 // appendGeneral appends what encode (a type's general encoding, encodeKeeping) gives, as an
