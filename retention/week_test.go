@@ -146,16 +146,10 @@ func quietLog() *logrus.Entry {
 }
 
 func newWeek(t *testing.T, name string) *week {
-	raw, err := os.ReadFile("../api/testdata/job_done_full.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var job struct {
 		Result json.RawMessage `json:"result"`
 	}
-	if err := json.Unmarshal(raw, &job); err != nil {
-		t.Fatal(err)
-	}
+	testjson.FullJob(t, &job)
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

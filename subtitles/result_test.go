@@ -1,27 +1,20 @@
 package subtitles
 
 import (
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testjson"
 )
 
 // The full job result of the api package: a transcription on two channels, a French
 // translation without words and a German one that failed.
 func TestFromResult(t *testing.T) {
-	b, err := os.ReadFile("../api/testdata/job_done_full.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var job struct {
 		Result api.Result `json:"result"`
 	}
-	if err := json.Unmarshal(b, &job); err != nil {
-		t.Fatal(err)
-	}
+	testjson.FullJob(t, &job)
 	tracks, err := FromResult(&job.Result, DefaultProfile())
 	if err != nil {
 		t.Fatal(err)
