@@ -90,16 +90,3 @@ func toSinkDelivery(d store.SinkDelivery) sinks.Delivery {
 		CreatedAt:   d.CreatedAt,
 	}
 }
-
-// StoreSinkDelivery is the store's form of a delivery to queue, for the fanout: it reads the
-// fields a new queue row takes.
-func StoreSinkDelivery(d sinks.Delivery) store.SinkDelivery {
-	return store.SinkDelivery{
-		Sink:        d.Sink,
-		EventID:     d.EventID,
-		Event:       d.Event,
-		OrderKey:    d.OrderKey,
-		NextAttempt: d.NextAttempt,
-		CreatedAt:   d.CreatedAt,
-	}
-}
