@@ -17,6 +17,7 @@ import (
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -280,7 +281,7 @@ func TestBusDeadReplicaNoticesAreClaimedByTheOther(t *testing.T) {
 		// It dies once its notices are with the broker (a replica killed before publishing leaves
 		// its rows to the sweep: TestBusSweepProcessesRowsWithoutNotice).
 		waitFor(t, func() string { return "the doomed replica's notices published" }, func() bool {
-			return counter(t, reg, "scribehook_bus_notices_published_total") == float64(len(ids))
+			return testmetrics.Value(t, reg, "scribehook_bus_notices_published_total") == float64(len(ids))
 		})
 		doomed.r.p.Crash()
 		doomed.r.stop()
@@ -315,7 +316,7 @@ func TestBusBrokerRestartLosesNothing(t *testing.T) {
 		a := startReplica(t, "a", stA, b, handlers.Config{SweepInterval: 3 * time.Second, SweepGrace: time.Second, Metrics: regA})
 		bb := startReplica(t, "b", stB, b, handlers.Config{SweepInterval: 3 * time.Second, SweepGrace: time.Second, Metrics: regB})
 		received := func() float64 {
-			return counter(t, regA, "scribehook_bus_notices_received_total") + counter(t, regB, "scribehook_bus_notices_received_total")
+			return testmetrics.Value(t, regA, "scribehook_bus_notices_received_total") + testmetrics.Value(t, regB, "scribehook_bus_notices_received_total")
 		}
 		sessions := []string{"restart-1", "restart-2", "restart-3"}
 		const per = 60

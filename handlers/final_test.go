@@ -10,6 +10,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -105,13 +106,13 @@ func TestDeliveriesAfterFinalChangeNothing(t *testing.T) {
 			} else if len(q) != 0 {
 				t.Errorf("quarantine %+v, want none", q)
 			}
-			if got := counter(t, reg, metric, "outcome", "quarantined"); got != quarantined {
+			if got := testmetrics.Value(t, reg, metric, "outcome", "quarantined"); got != quarantined {
 				t.Errorf("quarantined counted %v, want %v", got, quarantined)
 			}
-			if got := counter(t, reg, metric, "outcome", "late"); got != tc.late {
+			if got := testmetrics.Value(t, reg, metric, "outcome", "late"); got != tc.late {
 				t.Errorf("late counted %v, want %v", got, tc.late)
 			}
-			if got := counter(t, reg, metric, "outcome", "duplicate"); got != tc.dup {
+			if got := testmetrics.Value(t, reg, metric, "outcome", "duplicate"); got != tc.dup {
 				t.Errorf("duplicates counted %v, want %v", got, tc.dup)
 			}
 			var types []string
@@ -174,10 +175,10 @@ func TestLiveMessagesAfterEndSession(t *testing.T) {
 		t.Fatalf("quarantine %+v, want the forged and the day-late messages", q)
 	}
 	const metric = "scribehook_deliveries_after_final_total"
-	if got := counter(t, reg, metric, "outcome", "quarantined"); got != 2 {
+	if got := testmetrics.Value(t, reg, metric, "outcome", "quarantined"); got != 2 {
 		t.Errorf("quarantined counted %v, want 2", got)
 	}
-	if got := counter(t, reg, metric, "outcome", "late"); got != 1 {
+	if got := testmetrics.Value(t, reg, metric, "outcome", "late"); got != 1 {
 		t.Errorf("late counted %v, want 1", got)
 	}
 }

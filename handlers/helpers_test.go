@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -16,8 +15,6 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
@@ -546,39 +543,6 @@ func (e *events) wait(tb testing.TB, id, typ string, n int) []api.Event {
 		return fmt.Sprintf("%d events %q of %s, want %d", len(e.of(id, typ)), typ, id, n)
 	}, func() bool { return len(e.of(id, typ)) >= n })
 	return e.of(id, typ)
-}
-
-// counter reads a counter's value from a registry: the sum of its series that have every
-// label of labels (name, value, name, value…); with none, of all its series.
-func counter(tb testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
-	tb.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		tb.Fatalf("gather: %v", err)
-	}
-	var v float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if hasLabels(m, labels) {
-				v += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return v
-}
-
-func hasLabels(m *dto.Metric, labels []string) bool {
-	for i := 0; i+1 < len(labels); i += 2 {
-		if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
-			return l.GetName() == labels[i] && l.GetValue() == labels[i+1]
-		}) {
-			return false
-		}
-	}
-	return true
 }
 
 // fakeResolver stands in for the service's job endpoints.

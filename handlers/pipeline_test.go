@@ -17,6 +17,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -338,12 +339,12 @@ func TestPoisonRowFailsWithoutBlockingItsPartition(t *testing.T) {
 		a.Delivery.DedupeKey: ids[0], b.Delivery.DedupeKey: ids[2], c.Delivery.DedupeKey: more[0],
 	})
 	waitFor(t, func() string { return "poisoned counter" }, func() bool {
-		return counter(t, reg, "scribehook_deliveries_failed_total") == 1
+		return testmetrics.Value(t, reg, "scribehook_deliveries_failed_total") == 1
 	})
-	if got := counter(t, reg, "scribehook_handler_errors_total"); got != 3 {
+	if got := testmetrics.Value(t, reg, "scribehook_handler_errors_total"); got != 3 {
 		t.Errorf("handler errors counted %v, want 3", got)
 	}
-	if got := counter(t, reg, "scribehook_deliveries_processed_total"); got != 3 {
+	if got := testmetrics.Value(t, reg, "scribehook_deliveries_processed_total"); got != 3 {
 		t.Errorf("processed counted %v, want 3", got)
 	}
 }

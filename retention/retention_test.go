@@ -5,15 +5,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -124,49 +123,19 @@ func TestPrunerStartCounts(t *testing.T) {
 	}
 	p.Start(ctx)
 	deadline := time.Now().Add(5 * time.Second)
-	for metric(t, reg, "scribehook_prune_last_success_timestamp_seconds", "") == 0 && time.Now().Before(deadline) {
+	for testmetrics.Value(t, reg, "scribehook_prune_last_success_timestamp_seconds") == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	p.Stop()
-	if got := metric(t, reg, "scribehook_pruned_rows_total", "inbox"); got != 2 {
+	if got := testmetrics.Value(t, reg, "scribehook_pruned_rows_total", "kind", "inbox"); got != 2 {
 		t.Errorf("scribehook_pruned_rows_total{kind=inbox} = %v, want 2", got)
 	}
 	for kind, want := range map[store.PruneKind]float64{store.PruneTokens: 1, store.PruneQuarantine: 0} {
-		if got, listed := series(t, reg, "scribehook_pruned_rows_total", string(kind)); got != want || !listed {
+		if got, listed := testmetrics.Series(t, reg, "scribehook_pruned_rows_total", "kind", string(kind)); got != want || !listed {
 			t.Errorf("scribehook_pruned_rows_total{kind=%s} = %v (listed: %v), want %v", kind, got, listed, want)
 		}
 	}
-	if last := metric(t, reg, "scribehook_prune_last_success_timestamp_seconds", ""); time.Since(time.Unix(int64(last), 0)) > time.Minute {
+	if last := testmetrics.Value(t, reg, "scribehook_prune_last_success_timestamp_seconds"); time.Since(time.Unix(int64(last), 0)) > time.Minute {
 		t.Errorf("last success at %v", last)
 	}
-}
-
-// metric is the value of a counter or gauge of reg, the series of the given kind label ("":
-// the one series of an unlabelled metric); 0 when there is none.
-func metric(t *testing.T, reg *prometheus.Registry, name, kind string) float64 {
-	t.Helper()
-	v, _ := series(t, reg, name, kind)
-	return v
-}
-
-// series is metric's value, and whether reg lists that series at all.
-func series(t *testing.T, reg *prometheus.Registry, name, kind string) (float64, bool) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if kind == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
-				return l.GetName() == "kind" && l.GetValue() == kind
-			}) {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
 }

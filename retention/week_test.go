@@ -21,6 +21,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/testjson"
+	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -314,9 +315,6 @@ func (w *week) size() int64 {
 	return fi.Size()
 }
 
-// scrape is the kit's metric value (retention_test.go's metric on the kit's registry).
-func (w *week) scrape(name, kind string) float64 { return metric(w.t, w.kit.Metrics(), name, kind) }
-
 func TestWeekOfTrafficStaysBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a week of traffic, twice")
@@ -356,7 +354,7 @@ func TestWeekOfTrafficStaysBounded(t *testing.T) {
 		store.PruneQuarantine:    older(24 * time.Hour),
 	}
 	for _, kind := range store.PruneKinds() {
-		if got := w.scrape("scribehook_pruned_rows_total", string(kind)); got != float64(want[kind]) {
+		if got := testmetrics.Value(t, w.kit.Metrics(), "scribehook_pruned_rows_total", "kind", string(kind)); got != float64(want[kind]) {
 			t.Errorf("pruned %s: %v rows, want %d", kind, got, want[kind])
 		}
 	}
