@@ -381,11 +381,7 @@ func (p *Pipeline) persistRow(ctx context.Context, id int64, pre *readRow, out *
 	if p.stopping() || ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return err // interrupted: no fault of the row, which stays pending
 	}
-	msg.Metadata.Set(middleware.ReasonForPoisonedKey, err.Error())
-	msg.SetContext(ctx)
-	_ = p.poisoned(msg)
-	row, rerr := p.cfg.Store.InboxRow(ctx, id)
-	if rerr == nil && row.Status == store.InboxPending {
+	if p.poisonRow(context.WithoutCancel(ctx), id, err.Error()) {
 		return errRowStuck
 	}
 	return nil

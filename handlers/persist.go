@@ -98,19 +98,28 @@ func (p *Pipeline) poisoned(msg *message.Message) error {
 			"reason": msg.Metadata.Get(middleware.ReasonForPoisonedKey)}).Error("batch of deliveries failed; its rows wait for the sweep")
 		return nil
 	}
-	reason := msg.Metadata.Get(middleware.ReasonForPoisonedKey)
+	p.poisonRow(context.WithoutCancel(msg.Context()), id, msg.Metadata.Get(middleware.ReasonForPoisonedKey))
+	return nil
+}
+
+// poisonRow logs and counts row id, which exhausted its retries, and marks it failed if it is
+// still pending; it reports whether the row is known to stay pending (it was read pending and
+// could not be marked), the one read of the row that both the poison queue's handler and
+// persistRow need.
+func (p *Pipeline) poisonRow(ctx context.Context, id int64, reason string) (stuck bool) {
 	log := p.log.WithFields(logrus.Fields{"inbox_id": id, "reason": reason})
 	log.Error("delivery failed after every retry")
 	p.m.poisoned.Inc()
-	ctx := context.WithoutCancel(msg.Context())
-	if row, err := p.cfg.Store.InboxRow(ctx, id); err == nil && row.Status != store.InboxPending {
-		return nil
+	row, rerr := p.cfg.Store.InboxRow(ctx, id)
+	if rerr == nil && row.Status != store.InboxPending {
+		return false
 	}
-	if err := p.cfg.Store.MarkInboxFailed(ctx, id, reason, true); err != nil &&
-		!errors.Is(err, store.ErrAlreadyApplied) && !errors.Is(err, store.ErrNotFound) {
-		log.WithError(err).Warn("could not mark the row failed; it stays pending")
+	err := p.cfg.Store.MarkInboxFailed(ctx, id, reason, true)
+	if err == nil || errors.Is(err, store.ErrAlreadyApplied) || errors.Is(err, store.ErrNotFound) {
+		return false
 	}
-	return nil
+	log.WithError(err).Warn("could not mark the row failed; it stays pending")
+	return rerr == nil
 }
 
 // apply turns one row into its effects; lr is a live message's row already decoded (nil:
