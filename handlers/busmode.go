@@ -426,7 +426,8 @@ func (b *busMode) sweep() {
 	tops := map[string]int64{}
 	var after int64
 	for {
-		rows, err := b.p.cfg.Store.PendingInbox(ctx, after, scanPage)
+		// Keys and receipt times only: the rows' bodies are read by the drains, once.
+		rows, err := b.p.cfg.Store.PendingInboxKeys(ctx, after, scanPage)
 		if err != nil {
 			if ctx.Err() == nil {
 				b.log.WithError(err).Warn("sweep: reading pending inbox rows failed")

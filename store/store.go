@@ -83,10 +83,12 @@ type InboxRow struct {
 	ProcessedAt time.Time
 }
 
-// InboxKey is a pending inbox row as PendingInboxKeys lists it.
+// InboxKey is a pending inbox row as PendingInboxKeys lists it: what orders and groups it, and
+// how long it has waited, without its body.
 type InboxKey struct {
 	ID           int64
 	PartitionKey string
+	ReceivedAt   time.Time
 }
 
 // QuarantineRow is an authenticated delivery whose body could not be classified.
@@ -220,8 +222,9 @@ type Store interface {
 	Ingest(ctx context.Context, ds []Delivery) ([]IngestResult, error)
 	// PendingInbox lists rows not done nor failed, by id, after afterID.
 	PendingInbox(ctx context.Context, afterID int64, limit int) ([]InboxRow, error)
-	// PendingInboxKeys lists the id and partition key of rows not done nor failed, by id, after
-	// afterID: what queueing them needs, without reading their bodies.
+	// PendingInboxKeys lists the id, partition key and receipt time of rows not done nor failed,
+	// by id, after afterID: what queueing them, or finding the ones that waited too long, needs,
+	// without reading their bodies.
 	PendingInboxKeys(ctx context.Context, afterID int64, limit int) ([]InboxKey, error)
 	// PendingInboxByKey lists the pending rows of one partition key with id ≤ uptoID, by id,
 	// at most limit. With several replicas, the row a replica is told about may not be the

@@ -89,13 +89,18 @@ func (r *Reader) InboxRows(ctx context.Context, ids []int64) ([]store.InboxRow, 
 	return out, nil
 }
 
-// PendingInboxKeys lists the id and partition key of pending rows with id > afterID in id order,
-// at most limit (no limit when limit <= 0): the pipeline queues rows from these and reads each
-// group's rows once, when it applies them.
+// PendingInboxKeys lists the id, partition key and receipt time of pending rows with id >
+// afterID in id order, at most limit (no limit when limit <= 0): the pipeline queues rows from
+// these and reads each group's rows once, when it applies them, and the bus sweep picks the
+// keys with a row waiting too long, without reading a body.
 func (r *Reader) PendingInboxKeys(ctx context.Context, afterID int64, limit int) ([]store.InboxKey, error) {
 	out, err := Query(ctx, r.db, func(sc Scanner) (store.InboxKey, error) {
-		var k store.InboxKey
-		err := sc.Scan(&k.ID, &k.PartitionKey)
+		var (
+			k        store.InboxKey
+			received Time
+		)
+		err := sc.Scan(&k.ID, &k.PartitionKey, &received)
+		k.ReceivedAt = received.T
 		return k, err
 	}, r.q[readPendingKeys], afterID, r.d.Limit(limit))
 	if err != nil {

@@ -43,7 +43,7 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`,
 		readPendingByKey: `SELECT ` + InboxColumns + ` FROM inbox
 		WHERE status = 'pending' AND partition_key = ? AND id <= ? ORDER BY id LIMIT ?`,
-		readPendingKeys: `SELECT id, partition_key FROM inbox
+		readPendingKeys: `SELECT id, partition_key, received_at FROM inbox
 		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`,
 		readInboxRow:    `SELECT ` + InboxColumns + ` FROM inbox WHERE id = ?`,
 		readBacklog:     `SELECT count(*) FROM inbox WHERE status = 'pending'`,
