@@ -125,15 +125,6 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	}
 }
 
-func allCategories() api.MessagesConfig {
-	on := api.Bool(true)
-	return api.MessagesConfig{
-		ReceivePartialTranscripts: on, ReceiveFinalTranscripts: on, ReceiveSpeechEvents: on,
-		ReceivePreProcessingEvents: on, ReceiveRealtimeProcessingEvents: on, ReceivePostProcessingEvents: on,
-		ReceiveAcknowledgments: on, ReceiveErrors: on, ReceiveLifecycleEvents: on,
-	}
-}
-
 // Go event handlers get every event of a sandbox job and of a live session, each once, the
 // session's in the order its messages were stored (Ordered), with typed helpers decoding them.
 func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
@@ -176,7 +167,7 @@ func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	session, err := subm.StartLive(ctx, api.LiveRequest{SampleRate: api.Int(16000), Endpointing: api.Float(0.3),
-		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: allCategories()}}, "")
+		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: api.EveryMessage(true)}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -82,20 +83,50 @@ var defaultCallback = CategorySet{
 }
 
 func (m *MessagesConfig) flags() [9]*bool {
-	if m == nil {
-		return [9]*bool{}
+	var out [9]*bool
+	if m != nil {
+		for i, f := range m.fields() {
+			out[i] = *f
+		}
 	}
-	return [9]*bool{
-		m.ReceivePartialTranscripts,
-		m.ReceiveFinalTranscripts,
-		m.ReceiveSpeechEvents,
-		m.ReceivePreProcessingEvents,
-		m.ReceiveRealtimeProcessingEvents,
-		m.ReceivePostProcessingEvents,
-		m.ReceiveAcknowledgments,
-		m.ReceiveErrors,
-		m.ReceiveLifecycleEvents,
+	return out
+}
+
+// fields are the nine flags in the order of Categories: the one place that pairs a category
+// with its member.
+func (m *MessagesConfig) fields() [9]**bool {
+	return [9]**bool{
+		&m.ReceivePartialTranscripts,
+		&m.ReceiveFinalTranscripts,
+		&m.ReceiveSpeechEvents,
+		&m.ReceivePreProcessingEvents,
+		&m.ReceiveRealtimeProcessingEvents,
+		&m.ReceivePostProcessingEvents,
+		&m.ReceiveAcknowledgments,
+		&m.ReceiveErrors,
+		&m.ReceiveLifecycleEvents,
 	}
+}
+
+// Set sets the flag of category c: on, off, or nil (the default applies). An unknown
+// category is an error.
+func (m *MessagesConfig) Set(c MessageCategory, v *bool) error {
+	i := slices.Index(Categories[:], c)
+	if i < 0 {
+		return fmt.Errorf("unknown message category %q", c)
+	}
+	*m.fields()[i] = v
+	return nil
+}
+
+// EveryMessage is a messages config with each of the nine categories set explicitly to on:
+// a session whose callbacks (or WebSocket) carry every message, or none.
+func EveryMessage(on bool) MessagesConfig {
+	var m MessagesConfig
+	for _, f := range m.fields() {
+		*f = Bool(on)
+	}
+	return m
 }
 
 func resolve(m *MessagesConfig, defaults CategorySet) CategorySet {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -197,5 +198,43 @@ func TestCategoryValid(t *testing.T) {
 	}
 	if MessageCategory("everything").Valid() {
 		t.Error("unknown category valid")
+	}
+}
+
+// Set reaches the member its category's flag names, and only that one; EveryMessage sets all
+// nine explicitly, so false is written out rather than left to the defaults.
+func TestMessagesConfigSet(t *testing.T) {
+	for _, c := range Categories {
+		var m MessagesConfig
+		if err := m.Set(c, Bool(true)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"` + c.Flag() + `":true}`; string(got) != want {
+			t.Errorf("Set(%s): %s, want %s", c, got, want)
+		}
+		if err := m.Set(c, nil); err != nil || m != (MessagesConfig{}) {
+			t.Errorf("Set(%s, nil) left %+v (%v)", c, m, err)
+		}
+	}
+	var m MessagesConfig
+	if err := m.Set("partial", Bool(true)); err == nil || err.Error() != `unknown message category "partial"` {
+		t.Errorf("Set of an unknown category: %v", err)
+	}
+	for _, on := range []bool{true, false} {
+		all := EveryMessage(on)
+		set := all.WebSocketCategories()
+		for _, c := range Categories {
+			if set[c] != on {
+				t.Errorf("EveryMessage(%v): %s is %v", on, c, set[c])
+			}
+		}
+		got, _ := json.Marshal(all)
+		if n := strings.Count(string(got), strconv.FormatBool(on)); n != 9 {
+			t.Errorf("EveryMessage(%v) writes %d flags: %s", on, n, got)
+		}
 	}
 }

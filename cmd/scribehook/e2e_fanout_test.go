@@ -189,7 +189,7 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 	})
 	ctx := context.Background()
 	start := time.Now()
-	id := l.liveSession(allCategories(true))
+	id := l.liveSession(api.EveryMessage(true))
 	stored := l.storedMessages(id, api.MessageEndSession)
 	// The file sink keeps up although the webhook fails every attempt beside it.
 	eventsDir := filepath.Join(out, id, "events")

@@ -97,7 +97,7 @@ func testReplicas(t *testing.T, driver string) {
 		wg.Go(func() {
 			created, err := client.CreateLive(ctx, api.LiveRequest{
 				SampleRate: api.Int(16000), Endpointing: api.Float(0.3), Callback: api.Bool(true),
-				CallbackConfig: &api.LiveCallbackConfig{URL: callbackURL(api.KindLive), MessagesConfig: allCategories(true)},
+				CallbackConfig: &api.LiveCallbackConfig{URL: callbackURL(api.KindLive), MessagesConfig: api.EveryMessage(true)},
 				PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
 			}, "")
 			if err != nil {

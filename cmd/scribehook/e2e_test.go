@@ -195,15 +195,6 @@ func (l *loop) liveSession(cfg api.MessagesConfig) string {
 	return created.ID
 }
 
-func allCategories(on bool) api.MessagesConfig {
-	b := api.Bool(on)
-	return api.MessagesConfig{
-		ReceivePartialTranscripts: b, ReceiveFinalTranscripts: b, ReceiveSpeechEvents: b,
-		ReceivePreProcessingEvents: b, ReceiveRealtimeProcessingEvents: b, ReceivePostProcessingEvents: b,
-		ReceiveAcknowledgments: b, ReceiveErrors: b, ReceiveLifecycleEvents: b,
-	}
-}
-
 // storedMessages waits until the session's end_session is stored and returns every message.
 func (l *loop) storedMessages(id string, wantLast api.MessageType) []store.LiveMessage {
 	l.t.Helper()
@@ -226,7 +217,7 @@ func (l *loop) storedMessages(id string, wantLast api.MessageType) []store.LiveM
 
 func TestE2ELiveEveryCategoryStoredOnceInOrder(t *testing.T) {
 	l := newLoop(t, sandbox.Faults{})
-	id := l.liveSession(allCategories(true))
+	id := l.liveSession(api.EveryMessage(true))
 	stored := l.storedMessages(id, api.MessageEndSession)
 	job, err := l.service.GetLive(context.Background(), id)
 	if err != nil {
@@ -263,7 +254,7 @@ func TestE2ELiveEveryCategoryStoredOnceInOrder(t *testing.T) {
 
 func TestE2ELiveOnlyFinalTranscripts(t *testing.T) {
 	l := newLoop(t, sandbox.Faults{})
-	cfg := allCategories(false)
+	cfg := api.EveryMessage(false)
 	cfg.ReceiveFinalTranscripts = api.Bool(true)
 	id := l.liveSession(cfg)
 	// Wait for the session to end at the service, then for its four finals to be stored.
@@ -296,7 +287,7 @@ func TestE2EFaultsStoreEachDeliveryOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := l.waitJob(created.ID)
-	id := l.liveSession(allCategories(true))
+	id := l.liveSession(api.EveryMessage(true))
 	job, _ := l.service.GetLive(ctx, id)
 	want := map[string]bool{}
 	for _, s := range job.Result.Messages {

@@ -108,31 +108,11 @@ func (lf *liveFlags) callbackCategories(cmd *cobra.Command) (api.MessagesConfig,
 		default:
 			continue
 		}
-		*categoryField(&mc, c) = v
+		if err := mc.Set(c, v); err != nil {
+			return mc, err
+		}
 	}
 	return mc, nil
-}
-
-func categoryField(mc *api.MessagesConfig, c api.MessageCategory) **bool {
-	switch c {
-	case api.CategoryPartialTranscripts:
-		return &mc.ReceivePartialTranscripts
-	case api.CategoryFinalTranscripts:
-		return &mc.ReceiveFinalTranscripts
-	case api.CategorySpeechEvents:
-		return &mc.ReceiveSpeechEvents
-	case api.CategoryPreProcessingEvents:
-		return &mc.ReceivePreProcessingEvents
-	case api.CategoryRealtimeProcessingEvents:
-		return &mc.ReceiveRealtimeProcessingEvents
-	case api.CategoryPostProcessingEvents:
-		return &mc.ReceivePostProcessingEvents
-	case api.CategoryAcknowledgments:
-		return &mc.ReceiveAcknowledgments
-	case api.CategoryErrors:
-		return &mc.ReceiveErrors
-	}
-	return &mc.ReceiveLifecycleEvents
 }
 
 func runLive(cmd *cobra.Command, lf *liveFlags) error {

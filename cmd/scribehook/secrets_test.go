@@ -94,7 +94,7 @@ func TestNoSecretInTheLogs(t *testing.T) {
 	// A live session: its socket URL holds a session token.
 	live, err := l.service.CreateLive(ctx, api.LiveRequest{
 		SampleRate: api.Int(8000), Endpointing: api.Float(0.3), Callback: api.Bool(true),
-		CallbackConfig: &api.LiveCallbackConfig{URL: mint(api.KindLive), MessagesConfig: allCategories(true)},
+		CallbackConfig: &api.LiveCallbackConfig{URL: mint(api.KindLive), MessagesConfig: api.EveryMessage(true)},
 	}, "")
 	if err != nil {
 		t.Fatal(err)

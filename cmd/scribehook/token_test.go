@@ -99,7 +99,7 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 	// A live session as `scribehook live` creates it.
 	subm := &scribehook.Submitter{Store: l.store, Service: l.service, PublicURL: cfg.PublicURL}
 	created, err := subm.StartLive(ctx, api.LiveRequest{SampleRate: api.Int(8000),
-		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: allCategories(true)}}, "")
+		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: api.EveryMessage(true)}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

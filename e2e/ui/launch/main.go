@@ -248,12 +248,7 @@ func (e *env) handleSubmit(w http.ResponseWriter, r *http.Request) {
 // handleLive creates a live session with every category on and streams the sample to it in
 // real time, in the background.
 func (e *env) handleLive(w http.ResponseWriter, r *http.Request) {
-	on := api.Bool(true)
-	all := api.MessagesConfig{
-		ReceivePartialTranscripts: on, ReceiveFinalTranscripts: on, ReceiveSpeechEvents: on,
-		ReceivePreProcessingEvents: on, ReceiveRealtimeProcessingEvents: on, ReceivePostProcessingEvents: on,
-		ReceiveAcknowledgments: on, ReceiveErrors: on, ReceiveLifecycleEvents: on,
-	}
+	all := api.EveryMessage(true)
 	created, err := e.submitter.StartLive(r.Context(), api.LiveRequest{
 		SampleRate: api.Int(16000), Endpointing: api.Float(0.3),
 		CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: all},
