@@ -260,6 +260,18 @@ func checkSettings(s string, n int, p *problems) {
 	}
 }
 
+// token is the character reference (after &) or tag (after <) that s starts with, or "" when
+// s starts with a bare &, < or >, which cue text must escape.
+func (g vttGrammar) token(s string) string {
+	switch s[0] {
+	case '&':
+		return g.ref.FindString(s)
+	case '<':
+		return g.tag.FindString(s)
+	}
+	return ""
+}
+
 // checkCueText checks the escaping and markup of one cue's text lines (first is the line
 // number of the first).
 func (g vttGrammar) checkCueText(text []string, first int, p *problems) {
@@ -269,31 +281,24 @@ func (g vttGrammar) checkCueText(text []string, first int, p *problems) {
 		n := first + k
 		checkText(l, n, p)
 		for j := 0; j < len(l); {
-			switch l[j] {
-			case '&':
-				ref := g.ref.FindString(l[j:])
-				if ref == "" {
-					p.add(n, "unescaped & at column %d", j+1)
-					j++
-					continue
-				}
-				j += len(ref)
-			case '>':
-				p.add(n, "unescaped > at column %d", j+1)
+			c := l[j]
+			if c != '&' && c != '<' && c != '>' {
 				j++
-			case '<':
-				tag := g.tag.FindString(l[j:])
-				if tag == "" {
-					p.add(n, "unescaped < at column %d", j+1)
-					j++
-					continue
-				}
-				name := strings.TrimLeft(tag[1:len(tag)-1], "/")
+				continue
+			}
+			tok := g.token(l[j:])
+			if tok == "" {
+				p.add(n, "unescaped %c at column %d", c, j+1)
+				j++
+				continue
+			}
+			if c == '<' {
+				name := strings.TrimLeft(tok[1:len(tok)-1], "/")
 				name = strings.FieldsFunc(name, func(r rune) bool { return r == '.' || r == ' ' || r == '\t' })[0]
 				switch {
-				case strings.HasPrefix(tag, "</"):
+				case strings.HasPrefix(tok, "</"):
 					if len(stack) == 0 || stack[len(stack)-1] != name {
-						p.add(n, "end tag %s does not close the open tag", tag)
+						p.add(n, "end tag %s does not close the open tag", tok)
 					} else {
 						stack = stack[:len(stack)-1]
 					}
@@ -307,10 +312,8 @@ func (g vttGrammar) checkCueText(text []string, first int, p *problems) {
 					}
 					stack = append(stack, name)
 				}
-				j += len(tag)
-			default:
-				j++
 			}
+			j += len(tok)
 		}
 	}
 	// Only a voice span covering the whole cue may be left open.

@@ -88,3 +88,23 @@ func TestValidateVTT(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateVTTCueText pins what the cue text check reports: a bare &, < or > by its column,
+// and the tags that do not nest.
+func TestValidateVTTCueText(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"AT&T", "line 4: unescaped & at column 3"},
+		{"&copy; 2024", "line 4: unescaped & at column 1"},
+		{"x <3", "line 4: unescaped < at column 3"},
+		{"x > y", "line 4: unescaped > at column 3"},
+		{"<inaudible>", "line 4: unescaped < at column 1\nline 4: unescaped > at column 11"},
+		{"<v A&B>x", "line 4: unescaped < at column 1\nline 4: unescaped & at column 5\nline 4: unescaped > at column 7"},
+		{"<b>x</i>", "line 4: end tag </i> does not close the open tag\nline 4: tag <b> left open"},
+		{"x <v A>y", "line 4: tag <v> left open"},
+	} {
+		err := ValidateVTT([]byte("WEBVTT\n\n00:01.000 --> 00:02.000\n" + tc.text + "\n"))
+		if want := "subtitles: invalid WebVTT: " + tc.want; err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", tc.text, err, want)
+		}
+	}
+}
