@@ -90,12 +90,12 @@ func (c *cappedBody) Close() error { return c.body.Close() }
 func (s *Server) open(ctx context.Context, rawURL string, limit int64) (*cappedBody, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, fmt.Errorf("build request: %w", stripURL(err))
+		return nil, fmt.Errorf("build request: %w", netguard.StripURLError(err))
 	}
 	req.Header.Set("User-Agent", "scribehook-sandbox")
 	resp, err := s.fetcher.Do(req)
 	if err != nil {
-		return nil, stripURL(err)
+		return nil, netguard.StripURLError(err)
 	}
 	if resp.StatusCode/100 != 2 {
 		resp.Body.Close()
@@ -179,7 +179,7 @@ func (s *Server) fetchSidecar(ctx context.Context, log logrus.FieldLogger, rawUR
 	defer cancel()
 	body, err := s.open(ctx, u.String(), min(maxSidecarBytes, s.cfg.MaxFetchBytes))
 	if err != nil {
-		log.WithFields(logrus.Fields{"url": redactURL(u.String()), "reason": err.Error()}).Debug("no sidecar")
+		log.WithFields(logrus.Fields{"url": netguard.RedactURL(u.String()), "reason": err.Error()}).Debug("no sidecar")
 		return nil
 	}
 	defer body.Close()
@@ -197,27 +197,5 @@ func (s *Server) fetchSidecar(ctx context.Context, log logrus.FieldLogger, rawUR
 // logFetchFailure records why a fetch failed, which the job's error does not say. The URL is
 // logged without user info, query or fragment: signed URLs carry their secrets there.
 func logFetchFailure(log logrus.FieldLogger, what, rawURL string, err error) {
-	log.WithFields(logrus.Fields{"url": redactURL(rawURL), "reason": err.Error()}).Warn(what + " fetch failed")
-}
-
-// stripURL drops the *url.Error around a client error: it quotes the whole URL, query included.
-func stripURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-func redactURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User = nil
-	u.RawQuery = ""
-	u.ForceQuery = false
-	u.Fragment = ""
-	u.RawFragment = ""
-	return u.String()
+	log.WithFields(logrus.Fields{"url": netguard.RedactURL(rawURL), "reason": err.Error()}).Warn(what + " fetch failed")
 }
