@@ -57,54 +57,37 @@ func TestValidateVTT(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// Each bad file with what the check reports, after "subtitles: invalid WebVTT: ": a bare
+	// &, < or > by its column, tags that do not nest, and the structure's faults by line.
 	cue := func(text string) string { return "WEBVTT\n\n00:01.000 --> 00:02.000\n" + text + "\n" }
-	for name, in := range map[string]string{
-		"no header":          "1\n00:01.000 --> 00:02.000\nx\n",
-		"WEBVTTX":            "WEBVTTX\n\n00:01.000 --> 00:02.000\nx\n",
-		"no blank after hdr": "WEBVTT\n00:01.000 --> 00:02.000\nx\n",
-		"comma for dot":      "WEBVTT\n\n00:00:01,000 --> 00:00:02,000\nx\n",
-		"one-digit minute":   "WEBVTT\n\n0:01.000 --> 00:02.000\nx\n",
-		"end before start":   "WEBVTT\n\n00:02.000 --> 00:01.000\nx\n",
-		"not monotonic":      "WEBVTT\n\n00:05.000 --> 00:06.000\nx\n\n00:01.000 --> 00:02.000\ny\n",
-		"duplicate id":       "WEBVTT\n\na\n00:01.000 --> 00:02.000\nx\n\na\n00:03.000 --> 00:04.000\ny\n",
-		"unknown setting":    "WEBVTT\n\n00:01.000 --> 00:02.000 color:red\nx\n",
-		"repeated setting":   "WEBVTT\n\n00:01.000 --> 00:02.000 align:start align:end\nx\n",
-		"raw ampersand":      cue("AT&T"),
-		"unknown entity":     cue("&copy; 2024"),
-		"raw less-than":      cue("<3"),
-		"raw greater-than":   cue("x > y"),
-		"unknown tag":        cue("<inaudible>"),
-		"arrow in text":      cue("a --> b"),
-		"unclosed italics":   cue("<i>x"),
-		"mismatched end tag": cue("<b>x</i>"),
-		"two open voices":    cue("<v A>x\n<v B>y"),
-		"voice not at start": cue("x <v A>y"),
-		"raw & in voice":     cue("<v A&B>x"),
-		"cue without text":   "WEBVTT\n\n00:01.000 --> 00:02.000\n",
-		"arrow in NOTE":      "WEBVTT\n\nNOTE a --> b\n",
+	for name, tc := range map[string]struct{ in, want string }{
+		"no header":          {"1\n00:01.000 --> 00:02.000\nx\n", "line 1: missing WEBVTT header"},
+		"WEBVTTX":            {"WEBVTTX\n\n00:01.000 --> 00:02.000\nx\n", "line 1: missing WEBVTT header"},
+		"no blank after hdr": {"WEBVTT\n00:01.000 --> 00:02.000\nx\n", "line 2: the header must be followed by a blank line"},
+		"comma for dot":      {"WEBVTT\n\n00:00:01,000 --> 00:00:02,000\nx\n", `line 3: bad timing line "00:00:01,000 --> 00:00:02,000"`},
+		"one-digit minute":   {"WEBVTT\n\n0:01.000 --> 00:02.000\nx\n", `line 3: bad timing line "0:01.000 --> 00:02.000"`},
+		"end before start":   {"WEBVTT\n\n00:02.000 --> 00:01.000\nx\n", "line 3: end not after start"},
+		"not monotonic":      {"WEBVTT\n\n00:05.000 --> 00:06.000\nx\n\n00:01.000 --> 00:02.000\ny\n", "line 6: starts before the previous cue"},
+		"duplicate id":       {"WEBVTT\n\na\n00:01.000 --> 00:02.000\nx\n\na\n00:03.000 --> 00:04.000\ny\n", `line 7: identifier "a" already used on line 3`},
+		"unknown setting":    {"WEBVTT\n\n00:01.000 --> 00:02.000 color:red\nx\n", `line 3: unknown cue setting "color"`},
+		"repeated setting":   {"WEBVTT\n\n00:01.000 --> 00:02.000 align:start align:end\nx\n", `line 3: cue setting "align" repeated`},
+		"raw ampersand":      {cue("AT&T"), "line 4: unescaped & at column 3"},
+		"unknown entity":     {cue("&copy; 2024"), "line 4: unescaped & at column 1"},
+		"raw less-than":      {cue("<3"), "line 4: unescaped < at column 1"},
+		"raw greater-than":   {cue("x > y"), "line 4: unescaped > at column 3"},
+		"unknown tag":        {cue("<inaudible>"), "line 4: unescaped < at column 1\nline 4: unescaped > at column 11"},
+		"arrow in text":      {cue("a --> b"), "line 4: \"-->\" in text\nline 4: unescaped > at column 5"},
+		"unclosed italics":   {cue("<i>x"), "line 4: tag <i> left open"},
+		"mismatched end tag": {cue("<b>x</i>"), "line 4: end tag </i> does not close the open tag\nline 4: tag <b> left open"},
+		"two open voices":    {cue("<v A>x\n<v B>y"), "line 5: tag <v> left open\nline 5: tag <v> left open"},
+		"voice not at start": {cue("x <v A>y"), "line 4: tag <v> left open"},
+		"raw & in voice":     {cue("<v A&B>x"), "line 4: unescaped < at column 1\nline 4: unescaped & at column 5\nline 4: unescaped > at column 7"},
+		"cue without text":   {"WEBVTT\n\n00:01.000 --> 00:02.000\n", "line 4: cue without text"},
+		"arrow in NOTE":      {"WEBVTT\n\nNOTE a --> b\n", `line 3: "-->" in a NOTE`},
 	} {
-		if err := ValidateVTT([]byte(in)); err == nil {
-			t.Errorf("%s: accepted %q", name, in)
-		}
-	}
-}
-
-// TestValidateVTTCueText pins what the cue text check reports: a bare &, < or > by its column,
-// and the tags that do not nest.
-func TestValidateVTTCueText(t *testing.T) {
-	for _, tc := range []struct{ text, want string }{
-		{"AT&T", "line 4: unescaped & at column 3"},
-		{"&copy; 2024", "line 4: unescaped & at column 1"},
-		{"x <3", "line 4: unescaped < at column 3"},
-		{"x > y", "line 4: unescaped > at column 3"},
-		{"<inaudible>", "line 4: unescaped < at column 1\nline 4: unescaped > at column 11"},
-		{"<v A&B>x", "line 4: unescaped < at column 1\nline 4: unescaped & at column 5\nline 4: unescaped > at column 7"},
-		{"<b>x</i>", "line 4: end tag </i> does not close the open tag\nline 4: tag <b> left open"},
-		{"x <v A>y", "line 4: tag <v> left open"},
-	} {
-		err := ValidateVTT([]byte("WEBVTT\n\n00:01.000 --> 00:02.000\n" + tc.text + "\n"))
+		err := ValidateVTT([]byte(tc.in))
 		if want := "subtitles: invalid WebVTT: " + tc.want; err == nil || err.Error() != want {
-			t.Errorf("%q: %v, want %s", tc.text, err, want)
+			t.Errorf("%s: %v, want %s", name, err, want)
 		}
 	}
 }
