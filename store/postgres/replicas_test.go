@@ -426,7 +426,7 @@ func TestLeaseExpiryAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := eventIDs(heads); !slices.Equal(got, []string{"e0", "e1", "e2"}) {
+	if got := storetest.EventIDs(heads); !slices.Equal(got, []string{"e0", "e1", "e2"}) {
 		t.Errorf("survivor's ordered claim after the leases = %v, want the heads [e0 e1 e2]", got)
 	}
 	rest, err := rs[1].ClaimSinkDeliveries(t.Context(), "hook", false, after, lease, 0)
@@ -463,12 +463,4 @@ func TestReplicasEnqueueOnce(t *testing.T) {
 	if d, err := rs[0].SinkDepth(t.Context(), "hook"); err != nil || d != n {
 		t.Errorf("depth = %d, %v; want %d", d, err, n)
 	}
-}
-
-func eventIDs(ds []store.SinkDelivery) []string {
-	out := make([]string, len(ds))
-	for i, d := range ds {
-		out[i] = d.EventID
-	}
-	return out
 }

@@ -47,7 +47,9 @@ func claim(t *testing.T, s store.Store, sink string, ordered bool, now time.Time
 	return must(s.ClaimSinkDeliveries(t.Context(), sink, ordered, now, sinkLease, limit))(t, "ClaimSinkDeliveries(%s)", sink)
 }
 
-func eventIDs(ds []store.SinkDelivery) []string {
+// EventIDs lists the deliveries' event ids in order, for comparing a claim with the events
+// expected.
+func EventIDs(ds []store.SinkDelivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.EventID
@@ -94,7 +96,7 @@ func testSinkEnqueueFields(t *testing.T, s store.Store) {
 
 	got := claim(t, s, "hook", false, base.Add(time.Hour), 0)
 	if len(got) != 3 {
-		t.Fatalf("claimed %v, want 3 deliveries", eventIDs(got))
+		t.Fatalf("claimed %v, want 3 deliveries", EventIDs(got))
 	}
 	b.EventID, b.NextAttempt = "ev-b", b.CreatedAt
 	for i, want := range []store.SinkDelivery{a, b, c} {
@@ -136,8 +138,8 @@ func testSinkEnqueueOnce(t *testing.T, s store.Store) {
 	enqueue(t, s, queued("hook", "e1", "", 0), queued("hook", "e2", "", 0), queued("hook", "e3", "", 0),
 		queued("hook", "e1", "", time.Second)) // in-batch duplicate
 	ds := claim(t, s, "hook", false, base, 0)
-	if !slices.Equal(eventIDs(ds), []string{"e1", "e2", "e3"}) {
-		t.Fatalf("claimed %v, want [e1 e2 e3]", eventIDs(ds))
+	if !slices.Equal(EventIDs(ds), []string{"e1", "e2", "e3"}) {
+		t.Fatalf("claimed %v, want [e1 e2 e3]", EventIDs(ds))
 	}
 	if err := s.CompleteSinkDelivery(t.Context(), ds[1].ID); err != nil {
 		t.Fatalf("CompleteSinkDelivery: %v", err)
@@ -167,17 +169,17 @@ func testSinkEnqueueOnce(t *testing.T, s store.Store) {
 
 	// e1 is still leased from the first claim; once its lease ends it is the only old one.
 	later := base.Add(2 * sinkLease)
-	if got := eventIDs(claim(t, s, "hook", false, later, 0)); !slices.Equal(got, []string{"e1", "e4"}) {
+	if got := EventIDs(claim(t, s, "hook", false, later, 0)); !slices.Equal(got, []string{"e1", "e4"}) {
 		t.Errorf("hook claims %v, want [e1 e4] (no second e1, e2 or e3, no rolled back e5)", got)
 	}
-	if got := eventIDs(claim(t, s, "files", false, later, 0)); !slices.Equal(got, []string{"e1"}) {
+	if got := EventIDs(claim(t, s, "files", false, later, 0)); !slices.Equal(got, []string{"e1"}) {
 		t.Errorf("files claims %v, want [e1]", got)
 	}
 	if n := depth(t, s, "hook"); n != 2 {
 		t.Errorf("hook depth = %d, want 2", n)
 	}
 	if dead := deadLetters(t, s, "", time.Time{}, 0); len(dead) != 1 || dead[0].EventID != "e3" {
-		t.Errorf("dead letters = %v, want [e3] only", eventIDs(dead))
+		t.Errorf("dead letters = %v, want [e3] only", EventIDs(dead))
 	}
 }
 
@@ -193,21 +195,21 @@ func testSinkClaimDue(t *testing.T, s store.Store) {
 	enqueue(t, s, queued("other", "x1", "", 0))
 
 	if got := claim(t, s, "hook", false, base, 0); len(got) != 0 {
-		t.Errorf("claim before anything is due = %v", eventIDs(got))
+		t.Errorf("claim before anything is due = %v", EventIDs(got))
 	}
 	// Longest due first, then queue order; the limit takes the first ones.
 	now := base.Add(5 * time.Second)
-	if got := eventIDs(claim(t, s, "hook", false, now, 2)); !slices.Equal(got, []string{"d2", "d3"}) {
+	if got := EventIDs(claim(t, s, "hook", false, now, 2)); !slices.Equal(got, []string{"d2", "d3"}) {
 		t.Errorf("first claim = %v, want [d2 d3]", got)
 	}
-	if got := eventIDs(claim(t, s, "hook", false, now, 0)); !slices.Equal(got, []string{"d5", "d1"}) {
+	if got := EventIDs(claim(t, s, "hook", false, now, 0)); !slices.Equal(got, []string{"d5", "d1"}) {
 		t.Errorf("second claim = %v, want [d5 d1] (leased ones skipped, d4 not due)", got)
 	}
 	if got := claim(t, s, "hook", false, now, 0); len(got) != 0 {
-		t.Errorf("third claim = %v, want nothing", eventIDs(got))
+		t.Errorf("third claim = %v, want nothing", EventIDs(got))
 	}
 	// Exactly at the due time is due.
-	if got := eventIDs(claim(t, s, "hook", false, base.Add(10*time.Second), 0)); !slices.Equal(got, []string{"d4"}) {
+	if got := EventIDs(claim(t, s, "hook", false, base.Add(10*time.Second), 0)); !slices.Equal(got, []string{"d4"}) {
 		t.Errorf("claim at d4's due time = %v, want [d4]", got)
 	}
 	if n := depth(t, s, "hook"); n != 5 {
@@ -225,12 +227,12 @@ func testSinkLeaseExpiry(t *testing.T, s store.Store) {
 	enqueue(t, s, queued("hook", "e1", "", 0))
 	first := claim(t, s, "hook", false, base, 1)
 	if len(first) != 1 {
-		t.Fatalf("claim = %v", eventIDs(first))
+		t.Fatalf("claim = %v", EventIDs(first))
 	}
 	// The lease covers [base, base+lease]; it ends after that.
 	for _, at := range []time.Duration{0, sinkLease / 2, sinkLease} {
 		if got := claim(t, s, "hook", false, base.Add(at), 0); len(got) != 0 {
-			t.Errorf("claimed at +%s, inside the lease: %v", at, eventIDs(got))
+			t.Errorf("claimed at +%s, inside the lease: %v", at, EventIDs(got))
 		}
 	}
 	again := claim(t, s, "hook", false, base.Add(sinkLease+time.Microsecond), 0)
@@ -239,7 +241,7 @@ func testSinkLeaseExpiry(t *testing.T, s store.Store) {
 	}
 	// The new lease runs from the new claim.
 	if got := claim(t, s, "hook", false, base.Add(sinkLease+sinkLease/2), 0); len(got) != 0 {
-		t.Errorf("claimed inside the second lease: %v", eventIDs(got))
+		t.Errorf("claimed inside the second lease: %v", EventIDs(got))
 	}
 	// Retry releases the lease: due again at its next attempt, even inside the old lease.
 	if err := s.RetrySinkDelivery(t.Context(), first[0].ID, base.Add(sinkLease+2*time.Second), "timeout"); err != nil {
@@ -265,15 +267,15 @@ func testSinkClaimOrdered(t *testing.T, s store.Store) {
 	ids := map[string]int64{}
 
 	heads := claim(t, s, "hook", true, now, 0)
-	if !slices.Equal(eventIDs(heads), []string{"a1", "b1", "n1", "n2"}) {
-		t.Fatalf("ordered claim = %v, want [a1 b1 n1 n2]", eventIDs(heads))
+	if !slices.Equal(EventIDs(heads), []string{"a1", "b1", "n1", "n2"}) {
+		t.Fatalf("ordered claim = %v, want [a1 b1 n1 n2]", EventIDs(heads))
 	}
 	for _, d := range heads {
 		ids[d.EventID] = d.ID
 	}
 	// Heads in flight hold their keys.
 	if got := claim(t, s, "hook", true, now, 0); len(got) != 0 {
-		t.Errorf("claim while heads are leased = %v, want nothing", eventIDs(got))
+		t.Errorf("claim while heads are leased = %v, want nothing", EventIDs(got))
 	}
 	// a1 fails and waits for a retry: a2 still waits for it.
 	if err := s.RetrySinkDelivery(t.Context(), ids["a1"], now.Add(time.Minute), "503"); err != nil {
@@ -283,12 +285,12 @@ func testSinkClaimOrdered(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	b2 := claim(t, s, "hook", true, now, 0)
-	if !slices.Equal(eventIDs(b2), []string{"b2"}) {
-		t.Fatalf("claim while a1 waits for its retry = %v, want [b2]", eventIDs(b2))
+	if !slices.Equal(EventIDs(b2), []string{"b2"}) {
+		t.Fatalf("claim while a1 waits for its retry = %v, want [b2]", EventIDs(b2))
 	}
 	ids["b2"] = b2[0].ID
 	// a1's lease ending does not free a2 either: a1 is still queued.
-	if got := eventIDs(claim(t, s, "hook", true, now.Add(time.Minute), 0)); !slices.Equal(got, []string{"a1"}) {
+	if got := EventIDs(claim(t, s, "hook", true, now.Add(time.Minute), 0)); !slices.Equal(got, []string{"a1"}) {
 		t.Errorf("claim at a1's retry = %v, want [a1]", got)
 	}
 	// A dead letter no longer holds its key.
@@ -296,13 +298,13 @@ func testSinkClaimOrdered(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	a2 := claim(t, s, "hook", true, now.Add(time.Minute), 0)
-	if !slices.Equal(eventIDs(a2), []string{"a2"}) {
-		t.Fatalf("claim after a1 died = %v, want [a2]", eventIDs(a2))
+	if !slices.Equal(EventIDs(a2), []string{"a2"}) {
+		t.Fatalf("claim after a1 died = %v, want [a2]", EventIDs(a2))
 	}
 	if err := s.CompleteSinkDelivery(t.Context(), a2[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := eventIDs(claim(t, s, "hook", true, now.Add(time.Minute), 0)); !slices.Equal(got, []string{"a3"}) {
+	if got := EventIDs(claim(t, s, "hook", true, now.Add(time.Minute), 0)); !slices.Equal(got, []string{"a3"}) {
 		t.Errorf("claim after a2 = %v, want [a3]", got)
 	}
 	for _, ev := range []string{"b2", "n1", "n2"} {
@@ -315,10 +317,10 @@ func testSinkClaimOrdered(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	enqueue(t, s, queued("hook", "a4", "job-a", 3*time.Minute))
-	if got := eventIDs(claim(t, s, "hook", true, now.Add(5*time.Minute), 0)); !slices.Equal(got, []string{"a1"}) {
+	if got := EventIDs(claim(t, s, "hook", true, now.Add(5*time.Minute), 0)); !slices.Equal(got, []string{"a1"}) {
 		t.Errorf("claim after replaying a1 = %v, want [a1] (a3, its lease over, and a4 now wait behind a1)", got)
 	}
-	if got := eventIDs(claim(t, s, "other", true, now, 0)); !slices.Equal(got, []string{"o1"}) {
+	if got := EventIDs(claim(t, s, "other", true, now, 0)); !slices.Equal(got, []string{"o1"}) {
 		t.Errorf("other sink = %v, want [o1]", got)
 	}
 }
@@ -330,7 +332,7 @@ func testSinkClaimUnordered(t *testing.T, s store.Store) {
 	if err := s.RetrySinkDelivery(t.Context(), first[0].ID, base.Add(time.Hour), "503"); err != nil {
 		t.Fatal(err)
 	}
-	if got := eventIDs(claim(t, s, "hook", false, base, 0)); !slices.Equal(got, []string{"a2"}) {
+	if got := EventIDs(claim(t, s, "hook", false, base, 0)); !slices.Equal(got, []string{"a2"}) {
 		t.Errorf("unordered claim = %v, want [a2]", got)
 	}
 }
@@ -344,11 +346,11 @@ func testSinkRetry(t *testing.T, s store.Store) {
 			t.Fatalf("RetrySinkDelivery: %v", err)
 		}
 		if got := claim(t, s, "hook", false, at.Add(wait-time.Microsecond), 0); len(got) != 0 {
-			t.Errorf("claimed before the next attempt: %v", eventIDs(got))
+			t.Errorf("claimed before the next attempt: %v", EventIDs(got))
 		}
 		got := claim(t, s, "hook", false, at.Add(wait), 0)
 		if len(got) != 1 {
-			t.Fatalf("claim at the next attempt = %v", eventIDs(got))
+			t.Fatalf("claim at the next attempt = %v", EventIDs(got))
 		}
 		want := queued("hook", "e1", "job-1", 0)
 		want.Attempts, want.NextAttempt, want.LastError = i+1, at.Add(wait), fmt.Sprint("503 #", i+1)
@@ -368,7 +370,7 @@ func testSinkRetry(t *testing.T, s store.Store) {
 		t.Errorf("KillSinkDelivery(delivered) = %v, want ErrNotFound", err)
 	}
 	if got := claim(t, s, "hook", false, base.Add(24*time.Hour), 0); len(got) != 0 {
-		t.Errorf("delivered delivery claimed again: %v", eventIDs(got))
+		t.Errorf("delivered delivery claimed again: %v", EventIDs(got))
 	}
 	if n := depth(t, s, "hook"); n != 0 {
 		t.Errorf("depth = %d, want 0", n)
@@ -395,7 +397,7 @@ func testSinkComplete(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	if dead := deadLetters(t, s, "", time.Time{}, 0); len(dead) != 0 {
-		t.Errorf("dead letters = %v, want none", eventIDs(dead))
+		t.Errorf("dead letters = %v, want none", EventIDs(dead))
 	}
 	if err := s.ReplayDeadLetter(t.Context(), ds[1].ID, base); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ReplayDeadLetter(delivered) = %v, want ErrNotFound", err)
@@ -412,7 +414,7 @@ func testSinkCompleteMany(t *testing.T, s store.Store) {
 		queued("many", "m4", "b", 0))
 	ds := claim(t, s, "many", false, base, 0)
 	if len(ds) != 4 {
-		t.Fatalf("claimed %v, want m1..m4", eventIDs(ds))
+		t.Fatalf("claimed %v, want m1..m4", EventIDs(ds))
 	}
 	if err := s.CompleteSinkDeliveries(t.Context(), nil); err != nil {
 		t.Errorf("CompleteSinkDeliveries(none) = %v", err)
@@ -436,17 +438,17 @@ func testSinkCompleteMany(t *testing.T, s store.Store) {
 		t.Errorf("depth = %d, want 1 (m4)", n)
 	}
 	if dead := deadLetters(t, s, "many", time.Time{}, 0); len(dead) != 0 {
-		t.Errorf("dead letters = %v, want none", eventIDs(dead))
+		t.Errorf("dead letters = %v, want none", EventIDs(dead))
 	}
 	// The ordered head of key a moved on: nothing of a is left; b's next is m4.
-	if got := eventIDs(claim(t, s, "many", true, base.Add(2*sinkLease), 0)); !slices.Equal(got, []string{"m4"}) {
+	if got := EventIDs(claim(t, s, "many", true, base.Add(2*sinkLease), 0)); !slices.Equal(got, []string{"m4"}) {
 		t.Errorf("ordered claim after the group = %v, want [m4]", got)
 	}
 
 	// Complete and claim in one: the claim sees the completion, so key c's next is eligible.
 	enqueue(t, s, queued("both", "c1", "c", 0), queued("both", "c2", "c", 0), queued("both", "c3", "c", 0))
 	heads := claim(t, s, "both", true, base, 0)
-	if got := eventIDs(heads); !slices.Equal(got, []string{"c1"}) {
+	if got := EventIDs(heads); !slices.Equal(got, []string{"c1"}) {
 		t.Fatalf("ordered claim = %v, want [c1]", got)
 	}
 	if _, err := s.CompleteAndClaimSinkDeliveries(t.Context(), []int64{heads[0].ID, 999999}, "both", true, base, sinkLease, 0); !errors.Is(err, store.ErrNotFound) {
@@ -459,14 +461,14 @@ func testSinkCompleteMany(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("CompleteAndClaimSinkDeliveries: %v", err)
 	}
-	if got := eventIDs(next); !slices.Equal(got, []string{"c2"}) {
+	if got := EventIDs(next); !slices.Equal(got, []string{"c2"}) {
 		t.Errorf("claimed with c1's completion = %v, want [c2]", got)
 	}
 	if got := claim(t, s, "both", false, base, 0); len(got) != 1 || got[0].EventID != "c3" {
-		t.Errorf("unordered claim after = %v, want [c3] (c2 leased)", eventIDs(got))
+		t.Errorf("unordered claim after = %v, want [c3] (c2 leased)", EventIDs(got))
 	}
 	if next, err := s.CompleteAndClaimSinkDeliveries(t.Context(), nil, "both", false, base, sinkLease, 1); err != nil || len(next) != 0 {
-		t.Errorf("CompleteAndClaimSinkDeliveries(nothing due) = %v, %v; want none", eventIDs(next), err)
+		t.Errorf("CompleteAndClaimSinkDeliveries(nothing due) = %v, %v; want none", EventIDs(next), err)
 	}
 }
 
@@ -494,8 +496,8 @@ func testSinkDeadLetters(t *testing.T, s store.Store) {
 		}
 	}
 	all := deadLetters(t, s, "", time.Time{}, 0)
-	if !slices.Equal(eventIDs(all), []string{"f1", "h2", "h1"}) {
-		t.Fatalf("dead letters = %v, want [f1 h2 h1] (newest first, then newest id)", eventIDs(all))
+	if !slices.Equal(EventIDs(all), []string{"f1", "h2", "h1"}) {
+		t.Fatalf("dead letters = %v, want [f1 h2 h1] (newest first, then newest id)", EventIDs(all))
 	}
 	want := queued("hook", "h1", "job-1", 0)
 	want.Attempts, want.LastError, want.FailedAt, want.NextAttempt = 2, "500 after 8 attempts", base.Add(time.Second), base
@@ -507,21 +509,21 @@ func testSinkDeadLetters(t *testing.T, s store.Store) {
 	want.Attempts, want.LastError, want.FailedAt = 1, "400 bad body", base.Add(2*time.Second)
 	checkSinkDelivery(t, all[1], want)
 
-	if got := eventIDs(deadLetters(t, s, "hook", time.Time{}, 0)); !slices.Equal(got, []string{"h2", "h1"}) {
+	if got := EventIDs(deadLetters(t, s, "hook", time.Time{}, 0)); !slices.Equal(got, []string{"h2", "h1"}) {
 		t.Errorf("hook dead letters = %v, want [h2 h1]", got)
 	}
 	// since is inclusive.
-	if got := eventIDs(deadLetters(t, s, "", base.Add(2*time.Second), 0)); !slices.Equal(got, []string{"f1", "h2"}) {
+	if got := EventIDs(deadLetters(t, s, "", base.Add(2*time.Second), 0)); !slices.Equal(got, []string{"f1", "h2"}) {
 		t.Errorf("dead letters since +2s = %v, want [f1 h2]", got)
 	}
-	if got := eventIDs(deadLetters(t, s, "hook", base.Add(time.Second+time.Microsecond), 0)); !slices.Equal(got, []string{"h2"}) {
+	if got := EventIDs(deadLetters(t, s, "hook", base.Add(time.Second+time.Microsecond), 0)); !slices.Equal(got, []string{"h2"}) {
 		t.Errorf("hook dead letters since +1.000001s = %v, want [h2]", got)
 	}
-	if got := eventIDs(deadLetters(t, s, "", time.Time{}, 2)); !slices.Equal(got, []string{"f1", "h2"}) {
+	if got := EventIDs(deadLetters(t, s, "", time.Time{}, 2)); !slices.Equal(got, []string{"f1", "h2"}) {
 		t.Errorf("dead letters limit 2 = %v, want [f1 h2]", got)
 	}
 	if got := deadLetters(t, s, "nobody", time.Time{}, 0); len(got) != 0 {
-		t.Errorf("unknown sink dead letters = %v", eventIDs(got))
+		t.Errorf("unknown sink dead letters = %v", EventIDs(got))
 	}
 	if err := s.KillSinkDelivery(t.Context(), ids["h1"], "again", base); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("KillSinkDelivery(dead) = %v, want ErrNotFound", err)
@@ -530,7 +532,7 @@ func testSinkDeadLetters(t *testing.T, s store.Store) {
 		t.Errorf("hook depth = %d, want 1 (dead letters are not queued)", n)
 	}
 	// Dead letters are never claimed.
-	if got := eventIDs(claim(t, s, "hook", false, base.Add(24*time.Hour), 0)); !slices.Equal(got, []string{"h3"}) {
+	if got := EventIDs(claim(t, s, "hook", false, base.Add(24*time.Hour), 0)); !slices.Equal(got, []string{"h3"}) {
 		t.Errorf("claim = %v, want [h3]", got)
 	}
 }
@@ -562,20 +564,20 @@ func testSinkReplay(t *testing.T, s store.Store) {
 		t.Errorf("second ReplayDeadLetter = %v, want ErrNotFound (no longer dead)", err)
 	}
 	if dead := deadLetters(t, s, "", time.Time{}, 0); len(dead) != 0 {
-		t.Errorf("dead letters after replay = %v", eventIDs(dead))
+		t.Errorf("dead letters after replay = %v", EventIDs(dead))
 	}
 	if n := depth(t, s, "hook"); n != 1 {
 		t.Errorf("depth = %d, want 1", n)
 	}
 	if got := claim(t, s, "hook", false, replayAt.Add(-time.Microsecond), 0); len(got) != 0 {
-		t.Errorf("replayed delivery due before the replay: %v", eventIDs(got))
+		t.Errorf("replayed delivery due before the replay: %v", EventIDs(got))
 	}
 	// Due at the replay, attempts reset, no failure time; the last error stays for the record.
 	got := claim(t, s, "hook", false, replayAt, 0)
 	want := queued("hook", "e1", "job-1", 0)
 	want.NextAttempt, want.LastError = replayAt, "500"
 	if len(got) != 1 {
-		t.Fatalf("claim after replay = %v, want [e1]", eventIDs(got))
+		t.Fatalf("claim after replay = %v, want [e1]", EventIDs(got))
 	}
 	checkSinkDelivery(t, got[0], want)
 	if err := s.CompleteSinkDelivery(t.Context(), got[0].ID); err != nil {
@@ -661,10 +663,10 @@ func testReleaseSinkLeases(t *testing.T, s store.Store, releases bool) {
 		t.Fatal(err)
 	}
 	// Claimed again after their retries: a and free. Leased now: a, b, free, and c (files).
-	if got := eventIDs(claim(t, s, "hook", false, base, 0)); !slices.Equal(got, []string{"a", "free"}) {
+	if got := EventIDs(claim(t, s, "hook", false, base, 0)); !slices.Equal(got, []string{"a", "free"}) {
 		t.Fatalf("second claim = %v, want [a free]", got)
 	}
-	if got := eventIDs(claim(t, s, "files", false, base, 0)); !slices.Equal(got, []string{"c"}) {
+	if got := EventIDs(claim(t, s, "files", false, base, 0)); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("claim of files = %v, want [c]", got)
 	}
 
@@ -678,7 +680,7 @@ func testReleaseSinkLeases(t *testing.T, s store.Store, releases bool) {
 			t.Errorf("ReleaseSinkLeases = %d, want 0 (a store shared by replicas releases nothing)", n)
 		}
 		if got := claim(t, s, "hook", false, inLease, 0); len(got) != 0 {
-			t.Errorf("claimed inside the leases after a no-op release: %v", eventIDs(got))
+			t.Errorf("claimed inside the leases after a no-op release: %v", EventIDs(got))
 		}
 		return
 	}
@@ -686,7 +688,7 @@ func testReleaseSinkLeases(t *testing.T, s store.Store, releases bool) {
 		t.Errorf("ReleaseSinkLeases = %d, want 4 (a, b, free on hook, c on files)", n)
 	}
 	got := claim(t, s, "hook", false, inLease, 0)
-	if ids := eventIDs(got); !slices.Equal(ids, []string{"a", "b", "free"}) {
+	if ids := EventIDs(got); !slices.Equal(ids, []string{"a", "b", "free"}) {
 		t.Fatalf("claim inside the old leases after the release = %v, want [a b free]", ids)
 	}
 	for _, d := range got {
@@ -696,11 +698,11 @@ func testReleaseSinkLeases(t *testing.T, s store.Store, releases bool) {
 		}
 		checkSinkDelivery(t, d, want)
 	}
-	if got := eventIDs(claim(t, s, "files", false, inLease, 0)); !slices.Equal(got, []string{"c"}) {
+	if got := EventIDs(claim(t, s, "files", false, inLease, 0)); !slices.Equal(got, []string{"c"}) {
 		t.Errorf("claim of files after the release = %v, want [c]", got)
 	}
 	if dl := deadLetters(t, s, "hook", time.Time{}, 0); len(dl) != 1 || dl[0].EventID != "dead" {
-		t.Errorf("dead letters after the release = %v, want [dead]", eventIDs(dl))
+		t.Errorf("dead letters after the release = %v, want [dead]", EventIDs(dl))
 	}
 	if n := depth(t, s, "hook"); n != 3 {
 		t.Errorf("depth of hook = %d, want 3 (done stays delivered, dead stays dead)", n)
