@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/wmlog"
 )
 
@@ -94,9 +95,7 @@ func (c *BusOptions) setDefaults() {
 	if c.MaxLen < 0 {
 		c.MaxLen = 0 // Watermill: no MAXLEN
 	}
-	if c.Logger == nil {
-		c.Logger = logrus.NewEntry(logrus.StandardLogger())
-	}
+	c.Logger = logx.OrStandard(c.Logger)
 }
 
 // Bus is an open connection to the broker of commit notices. handlers.New takes it in

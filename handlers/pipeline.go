@@ -29,6 +29,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/wmlog"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -155,9 +156,7 @@ func New(cfg Config) (_ *Pipeline, err error) {
 	if cfg.NoticeQueue <= 0 {
 		cfg.NoticeQueue = DefaultNoticeQueue
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
-	}
+	cfg.Logger = logx.OrStandard(cfg.Logger)
 	wlog := wmlog.New(cfg.Logger.WithField("component", "watermill"))
 	p := &Pipeline{
 		cfg:    cfg,

@@ -19,6 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/sandbox/engine"
 )
 
@@ -128,9 +129,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = logrus.NewEntry(logrus.StandardLogger())
-	}
+	cfg.Logger = logx.OrStandard(cfg.Logger)
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	dir, err := os.MkdirTemp(cfg.TempDir, "scribehook-sandbox-")
 	if err != nil {

@@ -1,6 +1,7 @@
-// Package logx holds the default of an optional logger, shared by every part whose
-// constructor takes one: a nil logger means the caller wants silence, not logrus's standard
-// logger on standard error.
+// Package logx holds the defaults of an optional logger, shared by every part whose
+// constructor takes one. Two policies, each written once: the store, the pruner and the client
+// take a nil logger as silence (OrDiscard); the pipeline, the bus and the sandbox, whose logs
+// an operator must see, as logrus's standard logger (OrStandard).
 package logx
 
 import (
@@ -21,6 +22,14 @@ func Discard() *logrus.Entry {
 func OrDiscard(l *logrus.Entry) *logrus.Entry {
 	if l == nil {
 		return Discard()
+	}
+	return l
+}
+
+// OrStandard is l, or logrus's standard logger when l is nil.
+func OrStandard(l *logrus.Entry) *logrus.Entry {
+	if l == nil {
+		return logrus.NewEntry(logrus.StandardLogger())
 	}
 	return l
 }

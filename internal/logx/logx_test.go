@@ -26,3 +26,13 @@ func TestOrDiscard(t *testing.T) {
 		t.Fatal("two Discard loggers share one logrus.Logger")
 	}
 }
+
+func TestOrStandard(t *testing.T) {
+	given := logrus.NewEntry(logrus.New())
+	if got := logx.OrStandard(given); got != given {
+		t.Fatalf("OrStandard(l) = %p, want l itself (%p)", got, given)
+	}
+	if got := logx.OrStandard(nil); got == nil || got.Logger != logrus.StandardLogger() {
+		t.Fatalf("OrStandard(nil) = %v, want an entry of logrus's standard logger", got)
+	}
+}
