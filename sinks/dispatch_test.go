@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -321,44 +321,6 @@ func dispStats(t *testing.T, d *sinks.Dispatcher, name string) sinks.SinkStats {
 	return sinks.SinkStats{}
 }
 
-// dispMetric reads one series of the registry; missing series read as -1.
-func dispMetric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("Gather: %v", err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue series
-				}
-			}
-			return dispValue(m)
-		}
-	}
-	return -1
-}
-
-func dispValue(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.GetCounter().GetValue()
-	case m.Gauge != nil:
-		return m.GetGauge().GetValue()
-	}
-	return -1
-}
-
 func TestPolicyWait(t *testing.T) {
 	p, err := sinks.PolicyOf(sinks.Spec{Name: "s", Retry: []time.Duration{0, 10 * time.Second, 2 * time.Hour}, Jitter: 0.5})
 	if err != nil {
@@ -498,7 +460,7 @@ func TestDispatchScheduleJitter(t *testing.T) {
 	if st.Failed != uint64(events*len(sched)) || st.Dead != events || st.Delivered != 0 || st.Depth != 0 {
 		t.Errorf("stats = %+v", st)
 	}
-	if v := dispMetric(t, e.reg, "scribehook_sink_deliveries_total", map[string]string{"sink": "hook", "outcome": "dead"}); v != events {
+	if v := testmetrics.Value(t, e.reg, "scribehook_sink_deliveries_total", "sink", "hook", "outcome", "dead"); v != events {
 		t.Errorf("dead counter = %g, want %d", v, events)
 	}
 }
@@ -557,13 +519,13 @@ func TestDispatchDisable(t *testing.T) {
 	if !st.Disabled || st.DisabledReason != "sink disabled: 410 Gone" || st.Depth != 2 || st.Dead != 1 || st.InFlight != 0 {
 		t.Errorf("stats = %+v", st)
 	}
-	if v := dispMetric(t, e.reg, "scribehook_sink_disabled", map[string]string{"sink": "hook"}); v != 1 {
+	if v := testmetrics.Value(t, e.reg, "scribehook_sink_disabled", "sink", "hook"); v != 1 {
 		t.Errorf("disabled gauge = %g, want 1", v)
 	}
-	if v := dispMetric(t, e.reg, "scribehook_sink_deliveries_total", map[string]string{"sink": "hook", "outcome": "disabled"}); v != 1 {
+	if v := testmetrics.Value(t, e.reg, "scribehook_sink_deliveries_total", "sink", "hook", "outcome", "disabled"); v != 1 {
 		t.Errorf("disabled counter = %g, want 1", v)
 	}
-	if v := dispMetric(t, e.reg, "scribehook_sink_queue_depth", map[string]string{"sink": "hook"}); v != 2 {
+	if v := testmetrics.Value(t, e.reg, "scribehook_sink_queue_depth", "sink", "hook"); v != 2 {
 		t.Errorf("depth gauge = %g, want 2", v)
 	}
 	logged := false
@@ -684,9 +646,6 @@ func TestDispatchBreaker(t *testing.T) {
 	sched := slices.Repeat([]time.Duration{time.Second}, 20)
 	d := e.run(sinks.DispatcherConfig{}, []sinks.Spec{{Name: "hook", Concurrency: 4, Jitter: -1, Retry: sched,
 		BreakerThreshold: 3, BreakerCooldown: 30 * time.Second}}, sink)
-	breakerGauge := func() float64 {
-		return dispMetric(t, e.reg, "scribehook_sink_breaker_open", map[string]string{"sink": "hook"})
-	}
 
 	// The first claim takes four, and slots refill as failures come back, until the third
 	// consecutive failure opens the breaker; the attempts then in flight still end.
@@ -699,7 +658,7 @@ func TestDispatchBreaker(t *testing.T) {
 	if n0 < 3 || st.Failed != uint64(n0) || st.ConsecutiveFailures != n0 || !st.BreakerOpenUntil.Equal(dispT0.Add(30*time.Second)) {
 		t.Fatalf("stats after %d failed attempts = %+v, want open until +30s", n0, st)
 	}
-	if v := breakerGauge(); v != 1 {
+	if v := testmetrics.Value(t, e.reg, "scribehook_sink_breaker_open", "sink", "hook"); v != 1 {
 		t.Errorf("breaker gauge = %g, want 1", v)
 	}
 	// Everything is due again after 1 s, but the breaker holds until the cooldown ends.
@@ -729,8 +688,8 @@ func TestDispatchBreaker(t *testing.T) {
 	if st := dispStats(t, d, "hook"); st.Breaker != sinks.BreakerClosed || st.ConsecutiveFailures != 0 || st.Delivered != 10 {
 		t.Errorf("stats at the end = %+v", st)
 	}
-	if v := breakerGauge(); v != 0 {
-		t.Errorf("breaker gauge = %g, want 0", v)
+	if v, listed := testmetrics.Series(t, e.reg, "scribehook_sink_breaker_open", "sink", "hook"); v != 0 || !listed {
+		t.Errorf("breaker gauge = %g (listed %v), want 0", v, listed)
 	}
 }
 

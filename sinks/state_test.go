@@ -13,6 +13,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
@@ -60,7 +61,7 @@ func TestDispatchDisabledAcrossRestart(t *testing.T) {
 	if st := dispStats(t, d, "hook"); !st.Disabled || st.DisabledReason != "sink disabled: 410 Gone" || st.Depth != 2 {
 		t.Errorf("stats after the restart = %+v, want disabled with 2 queued", st)
 	}
-	if v := dispMetric(t, e.reg, "scribehook_sink_disabled", map[string]string{"sink": "hook"}); v != 1 {
+	if v := testmetrics.Value(t, e.reg, "scribehook_sink_disabled", "sink", "hook"); v != 1 {
 		t.Errorf("disabled gauge after the restart = %g, want 1", v)
 	}
 
@@ -74,8 +75,8 @@ func TestDispatchDisabledAcrossRestart(t *testing.T) {
 	if st, ok := dispStateOf(t, e, "hook"); !ok || st.Disabled || st.Reason != "" {
 		t.Errorf("recorded state after Enable %+v (%v), want enabled", st, ok)
 	}
-	if v := dispMetric(t, e.reg, "scribehook_sink_disabled", map[string]string{"sink": "hook"}); v != 0 {
-		t.Errorf("disabled gauge after Enable = %g, want 0", v)
+	if v, listed := testmetrics.Series(t, e.reg, "scribehook_sink_disabled", "sink", "hook"); v != 0 || !listed {
+		t.Errorf("disabled gauge after Enable = %g (listed %v), want 0", v, listed)
 	}
 }
 
