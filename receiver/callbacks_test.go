@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,17 +27,11 @@ const (
 // record from api's test data.
 func successBody(t *testing.T, id string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile("../api/testdata/job_done_full.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var job struct {
 		Result         json.RawMessage `json:"result"`
 		CustomMetadata json.RawMessage `json:"custom_metadata"`
 	}
-	if err := json.Unmarshal(raw, &job); err != nil {
-		t.Fatal(err)
-	}
+	testjson.FullJob(t, &job)
 	if len(job.Result) < 1000 {
 		t.Fatalf("test data result is too small to be real: %s", job.Result)
 	}
