@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 )
@@ -76,4 +77,4 @@ func (w *sandboxWorld) Close() {
 }
 
 // quietLogger discards the kit's logs: the examples print only what they received.
-func quietLogger() *logrus.Entry { return sandboxtest.QuietLogger() }
+func quietLogger() *logrus.Entry { return logx.Discard() }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/logx"
 )
 
 // TestDebugListenServesProfilesOnItsOwnPort checks debug.listen end to end: off by default,
@@ -67,7 +68,7 @@ func TestStartFailureLeavesNoDebugPort(t *testing.T) {
 		ln.Close()
 		cfg := kitConfig(t.TempDir(), ln, "http://127.0.0.1:9")
 		cfg.Debug.Listen = debugListen
-		k, err := New(ctx, cfg, WithLogger(quiet()), WithSecrets(configs.Secrets{APIKey: testKey}))
+		k, err := New(ctx, cfg, WithLogger(logx.Discard()), WithSecrets(configs.Secrets{APIKey: testKey}))
 		if err != nil {
 			t.Fatal(err)
 		}

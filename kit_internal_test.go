@@ -17,10 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
@@ -29,8 +28,6 @@ import (
 )
 
 const testKey = "kit-test-key"
-
-func quiet() *logrus.Entry { return sandboxtest.QuietLogger() }
 
 // world is a sandbox of the service and a file server with the demo's recording, on loopback.
 type world struct {
@@ -74,7 +71,7 @@ func listen(t *testing.T) net.Listener {
 // startKit builds, starts and serves a kit; it is shut down at the end of the test.
 func startKit(t *testing.T, cfg configs.Config, ln net.Listener, opts ...Option) *Kit {
 	t.Helper()
-	opts = append([]Option{WithLogger(quiet()), WithSecrets(configs.Secrets{APIKey: testKey})}, opts...)
+	opts = append([]Option{WithLogger(logx.Discard()), WithSecrets(configs.Secrets{APIKey: testKey})}, opts...)
 	k, err := New(context.Background(), cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +318,7 @@ func runChild(spec string) int {
 	cfg := configs.Default()
 	cfg.Listen, cfg.PublicURL, cfg.Service.BaseURL = parts[1], "http://"+parts[1], parts[2]
 	cfg.Store.DSN, cfg.Sinks, cfg.Subtitles.Formats = parts[0], nil, nil
-	k, err := New(context.Background(), cfg, WithLogger(quiet()), WithSecrets(configs.Secrets{APIKey: testKey}),
+	k, err := New(context.Background(), cfg, WithLogger(logx.Discard()), WithSecrets(configs.Secrets{APIKey: testKey}),
 		WithEventHandler(EventHandler{Name: "billing", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}},
 			Func: func(ctx context.Context, ev api.Event) error {
 				fmt.Printf("called %s\n", ev.ID)

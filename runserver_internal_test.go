@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/receiver"
 )
 
@@ -28,7 +29,7 @@ func TestRunServerStopsTheServerBeforeTheKit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ln := listen(t)
 			k, err := New(context.Background(), kitConfig(t.TempDir(), ln, "http://127.0.0.1:1"),
-				WithLogger(quiet()), WithSecrets(configs.Secrets{APIKey: testKey}))
+				WithLogger(logx.Discard()), WithSecrets(configs.Secrets{APIKey: testKey}))
 			_ = ln.Close()
 			if err != nil {
 				t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
@@ -35,7 +36,7 @@ func stopKit(t *testing.T, dir string, st store.Store) (*Kit, net.Listener) {
 	ln := listen(t)
 	cfg := kitConfig(dir, ln, "http://127.0.0.1:1")
 	cfg.Routes = []configs.Route{{Name: "load", TokenEnv: "SCRIBEHOOK_TEST_UNUSED"}}
-	k, err := New(context.Background(), cfg, WithLogger(quiet()), WithStore(st),
+	k, err := New(context.Background(), cfg, WithLogger(logx.Discard()), WithStore(st),
 		WithSecrets(configs.Secrets{Routes: map[string]configs.RouteSecrets{"load": {Token: shutdownToken}}}))
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -146,7 +146,7 @@ func TestBackupDuringLoadRestores(t *testing.T) {
 	live := filepath.Join(dir, "live.db")
 	st := openSQLite(t, sqlite.Options{Path: live})
 	route := []receiver.Route{{Name: "load", Token: backupRouteToken}}
-	srv := serveOn(t, st, "", serverOptions{Routes: route, Logger: sandboxtest.QuietLogger(),
+	srv := serveOn(t, st, "", serverOptions{Routes: route, Logger: logx.Discard(),
 		Sinks: []sinkSetup{fileSink(t, filepath.Join(dir, "out"))}})
 	load := &callbackLoad{t: t, url: "http://" + srv.addr + "/v1/callbacks/" + backupRouteToken, stop: make(chan struct{})}
 	sessions := []string{"5e55a000-0000-4000-8000-00000000000a", "5e55b000-0000-4000-8000-00000000000b",
@@ -188,7 +188,7 @@ func TestBackupDuringLoadRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	st2 := openSQLite(t, sqlite.Options{Path: restored})
-	srv2 := serveOn(t, st2, "", serverOptions{Routes: route, Logger: sandboxtest.QuietLogger(),
+	srv2 := serveOn(t, st2, "", serverOptions{Routes: route, Logger: logx.Discard(),
 		Sinks: []sinkSetup{fileSink(t, filepath.Join(dir, "out-restored"))}})
 	waitUntil(t, "the restored serve to process and deliver everything", 30*time.Second, func() bool {
 		backlog, err1 := st2.InboxBacklog(t.Context())

@@ -18,7 +18,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
-	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/subtitles"
@@ -181,7 +181,7 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 			Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"live.*"}},
 			Retry: []time.Duration{0, 20 * time.Millisecond, 20 * time.Millisecond}, BreakerThreshold: 1000,
 		}
-		sk, err := sinks.New(spec, sinks.Deps{Logger: sandboxtest.QuietLogger()})
+		sk, err := sinks.New(spec, sinks.Deps{Logger: logx.Discard()})
 		if err != nil {
 			t.Fatal(err)
 		}

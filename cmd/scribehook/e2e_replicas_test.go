@@ -24,6 +24,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/receiver"
@@ -234,12 +235,12 @@ func startReplicaServer(t *testing.T, name, dsn, driver, brokerURL string, clien
 		Name: "hook", Kind: "webhook", URL: hookURL, SigningSecrets: []string{secret}, Ordered: true,
 		Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"live.*"}},
 	}
-	hookSink, err := sinks.New(hookSpec, sinks.Deps{Logger: sandboxtest.QuietLogger()})
+	hookSink, err := sinks.New(hookSpec, sinks.Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := serveOn(t, st, "", serverOptions{
-		Service: client, ReadToken: "read-token", Logger: sandboxtest.QuietLogger(),
+		Service: client, ReadToken: "read-token", Logger: logx.Discard(),
 		Routes: []receiver.Route{{Name: "account", Token: "account-route-token"}},
 		Sinks:  []sinkSetup{fileSink(t, out), {Spec: hookSpec, Sink: hookSink}},
 		Bus: configs.BusConfig{Driver: driver, URL: brokerURL, Consumer: name, ClaimAfter: 5 * time.Second,

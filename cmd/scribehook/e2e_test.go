@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
@@ -75,7 +76,7 @@ func (l *loop) start() {
 	l.t.Helper()
 	st := openSQLite(l.t, sqlite.Options{Path: l.dbPath})
 	opts := serverOptions{
-		Service: l.service, ReadToken: "read-token", Logger: sandboxtest.QuietLogger(),
+		Service: l.service, ReadToken: "read-token", Logger: logx.Discard(),
 		Routes: []receiver.Route{{Name: "account", Token: "account-route-token", SigningSecrets: []string{"whsec_" + "c2VjcmV0LXNpZ25pbmcta2V5LTAxMjM0NTY3ODk="}}},
 	}
 	if l.with != nil {

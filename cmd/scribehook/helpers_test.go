@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scribehook/scribehook"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/sandbox"
@@ -152,7 +153,7 @@ func openSQLite(t *testing.T, o sqlite.Options) *sqlite.Store {
 func fileSink(t *testing.T, dir string) sinkSetup {
 	t.Helper()
 	spec := sinks.Spec{Name: "files", Kind: "file", Dir: dir, Filter: sinks.Filter{Events: []string{"*"}}}
-	sk, err := sinks.New(spec, sinks.Deps{Logger: sandboxtest.QuietLogger()})
+	sk, err := sinks.New(spec, sinks.Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -39,7 +39,7 @@ func TestRestartReleasesSinkLeases(t *testing.T) {
 		t.Fatalf("claimed twice before the restart: %v", again)
 	}
 
-	srv := serveOn(t, st, "", serverOptions{Logger: sandboxtest.QuietLogger(), Sinks: []sinkSetup{fileSink(t, out)}})
+	srv := serveOn(t, st, "", serverOptions{Logger: logx.Discard(), Sinks: []sinkSetup{fileSink(t, out)}})
 	t.Cleanup(func() { srv.stop(t) })
 	path := filepath.Join(out, ev.JobID, "events", sinks.EventFileName(ev))
 	waitUntil(t, "the leased delivery at the file sink", 30*time.Second, func() bool {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -40,11 +40,11 @@ func TestSinkDisabledAcrossRestart(t *testing.T) {
 	route := []receiver.Route{{Name: "load", Token: backupRouteToken}}
 	start := func() *served {
 		st := openSQLite(t, sqlite.Options{Path: db})
-		sk, err := sinks.New(spec, sinks.Deps{Logger: sandboxtest.QuietLogger()})
+		sk, err := sinks.New(spec, sinks.Deps{Logger: logx.Discard()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return serveOn(t, st, "", serverOptions{Routes: route, Logger: sandboxtest.QuietLogger(), Sinks: []sinkSetup{{Spec: spec, Sink: sk}}})
+		return serveOn(t, st, "", serverOptions{Routes: route, Logger: logx.Discard(), Sinks: []sinkSetup{{Spec: spec, Sink: sk}}})
 	}
 	const session = "5e55d000-0000-4000-8000-00000000000d"
 	post := func(srv *served, n int) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/store"
@@ -321,7 +322,7 @@ func TestConfigErrorsReachTheCommand(t *testing.T) {
 func (e *cliEnv) useRealServe() {
 	e.t.Helper()
 	st := openSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
-	srv := serveOn(e.t, st, "", serverOptions{Service: e.client, Partitions: 2, BodyLimit: 32 << 20, Logger: sandboxtest.QuietLogger()})
+	srv := serveOn(e.t, st, "", serverOptions{Service: e.client, Partitions: 2, BodyLimit: 32 << 20, Logger: logx.Discard()})
 	e.t.Cleanup(func() { srv.stop(e.t) })
 	e.writeConfig("http://" + srv.addr)
 }

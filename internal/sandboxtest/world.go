@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -24,8 +23,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/submitter"
@@ -86,7 +84,7 @@ func StartService(cfg sandbox.Config) (*Service, error) {
 		cfg.AllowFetch = []netip.Prefix{Loopback}
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = QuietLogger()
+		cfg.Logger = logx.Discard()
 	}
 	sb, err := sandbox.New(cfg)
 	if err != nil {
@@ -208,11 +206,4 @@ func StartWorld(cfg sandbox.Config, rec Recording) (*World, error) {
 func (w *World) Close() error {
 	w.Files.Close()
 	return w.Service.Close()
-}
-
-// QuietLogger discards what it is given: the worlds' logs would bury a test's own output.
-func QuietLogger() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return logrus.NewEntry(l)
 }
