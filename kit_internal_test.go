@@ -21,6 +21,7 @@ import (
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -113,15 +114,6 @@ func (r *recorder) of(jobID string) []api.Event {
 	return out
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // Go event handlers get every event of a sandbox job and of a live session, each once, the
 // session's in the order its messages were stored (Ordered), with typed helpers decoding them.
 func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
@@ -185,7 +177,7 @@ func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
 	}
 	// The session's events: one per stored message, then, with its end, job.succeeded and
 	// subtitles.ready; the job's: job.succeeded and subtitles.ready.
-	waitFor(t, fmt.Sprintf("every event at the handler (%d messages stored)", len(msgs)), 30*time.Second, func() bool {
+	testwait.For(t, fmt.Sprintf("every event at the handler (%d messages stored)", len(msgs)), 30*time.Second, func() bool {
 		return len(all.of(session.ID)) == len(msgs)+2 && len(all.of(jobID)) == 2
 	})
 	time.Sleep(200 * time.Millisecond) // a duplicate would be out by now
@@ -263,7 +255,7 @@ func TestEventHandlerRetriesDeadLettersAndReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dead []store.SinkDelivery
-	waitFor(t, "the dead letter", 30*time.Second, func() bool {
+	testwait.For(t, "the dead letter", 30*time.Second, func() bool {
 		dead, _ = k.Store().DeadLetters(ctx, "flaky", time.Time{}, 0)
 		return len(dead) == 1
 	})
@@ -280,7 +272,7 @@ func TestEventHandlerRetriesDeadLettersAndReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.dispatch.Wake("flaky")
-	waitFor(t, "the replayed delivery", 30*time.Second, func() bool {
+	testwait.For(t, "the replayed delivery", 30*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(calls) == 4
@@ -393,7 +385,7 @@ func TestEventHandlerCalledAfterKill(t *testing.T) {
 	rec := &recorder{}
 	startKit(t, cfg2, ln2, WithService(w.service), WithEventHandler(EventHandler{Name: "billing",
 		Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}}, Func: rec.handle}))
-	waitFor(t, "the handler after the restart", 30*time.Second, func() bool { return len(rec.of(jobID)) > 0 })
+	testwait.For(t, "the handler after the restart", 30*time.Second, func() bool { return len(rec.of(jobID)) > 0 })
 	if got := rec.of(jobID); len(got) != 1 || got[0].ID != eventID || got[0].Type != api.EventJobSucceeded {
 		t.Fatalf("after the restart the handler got %+v, want event %s once", got, eventID)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sinks"
 )
 
@@ -38,7 +39,7 @@ func TestDispatchFileSinkInBatches(t *testing.T) {
 	sink := &countingBatchSink{FileSink: fs}
 	e.enqueue("files", dispIDs(n, 20)...)
 	e.run(sinks.DispatcherConfig{Queue: newBatchSpy(e.store, false)}, []sinks.Spec{{Name: "files"}}, sink)
-	dispWaitFor(t, "every delivery recorded", func() bool { return e.depth("files") == 0 })
+	testwait.For(t, "every delivery recorded", dispWait, func() bool { return e.depth("files") == 0 })
 	files, err := filepath.Glob(filepath.Join(dir, "*", "events", "*.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
@@ -108,7 +109,7 @@ func TestDispatchCompletesInGroups(t *testing.T) {
 			})
 			e.enqueue("hook", dispIDs(n, 30)...)
 			e.run(sinks.DispatcherConfig{Queue: q}, []sinks.Spec{{Name: "hook"}}, sink)
-			dispWaitFor(t, "every delivery recorded", func() bool { return e.depth("hook") == 0 })
+			testwait.For(t, "every delivery recorded", dispWait, func() bool { return e.depth("hook") == 0 })
 			if got := sink.done(); len(got) != n || len(sinkSet(got)) != n {
 				t.Fatalf("%d attempts succeeded for %d distinct events, want %d once each", len(got), len(sinkSet(got)), n)
 			}
@@ -165,7 +166,7 @@ func TestDispatchOrderedInParallel(t *testing.T) {
 	ids := dispIDs(n, keys)
 	e.enqueue("hook", ids...)
 	e.run(sinks.DispatcherConfig{Queue: newBatchSpy(e.store, false)}, []sinks.Spec{{Name: "hook", Ordered: true}}, sink)
-	dispWaitFor(t, "every delivery", func() bool { return len(sink.done()) == n })
+	testwait.For(t, "every delivery", dispWait, func() bool { return len(sink.done()) == n })
 	if len(twice) > 0 {
 		t.Errorf("attempted while another of their key was in flight: %v", twice)
 	}

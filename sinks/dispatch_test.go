@@ -20,6 +20,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -289,17 +290,6 @@ func (e *dispEnv) depth(sink string) int64 {
 	return n
 }
 
-func dispWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(dispWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // dispStill waits a little and checks that nothing more was attempted: the dispatcher had
 // the chance to act and did not.
 func dispStill(t *testing.T, s *dispSink, want int, why string) {
@@ -421,7 +411,7 @@ func TestDispatchScheduleJitter(t *testing.T) {
 
 	lo, hi := 2.0, 0.0
 	for k := 1; k < len(sched); k++ {
-		dispWaitFor(t, fmt.Sprintf("round %d of retries", k), func() bool { return len(e.spy.ops("retry")) == k*events })
+		testwait.For(t, fmt.Sprintf("round %d of retries", k), dispWait, func() bool { return len(e.spy.ops("retry")) == k*events })
 		round := e.spy.ops("retry")[(k-1)*events:]
 		for _, c := range round {
 			got := c.next.Sub(c.now)
@@ -437,7 +427,7 @@ func TestDispatchScheduleJitter(t *testing.T) {
 		}
 		e.advance(d, time.Duration(float64(sched[k])*(1+jitter))+time.Second)
 	}
-	dispWaitFor(t, "the last attempts", func() bool { return dispStats(t, d, "hook").Dead == events })
+	testwait.For(t, "the last attempts", dispWait, func() bool { return dispStats(t, d, "hook").Dead == events })
 	t.Logf("%d retries, wait/scheduled ranged over [%.4f, %.4f]", len(e.spy.ops("retry")), lo, hi)
 	if lo > 1-jitter+0.0001 || hi < 1+jitter-0.0001 {
 		t.Errorf("jitter covered [%.4f, %.4f], want both ends of [%.2f, %.2f]", lo, hi, 1-jitter, 1+jitter)
@@ -480,7 +470,7 @@ func TestDispatchRetryAfter(t *testing.T) {
 	d := e.run(sinks.DispatcherConfig{}, []sinks.Spec{{Name: "hook", Jitter: -1, BreakerThreshold: -1,
 		Retry: []time.Duration{0, 10 * time.Second, 10 * time.Second, 10 * time.Second, 2 * time.Hour, 10 * time.Hour}}}, sink)
 	for i, w := range want {
-		dispWaitFor(t, fmt.Sprint("retry ", i+1), func() bool { return len(e.spy.ops("retry")) == i+1 })
+		testwait.For(t, fmt.Sprint("retry ", i+1), dispWait, func() bool { return len(e.spy.ops("retry")) == i+1 })
 		c := e.spy.ops("retry")[i]
 		if got := c.next.Sub(c.now); got != w {
 			t.Errorf("attempt %d asked %s: waits %s, want %s", i+1, asked[i], got, w)
@@ -490,7 +480,7 @@ func TestDispatchRetryAfter(t *testing.T) {
 		dispStill(t, sink, i+1, fmt.Sprint("before retry ", i+1, " is due"))
 		e.advance(d, time.Second)
 	}
-	dispWaitFor(t, "delivery", func() bool { return len(sink.done()) == 1 })
+	testwait.For(t, "delivery", dispWait, func() bool { return len(sink.done()) == 1 })
 }
 
 // TestDispatchDisable: a 410 dead-letters the delivery with the reason and stops the sink; its
@@ -504,7 +494,7 @@ func TestDispatchDisable(t *testing.T) {
 	e.enqueue("hook", "e1", "e2", "e3")
 	d := e.run(sinks.DispatcherConfig{Logger: logrus.NewEntry(logger)},
 		[]sinks.Spec{{Name: "hook", Concurrency: 1}}, sink)
-	dispWaitFor(t, "the sink disabled", func() bool { return dispStats(t, d, "hook").Disabled })
+	testwait.For(t, "the sink disabled", dispWait, func() bool { return dispStats(t, d, "hook").Disabled })
 	e.advance(d, time.Hour)
 	dispStill(t, sink, 1, "after disabling")
 
@@ -551,7 +541,7 @@ func TestDispatchPermanent(t *testing.T) {
 	})
 	e.enqueue("hook", "bad", "ok1", "ok2")
 	d := e.run(sinks.DispatcherConfig{}, []sinks.Spec{{Name: "hook", Concurrency: 1, BreakerThreshold: 1}}, sink)
-	dispWaitFor(t, "the good ones", func() bool { return dispStats(t, d, "hook").Delivered == 2 })
+	testwait.For(t, "the good ones", dispWait, func() bool { return dispStats(t, d, "hook").Delivered == 2 })
 	dead := e.deadLetters("hook")
 	if len(dead) != 1 || dead[0].EventID != "bad" || dead[0].Attempts != 1 ||
 		dead[0].LastError != "permanent failure: 400 unknown field" || !dead[0].FailedAt.Equal(dispT0) {
@@ -583,10 +573,10 @@ func TestDispatchLastAttemptAndReplay(t *testing.T) {
 	d := e.run(sinks.DispatcherConfig{}, []sinks.Spec{{Name: "hook", Jitter: -1,
 		Retry: []time.Duration{0, 5 * time.Second, 5 * time.Second}}}, sink)
 	for i := 1; i <= 2; i++ {
-		dispWaitFor(t, fmt.Sprint("retry ", i), func() bool { return len(e.spy.ops("retry")) == i })
+		testwait.For(t, fmt.Sprint("retry ", i), dispWait, func() bool { return len(e.spy.ops("retry")) == i })
 		e.advance(d, 5*time.Second)
 	}
-	dispWaitFor(t, "the dead letter", func() bool { return len(e.spy.ops("kill")) == 1 })
+	testwait.For(t, "the dead letter", dispWait, func() bool { return len(e.spy.ops("kill")) == 1 })
 	dead := e.deadLetters("hook")
 	if len(dead) != 1 {
 		t.Fatalf("dead letters = %+v", dead)
@@ -608,7 +598,7 @@ func TestDispatchLastAttemptAndReplay(t *testing.T) {
 		t.Fatalf("Replay: %v", err)
 	}
 	d.Wake("hook")
-	dispWaitFor(t, "the replayed delivery", func() bool { return dispStats(t, d, "hook").Delivered == 1 })
+	testwait.For(t, "the replayed delivery", dispWait, func() bool { return dispStats(t, d, "hook").Delivered == 1 })
 	if dead := e.deadLetters("hook"); len(dead) != 0 {
 		t.Errorf("dead letters after replay = %+v", dead)
 	}
@@ -649,7 +639,7 @@ func TestDispatchBreaker(t *testing.T) {
 
 	// The first claim takes four, and slots refill as failures come back, until the third
 	// consecutive failure opens the breaker; the attempts then in flight still end.
-	dispWaitFor(t, "the breaker open", func() bool {
+	testwait.For(t, "the breaker open", dispWait, func() bool {
 		st := dispStats(t, d, "hook")
 		return st.Breaker == sinks.BreakerOpen && st.InFlight == 0
 	})
@@ -667,7 +657,7 @@ func TestDispatchBreaker(t *testing.T) {
 
 	// Half-open: one probe, which fails and reopens for another cooldown.
 	e.advance(d, time.Second)
-	dispWaitFor(t, "the first probe", func() bool { return dispStats(t, d, "hook").Failed == uint64(n0+1) })
+	testwait.For(t, "the first probe", dispWait, func() bool { return dispStats(t, d, "hook").Failed == uint64(n0+1) })
 	dispStill(t, sink, n0+1, "after the failed probe")
 	if st := dispStats(t, d, "hook"); st.Breaker != sinks.BreakerOpen || !st.BreakerOpenUntil.Equal(dispT0.Add(60*time.Second)) {
 		t.Fatalf("stats after a failed probe = %+v, want open until +60s", st)
@@ -678,13 +668,13 @@ func TestDispatchBreaker(t *testing.T) {
 	healthy = true
 	mu.Unlock()
 	e.advance(d, 30*time.Second)
-	dispWaitFor(t, "the second probe", func() bool { return len(sink.calls()) == n0+2 })
+	testwait.For(t, "the second probe", dispWait, func() bool { return len(sink.calls()) == n0+2 })
 	dispStill(t, sink, n0+2, "while the probe is in flight")
 	if st := dispStats(t, d, "hook"); st.Breaker != sinks.BreakerHalfOpen || st.InFlight != 1 {
 		t.Fatalf("stats during the probe = %+v, want half-open, 1 in flight", st)
 	}
 	close(gate)
-	dispWaitFor(t, "every delivery", func() bool { return dispStats(t, d, "hook").Delivered == 10 })
+	testwait.For(t, "every delivery", dispWait, func() bool { return dispStats(t, d, "hook").Delivered == 10 })
 	if st := dispStats(t, d, "hook"); st.Breaker != sinks.BreakerClosed || st.ConsecutiveFailures != 0 || st.Delivered != 10 {
 		t.Errorf("stats at the end = %+v", st)
 	}
@@ -707,13 +697,13 @@ func TestDispatchOrdered(t *testing.T) {
 	// One at a time, so that the attempts of the two keys interleave in one order.
 	d := e.run(sinks.DispatcherConfig{}, []sinks.Spec{{Name: "hook", Ordered: true, Concurrency: 1, Jitter: -1, BreakerThreshold: -1,
 		Retry: []time.Duration{0, 5 * time.Second, 5 * time.Second, 5 * time.Second}}}, sink)
-	dispWaitFor(t, "key B", func() bool { return slices.Equal(sink.done(), []string{"b1", "b2"}) })
+	testwait.For(t, "key B", dispWait, func() bool { return slices.Equal(sink.done(), []string{"b1", "b2"}) })
 	dispStill(t, sink, 3, "while a1 waits for its retry")
 	e.advance(d, 5*time.Second)
-	dispWaitFor(t, "a1's second failure", func() bool { return len(e.spy.ops("retry")) == 2 })
+	testwait.For(t, "a1's second failure", dispWait, func() bool { return len(e.spy.ops("retry")) == 2 })
 	dispStill(t, sink, 4, "while a1 waits for its second retry")
 	e.advance(d, 5*time.Second)
-	dispWaitFor(t, "key A", func() bool { return len(sink.done()) == 5 })
+	testwait.For(t, "key A", dispWait, func() bool { return len(sink.done()) == 5 })
 	if got, want := sink.calls(), []string{"a1", "b1", "b2", "a1", "a1", "a2", "a3"}; !slices.Equal(got, want) {
 		t.Errorf("attempts = %v, want %v", got, want)
 	}
@@ -766,7 +756,7 @@ func TestDispatchDeadSinkIsolation(t *testing.T) {
 		d := e.run(cfg, specs, ss...)
 		if dead != "" {
 			// The dead sink is busy before the healthy one gets work.
-			dispWaitFor(t, "the dead sink at work", func() bool { return len(bad.calls()) >= 4 })
+			testwait.For(t, "the dead sink at work", dispWait, func() bool { return len(bad.calls()) >= 4 })
 		}
 		var evs []string
 		for i := range events {
@@ -779,7 +769,7 @@ func TestDispatchDeadSinkIsolation(t *testing.T) {
 		start := time.Now()
 		e.enqueue("healthy", evs...)
 		d.Wake("healthy")
-		dispWaitFor(t, "the healthy deliveries", func() bool { return len(healthy.done()) == events })
+		testwait.For(t, "the healthy deliveries", dispWait, func() bool { return len(healthy.done()) == events })
 		elapsed := time.Since(start)
 		// Isolation, as a property rather than a timing: every healthy delivery went out while
 		// the dead sink was still failing beside it (it never waited for the dead one to finish):
@@ -840,7 +830,7 @@ func TestDispatchRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d1.Run(ctx) }()
-	dispWaitFor(t, "two failures", func() bool { return len(e.spy.ops("retry")) == 4 })
+	testwait.For(t, "two failures", dispWait, func() bool { return len(e.spy.ops("retry")) == 4 })
 	dispStill(t, first, 2, "first dispatcher")
 	cancel()
 	if err := <-done; err != nil {
@@ -861,16 +851,16 @@ func TestDispatchRestart(t *testing.T) {
 	delivered := func(n int) func() bool {
 		return func() bool { return dispStats(t, d2, "hook").Delivered == uint64(n) }
 	}
-	dispWaitFor(t, "q1", delivered(1))
+	testwait.For(t, "q1", dispWait, delivered(1))
 	if got := second.done(); !slices.Equal(got, []string{"q1"}) {
 		t.Fatalf("delivered %v, want [q1]", got)
 	}
 	dispStill(t, second, 1, "before the retries and leases are due")
 	e.advance(d2, 5*time.Second)
-	dispWaitFor(t, "the retried ones", delivered(3))
+	testwait.For(t, "the retried ones", dispWait, delivered(3))
 	dispStill(t, second, 3, "before the leases end")
 	e.advance(d2, time.Minute)
-	dispWaitFor(t, "the leased ones", delivered(5))
+	testwait.For(t, "the leased ones", dispWait, delivered(5))
 	got := second.done()
 	slices.Sort(got)
 	if want := []string{"l1", "l2", "q1", "r1", "r2"}; !slices.Equal(got, want) {
@@ -959,7 +949,7 @@ func TestDispatchPanickingSink(t *testing.T) {
 	sink := newDispSink("hook", func(context.Context, api.Event, int) error { panic("nil map") })
 	e.enqueue("hook", "ev")
 	e.run(sinks.DispatcherConfig{}, []sinks.Spec{{Name: "hook"}}, sink)
-	dispWaitFor(t, "the failed attempt", func() bool { return len(e.spy.ops("retry")) == 1 })
+	testwait.For(t, "the failed attempt", dispWait, func() bool { return len(e.spy.ops("retry")) == 1 })
 	if c := e.spy.ops("retry")[0]; c.msg != "sink panicked: nil map" {
 		t.Errorf("error = %q", c.msg)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
@@ -43,7 +44,7 @@ func TestDispatchDisabledAcrossRestart(t *testing.T) {
 	e.enqueue("hook", "e1", "e2", "e3")
 	spec := []sinks.Spec{{Name: "hook", Concurrency: 1}}
 	d := e.run(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store)}, spec, gone)
-	dispWaitFor(t, "the sink disabled", func() bool { return dispStats(t, d, "hook").Disabled })
+	testwait.For(t, "the sink disabled", dispWait, func() bool { return dispStats(t, d, "hook").Disabled })
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestDispatchDisabledAcrossRestart(t *testing.T) {
 	if err := d.Enable(t.Context(), "hook"); err != nil {
 		t.Fatal(err)
 	}
-	dispWaitFor(t, "the queued deliveries delivered", func() bool { return len(back.done()) == 2 })
+	testwait.For(t, "the queued deliveries delivered", dispWait, func() bool { return len(back.done()) == 2 })
 	if got := back.done(); !slices.Equal(got, []string{"e2", "e3"}) {
 		t.Errorf("delivered %v, want e2 e3", got)
 	}
@@ -80,12 +81,12 @@ func TestDispatchDisabledAcrossRestart(t *testing.T) {
 	}
 }
 
-// followUntil waits for cond as dispWaitFor does, moving the clock by dispStateInterval (the
+// followUntil waits for cond as testwait.For does, moving the clock by dispStateInterval (the
 // StateInterval of the tests that follow the recorded states) before each look, so that the
 // dispatcher's follower reads the states again.
 func (e *dispEnv) followUntil(what string, cond func() bool) {
 	e.t.Helper()
-	dispWaitFor(e.t, what, func() bool {
+	testwait.For(e.t, what, dispWait, func() bool {
 		e.clock.Advance(dispStateInterval)
 		return cond()
 	})
@@ -181,7 +182,7 @@ func TestDispatchStaleStateReadKeeps410(t *testing.T) {
 	})
 	e.enqueue("hook", "e1", "e2")
 	e.advance(d, 0)
-	dispWaitFor(t, "the sink disabled by the 410", func() bool { return dispStats(t, d, "hook").Disabled })
+	testwait.For(t, "the sink disabled by the 410", dispWait, func() bool { return dispStats(t, d, "hook").Disabled })
 	reads := g.reads.Load()
 	released() // the stale read applies its snapshot now
 	// Several more reads, which bring the recorded 410.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -154,7 +155,7 @@ func TestBackupDuringLoadRestores(t *testing.T) {
 	for _, s := range sessions {
 		load.client(s)
 	}
-	waitUntil(t, "200 deliveries acknowledged", 30*time.Second, func() bool { return len(load.acked()) >= 200 || t.Failed() })
+	testwait.For(t, "200 deliveries acknowledged", 30*time.Second, func() bool { return len(load.acked()) >= 200 || t.Failed() })
 	before := load.acked()
 	cfg := writeSQLiteConfig(t, dir, live)
 	copyPath := filepath.Join(dir, "backup.db")
@@ -190,7 +191,7 @@ func TestBackupDuringLoadRestores(t *testing.T) {
 	st2 := openSQLite(t, sqlite.Options{Path: restored})
 	srv2 := serveOn(t, st2, "", serverOptions{Routes: route, Logger: logx.Discard(),
 		Sinks: []sinkSetup{fileSink(t, filepath.Join(dir, "out-restored"))}})
-	waitUntil(t, "the restored serve to process and deliver everything", 30*time.Second, func() bool {
+	testwait.For(t, "the restored serve to process and deliver everything", 30*time.Second, func() bool {
 		backlog, err1 := st2.InboxBacklog(t.Context())
 		depth, err2 := st2.SinkDepth(t.Context(), "files")
 		return err1 == nil && err2 == nil && backlog == 0 && depth == 0

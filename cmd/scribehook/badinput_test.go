@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/store"
 )
@@ -388,7 +389,7 @@ func TestBadInputSuite(t *testing.T) {
 			body:   []byte(`{"id":"` + hugeJob + `","event":"transcription.error","error":{"code":1e999,"message":"x"}}`),
 			status: 200, msg: "stored", stored: badCounts{inbox: 1}, after: func(t *testing.T) {
 				var status, lastError string
-				waitUntil(t, "the undecodable row to be marked failed", 30*time.Second, func() bool {
+				testwait.For(t, "the undecodable row to be marked failed", 30*time.Second, func() bool {
 					err := db.QueryRow("SELECT status, last_error FROM inbox WHERE job_id = ?", hugeJob).Scan(&status, &lastError)
 					return err == nil && status == string(store.InboxFailed)
 				})
@@ -483,7 +484,7 @@ func badCountsOf(t *testing.T, db *sql.DB, sandboxURL string) badCounts {
 // badWaitProcessed waits until no inbox row is pending.
 func badWaitProcessed(t *testing.T, db *sql.DB) {
 	t.Helper()
-	waitUntil(t, "the inbox to be processed", 20*time.Second, func() bool {
+	testwait.For(t, "the inbox to be processed", 20*time.Second, func() bool {
 		var n int
 		return db.QueryRow("SELECT count(*) FROM inbox WHERE status = 'pending'").Scan(&n) == nil && n == 0
 	})

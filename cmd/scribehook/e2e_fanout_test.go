@@ -19,6 +19,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/subtitles"
@@ -81,7 +82,7 @@ func TestE2ESubtitlesArtifactsReadAPIAndFileSink(t *testing.T) {
 	}
 	// The file sink got the events (job.succeeded, subtitles.ready), the transcript and the files.
 	jobDir := filepath.Join(out, created.ID)
-	waitUntil(t, "file sink outputs", 30*time.Second, func() bool {
+	testwait.For(t, "file sink outputs", 30*time.Second, func() bool {
 		_, err1 := os.Stat(filepath.Join(jobDir, "transcript.txt"))
 		_, err2 := os.Stat(filepath.Join(jobDir, "subtitles.en.srt"))
 		return err1 == nil && err2 == nil
@@ -96,7 +97,7 @@ func TestE2ESubtitlesArtifactsReadAPIAndFileSink(t *testing.T) {
 	}
 	// The file sink writes an event's files before the event itself: wait for both events.
 	var types []string
-	waitUntil(t, "both events at the file sink", 30*time.Second, func() bool {
+	testwait.For(t, "both events at the file sink", 30*time.Second, func() bool {
 		events, _ := os.ReadDir(filepath.Join(jobDir, "events"))
 		types = types[:0]
 		for _, e := range events {
@@ -193,7 +194,7 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 	stored := l.storedMessages(id, api.MessageEndSession)
 	// The file sink keeps up although the webhook fails every attempt beside it.
 	eventsDir := filepath.Join(out, id, "events")
-	waitUntil(t, "every live event in the file sink", 45*time.Second, func() bool {
+	testwait.For(t, "every live event in the file sink", 45*time.Second, func() bool {
 		entries, _ := os.ReadDir(eventsDir)
 		n := 0
 		for _, e := range entries {
@@ -205,7 +206,7 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 	})
 	t.Logf("file sink: %d live events %v after the session started, webhook down", len(stored), time.Since(start).Round(time.Millisecond))
 	// Every webhook delivery ends as a dead letter after its three attempts.
-	waitUntil(t, "dead letters", 45*time.Second, func() bool {
+	testwait.For(t, "dead letters", 45*time.Second, func() bool {
 		dl, _ := l.store.DeadLetters(ctx, "hook", time.Time{}, 0)
 		return len(dl) == len(stored)
 	})
@@ -235,7 +236,7 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 	if _, _, err := runCmd(ctx, nil, "deadletters", "replay", "--sink", "hook"); err != nil {
 		t.Fatalf("deadletters replay: %v", err)
 	}
-	waitUntil(t, "replayed deliveries", 45*time.Second, func() bool {
+	testwait.For(t, "replayed deliveries", 45*time.Second, func() bool {
 		n, _, _ := target.delivered()
 		return n == len(stored)
 	})

@@ -27,6 +27,7 @@ import (
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/internal/testinfra"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
@@ -151,7 +152,7 @@ func testReplicas(t *testing.T, driver string) {
 		}
 		liveEvents += len(stored)
 	}
-	waitUntil(t, "an empty inbox backlog", 30*time.Second, func() bool {
+	testwait.For(t, "an empty inbox backlog", 30*time.Second, func() bool {
 		n, err := st.InboxBacklog(ctx)
 		return err == nil && n == 0
 	})
@@ -175,7 +176,7 @@ func testReplicas(t *testing.T, driver string) {
 
 	// The file sink: every live event once, under its session (both replicas write the same
 	// directory, each delivery by whichever replica claimed it).
-	waitUntil(t, "every live event in the file sink", 30*time.Second, func() bool {
+	testwait.For(t, "every live event in the file sink", 30*time.Second, func() bool {
 		n := 0
 		for _, id := range sessions {
 			entries, _ := os.ReadDir(filepath.Join(out, id, "events"))
@@ -188,13 +189,13 @@ func testReplicas(t *testing.T, driver string) {
 		return n == liveEvents
 	})
 	for _, id := range jobIDs {
-		waitUntil(t, "the job's events in the file sink", 30*time.Second, func() bool {
+		testwait.For(t, "the job's events in the file sink", 30*time.Second, func() bool {
 			entries, _ := os.ReadDir(filepath.Join(out, id, "events"))
 			return len(entries) >= 1
 		})
 	}
 	// The ordered webhook: every live event once in effect, each session's in its order.
-	waitUntil(t, "every live event at the webhook", 30*time.Second, func() bool { return hook.distinct() == liveEvents })
+	testwait.For(t, "every live event at the webhook", 30*time.Second, func() bool { return hook.distinct() == liveEvents })
 	time.Sleep(300 * time.Millisecond) // a duplicate still under way would show now
 	firsts, dups, bad := hook.result()
 	if bad != 0 {
@@ -345,7 +346,7 @@ func (h *orderedHook) result() (firsts []api.Event, dups, bad int) {
 func waitFinal(t *testing.T, st store.Store, id string) store.JobRecord {
 	t.Helper()
 	var rec store.JobRecord
-	waitUntil(t, "job "+id+" final in the store", 60*time.Second, func() bool {
+	testwait.For(t, "job "+id+" final in the store", 60*time.Second, func() bool {
 		var err error
 		rec, err = st.GetJob(context.Background(), id)
 		return err == nil && rec.Job.Status.Final()

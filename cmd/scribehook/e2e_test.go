@@ -8,9 +8,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/store"
@@ -110,17 +113,16 @@ func (l *loop) callbackURL(kind api.JobKind) string {
 // waitJob waits for the local store to hold the job in a final state (never asks the service).
 func (l *loop) waitJob(id string) store.JobRecord {
 	l.t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		rec, err := l.store.GetJob(context.Background(), id)
-		if err == nil && rec.Job.Status.Final() {
-			return rec
-		}
+	var rec store.JobRecord
+	testwait.For(l.t, "job "+id+" final in the local store", 60*time.Second, func() bool {
+		var err error
+		rec, err = l.store.GetJob(context.Background(), id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			l.t.Fatal(err)
 		}
-	}
-	l.t.Fatalf("job %s never reached a final state in the local store", id)
-	return store.JobRecord{}
+		return err == nil && rec.Job.Status.Final()
+	})
+	return rec
 }
 
 func normalise(t *testing.T, v any) any {
@@ -199,21 +201,16 @@ func (l *loop) liveSession(cfg api.MessagesConfig) string {
 // storedMessages waits until the session's end_session is stored and returns every message.
 func (l *loop) storedMessages(id string, wantLast api.MessageType) []store.LiveMessage {
 	l.t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
+	testwait.For(l.t, fmt.Sprintf("session %s's %s stored", id, wantLast), 60*time.Second, func() bool {
 		msgs, err := l.store.LiveMessages(context.Background(), id, 0, 100000)
 		if err != nil {
 			l.t.Fatal(err)
 		}
-		for _, m := range msgs {
-			if m.Type == wantLast {
-				time.Sleep(200 * time.Millisecond) // anything still in flight would be a duplicate
-				msgs, _ = l.store.LiveMessages(context.Background(), id, 0, 100000)
-				return msgs
-			}
-		}
-	}
-	l.t.Fatalf("session %s: %s never stored", id, wantLast)
-	return nil
+		return slices.ContainsFunc(msgs, func(m store.LiveMessage) bool { return m.Type == wantLast })
+	})
+	time.Sleep(200 * time.Millisecond) // anything still in flight would be a duplicate
+	msgs, _ := l.store.LiveMessages(context.Background(), id, 0, 100000)
+	return msgs
 }
 
 func TestE2ELiveEveryCategoryStoredOnceInOrder(t *testing.T) {
@@ -259,12 +256,10 @@ func TestE2ELiveOnlyFinalTranscripts(t *testing.T) {
 	cfg.ReceiveFinalTranscripts = api.Bool(true)
 	id := l.liveSession(cfg)
 	// Wait for the session to end at the service, then for its four finals to be stored.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(30 * time.Millisecond) {
+	testwait.For(t, "the 4 finals stored", 20*time.Second, func() bool {
 		msgs, _ := l.store.LiveMessages(context.Background(), id, 0, 1000)
-		if len(msgs) >= 4 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(msgs) >= 4
+	})
 	time.Sleep(300 * time.Millisecond)
 	msgs, _ := l.store.LiveMessages(context.Background(), id, 0, 1000)
 	if len(msgs) != 4 {
@@ -294,15 +289,12 @@ func TestE2EFaultsStoreEachDeliveryOnce(t *testing.T) {
 	for _, s := range job.Result.Messages {
 		want[s] = true
 	}
-	var stored []store.LiveMessage
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		stored, _ = l.store.LiveMessages(ctx, id, 0, 100000)
-		if len(stored) >= len(want) {
-			break
-		}
-	}
+	testwait.For(t, "every message of the session stored", 60*time.Second, func() bool {
+		stored, _ := l.store.LiveMessages(ctx, id, 0, 100000)
+		return len(stored) >= len(want)
+	})
 	time.Sleep(500 * time.Millisecond) // duplicates still arriving must not add rows
-	stored, _ = l.store.LiveMessages(ctx, id, 0, 100000)
+	stored, _ := l.store.LiveMessages(ctx, id, 0, 100000)
 	got := map[string]bool{}
 	for _, m := range stored {
 		if got[string(m.Payload)] {
@@ -440,11 +432,10 @@ func TestE2ESignedAccountWebhookIsResolvedThroughTheService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if j, _ := l.service.GetPreRecorded(ctx, created.ID); j.Status.Final() {
-			break
-		}
-	}
+	testwait.For(t, "job "+created.ID+" final at the service", 10*time.Second, func() bool {
+		j, _ := l.service.GetPreRecorded(ctx, created.ID)
+		return j.Status.Final()
+	})
 	body := []byte(`{"event":"transcription.success","payload":{"id":"` + created.ID + `"}}`)
 	h := signed(t, "msg_resolve", time.Now(), body)
 	if code, resp := l.post("/v1/callbacks/account-route-token", h, body); code != 200 {

@@ -182,16 +182,3 @@ func httpDo(t *testing.T, method, url string, h http.Header, body []byte) (int, 
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b
 }
-
-// waitUntil polls fn until it returns true, failing the test after d.
-func waitUntil(t *testing.T, what string, d time.Duration, fn func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(25 * time.Millisecond) {
-		if fn() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -42,11 +43,11 @@ func TestRestartReleasesSinkLeases(t *testing.T) {
 	srv := serveOn(t, st, "", serverOptions{Logger: logx.Discard(), Sinks: []sinkSetup{fileSink(t, out)}})
 	t.Cleanup(func() { srv.stop(t) })
 	path := filepath.Join(out, ev.JobID, "events", sinks.EventFileName(ev))
-	waitUntil(t, "the leased delivery at the file sink", 30*time.Second, func() bool {
+	testwait.For(t, "the leased delivery at the file sink", 30*time.Second, func() bool {
 		_, err := os.Stat(path)
 		return err == nil
 	})
-	waitUntil(t, "the sink queue empty", 10*time.Second, func() bool {
+	testwait.For(t, "the sink queue empty", 10*time.Second, func() bool {
 		n, err := st.SinkDepth(ctx, "files")
 		return err == nil && n == 0
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/store"
 )
@@ -70,18 +72,16 @@ func publicURLOf(out string) string {
 // and callbacks are over.
 func (e *cliEnv) waitLiveDone(id string) api.Job {
 	e.t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		job, err := e.client.GetLive(context.Background(), id)
-		if err != nil {
+	var job api.Job
+	testwait.For(e.t, "session "+id+" to end", 20*time.Second, func() bool {
+		var err error
+		if job, err = e.client.GetLive(context.Background(), id); err != nil {
 			e.t.Fatal(err)
 		}
-		if job.Status.Final() {
-			time.Sleep(200 * time.Millisecond) // the last callbacks trail the record
-			return job
-		}
-	}
-	e.t.Fatalf("session %s did not end", id)
-	return api.Job{}
+		return job.Status.Final()
+	})
+	time.Sleep(200 * time.Millisecond) // the last callbacks trail the record
+	return job
 }
 
 func TestLiveStreamsAWAVFileWithCallbacksBack(t *testing.T) {
@@ -343,10 +343,7 @@ func TestLiveInterruptStopsTheRecordingCleanly(t *testing.T) {
 // waitForOutput waits until a command running in another goroutine has written want.
 func waitForOutput(t *testing.T, b *sandboxtest.Buffer, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if strings.Contains(b.String(), want) {
-			return
-		}
-	}
-	t.Fatalf("output never held %q", want)
+	testwait.For(t, fmt.Sprintf("the output to hold %q", want), 10*time.Second, func() bool {
+		return strings.Contains(b.String(), want)
+	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/submitter"
 )
 
@@ -60,19 +61,14 @@ func runSandboxJob(t *testing.T, client *submitter.Client, audioURL string) api.
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		job, err := client.GetPreRecorded(context.Background(), created.ID)
-		if err != nil {
+	var job api.Job
+	testwait.For(t, "job "+created.ID+" to finish", 20*time.Second, func() bool {
+		if job, err = client.GetPreRecorded(context.Background(), created.ID); err != nil {
 			t.Fatal(err)
 		}
-		if job.Status.Final() {
-			return job
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("job %s did not finish", created.ID)
-	return api.Job{}
+		return job.Status.Final()
+	})
+	return job
 }
 
 // `scribehook sandbox` refuses audio on loopback unless --allow-fetch covers it, and caps it

@@ -19,6 +19,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
@@ -151,11 +152,11 @@ func TestNoSecretInTheLogs(t *testing.T) {
 	// The sink's target comes back: the signed deliveries arrive and verify.
 	time.Sleep(300 * time.Millisecond)
 	target.setDown(false)
-	waitUntil(t, "signed sink deliveries", 45*time.Second, func() bool {
+	testwait.For(t, "signed sink deliveries", 45*time.Second, func() bool {
 		n, _, _ := target.delivered()
 		return n >= 2
 	})
-	waitUntil(t, "the service to give up on the callback to the stopped serve", 30*time.Second, func() bool {
+	testwait.For(t, "the service to give up on the callback to the stopped serve", 30*time.Second, func() bool {
 		return strings.Contains(logs.String(), "callback given up after the last attempt")
 	})
 	if _, _, bad := target.delivered(); bad != 0 {

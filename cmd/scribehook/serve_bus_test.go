@@ -11,6 +11,7 @@ import (
 
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testwait"
 )
 
 // serveWithBus writes a configuration for serve on SQLite in a temporary directory with the
@@ -67,7 +68,7 @@ func TestServeOnBroker(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			go func() { done <- run(ctx) }()
-			waitUntil(t, "serve ready", 30*time.Second, func() bool {
+			testwait.For(t, "serve ready", 30*time.Second, func() bool {
 				select {
 				case err := <-done:
 					t.Fatalf("serve stopped: %v\n%s", err, stderr.String())

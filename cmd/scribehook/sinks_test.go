@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -59,12 +60,12 @@ func TestSinkDisabledAcrossRestart(t *testing.T) {
 
 	srv := start()
 	post(srv, 1)
-	waitUntil(t, "the sink disabled by the 410", 10*time.Second, func() bool {
+	testwait.For(t, "the sink disabled by the 410", 10*time.Second, func() bool {
 		sts, err := srv.store.SinkStates(t.Context())
 		return err == nil && len(sts) == 1 && sts[0].Disabled
 	})
 	post(srv, 2)
-	waitUntil(t, "the second callback applied", 10*time.Second, applied(srv))
+	testwait.For(t, "the second callback applied", 10*time.Second, applied(srv))
 	srv.stop(t)
 
 	// The restart, with the endpoint back: the sink stays disabled, its event queued.
@@ -72,7 +73,7 @@ func TestSinkDisabledAcrossRestart(t *testing.T) {
 	srv = start()
 	defer srv.stop(t)
 	post(srv, 3)
-	waitUntil(t, "the third callback applied", 10*time.Second, applied(srv))
+	testwait.For(t, "the third callback applied", 10*time.Second, applied(srv))
 	time.Sleep(time.Second) // the dispatcher's chance to deliver, which it must not take
 	if n := received.Load(); n != 0 {
 		t.Fatalf("the endpoint received %d events from a sink disabled before the restart", n)
@@ -96,7 +97,7 @@ func TestSinkDisabledAcrossRestart(t *testing.T) {
 	if err != nil || !strings.Contains(out, "sink hook enabled (2 deliveries queued)") {
 		t.Fatalf("sinks enable: %q, %v", out, err)
 	}
-	waitUntil(t, "the queued events delivered", 3*sinks.DefaultStateInterval, func() bool {
+	testwait.For(t, "the queued events delivered", 3*sinks.DefaultStateInterval, func() bool {
 		n, err := srv.store.SinkDepth(t.Context(), "hook")
 		return err == nil && n == 0
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -366,18 +367,14 @@ func TestSubmitAndLiveWithTheRealServe(t *testing.T) {
 	live, _, _ := liveOutput(t, out)
 	st := e.openStore()
 	var n int
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.For(t, "session "+live+"'s end_session stored", 20*time.Second, func() bool {
 		msgs, err := st.LiveMessages(context.Background(), live, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n = len(msgs); n > 0 && msgs[n-1].Type == api.MessageEndSession {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %s: %d messages stored, no end_session", live, n)
-		}
-	}
+		n = len(msgs)
+		return n > 0 && msgs[n-1].Type == api.MessageEndSession
+	})
 	show, _, err = e.run(nil, "jobs", "show", live)
 	if err != nil || !strings.Contains(show, fmt.Sprintf("live messages  %d\n", n)) {
 		t.Fatalf("show: %v\n%s", err, show)

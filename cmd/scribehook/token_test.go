@@ -21,6 +21,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -120,7 +121,7 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 		p.CallbackConfig.URL != "http://"+l.addr+"/v1/callbacks/[token]" {
 		t.Errorf("stored callback_config = %+v, %v", p.CallbackConfig, err)
 	}
-	waitUntil(t, "dead letters of every hook event", 60*time.Second, func() bool {
+	testwait.For(t, "dead letters of every hook event", 60*time.Second, func() bool {
 		dl, _ := l.store.DeadLetters(ctx, "hook", time.Time{}, 0)
 		return len(dl) >= 3 // job.succeeded twice (job and session), live.end_session
 	})
