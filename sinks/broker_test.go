@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/testinfra"
 )
 
@@ -94,7 +95,7 @@ func deliverAcrossRestart(t *testing.T, spec Spec, evs []api.Event, then func(Si
 	for _, ev := range evs {
 		byID[ev.ID] = ev
 	}
-	s, err := New(spec, Deps{Logger: quietLogger()})
+	s, err := New(spec, Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func deliverAcrossRestart(t *testing.T, spec Spec, evs []api.Event, then func(Si
 	extra := testEvent()
 	extra.ID, extra.Type, extra.JobID = "00000000-0000-5000-8000-000000000099", api.EventSubtitlesReady, "job-9"
 	byID[extra.ID] = extra
-	s, err = New(spec, Deps{Logger: quietLogger()})
+	s, err = New(spec, Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestRedisStreamSink(t *testing.T) {
 }
 
 func TestRedisStreamSinkDown(t *testing.T) {
-	s, err := New(Spec{Name: "redis", Kind: KindRedisStream, BrokerURL: "redis://127.0.0.1:" + testinfra.Port(t) + "/0"}, Deps{Logger: quietLogger()})
+	s, err := New(Spec{Name: "redis", Kind: KindRedisStream, BrokerURL: "redis://127.0.0.1:" + testinfra.Port(t) + "/0"}, Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestNATSSinkExistingStream(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ops", Subjects: []string{"custom.job.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: url, Topic: "custom.{type}"}, Deps{Logger: quietLogger()})
+	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: url, Topic: "custom.{type}"}, Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestNATSSinkExistingStream(t *testing.T) {
 }
 
 func TestNATSSinkDown(t *testing.T) {
-	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: "nats://127.0.0.1:" + testinfra.Port(t)}, Deps{Logger: quietLogger()})
+	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: "nats://127.0.0.1:" + testinfra.Port(t)}, Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatalf("New with the broker down: %v (a down broker must not fail the start)", err)
 	}
@@ -345,7 +346,7 @@ func TestNATSNames(t *testing.T) {
 		}
 	}
 	// An event type that makes an invalid subject fails permanently, before any connection.
-	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: "nats://127.0.0.1:" + testinfra.Port(t), Topic: "x.{type}"}, Deps{Logger: quietLogger()})
+	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: "nats://127.0.0.1:" + testinfra.Port(t), Topic: "x.{type}"}, Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +362,7 @@ func TestNATSNames(t *testing.T) {
 // fails and is retried, and the retry recreates it.
 func TestNATSSinkStreamDeleted(t *testing.T) {
 	url := testinfra.NATS(t).URL
-	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: url}, Deps{Logger: quietLogger()})
+	s, err := New(Spec{Name: "nats", Kind: KindNATS, BrokerURL: url}, Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

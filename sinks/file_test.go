@@ -15,6 +15,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/api/apitest"
+	"github.com/scribehook/scribehook/internal/logx"
 )
 
 const succeededData = `{"id":"job-1","status":"done","kind":"pre-recorded","created_at":"2026-11-20T10:00:00.000Z",
@@ -48,7 +49,7 @@ func subtitlesData(files ...SubtitleFile) string {
 func newFileSink(t *testing.T) (*FileSink, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "out", "nested")
-	s, err := NewFile(Spec{Name: "files", Kind: KindFile, Dir: dir}, Deps{Logger: quietLogger()})
+	s, err := NewFile(Spec{Name: "files", Kind: KindFile, Dir: dir}, Deps{Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

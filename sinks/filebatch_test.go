@@ -11,6 +11,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/api/apitest"
+	"github.com/scribehook/scribehook/internal/logx"
 )
 
 // DeliverBatch writes the same files as Deliver one event at a time, and each event's error is
@@ -65,7 +66,7 @@ func TestFileSinkBatchMatchesDeliver(t *testing.T) {
 // file indented and the transcript, synced; B/op is what the file sink allocates for it.
 func BenchmarkFileSinkDeliver2h(b *testing.B) {
 	ev := succeeded2h(b)
-	s, err := NewFile(Spec{Name: "files", Kind: KindFile, Dir: b.TempDir()}, Deps{Logger: quietLogger()})
+	s, err := NewFile(Spec{Name: "files", Kind: KindFile, Dir: b.TempDir()}, Deps{Logger: logx.Discard()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,20 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/logx"
 )
-
-func quietLogger() *logrus.Logger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
 
 func TestNewKinds(t *testing.T) {
 	dir := t.TempDir()
-	deps := Deps{Logger: quietLogger(), Stdout: io.Discard}
+	deps := Deps{Logger: logx.Discard(), Stdout: io.Discard}
 	for _, spec := range []Spec{
 		{Name: "files", Kind: KindFile, Dir: dir},
 		{Name: "hook", Kind: KindWebhook, URL: "https://hooks.example.com/x", SigningSecrets: []string{secretNew}},
@@ -45,7 +38,7 @@ func TestNewKinds(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	deps := Deps{Logger: quietLogger()}
+	deps := Deps{Logger: logx.Discard()}
 	tests := []struct {
 		spec  Spec
 		field string
@@ -91,7 +84,7 @@ func TestNewErrors(t *testing.T) {
 
 func TestLogSink(t *testing.T) {
 	var out strings.Builder
-	s, err := New(Spec{Name: "stdout", Kind: KindLog}, Deps{Stdout: &out, Logger: quietLogger()})
+	s, err := New(Spec{Name: "stdout", Kind: KindLog}, Deps{Stdout: &out, Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/netguard"
 )
 
@@ -228,7 +229,7 @@ func TestWebhookAddressGuard(t *testing.T) {
 			rawURL := "http://" + tc.host + ":" + port + "/hook?token=s3cr3t"
 			wantMsg := fmt.Sprintf("%s, ", tc.rng)
 			spec := Spec{Name: "hook", Kind: KindWebhook, URL: rawURL, SigningSecrets: []string{"whsec_c2VjcmV0"}, Timeout: 5 * time.Second}
-			deps := Deps{Resolver: resolver, Logger: quietLogger()}
+			deps := Deps{Resolver: resolver, Logger: logx.Discard()}
 
 			// Refused without allow.
 			if tc.literal {
@@ -340,7 +341,7 @@ func TestGuardSchemes(t *testing.T) {
 		if err := g.CheckURL(u); err == nil {
 			t.Errorf("CheckURL(%s) passed", raw)
 		}
-		_, err := NewWebhook(Spec{Name: "h", Kind: KindWebhook, URL: raw}, Deps{Logger: quietLogger()})
+		_, err := NewWebhook(Spec{Name: "h", Kind: KindWebhook, URL: raw}, Deps{Logger: logx.Discard()})
 		var se *SpecError
 		if !errors.As(err, &se) || se.Field != "URL" {
 			t.Errorf("NewWebhook(%s) = %v, want a SpecError on URL", raw, err)
@@ -354,7 +355,7 @@ func TestGuardDNSRebinding(t *testing.T) {
 	dns := newTestDNS(t, map[string][]string{"rebind.test": {"127.0.0.1"}})
 	hook := startHookServer(t)
 	s, err := NewWebhook(Spec{Name: "hook", Kind: KindWebhook, URL: "http://rebind.test:" + hook.port + "/",
-		Allow: []string{"127.0.0.1"}}, Deps{Resolver: dns.resolver(), Logger: quietLogger()})
+		Allow: []string{"127.0.0.1"}}, Deps{Resolver: dns.resolver(), Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/testinfra"
 )
 
@@ -179,7 +180,7 @@ func TestWebhookSignatureRotation(t *testing.T) {
 func TestWebhookSecretForms(t *testing.T) {
 	rc, url := newReceiver(t, http.StatusNoContent)
 	unpadded := "whsec_" + base64.RawStdEncoding.EncodeToString([]byte("sixteen byte key!")) // 17 bytes: padding
-	s := newTestWebhook(t, loopbackSpec(url, "a raw secret", unpadded), Deps{Logger: quietLogger()})
+	s := newTestWebhook(t, loopbackSpec(url, "a raw secret", unpadded), Deps{Logger: logx.Discard()})
 	got := rc.deliver(t, s, testEvent())
 	raw, _ := standardwebhooks.NewWebhookRaw([]byte("a raw secret"))
 	if err := raw.Verify(got.body, got.header); err != nil {
@@ -193,7 +194,7 @@ func TestWebhookSecretForms(t *testing.T) {
 
 func TestWebhookBadSecrets(t *testing.T) {
 	for _, secret := range []string{"", "  ", "whsec_", "whsec_topsecret!!", "whsec_===="} {
-		_, err := NewWebhook(loopbackSpec("http://127.0.0.1:1/", secretOld, secret), Deps{Logger: quietLogger()})
+		_, err := NewWebhook(loopbackSpec("http://127.0.0.1:1/", secretOld, secret), Deps{Logger: logx.Discard()})
 		var se *SpecError
 		if !errors.As(err, &se) || se.Field != "SigningSecrets" || !strings.Contains(err.Error(), "[1]") {
 			t.Errorf("secret %q: %v, want a SpecError on SigningSecrets[1]", secret, err)
@@ -226,7 +227,7 @@ func TestWebhookTLS(t *testing.T) {
 	srv := httptest.NewTLSServer(rc.handler(http.StatusAccepted))
 	defer srv.Close()
 	base := srv.Client().Transport.(*http.Transport)
-	s := newTestWebhook(t, loopbackSpec(srv.URL, secretNew), Deps{Transport: base, Logger: quietLogger()})
+	s := newTestWebhook(t, loopbackSpec(srv.URL, secretNew), Deps{Transport: base, Logger: logx.Discard()})
 	got := rc.deliver(t, s, testEvent())
 	wh, _ := standardwebhooks.NewWebhook(secretNew)
 	if err := wh.Verify(got.body, got.header); err != nil {
@@ -234,7 +235,7 @@ func TestWebhookTLS(t *testing.T) {
 	}
 
 	guarded, err := NewWebhook(Spec{Name: "hook", Kind: KindWebhook, URL: strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)},
-		Deps{Transport: base, Logger: quietLogger()})
+		Deps{Transport: base, Logger: logx.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +307,7 @@ func TestWebhookStatuses(t *testing.T) {
 			defer srv.Close()
 			spec := loopbackSpec(srv.URL, secretNew)
 			spec.Timeout = 300 * time.Millisecond
-			s, err := NewWebhook(spec, Deps{Logger: quietLogger(), Now: func() time.Time { return now }})
+			s, err := NewWebhook(spec, Deps{Logger: logx.Discard(), Now: func() time.Time { return now }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,7 +343,7 @@ func TestWebhookStatuses(t *testing.T) {
 
 func TestWebhookNetworkError(t *testing.T) {
 	addr := "127.0.0.1:" + testinfra.Port(t) // nothing listens there: connection refused
-	s := newTestWebhook(t, loopbackSpec("http://"+addr+"/hook?token=s3cr3t"), Deps{Logger: quietLogger()})
+	s := newTestWebhook(t, loopbackSpec("http://"+addr+"/hook?token=s3cr3t"), Deps{Logger: logx.Discard()})
 	err := s.Deliver(context.Background(), testEvent())
 	f := AsFailure(err)
 	if err == nil || f.Permanent || f.Disable || f.RetryAfter != 0 {
@@ -367,7 +368,7 @@ func TestWebhookCancelled(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s := newTestWebhook(t, loopbackSpec(srv.URL), Deps{Logger: quietLogger()})
+	s := newTestWebhook(t, loopbackSpec(srv.URL), Deps{Logger: logx.Discard()})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
