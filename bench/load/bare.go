@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/receiver"
 )
 
@@ -45,13 +47,15 @@ func cmdBare(args []string) error {
 	return nil
 }
 
-// bareProc is the bare handler's process.
+// bareProc is the bare handler's process, run as serve's is (testinfra.Process: a log file of
+// its own in the run's directory, an early exit reported with the log's end).
 type bareProc struct {
-	cmd  *exec.Cmd
+	*testinfra.Process
 	addr string
 }
 
-func startBare() (*bareProc, error) {
+// startBare runs the bare handler, logging in dir, and waits until it answers a callback.
+func startBare(dir string) (*bareProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the load tool's binary: %w", err)
@@ -60,34 +64,24 @@ func startBare() (*bareProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "bare", "-listen", addr)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the bare handler: %w", err)
-	}
-	track(cmd.Process)
-	b := &bareProc{cmd: cmd, addr: addr}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		resp, err := plainClient.Post("http://"+addr+callbackPath, "application/json", nil)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return b, nil
+	b := &bareProc{addr: addr, Process: &testinfra.Process{
+		Name: "the bare handler", LogName: "bare", Dir: dir, Within: 10 * time.Second,
+		Command: func() *exec.Cmd { return exec.Command(self, "bare", "-listen", addr) },
+		Ready: func() error {
+			resp, err := plainClient.Post("http://"+addr+callbackPath, "application/json", nil)
+			if err != nil {
+				return err
 			}
-		}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("POST %s: %d", callbackPath, resp.StatusCode)
+			}
+			return nil
+		},
+		Started: track, Exited: untrack,
+	}}
+	if err := b.Start(context.Background()); err != nil {
+		return nil, err
 	}
-	b.stop()
-	return nil, fmt.Errorf("the bare handler did not answer on %s", addr)
-}
-
-func (b *bareProc) stop() {
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = b.cmd.Wait(); untrack(b.cmd.Process); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-done
-	}
+	return b, nil
 }

@@ -13,9 +13,9 @@ import (
 )
 
 // Process is a server run as a child process that may be stopped, killed and started again,
-// as the brokers here and bench/load's serve are: each start logs to a file of its own, waits
-// until the server answers, and reports an early exit with the end of that log. Where it
-// listens and keeps its data is its command's business, the same for every start.
+// as the brokers here and bench/load's serve and bare handler are: each start logs to a file
+// of its own, waits until the server answers, and reports an early exit with the end of that
+// log. Where it listens and keeps its data is its command's business, the same for every start.
 type Process struct {
 	Name    string           // the server, in errors
 	LogName string           // its logs are Dir/LogName-N.log, N counting starts (default Name)
