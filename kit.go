@@ -17,6 +17,7 @@ import (
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/debugserver"
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/sinks"
@@ -76,10 +77,11 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		}
 		secrets = &s
 	}
-	log := logrus.NewEntry(logrus.StandardLogger())
+	var log *logrus.Entry
 	if o.logger != nil {
 		log = o.logger.WithFields(logrus.Fields{})
 	}
+	log = logx.OrStandard(log)
 	k := &Kit{cfg: cfg, log: log, secrets: *secrets}
 	// undo closes, newest first, what New opened when it fails half-way.
 	var undo []func()

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/receiver/ui"
 	"github.com/scribehook/scribehook/store"
@@ -89,7 +90,9 @@ type Config struct {
 	// Metrics is where the receiver registers its metrics and what /metrics serves; a fresh
 	// registry when nil.
 	Metrics *prometheus.Registry
-	Logger  *logrus.Entry
+	// Logger is where rejected callbacks, failed store writes and panics are logged; logrus's standard logger
+	// when nil, as for the pipeline, since an operator must see them.
+	Logger *logrus.Entry
 	// Now is the clock for signature timestamps; time.Now when nil.
 	Now func() time.Time
 }
@@ -171,10 +174,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 		pollEvery:    time.Second,
 		writeTimeout: writeTimeout,
 	}
-	if r.log == nil {
-		r.log = logrus.NewEntry(logrus.New())
-	}
-	r.log = r.log.WithField("component", "receiver")
+	r.log = logx.OrStandard(r.log).WithField("component", "receiver")
 	if r.now == nil {
 		r.now = time.Now
 	}

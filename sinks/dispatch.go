@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/internal/logx"
 )
 
 // Clock is the dispatcher's time: real in production, driven by hand in tests. Due times,
@@ -138,7 +139,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	d := &Dispatcher{
 		queue:  cfg.Queue,
 		clock:  cfg.Clock,
-		log:    cfg.Logger,
+		log:    logx.OrDiscard(cfg.Logger),
 		lease:  cfg.Lease,
 		poll:   cfg.PollInterval,
 		rand:   cfg.Rand,
@@ -146,11 +147,6 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	}
 	if d.clock == nil {
 		d.clock = systemClock{}
-	}
-	if d.log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		d.log = logrus.NewEntry(l)
 	}
 	if d.lease <= 0 {
 		d.lease = DefaultLease

@@ -1,7 +1,8 @@
 // Package logx holds the defaults of an optional logger, shared by every part whose
-// constructor takes one. Two policies, each written once: the store, the pruner and the client
-// take a nil logger as silence (OrDiscard); the pipeline, the bus and the sandbox, whose logs
-// an operator must see, as logrus's standard logger (OrStandard).
+// constructor takes one. Two policies, each written once: the store, the pruner, the client and
+// the sinks' dispatcher take a nil logger as silence (OrDiscard); the kit, the receiver, the
+// pipeline, the bus and the sandbox, whose logs an operator must see, as logrus's standard
+// logger (OrStandard).
 package logx
 
 import (
