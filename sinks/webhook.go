@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/httpretry"
 	"github.com/scribehook/scribehook/internal/netguard"
 	"github.com/scribehook/scribehook/internal/whsec"
 )
@@ -243,27 +245,11 @@ func debugEnabled(l logrus.FieldLogger) bool {
 	return true
 }
 
-// retryAfter reads Retry-After as delay-seconds or an HTTP-date; 0 when absent or invalid.
+// retryAfter is the wait a Retry-After value asks for, unbounded (the policy bounds it); 0 when
+// absent, invalid or past.
 func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		if n > int64((1<<63-1)/int64(time.Second)) {
-			n = int64((1<<63 - 1) / int64(time.Second))
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
+	d, _ := httpretry.After(v, now, math.MaxInt64)
+	return d
 }
 
 // readSnippet drains the body for connection reuse and keeps its start, on one line, for the

@@ -3,10 +3,10 @@ package submitter
 import (
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/scribehook/scribehook/internal/httpretry"
 )
 
 // RetryPolicy bounds the retries of one call. Zero fields take the defaults below; set
@@ -80,22 +80,9 @@ func retryableError(err error, idempotent bool) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date. ok is false when the
-// header is absent or unreadable; a date in the past means no wait.
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date, at most a day (the
+// policy's MaxRetryAfter then clamps it). ok is false when the header is absent or
+// unreadable; a date in the past means no wait.
 func retryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		// Large values would overflow Duration; anything past a day is clamped later anyway.
-		return time.Duration(min(secs, 86400)) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
+	return httpretry.After(h.Get("Retry-After"), now, 24*time.Hour)
 }
