@@ -14,7 +14,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/internal/plainjson"
 )
 
 // Kinds of sink.
@@ -124,29 +123,5 @@ func New(spec Spec, deps Deps) (Sink, error) {
 }
 
 // eventJSON is the envelope as every sink sends it: plainjson.Marshal's bytes, compact and
-// without HTML escaping (a transcript's "<" stays "<"). The encoder would grow its buffer by
-// doubling while it compacts the data, then copy the result out: for a 2-hour result over
-// twice the data. Here the envelope is encoded without its data (its last member,
-// "data":null) and the data compacted once, as the encoder compacts it, into a buffer of the
-// final size; no data, or data that does not compact, takes plainjson.Marshal itself.
-func eventJSON(ev api.Event) ([]byte, error) {
-	const tail = `null}`
-	data := ev.Data
-	if len(data) == 0 {
-		return plainjson.Marshal(ev)
-	}
-	ev.Data = nil
-	head, err := plainjson.Marshal(ev)
-	ev.Data = data
-	if err != nil || !bytes.HasSuffix(head, []byte(`"data":`+tail)) {
-		return plainjson.Marshal(ev)
-	}
-	head = head[:len(head)-len(tail)]
-	buf := bytes.NewBuffer(make([]byte, 0, len(head)+len(data)+1))
-	buf.Write(head)
-	if err := json.Compact(buf, data); err != nil {
-		return plainjson.Marshal(ev)
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
+// without HTML escaping (a transcript's "<" stays "<"), encoded by api.EncodeEvent.
+func eventJSON(ev api.Event) ([]byte, error) { return api.EncodeEvent(&ev, false) }

@@ -11,7 +11,6 @@
 package sqlcore
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -153,38 +152,6 @@ func DecodeJob(record, local []byte) (store.JobRecord, error) {
 	return rec, nil
 }
 
-// EncodeEvent gives json.Marshal(ev)'s bytes. json.Marshal grows its buffer by doubling
-// while it compacts the event's data, then copies the result out: for a 2-hour result about
-// three times the data. Here the event without its data is marshalled (data is its last
-// member, "data":null) and the data compacted once into a buffer of the final size, then
-// escaped as json.Marshal escapes HTML (<, >, &, U+2028, U+2029) when it holds such a
-// character; empty and invalid data take json.Marshal itself.
-func EncodeEvent(ev *api.Event) ([]byte, error) {
-	const tail = `null}`
-	if len(ev.Data) == 0 {
-		return json.Marshal(*ev)
-	}
-	head := *ev
-	head.Data = nil
-	h, err := json.Marshal(head)
-	if err != nil || !bytes.HasSuffix(h, []byte(`"data":`+tail)) {
-		return json.Marshal(*ev)
-	}
-	h = h[:len(h)-len(tail)]
-	buf := bytes.NewBuffer(make([]byte, 0, len(h)+len(ev.Data)+1))
-	buf.Write(h)
-	if err := json.Compact(buf, ev.Data); err != nil {
-		return json.Marshal(*ev)
-	}
-	if data := buf.Bytes()[len(h):]; bytes.ContainsAny(data, "<>&\u2028\u2029") {
-		// Each escaped character takes \u00XX (6 bytes) for 1, or \u20XX for 3.
-		grow := 5*(bytes.Count(data, []byte("<"))+bytes.Count(data, []byte(">"))+bytes.Count(data, []byte("&"))) +
-			3*(bytes.Count(data, []byte("\u2028"))+bytes.Count(data, []byte("\u2029")))
-		esc := bytes.NewBuffer(make([]byte, 0, len(h)+len(data)+grow+1))
-		esc.Write(h)
-		json.HTMLEscape(esc, data)
-		buf = esc
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
+// EncodeEvent gives json.Marshal(ev)'s bytes, as the sinks' queues store an event, encoded by
+// api.EncodeEvent without json.Marshal's copies of a large result.
+func EncodeEvent(ev *api.Event) ([]byte, error) { return api.EncodeEvent(ev, true) }
