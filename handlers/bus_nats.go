@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/natsconn"
 )
 
 // natsBus carries notices on a JetStream stream (work-queue retention, on disk) read through
@@ -39,21 +39,9 @@ const natsPullBuffer = 2
 // rows whose notice was dropped.
 const natsStreamMaxAge = 24 * time.Hour
 
-func natsOptions(name string, wlog watermill.LoggerAdapter) []nats.Option {
-	return []nats.Option{
-		nats.Name("scribehook " + name),
-		nats.Timeout(busConnectTimeout),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				wlog.Error("nats disconnected", err, watermill.LogFields{"connection": name})
-			}
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) {
-			wlog.Info("nats reconnected", watermill.LogFields{"connection": name})
-		}),
-	}
+// natsTimeouts bound the bus's first connect and pace its reconnects.
+func natsTimeouts() []nats.Option {
+	return []nats.Option{nats.Timeout(busConnectTimeout), nats.ReconnectWait(time.Second)}
 }
 
 func openNATSBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapter) (*natsBus, error) {
@@ -61,7 +49,7 @@ func openNATSBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapt
 	if broken := configs.BusNameRule(cfg.Group); broken != "" {
 		return nil, fmt.Errorf("group %s", broken)
 	}
-	nc, err := nats.Connect(cfg.URL, natsOptions("bus", wlog)...)
+	nc, err := natsconn.Connect(cfg.URL, "bus", wlog, natsTimeouts()...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the NATS broker: %w", err)
 	}
@@ -70,22 +58,14 @@ func openNATSBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapt
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	b := &natsBus{busBase: busBase{cfg: cfg, wlog: wlog}, conn: nc, js: js, stream: natsStreamOf(cfg.Topic), durable: cfg.Group}
+	b := &natsBus{busBase: busBase{cfg: cfg, wlog: wlog}, conn: nc, js: js, stream: natsconn.StreamName(cfg.Topic, "scribehook_inbox"), durable: cfg.Group}
 	ctx, cancel := context.WithTimeout(ctx, busConnectTimeout)
 	defer cancel()
 	if err := b.ensure(ctx, true); err != nil {
 		nc.Close()
 		return nil, err
 	}
-	b.pub, err = wmjetstream.NewPublisher(wmjetstream.PublisherConfig{
-		Conn:   nc,
-		Logger: wlog,
-		// Watermill's publisher sends to the Name of the stream configuration it computes for a
-		// topic: the subject itself. The stream is provisioned by ensure.
-		ConfigureStream: func(subject string) jetstream.StreamConfig {
-			return jetstream.StreamConfig{Name: subject, Subjects: []string{subject}}
-		},
-	})
+	b.pub, err = natsconn.Publisher(nc, wlog) // the stream is provisioned by ensure
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream publisher: %w", err)
@@ -142,7 +122,7 @@ func (b *natsBus) ensure(ctx context.Context, update bool) error {
 // starts after it (a message then is nacked, for another replica), and Close waits for those
 // under way, which the pipeline's consume loops see through, before closing the subscriber.
 func (b *natsBus) subscribe(_ context.Context, n int, onFatal func(error)) (*subscriptions, error) {
-	nc, err := nats.Connect(b.cfg.URL, natsOptions("bus consumer", b.wlog)...)
+	nc, err := natsconn.Connect(b.cfg.URL, "bus consumer", b.wlog, natsTimeouts()...)
 	if err != nil {
 		return nil, err
 	}
@@ -209,26 +189,6 @@ func (b *natsBus) check(ctx context.Context) (bool, error) {
 
 func (b *natsBus) close() error {
 	return b.pub.Close() // closes the connection
-}
-
-// natsStreamOf names the stream of a subject: stream names take no '.', '*', '>' nor white
-// space, so scribehook.inbox is stored in scribehook_inbox.
-func natsStreamOf(subject string) string {
-	s := strings.Map(func(r rune) rune {
-		if natsNameRune(r) {
-			return r
-		}
-		return '_'
-	}, subject)
-	if s = strings.Trim(s, "_"); s == "" {
-		s = "scribehook_inbox"
-	}
-	return s
-}
-
-// natsNameRune: the characters a stream name takes here (the others become '_').
-func natsNameRune(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
 func (b *natsBus) nackOnStop() bool { return true }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	wmjetstream "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/jetstream"
 	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
@@ -17,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/natsconn"
 	"github.com/scribehook/scribehook/internal/wmlog"
 )
 
@@ -97,20 +97,9 @@ func NewNATS(spec Spec, deps Deps) (*BrokerSink, error) {
 		return nil, err
 	}
 	log := deps.Logger.WithField("sink", spec.Name)
-	nc, err := nats.Connect(spec.BrokerURL,
-		nats.Name("scribehook sink "+spec.Name),
-		// A broker that is down at start is a delivery failure to retry, not a failed start.
-		nats.RetryOnFailedConnect(true),
-		nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
-			if err != nil {
-				log.WithError(err).Warn("nats disconnected")
-			}
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) {
-			log.WithField("server", c.ConnectedUrlRedacted()).Info("nats reconnected")
-		}),
-	)
+	wlog := wmlog.New(log)
+	// A broker that is down at start is a delivery failure to retry, not a failed start.
+	nc, err := natsconn.Connect(spec.BrokerURL, "sink "+spec.Name, wlog, nats.RetryOnFailedConnect(true))
 	if err != nil {
 		return nil, specErr(spec, "BrokerURL", fmt.Errorf("nats: %w", err))
 	}
@@ -119,16 +108,7 @@ func NewNATS(spec Spec, deps Deps) (*BrokerSink, error) {
 		nc.Close()
 		return nil, specErr(spec, "BrokerURL", fmt.Errorf("jetstream: %w", err))
 	}
-	pub, err := wmjetstream.NewPublisher(wmjetstream.PublisherConfig{
-		Conn:   nc,
-		Logger: wmlog.New(log),
-		// Watermill's JetStream publisher sends to the Name of the stream configuration it
-		// computes for a topic; the subject is the topic itself. Streams are provisioned
-		// separately (natsStreams), with a name that streams accept.
-		ConfigureStream: func(subject string) jetstream.StreamConfig {
-			return jetstream.StreamConfig{Name: subject, Subjects: []string{subject}}
-		},
-	})
+	pub, err := natsconn.Publisher(nc, wlog) // streams are provisioned by natsStreams
 	if err != nil {
 		nc.Close()
 		return nil, specErr(spec, "BrokerURL", fmt.Errorf("jetstream publisher: %w", err))
@@ -270,20 +250,9 @@ func natsSubject(s string) (string, error) {
 // may not contain '.', '*', '>', white space or path separators, so "scribehook.events.{type}"
 // becomes "scribehook_events".
 func natsStreamName(topic string) string {
-	t := strings.ReplaceAll(topic, "{type}", "")
-	t = strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-			return r
-		}
-		return '_'
-	}, t)
-	t = strings.Trim(t, "_")
+	t := natsconn.StreamName(strings.ReplaceAll(topic, "{type}", ""), "scribehook")
 	for strings.Contains(t, "__") {
 		t = strings.ReplaceAll(t, "__", "_")
-	}
-	if t == "" {
-		t = "scribehook"
 	}
 	return t
 }
