@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", the one store/postgres uses
+
+	"github.com/scribehook/scribehook/internal/netguard"
 )
 
 // EnvPGDSN names the PostgreSQL database tests may use; scripts/pg.sh sets it to a throwaway
@@ -88,11 +89,7 @@ func WithSearchPath(dsn, schema string) (string, error) {
 		u, err := url.Parse(dsn)
 		if err != nil {
 			// url.Error quotes the DSN, password and all: say only what is wrong.
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err
-			}
-			return "", fmt.Errorf("parse the PostgreSQL DSN: %w", err)
+			return "", fmt.Errorf("parse the PostgreSQL DSN: %w", netguard.StripURLError(err))
 		}
 		q := u.Query()
 		q.Set("search_path", schema)
