@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scribehook/scribehook/internal/metricreg"
 )
 
 // Label values of scribehook_deliveries_total.
@@ -46,10 +48,8 @@ func newMetrics(reg prometheus.Registerer, backlog func() float64) (*metrics, er
 		Name: "scribehook_inbox_backlog",
 		Help: "Inbox rows not processed yet (refreshed at most once a second).",
 	}, backlog)
-	for _, c := range []prometheus.Collector{m.deliveries, m.ack, gauge} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register metrics: %w", err)
-		}
+	if err := metricreg.Register(reg, m.deliveries, m.ack, gauge); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	return m, nil
 }

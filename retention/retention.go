@@ -26,6 +26,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/metricreg"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -168,10 +169,8 @@ func New(cfg Config) (*Pruner, error) {
 		p.rows.WithLabelValues(string(kind)) // every kind is listed, 0 until some go
 	}
 	if cfg.Metrics != nil {
-		for _, c := range []prometheus.Collector{p.rows, p.bytes, p.failed, p.lastRun} {
-			if err := cfg.Metrics.Register(c); err != nil {
-				return nil, fmt.Errorf("retention: register metrics: %w", err)
-			}
+		if err := metricreg.Register(cfg.Metrics, p.rows, p.bytes, p.failed, p.lastRun); err != nil {
+			return nil, fmt.Errorf("retention: register metrics: %w", err)
 		}
 	}
 	return p, nil

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scribehook/scribehook/internal/metricreg"
 )
 
 // dispatchMetrics are the sink metrics; with no registerer they are kept but not exported.
@@ -47,13 +49,8 @@ func (m *dispatchMetrics) add(w *sinkWorker) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.shared {
-		for i, c := range []prometheus.Collector{m.deliveries, m.breakerOpen, m.disabled} {
-			if err := m.reg.Register(c); err != nil {
-				for _, done := range []prometheus.Collector{m.deliveries, m.breakerOpen, m.disabled}[:i] {
-					m.reg.Unregister(done)
-				}
-				return fmt.Errorf("register sink metrics: %w", err)
-			}
+		if err := metricreg.Register(m.reg, m.deliveries, m.breakerOpen, m.disabled); err != nil {
+			return fmt.Errorf("register sink metrics: %w", err)
 		}
 		m.shared = true
 	}
