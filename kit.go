@@ -54,7 +54,6 @@ type Kit struct {
 	cancel  context.CancelFunc
 	done    chan error // the pipeline's Run
 	served  []chan error
-	lns     []net.Listener
 }
 
 // New builds the kit cfg describes, with what only Go can give passed as options. Secrets
@@ -284,7 +283,6 @@ func (k *Kit) Serve(ln net.Listener) error {
 	}
 	served := make(chan error, 1)
 	k.served = append(k.served, served)
-	k.lns = append(k.lns, ln)
 	k.mu.Unlock()
 	err := k.recv.Serve(ln)
 	served <- err
@@ -345,17 +343,12 @@ func (k *Kit) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	k.stopped = true
-	served, lns, debug := k.served, k.lns, k.debug
+	served, debug := k.served, k.debug
 	k.mu.Unlock()
 
 	var errs []error
 	if err := k.recv.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop receiver: %w", err))
-	}
-	// fasthttp only knows a listener once Serve has run; a stop right after the start must
-	// still free the port.
-	for _, ln := range lns {
-		_ = ln.Close()
 	}
 	for _, ch := range served {
 		select {

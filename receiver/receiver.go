@@ -135,6 +135,10 @@ type Receiver struct {
 	// closing is closed by Shutdown: event streams end and readiness turns false.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// served are Serve's listeners, which Shutdown closes itself: fasthttp only knows a
+	// listener once its Serve has run, and a Shutdown before that would leave it serving.
+	servedMu sync.Mutex
+	served   []net.Listener
 
 	// heartbeat and pollEvery pace event streams, writeTimeout bounds each write; fields so
 	// that tests can shorten them.
@@ -260,6 +264,14 @@ func (r *Receiver) App() *fiber.App { return r.app }
 // standalone app: refusals on the headers alone (server.go), timeouts, the per-address cap
 // (Config.MaxConnsPerIP) and the short drain of closed connections (linger.go).
 func (r *Receiver) Serve(ln net.Listener) error {
+	r.servedMu.Lock()
+	if r.shuttingDown() {
+		r.servedMu.Unlock()
+		_ = ln.Close()
+		return errors.New("receiver: serve after shutdown")
+	}
+	r.served = append(r.served, ln)
+	r.servedMu.Unlock()
 	if err := r.app.Listener(r.Listener(ln)); err != nil {
 		return fmt.Errorf("receiver: serve: %w", err)
 	}
@@ -281,8 +293,16 @@ func (r *Receiver) Listener(ln net.Listener) net.Listener {
 // it ends the event streams and turns /readyz to 503; the parent's server is the parent's to
 // shut down.
 func (r *Receiver) Shutdown(ctx context.Context) error {
+	r.servedMu.Lock()
 	r.closeOnce.Do(func() { close(r.closing) })
-	if err := r.stopServer(ctx); err != nil {
+	served := r.served
+	r.servedMu.Unlock()
+	err := r.stopServer(ctx)
+	// After fasthttp's stop is set, so that a Serve still on its way in ends with nil.
+	for _, ln := range served {
+		_ = ln.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("receiver: shutdown: %w", err)
 	}
 	return nil
