@@ -131,9 +131,17 @@ type gatedStates struct {
 	release chan struct{} // closed: the held read returns its snapshot
 	once    bool
 	reads   atomic.Int64 // reads finished
+	// recording, when set, is closed once a SetSinkState has begun; every SetSinkState then
+	// waits for recorded to be closed before it writes.
+	recording, recorded chan struct{}
+	recordingOnce       sync.Once
 }
 
 func (g *gatedStates) SetSinkState(ctx context.Context, st sinks.SinkState) error {
+	if g.recording != nil {
+		g.recordingOnce.Do(func() { close(g.recording) })
+		<-g.recorded
+	}
 	return g.states.SetSinkState(ctx, st)
 }
 
@@ -189,6 +197,48 @@ func TestDispatchStaleStateReadKeeps410(t *testing.T) {
 	e.followUntil("more reads of the states", func() bool { return g.reads.Load() >= reads+3 })
 	e.advance(d, time.Hour)
 	dispStill(t, gone, 1, "a sink disabled by a 410 while a state read was under way")
+	if st := dispStats(t, d, "hook"); !st.Disabled || st.Depth != 1 {
+		t.Errorf("stats = %+v, want disabled with e2 queued", st)
+	}
+	if dl := e.deadLetters("hook"); len(dl) != 1 || dl[0].EventID != "e1" {
+		t.Errorf("dead letters %+v, want only e1 (the 410 itself)", dl)
+	}
+}
+
+// TestDispatchReadWhileRecording410Keeps410: a periodic read of the recorded states that runs
+// after a 410 disabled the sink but before its state is written (so it still says "enabled")
+// does not enable the sink again.
+func TestDispatchReadWhileRecording410Keeps410(t *testing.T) {
+	e := newDispEnv(t)
+	q := handlers.SinkQueue(e.store)
+	g := &gatedStates{Queue: q, states: q.(sinks.StateStore), recording: make(chan struct{}), recorded: make(chan struct{})}
+	gone := newDispSink("hook", func(context.Context, api.Event, int) error {
+		return &sinks.Failure{Err: errors.New("410 Gone"), Disable: true}
+	})
+	d := e.run(sinks.DispatcherConfig{Queue: g, StateInterval: dispStateInterval}, []sinks.Spec{{Name: "hook", Concurrency: 1}}, gone)
+	recorded := sync.OnceFunc(func() { close(g.recorded) })
+	t.Cleanup(recorded) // a failing test must not leave the attempt held
+	e.followUntil("two reads of the states", func() bool { return g.reads.Load() >= 2 })
+
+	e.enqueue("hook", "e1", "e2")
+	e.advance(d, 0)
+	testwait.For(t, "the 410 being recorded", dispWait, func() bool {
+		select {
+		case <-g.recording:
+			return true
+		default:
+			return false
+		}
+	})
+	reads := g.reads.Load()
+	e.followUntil("reads while the 410 is recorded", func() bool { return g.reads.Load() >= reads+3 })
+	if st := dispStats(t, d, "hook"); !st.Disabled {
+		t.Errorf("stats while the 410 is recorded = %+v, want disabled", st)
+	}
+	recorded()
+	e.followUntil("reads after the 410 is recorded", func() bool { return g.reads.Load() >= reads+6 })
+	e.advance(d, time.Hour)
+	dispStill(t, gone, 1, "a sink disabled by a 410 while state reads ran")
 	if st := dispStats(t, d, "hook"); !st.Disabled || st.Depth != 1 {
 		t.Errorf("stats = %+v, want disabled with e2 queued", st)
 	}
