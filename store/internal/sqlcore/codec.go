@@ -151,7 +151,3 @@ func DecodeJob(record, local []byte) (store.JobRecord, error) {
 	}
 	return rec, nil
 }
-
-// EncodeEvent gives json.Marshal(ev)'s bytes, as the sinks' queues store an event, encoded by
-// api.EncodeEvent without json.Marshal's copies of a large result.
-func EncodeEvent(ev *api.Event) ([]byte, error) { return api.EncodeEvent(ev, true) }

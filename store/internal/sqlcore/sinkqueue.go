@@ -65,7 +65,8 @@ func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error
 		if prev != nil && sameEvent(prev, &d.Event) {
 			r.Event, r.EventArg = rows[i-1].Event, rows[i-1].EventArg
 		} else {
-			b, err := EncodeEvent(&d.Event)
+			// json.Marshal's bytes (HTML escaped), without its copies of a large result.
+			b, err := api.EncodeEvent(&d.Event, true)
 			if err != nil {
 				return fmt.Errorf("enqueue sink delivery %d for %s: encode event: %w", i, d.Sink, err)
 			}
