@@ -298,11 +298,14 @@ func (r *Receiver) Shutdown(ctx context.Context) error {
 	served := r.served
 	r.servedMu.Unlock()
 	err := r.stopServer(ctx)
-	// After fasthttp's stop is set, so that a Serve still on its way in ends with nil.
+	// A Serve on its way in, whose listener fasthttp does not hold yet, then finds it closed
+	// and ends with nil (fasthttp reads a closed listener as the end).
 	for _, ln := range served {
 		_ = ln.Close()
 	}
-	if err != nil {
+	// fasthttp still lists that listener, and closing it again at a later Shutdown is no
+	// failure.
+	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("receiver: shutdown: %w", err)
 	}
 	return nil
