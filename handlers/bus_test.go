@@ -406,6 +406,34 @@ func TestBusSweepProcessesRowsWithoutNotice(t *testing.T) {
 	})
 }
 
+// A row whose failure cannot be recorded stays pending, and a drain stops at it: the session's
+// later message is not applied before it, whichever notice drains the key (the sweep tries
+// again later). The drain is the same on every broker, so one is enough.
+func TestBusDrainStopsAtRowLeftPending(t *testing.T) {
+	rp := startReplica(t, "solo", openStore(t), startRedis(t), handlers.Config{MaxRetries: 1, RetryInterval: 5 * time.Millisecond})
+	const sid = "unrecordable"
+	stuck := rp.deliver(t, poisonDelivery(sid), false)
+	rp.cs.mu.Lock()
+	rp.cs.failMark[stuck] = true
+	rp.cs.mu.Unlock()
+	rp.r.p.Committed(stuck, sid)
+	later := rp.deliver(t, newLive(sid, 1, api.MessageTranscript, nil).Delivery, true)
+	waitFor(t, func() string { return fmt.Sprintf("%d failure records tried", rp.cs.markCount(stuck)) },
+		// Both notices' drains: each tries to record the failure of its two attempts, then
+		// once more as the poisoned row.
+		func() bool { return rp.cs.markCount(stuck) >= 6 })
+	// Absence of an apply cannot be awaited: watch for 40 retry intervals.
+	time.Sleep(200 * time.Millisecond)
+	for _, id := range []int64{stuck, later} {
+		if row := inboxRow(t, rp.cs, id); row.Status != store.InboxPending {
+			t.Errorf("row %d is %s, want pending behind the row whose failure was not recorded", id, row.Status)
+		}
+	}
+	if n := rp.cs.appliedCount(later); n != 0 {
+		t.Errorf("the later message was applied %d times before the row ahead of it", n)
+	}
+}
+
 // A broker that cannot be reached at start is an error that says so, without the URL's
 // password.
 func TestOpenBusUnreachable(t *testing.T) {
