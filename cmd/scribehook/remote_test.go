@@ -189,26 +189,29 @@ func TestRemoteCreateMergesParamsAndFlags(t *testing.T) {
 	}
 }
 
-// Each on/off job flag sets its own member of the request, and only when given.
+// Each on/off job flag sets its own member of the request to the value given, and only when
+// given.
 func TestJobSwitchesSetTheirMember(t *testing.T) {
 	for flag, member := range map[string]string{
 		"subtitles": "subtitles", "diarization": "diarization", "summarization": "summarization",
 		"sentiment-analysis": "sentiment_analysis", "named-entity-recognition": "named_entity_recognition",
 		"chapterization": "chapterization",
 	} {
-		var jf jobFlags
-		cmd := &cobra.Command{}
-		jf.register(cmd)
-		if err := cmd.Flags().Parse([]string{"--audio-url", "http://a/x.wav", "--" + flag + "=false"}); err != nil {
-			t.Fatal(err)
-		}
-		req, err := jf.request(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := json.Marshal(req)
-		if want := `{"audio_url":"http://a/x.wav","` + member + `":false}`; err != nil || string(b) != want {
-			t.Errorf("--%s=false: %s, %v; want %s", flag, b, err, want)
+		for _, on := range []string{"true", "false"} {
+			var jf jobFlags
+			cmd := &cobra.Command{}
+			jf.register(cmd)
+			if err := cmd.Flags().Parse([]string{"--audio-url", "http://a/x.wav", "--" + flag + "=" + on}); err != nil {
+				t.Fatal(err)
+			}
+			req, err := jf.request(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(req)
+			if want := `{"audio_url":"http://a/x.wav","` + member + `":` + on + `}`; err != nil || string(b) != want {
+				t.Errorf("--%s=%s: %s, %v; want %s", flag, on, b, err, want)
+			}
 		}
 	}
 }
