@@ -138,8 +138,6 @@ type jobFlags struct {
 	audioURL, paramsFile, callbackURL, callbackMethod, summarizationType string
 	languages, subtitleFormats, translateTo, metadata                    []string
 	deprecatedEndpoint                                                   bool
-	// switches holds the value of each of jobSwitches, by flag name.
-	switches map[string]*bool
 }
 
 // jobSwitches are the job flags that turn one feature of the request on or off.
@@ -207,9 +205,8 @@ func (jf *jobFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&jf.subtitleFormats, "subtitles-format", nil, "subtitle formats: srt, vtt (implies --subtitles)")
 	f.StringVar(&jf.summarizationType, "summarization-type", "", "general, bullet_points or concise (implies --summarization)")
 	f.StringSliceVar(&jf.translateTo, "translate-to", nil, "target language codes (enables translation)")
-	jf.switches = make(map[string]*bool, len(jobSwitches))
 	for _, sw := range jobSwitches {
-		jf.switches[sw.name] = f.Bool(sw.name, false, sw.usage)
+		f.Bool(sw.name, false, sw.usage) // read back by name in request
 	}
 	f.StringArrayVar(&jf.metadata, "metadata", nil, "custom_metadata as key=value (repeatable)")
 }
@@ -247,7 +244,11 @@ func (jf *jobFlags) request(cmd *cobra.Command) (api.PreRecordedRequest, error) 
 	}
 	for _, sw := range jobSwitches {
 		if set(sw.name) {
-			*sw.field(&req) = api.Bool(*jf.switches[sw.name])
+			on, err := cmd.Flags().GetBool(sw.name)
+			if err != nil {
+				return req, err
+			}
+			*sw.field(&req) = api.Bool(on)
 		}
 	}
 	if set("subtitles-format") {
