@@ -13,6 +13,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -122,10 +123,9 @@ func TestPrunerStartCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Start(ctx)
-	deadline := time.Now().Add(5 * time.Second)
-	for testmetrics.Value(t, reg, "scribehook_prune_last_success_timestamp_seconds") == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "the first run's success", 5*time.Second, func() bool {
+		return testmetrics.Value(t, reg, "scribehook_prune_last_success_timestamp_seconds") != 0
+	})
 	p.Stop()
 	if got := testmetrics.Value(t, reg, "scribehook_pruned_rows_total", "kind", "inbox"); got != 2 {
 		t.Errorf("scribehook_pruned_rows_total{kind=inbox} = %v, want 2", got)
