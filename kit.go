@@ -309,25 +309,12 @@ func (k *Kit) RunListener(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return err
 	}
-	served := make(chan error, 1)
-	go func() { served <- k.Serve(ln) }()
 	k.log.WithFields(logrus.Fields{
 		"listen": ln.Addr().String(), "public_url": k.cfg.PublicURL, "store": configs.RedactURL(k.cfg.Store.DSN),
 		"bus": k.cfg.Bus.Driver, "sinks": k.sinks,
 	}).Info("scribehook serving")
-	var serveErr error
-	select {
-	case <-ctx.Done():
-		k.log.Info("shutting down: finishing in-flight requests, then the pipeline")
-	case serveErr = <-served:
-	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), DefaultShutdownTimeout)
-	defer cancel()
-	err := k.Shutdown(stopCtx)
-	if serveErr != nil {
-		return fmt.Errorf("serve: %w", serveErr)
-	}
-	return err
+	// The kit's own server is stopped by Shutdown itself, first: nothing to stop before it.
+	return k.RunServer(ctx, func() error { return k.Serve(ln) }, func(context.Context) error { return nil })
 }
 
 // Shutdown stops the kit in the order that loses nothing: the HTTP server first (in-flight

@@ -20,6 +20,7 @@ func (k *Kit) RunServer(ctx context.Context, serve func() error, shutdown func(c
 	var errs []error
 	select {
 	case <-ctx.Done():
+		k.log.Info("shutting down: finishing in-flight requests, then the pipeline")
 	case err := <-served:
 		if err != nil {
 			errs = append(errs, fmt.Errorf("serve: %w", err))
