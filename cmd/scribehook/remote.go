@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,29 +106,12 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 }
 
 func newRemoteGetCmd(o *remoteOptions) *cobra.Command {
-	var live bool
 	var output outputFlag
-	cmd := &cobra.Command{
-		Use:   "get ID",
-		Short: "Show one job record of the service",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client(cmd)
-			if err != nil {
-				return err
-			}
-			get := c.GetPreRecorded
-			if live {
-				get = c.GetLive
-			}
-			job, err := get(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
+	cmd := remoteJobCmd(o, "get ID", "Show one job record of the service", "GET",
+		(*submitter.Client).GetPreRecorded, (*submitter.Client).GetLive,
+		func(cmd *cobra.Command, _ string, job api.Job) error {
 			return output.print(cmd.OutOrStdout(), job, func(w io.Writer) error { return writeJobsTable(w, []api.Job{job}) })
-		},
-	}
-	cmd.Flags().BoolVar(&live, "live", false, "the id is a live session (GET /v2/live/{id})")
+		})
 	output.register(cmd, outputJSON)
 	return cmd
 }
@@ -302,29 +286,51 @@ func readParams(cmd *cobra.Command, name string) ([]byte, error) {
 }
 
 func newRemoteDeleteCmd(o *remoteOptions) *cobra.Command {
-	var live bool
+	return remoteJobCmd(o, "delete ID", "Delete one job on the service", "DELETE",
+		noResult((*submitter.Client).DeletePreRecorded), noResult((*submitter.Client).DeleteLive),
+		func(cmd *cobra.Command, id string, _ struct{}) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", id)
+			return nil
+		})
+}
+
+// remoteJobCmd is a remote command on one job by its id (get, delete): it calls the
+// pre-recorded job's endpoint, or with --live the live session's (method /v2/live/{id}), and
+// done prints what came back.
+func remoteJobCmd[T any](o *remoteOptions, use, short, method string,
+	preRecorded, live func(c *submitter.Client, ctx context.Context, id string) (T, error),
+	done func(cmd *cobra.Command, id string, v T) error) *cobra.Command {
+	var onLive bool
 	cmd := &cobra.Command{
-		Use:   "delete ID",
-		Short: "Delete one job on the service",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
 			}
-			del := c.DeletePreRecorded
-			if live {
-				del = c.DeleteLive
+			call := preRecorded
+			if onLive {
+				call = live
 			}
-			if err := del(cmd.Context(), args[0]); err != nil {
+			v, err := call(c, cmd.Context(), args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[0])
-			return nil
+			return done(cmd, args[0], v)
 		},
 	}
-	cmd.Flags().BoolVar(&live, "live", false, "the id is a live session (DELETE /v2/live/{id})")
+	cmd.Flags().BoolVar(&onLive, "live", false, "the id is a live session ("+method+" /v2/live/{id})")
 	return cmd
+}
+
+// noResult is a call that returns nothing but its error (a delete) in the form remoteJobCmd
+// takes.
+func noResult(call func(*submitter.Client, context.Context, string) error) func(*submitter.Client, context.Context, string) (struct{}, error) {
+	return func(c *submitter.Client, ctx context.Context, id string) (struct{}, error) {
+		return struct{}{}, call(c, ctx, id)
+	}
 }
 
 // writeJSON prints v indented; the job records keep the members this model does not know.
