@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,8 +128,12 @@ func runDemo(ctx context.Context, w io.Writer, opts demoOptions) (rep demoReport
 	defer cancel()
 	// The live session's messages arrive on the stream's reader goroutine: one lock keeps
 	// every line of the demo whole.
-	out := &lockedWriter{w: w}
-	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, format+"\n", args...)
+	}
 	p := newDemoPaths(opts.outDir)
 	world := &demoWorld{p: p, say: say}
 	rep = demoReport{SRT: p.srt}
