@@ -72,6 +72,17 @@ func isTerminal(w io.Writer) bool {
 // newTable aligns the columns of a command's table, two spaces apart.
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
+// writeRows prints the table of a list: its header, then one line per row as line formats it
+// (tab-separated, as the header).
+func writeRows[T any](w io.Writer, header string, rows []T, line func(T) string) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, line(r))
+	}
+	return tw.Flush()
+}
+
 // stamp is a time as the tables show it: UTC, to the second; "" for none.
 func stamp(t time.Time) string {
 	if t.IsZero() {

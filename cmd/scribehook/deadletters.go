@@ -74,13 +74,10 @@ func newDeadLettersListCmd() *cobra.Command {
 }
 
 func writeDeadLetters(w io.Writer, rows []store.SinkDelivery) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tSINK\tEVENT\tJOB\tATTEMPTS\tFAILED\tLAST ERROR")
-	for _, d := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Sink, d.Event.Type, d.Event.JobID, d.Attempts,
+	return writeRows(w, "ID\tSINK\tEVENT\tJOB\tATTEMPTS\tFAILED\tLAST ERROR", rows, func(d store.SinkDelivery) string {
+		return fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%s\t%s", d.ID, d.Sink, d.Event.Type, d.Event.JobID, d.Attempts,
 			stamp(d.FailedAt), d.LastError)
-	}
-	return tw.Flush()
+	})
 }
 
 func newDeadLettersReplayCmd() *cobra.Command {

@@ -244,13 +244,10 @@ func quarantineItems(rows []store.QuarantineRow) []quarantineItem {
 }
 
 func writeQuarantine(w io.Writer, rows []store.QuarantineRow) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tROUTE\tRECEIVED\tSIZE\tREASON\tFIRST BYTES")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", r.ID, cell(r.Route), stamp(r.ReceivedAt),
+	return writeRows(w, "ID\tROUTE\tRECEIVED\tSIZE\tREASON\tFIRST BYTES", rows, func(r store.QuarantineRow) string {
+		return fmt.Sprintf("%d\t%s\t%s\t%d\t%s\t%s", r.ID, cell(r.Route), stamp(r.ReceivedAt),
 			len(r.Body), cell(r.Reason), firstBytes(r.Body, 40))
-	}
-	return tw.Flush()
+	})
 }
 
 // firstBytes shows the start of a body on one line: printable text as is, anything else

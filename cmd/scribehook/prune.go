@@ -103,12 +103,10 @@ func writePruneReport(w io.Writer, res pruneResult, kept map[store.PruneKind]con
 	if res.DryRun {
 		verb = "would prune (dry run)"
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "KIND\tKEPT\tROWS")
-	for _, kind := range store.PruneKinds() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\n", kind, kept[kind], res.Rows[kind])
-	}
-	if err := tw.Flush(); err != nil {
+	err := writeRows(w, "KIND\tKEPT\tROWS", store.PruneKinds(), func(kind store.PruneKind) string {
+		return fmt.Sprintf("%s\t%s\t%d", kind, kept[kind], res.Rows[kind])
+	})
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%s %d rows", verb, res.Total)

@@ -343,17 +343,14 @@ func writeJSON(w io.Writer, v any) error {
 
 // writeJobsTable prints one aligned row per job.
 func writeJobsTable(w io.Writer, jobs []api.Job) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tCREATED\tDURATION\tFILE")
-	for _, j := range jobs {
+	return writeRows(w, "ID\tKIND\tSTATUS\tCREATED\tDURATION\tFILE", jobs, func(j api.Job) string {
 		created, duration, file := cell(stamp(j.CreatedAt.Time)), "-", "-"
 		if j.File != nil {
 			duration = time.Duration(j.File.AudioDuration * float64(time.Second)).Round(100 * time.Millisecond).String()
 			file = cell(j.File.Filename)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.ID), cell(string(j.Kind)), cell(string(j.Status)), created, duration, file)
-	}
-	return tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", cell(j.ID), cell(string(j.Kind)), cell(string(j.Status)), created, duration, file)
+	})
 }
 
 // cell keeps a value on one line of its column and shows absent values as "-".

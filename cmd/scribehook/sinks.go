@@ -37,9 +37,7 @@ func newSinksListCmd() *cobra.Command {
 }
 
 func writeSinks(w io.Writer, rows []scribehook.SinkStatus) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "SINK\tSTATE\tQUEUED\tSINCE\tREASON")
-	for _, r := range rows {
+	return writeRows(w, "SINK\tSTATE\tQUEUED\tSINCE\tREASON", rows, func(r scribehook.SinkStatus) string {
 		state := "enabled"
 		if r.Disabled {
 			state = "disabled"
@@ -47,9 +45,8 @@ func writeSinks(w io.Writer, rows []scribehook.SinkStatus) error {
 		if !r.Configured {
 			state += " (not configured)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.Name, state, r.Queued, stamp(r.Since), r.Reason)
-	}
-	return tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", r.Name, state, r.Queued, stamp(r.Since), r.Reason)
+	})
 }
 
 func newSinksEnableCmd() *cobra.Command {
