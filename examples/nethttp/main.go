@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -99,11 +100,13 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	// handler below is the only consumer.
 	kcfg.Sinks = nil
 
-	w := &lockedWriter{w: out} // handlers run concurrently: one block of lines at a time
+	// Handlers run concurrently: a log.Logger (no prefix, no timestamp) serialises its writes, so
+	// that each block of lines comes out whole.
+	lines := log.New(out, "", 0)
 	kit, err := scribehook.New(ctx, kcfg, scribehook.WithEventHandler(scribehook.EventHandler{
 		Name:   "print-transcript",
 		Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}},
-		Func:   scribehook.JobSucceeded(printTranscript(w)),
+		Func:   scribehook.JobSucceeded(printTranscript(lines)),
 	}))
 	if err != nil {
 		return fmt.Errorf("build the kit: %w", err)
@@ -159,19 +162,19 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		// bounds the bodies of its routes itself, and this program's routes take none.
 		WriteTimeout: 2 * time.Minute,
 	}
-	fmt.Fprintf(w, "listening on http://%s (callbacks at %s)\n", ln.Addr(), publicURL)
+	lines.Printf("listening on http://%s (callbacks at %s)\n", ln.Addr(), publicURL)
 	// Until ctx ends; then the server first (its in-flight callbacks finish and commit), then the
 	// kit, whose pipeline and handlers finish their current events (the rest wait in the store
 	// for the next start). kit.Listener caps connections per client address and lets a client
 	// still sending a refused body read its 401 or 413.
 	err = kit.RunServer(ctx, func() error { return srv.Serve(kit.Listener(ln)) }, func(ctx context.Context) error {
-		fmt.Fprintln(w, "shutting down")
+		lines.Println("shutting down")
 		return srv.Shutdown(ctx)
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "stopped")
+	lines.Println("stopped")
 	return nil
 }
 
@@ -179,7 +182,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 // event: after a crash the same event comes again with the same ID. A real program records the
 // IDs it has handled in its own database, in the transaction of its work; this one only prints,
 // so a set in memory is enough.
-func printTranscript(out io.Writer) func(context.Context, api.Event, api.Job) error {
+func printTranscript(out *log.Logger) func(context.Context, api.Event, api.Job) error {
 	var seen sync.Map
 	return func(_ context.Context, ev api.Event, job api.Job) error {
 		if _, dup := seen.LoadOrStore(ev.ID, true); dup {
@@ -194,8 +197,8 @@ func printTranscript(out io.Writer) func(context.Context, api.Event, api.Job) er
 		for _, u := range utterances {
 			fmt.Fprintf(&b, "  [%.2fs-%.2fs] %s\n", u.Start, u.End, u.Text)
 		}
-		_, err := io.WriteString(out, b.String())
-		return err
+		// Output rather than Print: a failed write goes back to the kit, which calls again.
+		return out.Output(1, b.String())
 	}
 }
 
@@ -203,18 +206,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// lockedWriter serialises writes, so that concurrent handlers' blocks do not interleave.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func envOr(name, def string) string {
