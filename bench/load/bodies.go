@@ -35,6 +35,15 @@ type callback struct {
 	MsgKey string
 }
 
+// meanBody is the mean body size of calls in bytes, for the runs' description lines.
+func meanBody(calls []callback) int {
+	size := 0
+	for _, cl := range calls {
+		size += len(cl.Body)
+	}
+	return size / max(1, len(calls))
+}
+
 // benchNamespace makes every generated id a function of the seed and an index, so two runs with
 // the same seed send the same bytes.
 var benchNamespace = uuid.MustParse("8d0f7a52-31c4-4f0e-9b5e-6a1f3e2c9d47")

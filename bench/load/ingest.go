@@ -28,13 +28,9 @@ func cmdIngest(args []string) error {
 	}
 	defer r.close()
 	calls, warmCalls := r.calls, r.warm
-	size := 0
-	for _, cl := range calls {
-		size += len(cl.Body)
-	}
 	printMachine()
 	fmt.Printf("load: %d %s callbacks (mean body %d bytes), %d connections, rate %s, bound %s, sinks %s, synchronous %s\n",
-		len(calls), *shape, size/max(1, len(calls)), lf.conns, rateName(lf.rate), *duration, *sinks, *sync)
+		len(calls), *shape, meanBody(calls), lf.conns, rateName(lf.rate), *duration, *sinks, *sync)
 	spec := loadSpec{Path: callbackPath, Calls: calls, Rate: lf.rate, Conns: lf.conns, Duration: *duration}
 	warmSpec := loadSpec{Path: callbackPath, Calls: warmCalls, Conns: lf.conns}
 

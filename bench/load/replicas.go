@@ -134,10 +134,6 @@ func cmdReplicas(args []string) error {
 	}
 	load := replicaLoad{Calls: append(live, jobs...), Sessions: lf.sessions, LiveN: len(live), Conns: lf.conns,
 		Rate: lf.rate, Duration: *duration, RetryFor: 3 * time.Minute}
-	size := 0
-	for _, cl := range load.Calls {
-		size += len(cl.Body)
-	}
 	logf := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 	lb := newBalancer(addrs, lf.conns, 10*time.Second, *health == "readyz", logf)
 	r.onClose(lb.close)
@@ -153,7 +149,7 @@ func cmdReplicas(args []string) error {
 	}
 	fmt.Printf("topology: %d serve replica(s) %v on PostgreSQL schema %s, bus %s, sinks %s; balancer health check %s\n", *replicas, addrs, schema.Name, busName, sinkNames, *health)
 	fmt.Printf("load: %d callbacks (%d live messages over %d sessions, %d 1-minute results; mean body %d bytes), %d connections, rate %s, bound %s, seed %d\n",
-		len(load.Calls), len(live), lf.sessions, nJobs, size/max(1, len(load.Calls)), lf.conns, rateName(lf.rate), *duration, c.seed)
+		len(load.Calls), len(live), lf.sessions, nJobs, meanBody(load.Calls), lf.conns, rateName(lf.rate), *duration, c.seed)
 
 	if *warm > 0 {
 		wl, err := liveCallbacks(c.seed+warmSeed, *warm, lf.sessions)
