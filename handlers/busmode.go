@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/metricreg"
 )
 
 // Bus mode: several replicas share one store and one broker.
@@ -93,26 +94,16 @@ type busMode struct {
 func newBusMode(p *Pipeline, bus *Bus, wlog watermill.LoggerAdapter) *busMode {
 	b := &busMode{
 		p: p, bus: bus,
-		log:     p.log.WithFields(logrus.Fields{"bus": bus.Driver(), "topic": bus.Topic()}),
-		notices: make(chan notice, p.cfg.NoticeQueue),
-		keys:    keyLocks{m: map[string]*keyLock{}},
-		flush:   make(chan struct{}),
-		resub:   make(chan struct{}, 1),
-		published: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "scribehook_bus_notices_published_total", Help: "Commit notices sent to the broker.",
-		}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "scribehook_bus_notices_dropped_total", Help: "Commit notices not sent (broker down, queue full): their rows wait for the sweep.",
-		}),
-		received: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "scribehook_bus_notices_received_total", Help: "Commit notices this replica took from the broker.",
-		}),
-		swept: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "scribehook_bus_swept_rows_total", Help: "Inbox rows applied by the sweep rather than by their notice.",
-		}),
-		upGauge: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "scribehook_bus_up", Help: "1 while the broker answers and this replica's subscriptions run.",
-		}),
+		log:       p.log.WithFields(logrus.Fields{"bus": bus.Driver(), "topic": bus.Topic()}),
+		notices:   make(chan notice, p.cfg.NoticeQueue),
+		keys:      keyLocks{m: map[string]*keyLock{}},
+		flush:     make(chan struct{}),
+		resub:     make(chan struct{}, 1),
+		published: metricreg.Counter("scribehook_bus_notices_published_total", "Commit notices sent to the broker."),
+		dropped:   metricreg.Counter("scribehook_bus_notices_dropped_total", "Commit notices not sent (broker down, queue full): their rows wait for the sweep."),
+		received:  metricreg.Counter("scribehook_bus_notices_received_total", "Commit notices this replica took from the broker."),
+		swept:     metricreg.Counter("scribehook_bus_swept_rows_total", "Inbox rows applied by the sweep rather than by their notice."),
+		upGauge:   metricreg.Gauge("scribehook_bus_up", "1 while the broker answers and this replica's subscriptions run."),
 	}
 	if p.cfg.Metrics != nil {
 		p.cfg.Metrics.MustRegister(b.published, b.dropped, b.received, b.swept, b.upGauge)

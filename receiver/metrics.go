@@ -32,22 +32,12 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer, backlog func() float64) (*metrics, error) {
 	m := &metrics{
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "scribehook_deliveries_total",
-			Help: "Callback deliveries received, by kind and outcome.",
-		}, []string{"kind", "outcome"}),
-		ack: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "scribehook_ack_seconds",
-			Help: "Time from receiving a callback to acknowledging it with a 2xx (the inbox commit included).",
-			Buckets: []float64{
-				0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-			},
-		}),
+		deliveries: metricreg.CounterVec("scribehook_deliveries_total", "Callback deliveries received, by kind and outcome.", "kind", "outcome"),
+		ack: metricreg.Histogram("scribehook_ack_seconds",
+			"Time from receiving a callback to acknowledging it with a 2xx (the inbox commit included).",
+			[]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}),
 	}
-	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "scribehook_inbox_backlog",
-		Help: "Inbox rows not processed yet (refreshed at most once a second).",
-	}, backlog)
+	gauge := metricreg.GaugeFunc("scribehook_inbox_backlog", "Inbox rows not processed yet (refreshed at most once a second).", backlog)
 	if err := metricreg.Register(reg, m.deliveries, m.ack, gauge); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}

@@ -151,19 +151,11 @@ func New(cfg Config) (*Pruner, error) {
 	}
 	cfg.Logger = logx.OrDiscard(cfg.Logger)
 	p := &Pruner{
-		cfg: cfg,
-		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "scribehook_pruned_rows_total", Help: "Rows the retention pruner deleted, by kind.",
-		}, []string{"kind"}),
-		bytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "scribehook_pruned_reclaimed_bytes_total", Help: "Bytes the database gave back to the file system after pruning (SQLite).",
-		}),
-		failed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "scribehook_prune_failures_total", Help: "Pruner runs that stopped on an error (the next run takes up the rest).",
-		}),
-		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "scribehook_prune_last_success_timestamp_seconds", Help: "When the last pruner run that completed ended, Unix time.",
-		}),
+		cfg:     cfg,
+		rows:    metricreg.CounterVec("scribehook_pruned_rows_total", "Rows the retention pruner deleted, by kind.", "kind"),
+		bytes:   metricreg.Counter("scribehook_pruned_reclaimed_bytes_total", "Bytes the database gave back to the file system after pruning (SQLite)."),
+		failed:  metricreg.Counter("scribehook_prune_failures_total", "Pruner runs that stopped on an error (the next run takes up the rest)."),
+		lastRun: metricreg.Gauge("scribehook_prune_last_success_timestamp_seconds", "When the last pruner run that completed ended, Unix time."),
 	}
 	for _, kind := range store.PruneKinds() {
 		p.rows.WithLabelValues(string(kind)) // every kind is listed, 0 until some go

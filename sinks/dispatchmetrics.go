@@ -24,18 +24,10 @@ type dispatchMetrics struct {
 func newDispatchMetrics(reg prometheus.Registerer) *dispatchMetrics {
 	return &dispatchMetrics{
 		reg: reg,
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "scribehook_sink_deliveries_total",
-			Help: "Delivery attempts by sink and outcome (delivered, retried, dead, disabled).",
-		}, []string{"sink", "outcome"}),
-		breakerOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "scribehook_sink_breaker_open",
-			Help: "1 while the sink's breaker is open or half-open.",
-		}, []string{"sink"}),
-		disabled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "scribehook_sink_disabled",
-			Help: "1 once the sink is disabled (its destination answered that it is gone).",
-		}, []string{"sink"}),
+		deliveries: metricreg.CounterVec("scribehook_sink_deliveries_total",
+			"Delivery attempts by sink and outcome (delivered, retried, dead, disabled).", "sink", "outcome"),
+		breakerOpen: metricreg.GaugeVec("scribehook_sink_breaker_open", "1 while the sink's breaker is open or half-open.", "sink"),
+		disabled:    metricreg.GaugeVec("scribehook_sink_disabled", "1 once the sink is disabled (its destination answered that it is gone).", "sink"),
 	}
 }
 

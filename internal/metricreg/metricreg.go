@@ -1,5 +1,6 @@
-// Package metricreg registers a part's Prometheus collectors all or none, so that a part whose
-// construction fails leaves the registry as it found it (and can be built again on it).
+// Package metricreg declares a part's Prometheus collectors, each in one line, and registers
+// them all or none, so that a part whose construction fails leaves the registry as it found it
+// (and can be built again on it).
 package metricreg
 
 import "github.com/prometheus/client_golang/prometheus"
