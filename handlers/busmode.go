@@ -105,12 +105,13 @@ func newBusMode(p *Pipeline, bus *Bus, wlog watermill.LoggerAdapter) *busMode {
 		swept:     metricreg.Counter("scribehook_bus_swept_rows_total", "Inbox rows applied by the sweep rather than by their notice."),
 		upGauge:   metricreg.Gauge("scribehook_bus_up", "1 while the broker answers and this replica's subscriptions run."),
 	}
-	if p.cfg.Metrics != nil {
-		p.cfg.Metrics.MustRegister(b.published, b.dropped, b.received, b.swept, b.upGauge)
-	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.up.Store(true) // OpenBus reached it
 	return b
+}
+
+func (b *busMode) collectors() []prometheus.Collector {
+	return []prometheus.Collector{b.published, b.dropped, b.received, b.swept, b.upGauge}
 }
 
 // run starts the publishers, the subscriptions, the sweep and the health checks.

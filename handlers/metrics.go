@@ -17,8 +17,9 @@ type metrics struct {
 	afterFinal *prometheus.CounterVec
 }
 
-// newMetrics registers the handler metrics on reg (nil: not exported, still counted).
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics builds the handler metrics; New registers them, when it has a registerer (without
+// one they are not exported, still counted).
+func newMetrics() *metrics {
 	m := &metrics{
 		handled:  metricreg.CounterVec("scribehook_deliveries_processed_total", "Inbox rows applied to the store, by kind.", "kind"),
 		errors:   metricreg.CounterVec("scribehook_handler_errors_total", "Failed attempts to process an inbox row, by kind.", "kind"),
@@ -28,8 +29,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			"Deliveries about a job or session already final, which changed nothing: duplicate (the same outcome again), late (an account webhook of an earlier step) or quarantined.",
 			"outcome"),
 	}
-	if reg != nil {
-		reg.MustRegister(m.handled, m.errors, m.poisoned, m.latency, m.afterFinal)
-	}
 	return m
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.handled, m.errors, m.poisoned, m.latency, m.afterFinal}
 }

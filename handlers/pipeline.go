@@ -30,6 +30,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/metricreg"
 	"github.com/scribehook/scribehook/internal/wmlog"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -165,7 +166,7 @@ func New(cfg Config) (_ *Pipeline, err error) {
 		events: gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 1024}, wlog),
 		poison: gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 64}, wlog),
 		feed:   newLocalFeed(),
-		m:      newMetrics(cfg.Metrics),
+		m:      newMetrics(),
 		queued: map[int64]bool{},
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
@@ -186,26 +187,31 @@ func New(cfg Config) (_ *Pipeline, err error) {
 	// failed (poisoned, called in line by persistRow); each attempt has its own timeout and a
 	// panic is an error like others.
 	p.rowChain = p.retry(wlog)(middleware.Timeout(cfg.HandlerTimeout)(middleware.Recoverer(p.persist)))
+	metrics := p.m.collectors()
 	if cfg.Bus != nil {
 		// The rows come from the broker's notices (busmode.go), not from the inbox topics.
 		p.bus = newBusMode(p, cfg.Bus, wlog)
-		router.AddConsumerHandler("poisoned", topicPoison, p.poison, p.poisoned)
-		p.router = router
-		return p, nil
-	}
-	for i := 0; i < cfg.Partitions; i++ {
-		topic := topicInbox + strconv.Itoa(i)
-		h := router.AddHandler("persist-"+strconv.Itoa(i), topic, p.inbox, TopicEvents, p.events, p.persistBatch)
-		// A batch handler retries its rows itself (rowChain) and fails only at a stop, which the
-		// poison queue lets go; a panic of its own is an error like others. They wrap the persist
-		// handlers only: around the poison handler, a poison queue would feed the handler its
-		// own failures forever.
-		h.AddMiddleware(poison, middleware.Recoverer)
-		p.parts = append(p.parts, newPartition(topic))
+		metrics = append(metrics, p.bus.collectors()...)
+	} else {
+		for i := 0; i < cfg.Partitions; i++ {
+			topic := topicInbox + strconv.Itoa(i)
+			h := router.AddHandler("persist-"+strconv.Itoa(i), topic, p.inbox, TopicEvents, p.events, p.persistBatch)
+			// A batch handler retries its rows itself (rowChain) and fails only at a stop, which
+			// the poison queue lets go; a panic of its own is an error like others. They wrap the
+			// persist handlers only: around the poison handler, a poison queue would feed the
+			// handler its own failures forever.
+			h.AddMiddleware(poison, middleware.Recoverer)
+			p.parts = append(p.parts, newPartition(topic))
+		}
 	}
 	// Poisoned rows are marked failed, visible and retryable, instead of vanishing.
 	router.AddConsumerHandler("poisoned", topicPoison, p.poison, p.poisoned)
 	p.router = router
+	if cfg.Metrics != nil {
+		if err := metricreg.Register(cfg.Metrics, metrics...); err != nil {
+			return nil, fmt.Errorf("handlers: register metrics: %w", err)
+		}
+	}
 	return p, nil
 }
 
