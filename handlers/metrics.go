@@ -32,6 +32,10 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.handled, m.errors, m.poisoned, m.latency, m.afterFinal}
+// register registers the handler metrics and more (the bus's) on reg, all or none.
+func (m *metrics) register(reg prometheus.Registerer, more ...prometheus.Collector) error {
+	if reg == nil {
+		return nil
+	}
+	return metricreg.Register(reg, append([]prometheus.Collector{m.handled, m.errors, m.poisoned, m.latency, m.afterFinal}, more...)...)
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
-	"github.com/scribehook/scribehook/internal/metricreg"
 	"github.com/scribehook/scribehook/internal/wmlog"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -187,11 +186,11 @@ func New(cfg Config) (_ *Pipeline, err error) {
 	// failed (poisoned, called in line by persistRow); each attempt has its own timeout and a
 	// panic is an error like others.
 	p.rowChain = p.retry(wlog)(middleware.Timeout(cfg.HandlerTimeout)(middleware.Recoverer(p.persist)))
-	metrics := p.m.collectors()
+	var busMetrics []prometheus.Collector
 	if cfg.Bus != nil {
 		// The rows come from the broker's notices (busmode.go), not from the inbox topics.
 		p.bus = newBusMode(p, cfg.Bus, wlog)
-		metrics = append(metrics, p.bus.collectors()...)
+		busMetrics = p.bus.collectors()
 	} else {
 		for i := 0; i < cfg.Partitions; i++ {
 			topic := topicInbox + strconv.Itoa(i)
@@ -207,10 +206,8 @@ func New(cfg Config) (_ *Pipeline, err error) {
 	// Poisoned rows are marked failed, visible and retryable, instead of vanishing.
 	router.AddConsumerHandler("poisoned", topicPoison, p.poison, p.poisoned)
 	p.router = router
-	if cfg.Metrics != nil {
-		if err := metricreg.Register(cfg.Metrics, metrics...); err != nil {
-			return nil, fmt.Errorf("handlers: register metrics: %w", err)
-		}
+	if err := p.m.register(cfg.Metrics, busMetrics...); err != nil {
+		return nil, fmt.Errorf("handlers: register metrics: %w", err)
 	}
 	return p, nil
 }
