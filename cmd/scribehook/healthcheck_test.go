@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -42,27 +41,23 @@ func runHealthcheck(t *testing.T, args ...string) (string, error) {
 }
 
 func TestHealthcheck(t *testing.T) {
-	// The handler runs on the server's goroutines: what it answers and what it saw go
-	// through mu (the race detector does not see the ordering a TCP round trip gives).
+	// The answer is read on the server's goroutines: it goes through mu (the race detector
+	// does not see the ordering a TCP round trip gives).
 	var (
 		mu     sync.Mutex
 		status = http.StatusOK
 		body   = `{"status":"ready"}`
-		asked  []string
 	)
 	answer := func(code int, text string) {
 		mu.Lock()
 		defer mu.Unlock()
 		status, body = code, text
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := newRecorder(t, func(int, *http.Request, []byte) (int, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		asked = append(asked, r.Method+" "+r.URL.Path)
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
-	defer srv.Close()
+		return status, body
+	})
 
 	const ready = `{"status":"ready"}`
 	out, err := runHealthcheck(t, "--url", srv.URL+"/readyz")
@@ -85,11 +80,13 @@ func TestHealthcheck(t *testing.T) {
 	if out, err := runHealthcheck(t); err != nil || strings.TrimSpace(out) != ready {
 		t.Fatalf("from the configuration: output %q, error %v", out, err)
 	}
-	mu.Lock()
+	var asked []string
+	for i := range srv.count() {
+		asked = append(asked, srv.req(i).Method+" "+srv.req(i).URL.Path)
+	}
 	if got, want := strings.Join(asked, ","), "GET /readyz,GET /readyz,GET /readyz"; got != want {
 		t.Errorf("asked %q, want %q", got, want)
 	}
-	mu.Unlock()
 
 	srv.Close()
 	if _, err := runHealthcheck(t, "--url", srv.URL+"/readyz", "--timeout", "1s"); err == nil {

@@ -11,9 +11,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,4 +183,53 @@ func httpDo(t *testing.T, method, url string, h http.Header, body []byte) (int, 
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b
+}
+
+// recorder is an HTTP server on loopback standing in for a peer of the command's (the
+// service's API, a webhook endpoint, serve's readiness): it keeps every request it gets, with
+// its body, and answers each as the test scripts it.
+type recorder struct {
+	*httptest.Server
+	mu     sync.Mutex
+	reqs   []*http.Request
+	bodies [][]byte
+}
+
+// newRecorder starts a recorder that answers the n-th request (from 0), r with its body read,
+// with answer's status and JSON body; it is closed at the end of the test.
+func newRecorder(t *testing.T, answer func(n int, r *http.Request, body []byte) (int, string)) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	rec.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rec.mu.Lock()
+		n := len(rec.reqs)
+		rec.reqs = append(rec.reqs, r.Clone(context.Background()))
+		rec.bodies = append(rec.bodies, body)
+		rec.mu.Unlock()
+		status, out := answer(n, r, body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, out)
+	}))
+	t.Cleanup(rec.Close)
+	return rec
+}
+
+func (rec *recorder) req(i int) *http.Request {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.reqs[i]
+}
+
+func (rec *recorder) body(i int) string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return string(rec.bodies[i])
+}
+
+func (rec *recorder) count() int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return len(rec.reqs)
 }

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,51 +52,6 @@ func TestJobsTableEmpty(t *testing.T) {
 	}
 }
 
-// fakeService records requests and answers each with the next scripted response.
-type fakeService struct {
-	*httptest.Server
-	mu     sync.Mutex
-	reqs   []*http.Request
-	bodies []string
-}
-
-func newFakeService(t *testing.T, answer func(n int, r *http.Request) (int, string)) *fakeService {
-	t.Helper()
-	fs := &fakeService{}
-	fs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		fs.mu.Lock()
-		n := len(fs.reqs)
-		fs.reqs = append(fs.reqs, r.Clone(context.Background()))
-		fs.bodies = append(fs.bodies, string(body))
-		fs.mu.Unlock()
-		status, out := answer(n, r)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, out)
-	}))
-	t.Cleanup(fs.Close)
-	return fs
-}
-
-func (fs *fakeService) req(i int) *http.Request {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return fs.reqs[i]
-}
-
-func (fs *fakeService) body(i int) string {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return fs.bodies[i]
-}
-
-func (fs *fakeService) count() int {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return len(fs.reqs)
-}
-
 func runRemote(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	return runCmd(context.Background(), nil, append([]string{"remote"}, args...)...)
@@ -107,8 +59,8 @@ func runRemote(t *testing.T, args ...string) (string, string, error) {
 
 func TestRemoteListMapsFlagsAndFollowsPages(t *testing.T) {
 	t.Setenv("MY_KEY", "sk-cli")
-	var fs *fakeService
-	fs = newFakeService(t, func(n int, r *http.Request) (int, string) {
+	var fs *recorder
+	fs = newRecorder(t, func(n int, r *http.Request, _ []byte) (int, string) {
 		if n == 0 {
 			next := fs.URL + "/v2/transcription?offset=1&limit=1&kind=live"
 			return 200, `{"first":"","current":"","next":"` + next + `","items":[{"id":"a","kind":"live","status":"done","created_at":"2026-11-20T10:00:00.000Z","file":null,"request_params":null,"future":1}]}`
@@ -145,7 +97,7 @@ func TestRemoteListMapsFlagsAndFollowsPages(t *testing.T) {
 
 func TestRemoteListOnePageHintsAtMore(t *testing.T) {
 	t.Setenv(configs.DefaultAPIKeyEnv, "k")
-	fs := newFakeService(t, func(int, *http.Request) (int, string) {
+	fs := newRecorder(t, func(int, *http.Request, []byte) (int, string) {
 		return 200, `{"next":"http://elsewhere/v2/live?offset=20","items":[]}`
 	})
 	out, errOut, err := runRemote(t, "list", "--live", "--base-url", fs.URL)
@@ -162,7 +114,7 @@ func TestRemoteListOnePageHintsAtMore(t *testing.T) {
 
 func TestRemoteCreateMergesParamsAndFlags(t *testing.T) {
 	t.Setenv(configs.DefaultAPIKeyEnv, "k")
-	fs := newFakeService(t, func(int, *http.Request) (int, string) {
+	fs := newRecorder(t, func(int, *http.Request, []byte) (int, string) {
 		return 201, `{"id":"job-1","result_url":"http://svc/v2/pre-recorded/job-1"}`
 	})
 	params := filepath.Join(t.TempDir(), "params.json")
@@ -226,7 +178,7 @@ func TestRemoteCreateNeedsAudioURL(t *testing.T) {
 
 func TestRemoteGetPrintsServiceErrorsReadably(t *testing.T) {
 	t.Setenv(configs.DefaultAPIKeyEnv, "k")
-	fs := newFakeService(t, func(int, *http.Request) (int, string) {
+	fs := newRecorder(t, func(int, *http.Request, []byte) (int, string) {
 		return 400, `{"path":"/v2/live/x","request_id":"G-1a2b3c4d","statusCode":400,"message":"invalid parameters","validation_errors":["id must be a UUID"]}`
 	})
 	_, _, err := runRemote(t, "get", "x", "--live", "--base-url", fs.URL)
@@ -238,7 +190,7 @@ func TestRemoteGetPrintsServiceErrorsReadably(t *testing.T) {
 
 func TestRemoteGetAndDelete(t *testing.T) {
 	t.Setenv(configs.DefaultAPIKeyEnv, "k")
-	fs := newFakeService(t, func(n int, r *http.Request) (int, string) {
+	fs := newRecorder(t, func(n int, r *http.Request, _ []byte) (int, string) {
 		if r.Method == http.MethodDelete {
 			return 202, ``
 		}
@@ -264,7 +216,7 @@ func TestRemoteReadsTheKeyFromAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("FILE_KEY_FILE", path)
-	fs := newFakeService(t, func(int, *http.Request) (int, string) { return 202, `` })
+	fs := newRecorder(t, func(int, *http.Request, []byte) (int, string) { return 202, `` })
 	if _, _, err := runRemote(t, "delete", "j1", "--api-key-env", "FILE_KEY", "--base-url", fs.URL); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -27,15 +26,13 @@ func TestSinkDisabledAcrossRestart(t *testing.T) {
 	var gone atomic.Bool
 	var received atomic.Int64
 	gone.Store(true)
-	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	endpoint := newRecorder(t, func(int, *http.Request, []byte) (int, string) {
 		if gone.Load() {
-			http.Error(w, "this endpoint was removed", http.StatusGone)
-			return
+			return http.StatusGone, "this endpoint was removed"
 		}
 		received.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer endpoint.Close()
+		return http.StatusNoContent, ""
+	})
 	spec := sinks.Spec{Name: "hook", Kind: sinks.KindWebhook, URL: endpoint.URL, Allow: []string{"127.0.0.0/8"},
 		Filter: sinks.Filter{Events: []string{"*"}}, Timeout: 2 * time.Second}
 	route := []receiver.Route{{Name: "load", Token: backupRouteToken}}

@@ -5,13 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,16 +59,9 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 	logger.SetLevel(logrus.DebugLevel)
 	logger.SetFormatter(&logrus.JSONFormatter{})
 
-	var hookMu sync.Mutex
-	var hookBodies [][]byte
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		hookMu.Lock()
-		hookBodies = append(hookBodies, b)
-		hookMu.Unlock()
-		w.WriteHeader(http.StatusInternalServerError) // every event ends as a dead letter
-	}))
-	t.Cleanup(hook.Close)
+	hook := newRecorder(t, func(int, *http.Request, []byte) (int, string) {
+		return http.StatusInternalServerError, "" // every event ends as a dead letter
+	})
 
 	out := filepath.Join(t.TempDir(), "out")
 	l := newLoopWith(t, sandbox.Faults{}, func(o *serverOptions) {
@@ -141,14 +131,13 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 	if !bytes.Contains(places["read API /v1/jobs/"+jobID], []byte(`/v1/callbacks/[token]`)) {
 		t.Errorf("GET /v1/jobs/%s does not show the redacted callback URL: %s", jobID, truncate(places["read API /v1/jobs/"+jobID]))
 	}
-	hookMu.Lock()
-	for i, b := range hookBodies {
-		places[fmt.Sprintf("webhook body %d", i)] = b
+	bodies := hook.count()
+	for i := range bodies {
+		places[fmt.Sprintf("webhook body %d", i)] = []byte(hook.body(i))
 	}
-	if len(hookBodies) < 3 {
-		t.Errorf("the webhook got %d bodies, want at least 3", len(hookBodies))
+	if bodies < 3 {
+		t.Errorf("the webhook got %d bodies, want at least 3", bodies)
 	}
-	hookMu.Unlock()
 	l.stop() // the database's files are complete once it is closed
 	_ = filepath.WalkDir(filepath.Dir(l.dbPath), func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
