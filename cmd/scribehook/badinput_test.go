@@ -140,7 +140,7 @@ func TestBadInputSuite(t *testing.T) {
 	}
 	// A signed webhook the service will retry below.
 	accepted := []byte(`{"event":"transcription.created","payload":{"id":"cccccccc-0000-4000-8000-00000000000c"}}`)
-	acceptedHeaders := signed(t, "msg_accepted", time.Now(), accepted)
+	acceptedHeaders := signAt(accountRouteSecret, "msg_accepted", time.Now(), accepted)
 	if code, body := l.post("/v1/callbacks/account-route-token", acceptedHeaders, accepted); code != 200 {
 		t.Fatalf("signed webhook = %d %s", code, body)
 	}
@@ -159,7 +159,7 @@ func TestBadInputSuite(t *testing.T) {
 	webhook := []byte(`{"event":"transcription.success","payload":{"id":"dddddddd-0000-4000-8000-00000000000d"}}`)
 	now := time.Now()
 	signedWith := func(id string, at time.Time, body []byte, kv ...string) http.Header {
-		return with(signed(t, id, at, body), kv...)
+		return with(signAt(accountRouteSecret, id, at, body), kv...)
 	}
 	huge := tokenPath()
 	hugeMeta := tokenPath()

@@ -3,18 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
@@ -115,70 +110,14 @@ func TestE2ESubtitlesArtifactsReadAPIAndFileSink(t *testing.T) {
 	}
 }
 
-// hookTarget is a webhook receiver that can be down, and verifies every signature with the
-// Standard Webhooks library.
-type hookTarget struct {
-	srv   *httptest.Server
-	wh    *standardwebhooks.Webhook
-	mu    sync.Mutex
-	down  bool
-	ids   map[string]int
-	bad   int
-	total int
-}
-
-func newHookTarget(t *testing.T, secret string) *hookTarget {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &hookTarget{wh: wh, ids: map[string]int{}}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.total++
-		if h.down {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		if err := h.wh.Verify(body, r.Header); err != nil {
-			h.bad++
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		var ev api.Event
-		if json.Unmarshal(body, &ev) != nil || ev.ID != r.Header.Get("webhook-id") {
-			h.bad++
-		}
-		h.ids[ev.ID]++
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(h.srv.Close)
-	return h
-}
-
-func (h *hookTarget) setDown(down bool) { h.mu.Lock(); h.down = down; h.mu.Unlock() }
-
-func (h *hookTarget) delivered() (distinct, dup, bad int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, n := range h.ids {
-		if n > 1 {
-			dup++
-		}
-	}
-	return len(h.ids), dup, h.bad
-}
-
 func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	target := newHookTarget(t, secret)
+	target := newSignedHook(t, secret)
 	target.setDown(true)
 	out := filepath.Join(t.TempDir(), "out")
 	l := newLoopWith(t, sandbox.Faults{}, func(o *serverOptions) {
 		spec := sinks.Spec{
-			Name: "hook", Kind: "webhook", URL: target.srv.URL, SigningSecrets: []string{"whsec_b2xkLXNlY3JldC1iZWZvcmUtcm90YXRpb24=", secret},
+			Name: "hook", Kind: "webhook", URL: target.URL, SigningSecrets: []string{"whsec_b2xkLXNlY3JldC1iZWZvcmUtcm90YXRpb24=", secret},
 			Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"live.*"}},
 			Retry: []time.Duration{0, 20 * time.Millisecond, 20 * time.Millisecond}, BreakerThreshold: 1000,
 		}
@@ -237,12 +176,11 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 		t.Fatalf("deadletters replay: %v", err)
 	}
 	testwait.For(t, "replayed deliveries", 45*time.Second, func() bool {
-		n, _, _ := target.delivered()
-		return n == len(stored)
+		return target.distinct() == len(stored)
 	})
 	time.Sleep(200 * time.Millisecond)
-	n, dup, bad := target.delivered()
-	if n != len(stored) || dup != 0 || bad != 0 {
+	firsts, dup, bad := target.result()
+	if n := len(firsts); n != len(stored) || dup != 0 || bad != 0 {
 		t.Errorf("webhook got %d distinct events (want %d), %d duplicates, %d bad signatures", n, len(stored), dup, bad)
 	}
 	if left, _ := l.store.DeadLetters(ctx, "hook", time.Time{}, 0); len(left) != 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,8 +16,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
@@ -55,10 +52,10 @@ func testReplicas(t *testing.T, driver string) {
 
 	out := filepath.Join(t.TempDir(), "out")
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	hook := newOrderedHook(t, secret)
+	hook := newSignedHook(t, secret)
 	var replicas []*replicaServer
 	for i := range 2 {
-		replicas = append(replicas, startReplicaServer(t, fmt.Sprintf("replica-%d", i), dsn, driver, brokerURL, client, out, hook.srv.URL, secret))
+		replicas = append(replicas, startReplicaServer(t, fmt.Sprintf("replica-%d", i), dsn, driver, brokerURL, client, out, hook.URL, secret))
 	}
 	// The sandbox stops first: its retries would otherwise keep the replicas' connections busy.
 	t.Cleanup(func() { _ = world.Close() })
@@ -287,59 +284,6 @@ func (rr *roundRobin) counts() map[string]int {
 		out[k] = v
 	}
 	return out
-}
-
-// orderedHook is a webhook receiver that verifies signatures and keeps each event's first
-// arrival in order.
-type orderedHook struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	seen   map[string]int
-	firsts []api.Event
-	bad    int
-}
-
-func newOrderedHook(t *testing.T, secret string) *orderedHook {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &orderedHook{seen: map[string]int{}}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		var ev api.Event
-		if wh.Verify(body, r.Header) != nil || json.Unmarshal(body, &ev) != nil || ev.ID != r.Header.Get("webhook-id") {
-			h.bad++
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		if h.seen[ev.ID] == 0 {
-			h.firsts = append(h.firsts, ev)
-		}
-		h.seen[ev.ID]++
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(h.srv.Close)
-	return h
-}
-
-func (h *orderedHook) distinct() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.seen)
-}
-
-func (h *orderedHook) result() (firsts []api.Event, dups, bad int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, n := range h.seen {
-		if n > 1 {
-			dups++
-		}
-	}
-	return append([]api.Event(nil), h.firsts...), dups, h.bad
 }
 
 // waitFinal waits for a job's record to reach a final state in the shared store.

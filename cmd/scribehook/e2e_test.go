@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +77,7 @@ func (l *loop) start() {
 	st := openSQLite(l.t, sqlite.Options{Path: l.dbPath})
 	opts := serverOptions{
 		Service: l.service, ReadToken: "read-token", Logger: logx.Discard(),
-		Routes: []receiver.Route{{Name: "account", Token: "account-route-token", SigningSecrets: []string{"whsec_" + "c2VjcmV0LXNpZ25pbmcta2V5LTAxMjM0NTY3ODk="}}},
+		Routes: []receiver.Route{{Name: "account", Token: "account-route-token", SigningSecrets: []string{accountRouteSecret}}},
 	}
 	if l.with != nil {
 		l.with(&opts)
@@ -342,21 +339,6 @@ func TestE2ERestartBetweenCommitAndProcessing(t *testing.T) {
 	}
 }
 
-// signed returns Standard Webhooks headers for body, signed with the account route's secret.
-func signed(t *testing.T, id string, ts time.Time, body []byte) http.Header {
-	t.Helper()
-	key, _ := base64.StdEncoding.DecodeString("c2VjcmV0LXNpZ25pbmcta2V5LTAxMjM0NTY3ODk=")
-	mac := hmac.New(sha256.New, key)
-	stamp := strconv.FormatInt(ts.Unix(), 10)
-	mac.Write([]byte(id + "." + stamp + "." + string(body)))
-	h := http.Header{}
-	h.Set("webhook-id", id)
-	h.Set("webhook-timestamp", stamp)
-	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-	h.Set("Content-Type", "application/json")
-	return h
-}
-
 func (l *loop) post(path string, h http.Header, body []byte) (int, string) {
 	l.t.Helper()
 	code, b := httpDo(l.t, http.MethodPost, "http://"+l.addr+path, h, body)
@@ -392,11 +374,11 @@ func TestE2ERejectionsStoreNothingAndGarbageIsQuarantined(t *testing.T) {
 		{"job token for another job", jobPath, nil, []byte(`{"id":"33333333-3333-4333-8333-333333333333","event":"transcription.error","error":{"code":500,"message":"x"}}`), 401},
 		{"route without signature", "/v1/callbacks/account-route-token", http.Header{"Content-Type": {"application/json"}}, webhook, 401},
 		{"bad signature", "/v1/callbacks/account-route-token", func() http.Header {
-			h := signed(t, "msg_1", now, webhook)
+			h := signAt(accountRouteSecret, "msg_1", now, webhook)
 			h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(make([]byte, 32)))
 			return h
 		}(), webhook, 401},
-		{"stale timestamp", "/v1/callbacks/account-route-token", signed(t, "msg_2", now.Add(-6*time.Minute), webhook), webhook, 401},
+		{"stale timestamp", "/v1/callbacks/account-route-token", signAt(accountRouteSecret, "msg_2", now.Add(-6*time.Minute), webhook), webhook, 401},
 		{"oversized body", jobPath, nil, bytes.Repeat([]byte("x"), 33<<20), 413},
 	}
 	for _, tc := range cases {
@@ -437,7 +419,7 @@ func TestE2ESignedAccountWebhookIsResolvedThroughTheService(t *testing.T) {
 		return j.Status.Final()
 	})
 	body := []byte(`{"event":"transcription.success","payload":{"id":"` + created.ID + `"}}`)
-	h := signed(t, "msg_resolve", time.Now(), body)
+	h := signAt(accountRouteSecret, "msg_resolve", time.Now(), body)
 	if code, resp := l.post("/v1/callbacks/account-route-token", h, body); code != 200 {
 		t.Fatalf("webhook = %d %s", code, resp)
 	}
