@@ -132,16 +132,8 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 	id := l.liveSession(api.EveryMessage(true))
 	stored := l.storedMessages(id, api.MessageEndSession)
 	// The file sink keeps up although the webhook fails every attempt beside it.
-	eventsDir := filepath.Join(out, id, "events")
 	testwait.For(t, "every live event in the file sink", 45*time.Second, func() bool {
-		entries, _ := os.ReadDir(eventsDir)
-		n := 0
-		for _, e := range entries {
-			if strings.Contains(e.Name(), "live.") {
-				n++
-			}
-		}
-		return n == len(stored)
+		return liveEventFiles(out, id) == len(stored)
 	})
 	t.Logf("file sink: %d live events %v after the session started, webhook down", len(stored), time.Since(start).Round(time.Millisecond))
 	// Every webhook delivery ends as a dead letter after its three attempts.

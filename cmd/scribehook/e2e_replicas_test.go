@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -62,16 +60,6 @@ func testReplicas(t *testing.T, driver string) {
 	lb := newRoundRobin(t, replicas)
 	st := replicas[0].store
 
-	callbackURL := func(kind api.JobKind) string {
-		tok, err := store.NewToken()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.CreateToken(context.Background(), store.Token{Hash: store.HashToken(tok), Kind: kind, CreatedAt: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-		return lb.URL + "/v1/callbacks/" + tok
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -80,7 +68,7 @@ func testReplicas(t *testing.T, driver string) {
 	for range 4 {
 		created, err := client.CreatePreRecorded(ctx, api.PreRecordedRequest{
 			AudioURL: fs.URL + "/sample.wav", Callback: api.Bool(true),
-			CallbackConfig: &api.CallbackConfig{URL: callbackURL(api.KindPreRecorded)},
+			CallbackConfig: &api.CallbackConfig{URL: mintCallbackURL(t, st, lb.URL, api.KindPreRecorded)},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -93,22 +81,15 @@ func testReplicas(t *testing.T, driver string) {
 		wg       sync.WaitGroup
 	)
 	for range 2 {
+		callbackURL := mintCallbackURL(t, st, lb.URL, api.KindLive)
 		wg.Go(func() {
-			created, err := client.CreateLive(ctx, api.LiveRequest{
-				SampleRate: api.Int(16000), Endpointing: api.Float(0.3), Callback: api.Bool(true),
-				CallbackConfig: &api.LiveCallbackConfig{URL: callbackURL(api.KindLive), MessagesConfig: api.EveryMessage(true)},
-				PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
-			}, "")
+			id, err := streamLiveSession(ctx, client, callbackURL, fs.WAV, api.EveryMessage(true))
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			if err := client.StreamLive(ctx, created.URL, bytes.NewReader(fs.WAV), submitter.StreamOptions{SampleRate: 16000}, nil); err != nil {
-				t.Error(err)
-				return
-			}
 			mu.Lock()
-			sessions = append(sessions, created.ID)
+			sessions = append(sessions, id)
 			mu.Unlock()
 		})
 	}
@@ -176,12 +157,7 @@ func testReplicas(t *testing.T, driver string) {
 	testwait.For(t, "every live event in the file sink", 30*time.Second, func() bool {
 		n := 0
 		for _, id := range sessions {
-			entries, _ := os.ReadDir(filepath.Join(out, id, "events"))
-			for _, e := range entries {
-				if strings.Contains(e.Name(), "live.") {
-					n++
-				}
-			}
+			n += liveEventFiles(out, id)
 		}
 		return n == liveEvents
 	})
@@ -286,27 +262,10 @@ func (rr *roundRobin) counts() map[string]int {
 	return out
 }
 
-// waitFinal waits for a job's record to reach a final state in the shared store.
-func waitFinal(t *testing.T, st store.Store, id string) store.JobRecord {
-	t.Helper()
-	var rec store.JobRecord
-	testwait.For(t, "job "+id+" final in the store", 60*time.Second, func() bool {
-		var err error
-		rec, err = st.GetJob(context.Background(), id)
-		return err == nil && rec.Job.Status.Final()
-	})
-	return rec
-}
-
 // metricValue sums a counter of a replica's /metrics (the text format: one sample a line).
 func metricValue(t *testing.T, addr, name string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	_, body := httpDo(t, http.MethodGet, "http://"+addr+"/metrics", nil, nil)
 	var v float64
 	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -94,28 +95,41 @@ func (l *loop) stop() {
 	l.serve = nil
 }
 
-// token mints a per-job callback token and returns the callback URL.
+// callbackURL mints a per-job callback token and returns the callback URL at serve.
 func (l *loop) callbackURL(kind api.JobKind) string {
 	l.t.Helper()
+	return mintCallbackURL(l.t, l.store, "http://"+l.addr, kind)
+}
+
+// mintCallbackURL mints a per-job callback token of kind in st and returns its callback URL
+// at base (serve, or the load balancer in front of replicas).
+func mintCallbackURL(t *testing.T, st store.Store, base string, kind api.JobKind) string {
+	t.Helper()
 	tok, err := store.NewToken()
 	if err != nil {
-		l.t.Fatal(err)
+		t.Fatal(err)
 	}
-	if err := l.store.CreateToken(context.Background(), store.Token{Hash: store.HashToken(tok), Kind: kind, CreatedAt: time.Now()}); err != nil {
-		l.t.Fatal(err)
+	if err := st.CreateToken(context.Background(), store.Token{Hash: store.HashToken(tok), Kind: kind, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
 	}
-	return "http://" + l.addr + "/v1/callbacks/" + tok
+	return base + "/v1/callbacks/" + tok
 }
 
 // waitJob waits for the local store to hold the job in a final state (never asks the service).
 func (l *loop) waitJob(id string) store.JobRecord {
 	l.t.Helper()
+	return waitFinal(l.t, l.store, id)
+}
+
+// waitFinal waits for st to hold the job's record in a final state.
+func waitFinal(t *testing.T, st store.Store, id string) store.JobRecord {
+	t.Helper()
 	var rec store.JobRecord
-	testwait.For(l.t, "job "+id+" final in the local store", 60*time.Second, func() bool {
+	testwait.For(t, "job "+id+" final in the store", 60*time.Second, func() bool {
 		var err error
-		rec, err = l.store.GetJob(context.Background(), id)
+		rec, err = st.GetJob(context.Background(), id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			l.t.Fatal(err)
+			t.Fatal(err)
 		}
 		return err == nil && rec.Job.Status.Final()
 	})
@@ -179,20 +193,43 @@ func (l *loop) liveSession(cfg api.MessagesConfig) string {
 	l.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	created, err := l.service.CreateLive(ctx, api.LiveRequest{
-		SampleRate:     api.Int(16000),
-		Endpointing:    api.Float(0.3),
-		Callback:       api.Bool(true),
-		CallbackConfig: &api.LiveCallbackConfig{URL: l.callbackURL(api.KindLive), MessagesConfig: cfg},
-		PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
-	}, "")
+	id, err := streamLiveSession(ctx, l.service, l.callbackURL(api.KindLive), l.wav, cfg)
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	if err := l.service.StreamLive(ctx, created.URL, bytes.NewReader(l.wav), submitter.StreamOptions{SampleRate: 16000}, nil); err != nil {
-		l.t.Fatal(err)
+	return id
+}
+
+// streamLiveSession streams wav (16 kHz) to a new live session of client's, with
+// summarization, whose callbacks of cfg's categories go to callbackURL, and returns its id.
+func streamLiveSession(ctx context.Context, client *submitter.Client, callbackURL string, wav []byte, cfg api.MessagesConfig) (string, error) {
+	created, err := client.CreateLive(ctx, api.LiveRequest{
+		SampleRate:     api.Int(16000),
+		Endpointing:    api.Float(0.3),
+		Callback:       api.Bool(true),
+		CallbackConfig: &api.LiveCallbackConfig{URL: callbackURL, MessagesConfig: cfg},
+		PostProcessing: &api.PostProcessing{Summarization: api.Bool(true)},
+	}, "")
+	if err != nil {
+		return "", fmt.Errorf("create a live session: %w", err)
 	}
-	return created.ID
+	if err := client.StreamLive(ctx, created.URL, bytes.NewReader(wav), submitter.StreamOptions{SampleRate: 16000}, nil); err != nil {
+		return "", fmt.Errorf("stream to live session %s: %w", created.ID, err)
+	}
+	return created.ID, nil
+}
+
+// liveEventFiles counts the live.* events the file sink writing under out holds of the
+// session id.
+func liveEventFiles(out, id string) int {
+	entries, _ := os.ReadDir(filepath.Join(out, id, "events"))
+	n := 0
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "live.") {
+			n++
+		}
+	}
+	return n
 }
 
 // storedMessages waits until the session's end_session is stored and returns every message.

@@ -192,6 +192,18 @@ func httpDo(t *testing.T, method, url string, h http.Header, body []byte) (int, 
 	return resp.StatusCode, b
 }
 
+// getJSON GETs url with the headers h and decodes the answer, which must be a 200, into v.
+func getJSON(t *testing.T, url string, h http.Header, v any) {
+	t.Helper()
+	code, b := httpDo(t, http.MethodGet, url, h, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, truncate(b))
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, truncate(b))
+	}
+}
+
 // recorder is an HTTP server on loopback standing in for a peer of the command's (the
 // service's API, a webhook endpoint, serve's readiness): it keeps every request it gets, with
 // its body, and answers each as the test scripts it.

@@ -29,7 +29,6 @@ import (
 // (api.Job redacts what it decodes): the service holds the URL in clear, and only it may.
 func sandboxCallbackToken(t *testing.T, base, kind, id string) string {
 	t.Helper()
-	_, b := httpDo(t, http.MethodGet, base+"/v2/"+kind+"/"+id, http.Header{"X-Service-Key": {e2eKey}}, nil)
 	var rec struct {
 		RequestParams struct {
 			CallbackConfig struct {
@@ -37,9 +36,7 @@ func sandboxCallbackToken(t *testing.T, base, kind, id string) string {
 			} `json:"callback_config"`
 		} `json:"request_params"`
 	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatal(err)
-	}
+	getJSON(t, base+"/v2/"+kind+"/"+id, http.Header{"X-Service-Key": {e2eKey}}, &rec)
 	u := rec.RequestParams.CallbackConfig.URL
 	i := strings.LastIndex(u, "/v1/callbacks/")
 	if i < 0 || len(u) < i+len("/v1/callbacks/")+40 {
