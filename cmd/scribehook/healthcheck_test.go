@@ -31,12 +31,8 @@ func TestReadyzURL(t *testing.T) {
 // output and error.
 func runHealthcheck(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
 	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(append([]string{"healthcheck"}, args...))
-	err := root.Execute()
+	err := rootCmd(nil, &out, &out, append([]string{"healthcheck"}, args...)...).Execute()
 	return out.String(), err
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/internal/testinfra"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -133,6 +134,38 @@ func startCmd(ctx context.Context, stdin io.Reader, out, errOut io.Writer, args 
 	cmd := rootCmd(stdin, out, errOut, args...)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	return done
+}
+
+// waitServing polls url until it answers 200; the test fails if the command behind it, whose
+// error done yields (startCmd), ends first, with what it wrote to logs.
+func waitServing(t *testing.T, url string, done <-chan error, logs *sandboxtest.Buffer) {
+	t.Helper()
+	testwait.For(t, url+" to answer 200", 30*time.Second, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the command serving %s ended: %v\n%s", url, err, logs.String())
+		default:
+		}
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// waitEnded waits up to d for the command whose error done yields (startCmd) to return, and
+// returns that error; the test fails if it still runs then.
+func waitEnded(t *testing.T, done <-chan error, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("the command still runs %s after it was told to stop", d)
+		return nil
+	}
 }
 
 // writeSQLiteConfig writes dir/scribehook.yaml naming db as the SQLite store, followed by the

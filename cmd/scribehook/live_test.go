@@ -323,13 +323,8 @@ func TestLiveInterruptStopsTheRecordingCleanly(t *testing.T) {
 	waitForOutput(t, &out, "live session ")
 	time.Sleep(500 * time.Millisecond)
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("live: %v\n%s", err, errOut.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("live did not stop")
+	if err := waitEnded(t, done, 20*time.Second); err != nil {
+		t.Fatalf("live: %v\n%s", err, errOut.String())
 	}
 	if !strings.Contains(errOut.String(), "interrupted: stopping the recording") {
 		t.Fatalf("stderr = %s", errOut.String())

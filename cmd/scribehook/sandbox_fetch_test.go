@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -25,29 +23,9 @@ func startSandboxCmd(t *testing.T, args ...string) (*submitter.Client, *sandboxt
 	done := startCmd(ctx, nil, logs, logs, append([]string{"sandbox", "--listen", addr, "--api-key", key}, args...)...)
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("the sandbox command did not stop")
-		}
+		_ = waitEnded(t, done, 10*time.Second)
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("sandbox command ended: %v\n%s", err, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sandbox did not answer: %v\n%s", err, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitServing(t, "http://"+addr+"/healthz", done, logs)
 	client, err := submitter.New("http://"+addr, key)
 	if err != nil {
 		t.Fatal(err)
@@ -74,13 +52,7 @@ func runSandboxJob(t *testing.T, client *submitter.Client, audioURL string) api.
 // `scribehook sandbox` refuses audio on loopback unless --allow-fetch covers it, and caps it
 // with --max-fetch-bytes.
 func TestSandboxCommandAllowFetch(t *testing.T) {
-	wav, err := demodata.ReadFile("demodata/sample.wav")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(wav) }))
-	defer files.Close()
-	audioURL := files.URL + "/sample.wav"
+	audioURL := sandboxtest.NewFiles(t, sandboxtest.DemoSample(t)).AudioURL
 
 	failed := func(job api.Job) bool {
 		return job.Status == api.StatusError && job.ErrorCode != nil && *job.ErrorCode == 400 &&
