@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -181,13 +180,7 @@ func TestBackupDuringLoadRestores(t *testing.T) {
 	// The restore: the copy as the database of a fresh serve, which processes what the copy
 	// holds pending and delivers what it holds queued.
 	restored := filepath.Join(t.TempDir(), "scribehook.db")
-	raw, err := os.ReadFile(copyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(restored, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, restored, readFile(t, copyPath))
 	st2 := openSQLite(t, sqlite.Options{Path: restored})
 	srv2 := serveOn(t, st2, "", serverOptions{Routes: route, Logger: logx.Discard(),
 		Sinks: []sinkSetup{fileSink(t, filepath.Join(dir, "out-restored"))}})
@@ -239,11 +232,7 @@ func checkAppliedOnce(t *testing.T, path string, acked []ackedDelivery) {
 // sqliteCounter reads counts from the SQLite database at path, read-only.
 func sqliteCounter(t *testing.T, path string) func(query string, args ...any) int {
 	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openSQLiteRO(t, path)
 	return func(query string, args ...any) int {
 		t.Helper()
 		var n int
@@ -257,9 +246,7 @@ func sqliteCounter(t *testing.T, path string) func(query string, args ...any) in
 func TestBackupRefuses(t *testing.T) {
 	dir := t.TempDir()
 	pg := filepath.Join(dir, "pg.yaml")
-	if err := os.WriteFile(pg, []byte("store: {driver: postgres, dsn: \"postgres://u@127.0.0.1:1/db\"}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, pg, []byte("store: {driver: postgres, dsn: \"postgres://u@127.0.0.1:1/db\"}\n"))
 	for _, c := range []struct {
 		name string
 		args []string

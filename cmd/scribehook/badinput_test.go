@@ -82,11 +82,7 @@ func TestBadInputSuite(t *testing.T) {
 	const bodyLimit = 1 << 20
 	l := newLoopWith(t, sandbox.Faults{}, func(o *serverOptions) { o.BodyLimit = bodyLimit })
 	ctx := context.Background()
-	db, err := sql.Open("sqlite3", "file:"+l.dbPath+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openSQLiteRO(t, l.dbPath)
 	tokenPath := func() string {
 		return strings.TrimPrefix(l.callbackURL(api.KindPreRecorded), "http://"+l.addr)
 	}
@@ -147,7 +143,7 @@ func TestBadInputSuite(t *testing.T) {
 	badWaitProcessed(t, db)
 
 	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
-	success := mustRead(t, "../../api/testdata/callback_success.json")
+	success := readFile(t, "../../api/testdata/callback_success.json")
 	var bomb, corrupt bytes.Buffer
 	zw := gzip.NewWriter(&bomb)
 	_, _ = zw.Write(bytes.Repeat([]byte(" "), bodyLimit+1))
@@ -487,15 +483,6 @@ func badWaitProcessed(t *testing.T, db *sql.DB) {
 	})
 }
 
-func mustRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestBadInputConfigFiles runs `scribehook serve` on bad configuration files: each stops with
 // an error naming the line or the key, before the store is opened.
 func TestBadInputConfigFiles(t *testing.T) {
@@ -527,9 +514,7 @@ func TestBadInputConfigFiles(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, "scribehook.yaml")
-			if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, path, []byte(tc.file))
 			if k, v, ok := strings.Cut(tc.env, "="); ok {
 				t.Setenv(k, v)
 			}

@@ -61,10 +61,7 @@ func TestDemoSampleIsWhatTheEngineNeeds(t *testing.T) {
 	seconds := float64(len(wav)-int(head.DataOffset)) / float64(head.Format.SampleRate*head.Format.FrameSize())
 
 	// The sidecar's words are the script's phrases, at times inside the audio, in order.
-	src, err := os.ReadFile("../../scripts/make-sample.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := readFile(t, "../../scripts/make-sample.py")
 	var script []string
 	for _, p := range pyList(t, string(src), "PHRASES") {
 		script = append(script, regexp.MustCompile(`[A-Za-z']+`).FindAllString(p, -1)...)

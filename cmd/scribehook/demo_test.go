@@ -40,20 +40,14 @@ func TestDemoRunsTheWholeLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srt, err := os.ReadFile(filepath.Join(dir, "sample.srt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srt := readFile(t, filepath.Join(dir, "sample.srt"))
 	if err := subtitles.ValidateSRT(srt); err != nil {
 		t.Errorf("sample.srt: %v", err)
 	}
 	if !strings.HasPrefix(string(srt), "1\n00:00:00,330 --> ") || !strings.HasPrefix(strings.SplitN(string(srt), "\n", 4)[2], "Welcome to scribehook") {
 		t.Errorf("sample.srt starts %q", srt[:min(len(srt), 80)])
 	}
-	vtt, err := os.ReadFile(filepath.Join(dir, "sample.vtt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	vtt := readFile(t, filepath.Join(dir, "sample.vtt"))
 	if err := subtitles.ValidateVTT(vtt); err != nil {
 		t.Errorf("sample.vtt: %v", err)
 	}
@@ -282,10 +276,7 @@ func TestDemoWithTheRealEngine(t *testing.T) {
 	}
 	// The engine should get most of the sample's words (TestDemoHearsItsSample measures its
 	// word error rate).
-	srt, err := os.ReadFile(rep.SRT)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srt := readFile(t, rep.SRT)
 	text := strings.ToLower(string(srt))
 	found := 0
 	for _, w := range []string{"welcome", "callbacks", "stored", "subtitles", "live", "messages", "forwarded", "systems", "nothing", "lost", "duplicated"} {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -174,10 +175,27 @@ func writeSQLiteConfig(t *testing.T, dir, db string, more ...string) string {
 	t.Helper()
 	path := filepath.Join(dir, "scribehook.yaml")
 	cfg := fmt.Sprintf("store: {driver: sqlite, dsn: %q}\n", db) + strings.Join(more, "")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+	writeFile(t, path, []byte(cfg))
+	return path
+}
+
+// readFile is the content of the file at path, failing the test if it cannot be read.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return b
+}
+
+// writeFile writes data to the file at path, readable by its owner only, failing the test if
+// it cannot.
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // openSQLite opens the SQLite store o names, failing the test if it cannot; the caller closes
@@ -189,6 +207,18 @@ func openSQLite(t *testing.T, o sqlite.Options) *sqlite.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// openSQLiteRO opens the SQLite database at path read-only, through database/sql, to count
+// rows beside the store that writes them; it is closed at the end of the test.
+func openSQLiteRO(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
 // fileSink is a file sink writing under dir every event.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -29,9 +28,7 @@ func sampleWAV(t *testing.T) (string, []byte) {
 	t.Helper()
 	wav, _ := demodata.ReadFile("demodata/sample.wav")
 	p := filepath.Join(t.TempDir(), "sample.wav")
-	if err := os.WriteFile(p, wav, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, p, wav)
 	return p, wav
 }
 
@@ -273,10 +270,7 @@ func TestLiveResumesThroughADroppedConnection(t *testing.T) {
 	e := newCLIEnv(t, nil)
 	e.serve.store = false
 	proxy := newCutProxy(t, strings.TrimPrefix(e.sandbox.URL, "http://"), 32000) // 1 s of audio
-	cfg := "public_url: " + e.serve.URL + "\nservice: {base_url: " + proxy.URL() + "}\nstore: {dsn: " + e.dbPath + "}\n"
-	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e.writeConfig(e.serve.URL, proxy.URL())
 	path, _ := sampleWAV(t)
 	out, errOut, err := e.run(nil, "live", "--audio", path)
 	if err != nil {

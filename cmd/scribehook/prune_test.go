@@ -31,9 +31,7 @@ func pruneEnv(t *testing.T) (cfgPath, dbPath, srt string) {
 	if err := os.MkdirAll(filepath.Dir(srt), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(srt, []byte("1\n00:00:00,000 --> 00:00:01,000\nHello\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, srt, []byte("1\n00:00:00,000 --> 00:00:01,000\nHello\n"))
 	var ds []store.Delivery
 	for _, id := range []string{"job-1", "job-2", "job-3"} {
 		ds = append(ds, store.Delivery{DedupeKey: "job:" + id, Route: "job", Kind: api.CallbackJobSuccess,

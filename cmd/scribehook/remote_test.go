@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,9 +117,7 @@ func TestRemoteCreateMergesParamsAndFlags(t *testing.T) {
 		return 201, `{"id":"job-1","result_url":"http://svc/v2/pre-recorded/job-1"}`
 	})
 	params := filepath.Join(t.TempDir(), "params.json")
-	if err := os.WriteFile(params, []byte(`{"audio_url":"http://a/old.wav","diarization":true,"subtitles_config":{"style":"compliance"},"extra_thing":[1]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, params, []byte(`{"audio_url":"http://a/old.wav","diarization":true,"subtitles_config":{"style":"compliance"},"extra_thing":[1]}`))
 	out, _, err := runRemote(t, "create", "--base-url", fs.URL, "--params", params,
 		"--audio-url", "http://a/new.wav", "--callback-url", "http://me/cb", "--language", "en,fr",
 		"--subtitles-format", "vtt", "--summarization-type", "concise", "--diarization=false")
@@ -212,9 +209,7 @@ func TestRemoteGetAndDelete(t *testing.T) {
 // The key may be in a file named by <variable>_FILE, as for submit and live.
 func TestRemoteReadsTheKeyFromAFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(path, []byte("sk-file\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte("sk-file\n"))
 	t.Setenv("FILE_KEY_FILE", path)
 	fs := newRecorder(t, func(int, *http.Request, []byte) (int, string) { return 202, `` })
 	if _, _, err := runRemote(t, "delete", "j1", "--api-key-env", "FILE_KEY", "--base-url", fs.URL); err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -57,18 +56,18 @@ func newCLIEnv(t *testing.T, mutate func(*sandbox.Config)) *cliEnv {
 	e := &cliEnv{t: t, sandbox: w.Service, client: client, files: w.Files, dbPath: filepath.Join(dir, "scribehook.db")}
 	e.serve = newFakeServe(t, e.dbPath)
 	e.cfgPath = filepath.Join(dir, "scribehook.yaml")
-	e.writeConfig(e.serve.URL)
+	e.writeConfig(e.serve.URL, e.sandbox.URL)
 	t.Setenv("SCRIBEHOOK_API_KEY", cliTestKey)
 	t.Setenv(envConfig, "")
 	return e
 }
 
-func (e *cliEnv) writeConfig(publicURL string) {
+// writeConfig points the configuration file at serve on publicURL and the service at
+// serviceURL.
+func (e *cliEnv) writeConfig(publicURL, serviceURL string) {
 	e.t.Helper()
-	cfg := fmt.Sprintf("public_url: %s\nservice: {base_url: %s}\nstore: {dsn: %s, synchronous: normal}\n", publicURL, e.sandbox.URL, e.dbPath)
-	if err := os.WriteFile(e.cfgPath, []byte(cfg), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
+	cfg := fmt.Sprintf("public_url: %s\nservice: {base_url: %s}\nstore: {dsn: %s, synchronous: normal}\n", publicURL, serviceURL, e.dbPath)
+	writeFile(e.t, e.cfgPath, []byte(cfg))
 }
 
 // run executes the root command with args after --config.
@@ -231,9 +230,7 @@ func TestSubmitJSONOutputWithoutWait(t *testing.T) {
 	e := newCLIEnv(t, nil)
 	e.serve.store = false
 	params := filepath.Join(t.TempDir(), "params.json")
-	if err := os.WriteFile(params, []byte(`{"audio_url":"`+e.files.URL+`/sample.wav","callback_url":"http://elsewhere/","callback_config":{"url":"http://elsewhere/"}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, params, []byte(`{"audio_url":"`+e.files.URL+`/sample.wav","callback_url":"http://elsewhere/","callback_config":{"url":"http://elsewhere/"}}`))
 	out, errOut, err := e.run(nil, "submit", "--params", params, "-o", "json")
 	if err != nil {
 		t.Fatalf("submit: %v", err)
@@ -302,16 +299,12 @@ func TestSubmitRecordsNothingWhenCreationFails(t *testing.T) {
 
 func TestConfigErrorsReachTheCommand(t *testing.T) {
 	e := newCLIEnv(t, nil)
-	if err := os.WriteFile(e.cfgPath, []byte("stroe: {dsn: x}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, e.cfgPath, []byte("stroe: {dsn: x}\n"))
 	_, _, err := e.run(nil, "jobs", "list")
 	if err == nil || err.Error() != `config: line 1: unknown key "stroe" (did you mean "store"?)` {
 		t.Fatalf("err = %v", err)
 	}
-	if err := os.WriteFile(e.cfgPath, []byte("store: {driver: postgres, dsn: \"postgres://x@127.0.0.1:1/s?connect_timeout=5\"}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, e.cfgPath, []byte("store: {driver: postgres, dsn: \"postgres://x@127.0.0.1:1/s?connect_timeout=5\"}\n"))
 	_, _, err = e.run(nil, "jobs", "list")
 	if err == nil || !strings.Contains(err.Error(), "open store: postgres: connect") {
 		t.Fatalf("err = %v", err)
@@ -325,7 +318,7 @@ func (e *cliEnv) useRealServe() {
 	st := openSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
 	srv := serveOn(e.t, st, "", serverOptions{Service: e.client, Partitions: 2, BodyLimit: 32 << 20, Logger: logx.Discard()})
 	e.t.Cleanup(func() { srv.stop(e.t) })
-	e.writeConfig("http://" + srv.addr)
+	e.writeConfig("http://"+srv.addr, e.sandbox.URL)
 }
 
 func TestSubmitAndLiveWithTheRealServe(t *testing.T) {
