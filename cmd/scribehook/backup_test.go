@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,18 +89,16 @@ var errNotAcked = errors.New("callback not acknowledged")
 // "duplicate") and inbox row id; an error for a failed request, wrapping errNotAcked for an
 // answer other than a 200 ack.
 func postCallback(url string, body []byte) (string, int64, error) {
-	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	code, raw, err := send(http.MethodPost, url, http.Header{"Content-Type": {"application/json"}}, body)
 	if err != nil {
 		return "", 0, err
 	}
-	raw, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
 	var a struct {
 		Status string `json:"status"`
 		ID     int64  `json:"id"`
 	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &a) != nil {
-		return "", 0, fmt.Errorf("%w: %d %s", errNotAcked, resp.StatusCode, raw)
+	if code != http.StatusOK || json.Unmarshal(raw, &a) != nil {
+		return "", 0, fmt.Errorf("%w: %d %s", errNotAcked, code, raw)
 	}
 	return a.Status, a.ID, nil
 }

@@ -236,9 +236,19 @@ func fileSink(t *testing.T, dir string) sinkSetup {
 // status and body of the answer; redirects are followed, as clients do.
 func httpDo(t *testing.T, method, url string, h http.Header, body []byte) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	code, b, err := send(method, url, h, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return code, b
+}
+
+// send is httpDo for the goroutines of a test other than its own, which cannot fail it: it
+// returns the error of a request that got no answer.
+func send(method, url string, h http.Header, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
 	}
 	for k, v := range h {
 		req.Header[http.CanonicalHeaderKey(k)] = v
@@ -248,11 +258,11 @@ func httpDo(t *testing.T, method, url string, h http.Header, body []byte) (int, 
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return resp.StatusCode, b, nil
 }
 
 // getJSON GETs url with the headers h and decodes the answer, which must be a 200, into v.
@@ -268,8 +278,8 @@ func getJSON(t *testing.T, url string, h http.Header, v any) {
 }
 
 // recorder is an HTTP server on loopback standing in for a peer of the command's (the
-// service's API, a webhook endpoint, serve's readiness): it keeps every request it gets, with
-// its body, and answers each as the test scripts it.
+// service's API, a webhook endpoint, serve's callbacks or its readiness): it keeps every
+// request it gets, with its body, and answers each as the test scripts it.
 type recorder struct {
 	*httptest.Server
 	mu     sync.Mutex

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -95,8 +94,7 @@ type callback struct {
 // each callback by its token in the store and applies job results to the job record, as the
 // persist handler does. Live callbacks are only recorded.
 type fakeServe struct {
-	*httptest.Server
-	t     *testing.T
+	*recorder
 	st    *sqlite.Store
 	store bool // apply job callbacks to the store; off, callbacks are only recorded
 
@@ -107,27 +105,21 @@ type fakeServe struct {
 func newFakeServe(t *testing.T, dbPath string) *fakeServe {
 	t.Helper()
 	st := openSQLite(t, sqlite.Options{Path: dbPath, Synchronous: "normal"})
-	f := &fakeServe{t: t, st: st, store: true}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.handle))
-	t.Cleanup(func() {
-		f.Close()
-		st.Close()
-	})
+	t.Cleanup(func() { st.Close() }) // after the server's, which newRecorder registers next
+	f := &fakeServe{st: st, store: true}
+	f.recorder = newRecorder(t, f.answer)
 	return f
 }
 
-func (f *fakeServe) handle(w http.ResponseWriter, r *http.Request) {
+func (f *fakeServe) answer(_ int, r *http.Request, body []byte) (int, string) {
 	token, ok := strings.CutPrefix(r.URL.Path, "/v1/callbacks/")
 	if !ok {
-		http.NotFound(w, r)
-		return
+		return http.StatusNotFound, "not found"
 	}
-	body, _ := io.ReadAll(r.Body)
 	ctx := r.Context()
 	tok, err := f.st.LookupToken(ctx, store.HashToken(token))
 	if err != nil {
-		http.Error(w, "unknown token", http.StatusUnauthorized)
-		return
+		return http.StatusUnauthorized, "unknown token"
 	}
 	f.mu.Lock()
 	f.got = append(f.got, callback{Method: r.Method, Token: token, JobID: tok.JobID, Body: body})
@@ -135,24 +127,20 @@ func (f *fakeServe) handle(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	c, err := api.ClassifyCallback(body)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return http.StatusBadRequest, err.Error()
 	}
 	if !apply || (c.Kind != api.CallbackJobSuccess && c.Kind != api.CallbackJobError) {
-		w.WriteHeader(http.StatusNoContent)
-		return
+		return http.StatusNoContent, ""
 	}
 	var cb api.JobCallback
 	if err := json.Unmarshal(body, &cb); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return http.StatusBadRequest, err.Error()
 	}
 	rec, err := f.st.GetJob(ctx, cb.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		rec = store.JobRecord{Job: api.Job{ID: cb.ID, Kind: api.KindPreRecorded, Version: api.RecordVersion}, Local: store.Local{Source: "callback"}}
 	} else if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return http.StatusInternalServerError, err.Error()
 	}
 	now := time.Now()
 	rec.Job.CompletedAt = api.PtrTime(now)
@@ -168,10 +156,9 @@ func (f *fakeServe) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := f.st.PutJob(ctx, rec); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return http.StatusInternalServerError, err.Error()
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, ""
 }
 
 func (f *fakeServe) callbacks() []callback {
