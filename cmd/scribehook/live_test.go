@@ -11,7 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,8 +192,7 @@ type cutProxy struct {
 	ln       net.Listener
 	target   string
 	cutAfter int
-	mu       sync.Mutex
-	cut      bool
+	cut      atomic.Bool // claimed by the one connection that is cut
 }
 
 func newCutProxy(t *testing.T, target string, cutAfter int) *cutProxy {
@@ -242,7 +241,7 @@ func (p *cutProxy) handle(c net.Conn) {
 			} else {
 				after += n
 			}
-			if live && after > p.cutAfter && p.claimCut() {
+			if live && after > p.cutAfter && p.cut.CompareAndSwap(false, true) {
 				c.Close() // the chunk in hand is lost with the connection
 				return
 			}
@@ -256,16 +255,6 @@ func (p *cutProxy) handle(c net.Conn) {
 	}
 }
 
-func (p *cutProxy) claimCut() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cut {
-		return false
-	}
-	p.cut = true
-	return true
-}
-
 func TestLiveResumesThroughADroppedConnection(t *testing.T) {
 	e := newCLIEnv(t, nil)
 	e.serve.store = false
@@ -276,8 +265,8 @@ func TestLiveResumesThroughADroppedConnection(t *testing.T) {
 	if err != nil {
 		t.Fatalf("live: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
-	if !proxy.cut || !strings.Contains(errOut, "live connection dropped; reconnecting") {
-		t.Fatalf("no drop seen: cut %v, stderr:\n%s", proxy.cut, errOut)
+	if !proxy.cut.Load() || !strings.Contains(errOut, "live connection dropped; reconnecting") {
+		t.Fatalf("no drop seen: cut %v, stderr:\n%s", proxy.cut.Load(), errOut)
 	}
 	id, recorded, finals := liveOutput(t, out)
 	// Audio the sandbox received but whose acknowledgment was lost with the connection is

@@ -136,20 +136,17 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 		t.Errorf("the webhook got %d bodies, want at least 3", bodies)
 	}
 	l.stop() // the database's files are complete once it is closed
-	_ = filepath.WalkDir(filepath.Dir(l.dbPath), func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			b, _ := os.ReadFile(path)
-			places["file "+path] = b
-		}
-		return nil
-	})
-	_ = filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			b, _ := os.ReadFile(path)
-			places["sink file "+path] = b
-		}
-		return nil
-	})
+	readTree := func(kind, dir string) {
+		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(path)
+				places[kind+" "+path] = b
+			}
+			return nil
+		})
+	}
+	readTree("file", filepath.Dir(l.dbPath))
+	readTree("sink file", out)
 	places["logs"] = logs.Bytes()
 	if len(places["logs"]) == 0 {
 		t.Fatal("no log lines captured")
