@@ -62,8 +62,8 @@ func startLoop(t *testing.T, cfg sandbox.Config, with func(*serverOptions)) *loo
 		opts = append(opts, submitter.WithLogger(cfg.Logger.WithField("component", "submitter")))
 	}
 	w, client := startWorld(t, cfg, opts...)
-	l := &loop{t: t, sandbox: w.Service, service: client, files: w.Files, wav: w.Files.WAV,
-		dbPath: filepath.Join(t.TempDir(), "scribehook.db"), with: with}
+	_, db := tempDB(t)
+	l := &loop{t: t, sandbox: w.Service, service: client, files: w.Files, wav: w.Files.WAV, dbPath: db, with: with}
 	l.start()
 	t.Cleanup(func() {
 		_ = w.Close() // first: see startWorld

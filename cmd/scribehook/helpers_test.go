@@ -169,6 +169,13 @@ func waitEnded(t *testing.T, done <-chan error, d time.Duration) error {
 	}
 }
 
+// tempDB is a fresh directory and the path in it of the SQLite database serve keeps, not
+// created yet.
+func tempDB(t *testing.T) (dir, db string) {
+	dir = t.TempDir()
+	return dir, filepath.Join(dir, "scribehook.db")
+}
+
 // writeSQLiteConfig writes dir/scribehook.yaml naming db as the SQLite store, followed by the
 // YAML lines of more, and returns its path.
 func writeSQLiteConfig(t *testing.T, dir, db string, more ...string) string {

@@ -19,8 +19,8 @@ import (
 // as soon as serve starts again on the same SQLite file, not when its lease would have ended
 // (an hour here, so a slow machine cannot make the test pass by waiting it out).
 func TestRestartReleasesSinkLeases(t *testing.T) {
-	dir := t.TempDir()
-	dbPath, out := filepath.Join(dir, "scribehook.db"), filepath.Join(dir, "out")
+	dir, dbPath := tempDB(t)
+	out := filepath.Join(dir, "out")
 	ctx := context.Background()
 	st := openSQLite(t, sqlite.Options{Path: dbPath})
 	ev := api.Event{

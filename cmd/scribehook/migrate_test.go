@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,8 +9,7 @@ import (
 // TestMigrateCheckThenApply: --check on a database that does not exist yet lists every
 // migration and creates nothing; migrate applies them; --check then finds nothing to run.
 func TestMigrateCheckThenApply(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "scribehook.db")
+	dir, db := tempDB(t)
 	cfg := writeSQLiteConfig(t, dir, db)
 	out, _, err := runCmd(t.Context(), nil, "migrate", "--check", "--config", cfg)
 	if err != nil {

@@ -20,8 +20,7 @@ import (
 // still pending, and a job finished forty days ago with a subtitle file on disk.
 func pruneEnv(t *testing.T) (cfgPath, dbPath, srt string) {
 	t.Helper()
-	dir := t.TempDir()
-	dbPath = filepath.Join(dir, "scribehook.db")
+	dir, dbPath := tempDB(t)
 	cfgPath = writeSQLiteConfig(t, dir, dbPath, "retention: {jobs: 30d, live: {final_transcripts: 30d}}\n")
 	ctx := context.Background()
 	tenDaysAgo, fortyDaysAgo := time.Now().Add(-10*24*time.Hour), time.Now().Add(-40*24*time.Hour)
@@ -142,8 +141,7 @@ would prune (dry run) 5 rows
 // A database created before retention is told about, converted by --vacuum, and not told
 // about again.
 func TestPruneVacuum(t *testing.T) {
-	dir := t.TempDir()
-	dbPath := filepath.Join(dir, "scribehook.db")
+	dir, dbPath := tempDB(t)
 	sqlitetest.ForeignDatabase(t, dbPath)
 	cfgPath := writeSQLiteConfig(t, dir, dbPath)
 	const note = "note: this SQLite database was created before retention: pruned pages are reused, not given back; run scribehook prune --vacuum once with serve stopped\n"

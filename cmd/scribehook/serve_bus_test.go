@@ -17,9 +17,9 @@ import (
 // arguments that run serve on it and its listen address.
 func serveWithBus(t *testing.T, driver, brokerURL string) (args []string, addr string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir, db := tempDB(t)
 	addr = "127.0.0.1:" + freePort(t)
-	path := writeSQLiteConfig(t, dir, filepath.Join(dir, "scribehook.db"),
+	path := writeSQLiteConfig(t, dir, db,
 		"listen: "+addr+"\n",
 		"bus: {driver: "+driver+", claim_after: 5s}\n",
 		"subtitles: {dir: "+filepath.Join(dir, "artifacts")+"}\n",

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,8 +20,7 @@ import (
 // `scribehook sinks list` shows it so, `scribehook sinks enable`, run beside the running serve,
 // resumes it and the queued events are delivered.
 func TestSinkDisabledAcrossRestart(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "scribehook.db")
+	dir, db := tempDB(t)
 	var gone atomic.Bool
 	var received atomic.Int64
 	gone.Store(true)

@@ -51,8 +51,8 @@ func newCLIEnv(t *testing.T, mutate func(*sandbox.Config)) *cliEnv {
 	w, client := startWorld(t, scfg)
 	t.Cleanup(func() { _ = w.Close() })
 
-	dir := t.TempDir()
-	e := &cliEnv{t: t, sandbox: w.Service, client: client, files: w.Files, dbPath: filepath.Join(dir, "scribehook.db")}
+	dir, db := tempDB(t)
+	e := &cliEnv{t: t, sandbox: w.Service, client: client, files: w.Files, dbPath: db}
 	e.serve = newFakeServe(t, e.dbPath)
 	e.cfgPath = filepath.Join(dir, "scribehook.yaml")
 	e.writeConfig(e.serve.URL, e.sandbox.URL)
