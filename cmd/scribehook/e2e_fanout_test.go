@@ -121,11 +121,7 @@ func TestE2EDeadWebhookDoesNotStallTheFileSinkAndReplayDeliversEverything(t *tes
 			Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"live.*"}},
 			Retry: []time.Duration{0, 20 * time.Millisecond, 20 * time.Millisecond}, BreakerThreshold: 1000,
 		}
-		sk, err := sinks.New(spec, sinks.Deps{Logger: logx.Discard()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Sinks = []sinkSetup{fileSink(t, out), {Spec: spec, Sink: sk}}
+		o.Sinks = []sinkSetup{fileSink(t, out), newSink(t, spec, logx.Discard())}
 	})
 	ctx := context.Background()
 	start := time.Now()

@@ -209,14 +209,10 @@ func startReplicaServer(t *testing.T, name, dsn, driver, brokerURL string, clien
 		Name: "hook", Kind: "webhook", URL: hookURL, SigningSecrets: []string{secret}, Ordered: true,
 		Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"live.*"}},
 	}
-	hookSink, err := sinks.New(hookSpec, sinks.Deps{Logger: logx.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := serveOn(t, st, "", serverOptions{
 		Service: client, ReadToken: "read-token", Logger: logx.Discard(),
 		Routes: []receiver.Route{{Name: "account", Token: "account-route-token"}},
-		Sinks:  []sinkSetup{fileSink(t, out), {Spec: hookSpec, Sink: hookSink}},
+		Sinks:  []sinkSetup{fileSink(t, out), newSink(t, hookSpec, logx.Discard())},
 		Bus: configs.BusConfig{Driver: driver, URL: brokerURL, Consumer: name, ClaimAfter: 5 * time.Second,
 			SweepInterval: 2 * time.Second, SweepGrace: time.Second},
 	})

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -231,8 +232,13 @@ func openSQLiteRO(t *testing.T, path string) *sql.DB {
 // fileSink is a file sink writing under dir every event.
 func fileSink(t *testing.T, dir string) sinkSetup {
 	t.Helper()
-	spec := sinks.Spec{Name: "files", Kind: "file", Dir: dir, Filter: sinks.Filter{Events: []string{"*"}}}
-	sk, err := sinks.New(spec, sinks.Deps{Logger: logx.Discard()})
+	return newSink(t, sinks.Spec{Name: "files", Kind: "file", Dir: dir, Filter: sinks.Filter{Events: []string{"*"}}}, logx.Discard())
+}
+
+// newSink builds the sink spec describes, logging to log, for serverOptions.Sinks.
+func newSink(t *testing.T, spec sinks.Spec, log logrus.FieldLogger) sinkSetup {
+	t.Helper()
+	sk, err := sinks.New(spec, sinks.Deps{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,11 +67,7 @@ func TestNoSecretInTheLogs(t *testing.T) {
 			Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"*"}},
 			Retry: []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, time.Second}, BreakerThreshold: 1000,
 		}
-		sk, err := sinks.New(spec, sinks.Deps{Logger: log.WithField("sink", "hook")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Sinks = []sinkSetup{{Spec: spec, Sink: sk}}
+		o.Sinks = []sinkSetup{newSink(t, spec, log.WithField("sink", "hook"))}
 	})
 	ctx := context.Background()
 	mint := func(kind api.JobKind) string {

@@ -36,11 +36,7 @@ func TestSinkDisabledAcrossRestart(t *testing.T) {
 	route := []receiver.Route{{Name: "load", Token: backupRouteToken}}
 	start := func() *served {
 		st := openSQLite(t, sqlite.Options{Path: db})
-		sk, err := sinks.New(spec, sinks.Deps{Logger: logx.Discard()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return serveOn(t, st, "", serverOptions{Routes: route, Logger: logx.Discard(), Sinks: []sinkSetup{{Spec: spec, Sink: sk}}})
+		return serveOn(t, st, "", serverOptions{Routes: route, Logger: logx.Discard(), Sinks: []sinkSetup{newSink(t, spec, logx.Discard())}})
 	}
 	const session = "5e55d000-0000-4000-8000-00000000000d"
 	post := func(srv *served, n int) {

@@ -68,11 +68,7 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 			Allow: []string{"127.0.0.0/8"}, Filter: sinks.Filter{Events: []string{"job.*", "live.end_session"}},
 			Retry: []time.Duration{0}, BreakerThreshold: -1,
 		}
-		sk, err := sinks.New(spec, sinks.Deps{Logger: o.Logger})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Sinks = []sinkSetup{fileSink(t, out), {Spec: spec, Sink: sk}}
+		o.Sinks = []sinkSetup{fileSink(t, out), newSink(t, spec, o.Logger)}
 	})
 	ctx := context.Background()
 	cfg := configs.Default()
