@@ -23,6 +23,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
@@ -47,12 +48,7 @@ func stopKit(t *testing.T, dir string, st store.Store) (*Kit, net.Listener) {
 func openStopStore(t *testing.T) (string, store.Store) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return dir, st
+	return dir, teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
 }
 
 // liveCallback is a distinct live transcript message: n numbers it across the whole test.

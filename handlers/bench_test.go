@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -15,7 +16,7 @@ import (
 // messages of 16 sessions, ingested in batches of 64 and notified as the receiver does, with
 // the store's default (durable) synchronous setting.
 func BenchmarkPipelineLiveMessages(b *testing.B) {
-	s := openStore(b)
+	s := teststore.SQLite(b)
 	cs := &applyCounter{Store: s}
 	r := start(b, handlers.Config{Store: cs, Partitions: 4})
 	const sessions, batch = 16, 64
@@ -70,7 +71,7 @@ func (c *applyCounter) ApplyGroup(ctx context.Context, ids []int64, fn func(cont
 // of 64 sessions committed before it starts (a restart after an outage, or processing behind
 // a burst), applied by four partitions in groups.
 func BenchmarkPipelineBacklog(b *testing.B) {
-	s := openStore(b)
+	s := teststore.SQLite(b)
 	cs := &applyCounter{Store: s}
 	const sessions, batch = 64, 256
 	ds := make([]store.Delivery, b.N)

@@ -18,6 +18,7 @@ import (
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -188,7 +189,7 @@ func TestBusReplicasKeepSessionOrderExactlyOnce(t *testing.T) {
 // exhausts its retries is marked failed and holds nothing back.
 func TestBusNoticeDrainsEarlierRowsFirst(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b *broker) {
-		s := openStore(t)
+		s := teststore.SQLite(t)
 		const sid = "drain-first"
 		msgs := make([]live, 6)
 		for n := range msgs {
@@ -388,7 +389,7 @@ func TestBusBrokerRestartLosesNothing(t *testing.T) {
 // processed by the sweep once older than the grace period.
 func TestBusSweepProcessesRowsWithoutNotice(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b *broker) {
-		s := openStore(t)
+		s := teststore.SQLite(t)
 		rp := startReplica(t, "solo", s, b, handlers.Config{SweepInterval: 500 * time.Millisecond, SweepGrace: 300 * time.Millisecond})
 		var ids []int64
 		var msgs []live
@@ -410,7 +411,7 @@ func TestBusSweepProcessesRowsWithoutNotice(t *testing.T) {
 // later message is not applied before it, whichever notice drains the key (the sweep tries
 // again later). The drain is the same on every broker, so one is enough.
 func TestBusDrainStopsAtRowLeftPending(t *testing.T) {
-	rp := startReplica(t, "solo", openStore(t), startRedis(t), handlers.Config{MaxRetries: 1, RetryInterval: 5 * time.Millisecond})
+	rp := startReplica(t, "solo", teststore.SQLite(t), startRedis(t), handlers.Config{MaxRetries: 1, RetryInterval: 5 * time.Millisecond})
 	const sid = "unrecordable"
 	stuck := rp.deliver(t, poisonDelivery(sid), false)
 	rp.cs.mu.Lock()
@@ -481,7 +482,7 @@ func TestOpenBusChecksNames(t *testing.T) {
 // periodically as well as on this replica's own messages, so that streams look at the store.
 func TestBusSessionFeedPingsWithoutLocalMessages(t *testing.T) {
 	b := startRedis(t)
-	rp := startReplica(t, "solo", openStore(t), b, handlers.Config{})
+	rp := startReplica(t, "solo", teststore.SQLite(t), b, handlers.Config{})
 	ch, cancel := rp.r.p.SessionFeed().Subscribe("elsewhere")
 	defer cancel()
 	select {
@@ -490,7 +491,7 @@ func TestBusSessionFeedPingsWithoutLocalMessages(t *testing.T) {
 		t.Fatal("no ping")
 	}
 	// In one process the feed pings only on stored messages.
-	local := start(t, handlers.Config{Store: openStore(t)})
+	local := start(t, handlers.Config{Store: teststore.SQLite(t)})
 	if local.p.SessionFeed() != local.p.LocalFeed() {
 		t.Errorf("the GoChannel pipeline's session feed is %T, want its local feed", local.p.SessionFeed())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -70,7 +71,7 @@ func TestDeliveriesAfterFinalChangeNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := openStore(t)
+			s := teststore.SQLite(t)
 			reg := prometheus.NewRegistry()
 			cfg := handlers.Config{Store: s, Metrics: reg}
 			if tc.resolver != nil {
@@ -134,7 +135,7 @@ func TestDeliveriesAfterFinalChangeNothing(t *testing.T) {
 // still stored and forwarded, without changing the record.
 func TestLiveMessagesAfterEndSession(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
+	s := teststore.SQLite(t)
 	reg := prometheus.NewRegistry()
 	r := start(t, handlers.Config{Store: s, Metrics: reg})
 	evs := collectEvents(t, r.p)

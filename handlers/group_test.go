@@ -11,6 +11,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -38,7 +39,7 @@ func groupFixture(t *testing.T, s store.Store, sessions []string, perSession, at
 // record counting every message once, with the events of every row.
 func TestGroupApplyKeepsOrderAndCounts(t *testing.T) {
 	t.Parallel()
-	cs := newCountingStore(openStore(t))
+	cs := newCountingStore(teststore.SQLite(t))
 	sessions := []string{"group-a", "group-b", "group-c"}
 	bySession, idOf, ds := groupFixture(t, cs, sessions, 40, -1)
 	var groups atomic.Int64
@@ -72,7 +73,7 @@ func TestGroupApplyKeepsOrderAndCounts(t *testing.T) {
 // around it are applied once, in order.
 func TestGroupFailureFallsBackToRows(t *testing.T) {
 	t.Parallel()
-	cs := newCountingStore(openStore(t))
+	cs := newCountingStore(teststore.SQLite(t))
 	const sid = "group-fail"
 	poison := poisonDelivery(sid)
 	bySession, idOf, ds := groupFixture(t, cs, []string{sid, "group-other"}, 30, 12, poison)
@@ -121,7 +122,7 @@ func TestGroupFailureFallsBackToRows(t *testing.T) {
 // and the record stays as the end left it.
 func TestGroupAfterEndSession(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
+	s := teststore.SQLite(t)
 	const sid = "group-ended"
 	var ds []store.Delivery
 	for n := range 5 {
@@ -156,7 +157,7 @@ func TestGroupAfterEndSession(t *testing.T) {
 // per-row handler.
 func TestUngroupedRowsReadOnce(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
+	s := teststore.SQLite(t)
 	cs := newCountingStore(s)
 	var ds []store.Delivery
 	for n := range 10 {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
@@ -27,20 +27,10 @@ import (
 // slower, so it is generous, and a passing test never waits for it.
 const waitTimeout = 60 * time.Second
 
-func openStore(tb testing.TB) *sqlite.Store {
-	tb.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(tb.TempDir(), "db")})
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
-	}
-	tb.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 // startOn is start on a new store, which it returns with the pipeline.
 func startOn(tb testing.TB, cfg handlers.Config) (*sqlite.Store, *running) {
 	tb.Helper()
-	s := openStore(tb)
+	s := teststore.SQLite(tb)
 	cfg.Store = s
 	return s, start(tb, cfg)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -184,7 +185,7 @@ func TestLateNotificationKeepsInboxOrder(t *testing.T) {
 func TestApplyConcurrencyBoundedByPartitions(t *testing.T) {
 	t.Parallel()
 	const partitions = 3
-	cs := newCountingStore(openStore(t))
+	cs := newCountingStore(teststore.SQLite(t))
 	// Each Apply lasts a little, so that rows of several partitions overlap.
 	cs.hold = func(ctx context.Context, _ int64) error {
 		select {
@@ -215,7 +216,7 @@ func TestApplyConcurrencyBoundedByPartitions(t *testing.T) {
 // delivery: every delivery is applied once and counted once.
 func TestExactlyOnce(t *testing.T) {
 	t.Parallel()
-	cs := newCountingStore(openStore(t))
+	cs := newCountingStore(teststore.SQLite(t))
 	var ds []store.Delivery
 	var msgs []live
 	for n := range 60 {
@@ -318,7 +319,7 @@ func poisonDelivery(session string) store.Delivery {
 // attempts, and the rows behind it in its partition still run.
 func TestPoisonRowFailsWithoutBlockingItsPartition(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
+	s := teststore.SQLite(t)
 	reg := prometheus.NewRegistry()
 	r := start(t, handlers.Config{Store: s, Partitions: 1, MaxRetries: 2, RetryInterval: 5 * time.Millisecond, Metrics: reg})
 	const sid = "poisoned"
@@ -353,7 +354,7 @@ func TestPoisonRowFailsWithoutBlockingItsPartition(t *testing.T) {
 // poison handler must not feed itself forever.
 func TestPoisonRowWhoseFailureCannotBeRecorded(t *testing.T) {
 	t.Parallel()
-	cs := newCountingStore(openStore(t))
+	cs := newCountingStore(teststore.SQLite(t))
 	r := start(t, handlers.Config{Store: cs, Partitions: 1, MaxRetries: 2, RetryInterval: 5 * time.Millisecond})
 	const sid = "unrecordable"
 	ids := ingest(t, cs, nil, poisonDelivery(sid))
@@ -379,7 +380,7 @@ func TestPoisonRowWhoseFailureCannotBeRecorded(t *testing.T) {
 // Rows committed before Run (no notifications) are processed at start, in order.
 func TestRecoveryProcessesRowsCommittedBeforeRun(t *testing.T) {
 	t.Parallel()
-	s := openStore(t)
+	s := teststore.SQLite(t)
 	var (
 		ds   []store.Delivery
 		msgs = map[string][]live{}
@@ -411,7 +412,7 @@ func TestRecoveryProcessesRowsCommittedBeforeRun(t *testing.T) {
 // failed, and a later pipeline on the same store processes them in order.
 func TestCloseLeavesPendingRowsForTheNextStart(t *testing.T) {
 	t.Parallel()
-	cs := newCountingStore(openStore(t))
+	cs := newCountingStore(teststore.SQLite(t))
 	entered := make(chan int64, 1)
 	cs.hold = func(ctx context.Context, id int64) error {
 		select {
@@ -466,7 +467,7 @@ func TestRunTwiceAndMissingStore(t *testing.T) {
 	if _, err := handlers.New(handlers.Config{}); err == nil {
 		t.Error("New without a store succeeded")
 	}
-	r := start(t, handlers.Config{Store: openStore(t)})
+	r := start(t, handlers.Config{Store: teststore.SQLite(t)})
 	if err := r.p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("second Run: %v", err)
 	}

@@ -3,24 +3,19 @@ package handlers_test
 import (
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/sqlite"
 )
 
 // TestSinkQueueAdapter runs every Queue method through the adapter on the real store and checks
 // that each field crosses over.
 func TestSinkQueueAdapter(t *testing.T) {
-	s, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), "q.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := teststore.SQLite(t)
 	ctx := t.Context()
 	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	ev := api.Event{ID: "ev-1", Type: api.EventSubtitlesReady, CreatedAt: api.Time{Time: t0}, JobID: "job-1",

@@ -21,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
@@ -68,11 +69,7 @@ func withSetup(s setupKind) harnessOption          { return harnessOption{setup:
 
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "scribehook.db")})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
+	st := teststore.SQLite(t)
 	h := &harness{
 		t:        t,
 		store:    st,
@@ -107,7 +104,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 			o.cfg(&cfg)
 		}
 	}
-	h.rcv, err = newReceiver(cfg, func(r *Receiver) {
+	rcv, err := newReceiver(cfg, func(r *Receiver) {
 		for _, o := range opts {
 			if o.rcv != nil {
 				o.rcv(r)
@@ -117,6 +114,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	if err != nil {
 		t.Fatalf("new receiver: %v", err)
 	}
+	h.rcv = rcv
 	setup := setupStandalone
 	for _, o := range opts {
 		if o.setup != "" {
@@ -127,7 +125,6 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Cleanup(func() {
 		stop()
 		_ = h.batcher.Close()
-		_ = st.Close()
 		// Secrets and tokens never reach the logs.
 		for _, secret := range append(h.secrets, testRouteToken, testSignedToken, testReadToken, string(testKey1), string(testKey2)) {
 			if bytes.Contains(h.logs.Bytes(), []byte(secret)) {

@@ -1,24 +1,18 @@
 package receiver
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/sqlite"
 )
 
 // A receiver without a Logger logs through logrus's standard logger (logx.OrStandard), as its
 // component.
 func TestNilLoggerIsStandard(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "scribehook.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := teststore.SQLite(t)
 	batcher := store.NewBatcher(st, store.BatcherOptions{})
 	t.Cleanup(func() { _ = batcher.Close() })
 	r, err := New(Config{Store: st, Ingester: batcher})

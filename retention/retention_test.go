@@ -13,6 +13,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/store"
@@ -96,11 +97,7 @@ func TestRemoveFilesElsewhere(t *testing.T) {
 func TestPrunerStartCounts(t *testing.T) {
 	ctx := context.Background()
 	weekAgo := time.Now().Add(-7 * 24 * time.Hour)
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "s.db"), Clock: func() time.Time { return weekAgo }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := teststore.OpenSQLite(t, sqlite.Options{Clock: func() time.Time { return weekAgo }})
 	res, err := s.Ingest(ctx, []store.Delivery{
 		{DedupeKey: "a", Route: "job", Kind: api.CallbackJobSuccess, JobID: "a", PartitionKey: "a", Body: []byte("{}")},
 		{DedupeKey: "b", Route: "job", Kind: api.CallbackJobSuccess, JobID: "b", PartitionKey: "b", Body: []byte("{}")},

@@ -22,6 +22,7 @@ import (
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -157,12 +158,7 @@ func newWeek(t *testing.T, name string) *week {
 	}
 	w := &week{t: t, clock: &fakeClock{t: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}, dir: dir,
 		dbPath: filepath.Join(dir, "scribehook.db"), result: job.Result}
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: w.dbPath, Synchronous: sqlite.SynchronousNormal, Clock: w.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.st = st
-	t.Cleanup(func() { _ = st.Close() })
+	w.st = teststore.OpenSQLite(t, sqlite.Options{Path: w.dbPath, Synchronous: sqlite.SynchronousNormal, Clock: w.clock.Now})
 	w.start(true)
 	return w
 }

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/sqlite"
 )
 
 // BenchmarkDispatchWebhook is "one webhook sink, sustained": a dispatcher drains b.N live events
@@ -78,11 +78,7 @@ func BenchmarkDispatchFile(b *testing.B) {
 // then times a dispatcher draining them.
 func benchDispatch(b *testing.B, spec sinks.Spec, sink sinks.Sink) {
 	ctx := b.Context()
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(b.TempDir(), "scribehook.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := teststore.SQLite(b)
 	ds := make([]store.SinkDelivery, b.N)
 	now := time.Now()
 	for i := range ds {

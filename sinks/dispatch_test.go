@@ -20,6 +20,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -202,11 +203,7 @@ func newDispEnv(t *testing.T) *dispEnv {
 
 // open (re)opens the store at e.path, as a restarted process would.
 func (e *dispEnv) open() {
-	s, err := sqlite.Open(e.t.Context(), sqlite.Options{Path: e.path})
-	if err != nil {
-		e.t.Fatalf("open store: %v", err)
-	}
-	e.t.Cleanup(func() { _ = s.Close() })
+	s := teststore.OpenSQLite(e.t, sqlite.Options{Path: e.path})
 	e.store = s
 	e.spy = &dispSpy{Queue: handlers.SinkQueue(s), clock: e.clock}
 }

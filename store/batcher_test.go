@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
@@ -31,18 +31,6 @@ func (c *countingStore) Ingest(ctx context.Context, ds []store.Delivery) ([]stor
 	return c.Store.Ingest(ctx, ds)
 }
 
-func openSQLite(t testing.TB, synchronous string) store.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{
-		Path: filepath.Join(t.TempDir(), "batcher.db"), Synchronous: synchronous,
-	})
-	if err != nil {
-		t.Fatalf("open sqlite: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 func delivery(key string) store.Delivery {
 	return store.Delivery{
 		DedupeKey: key, Route: "job", Kind: api.CallbackLiveMessage, Event: "live.transcript",
@@ -55,7 +43,7 @@ func delivery(key string) store.Delivery {
 // goroutines, all get the right row, and they share far fewer transactions than submits.
 func TestBatcherConcurrent(t *testing.T) {
 	const goroutines, perG = 64, 200
-	cs := &countingStore{Store: openSQLite(t, "full")}
+	cs := &countingStore{Store: teststore.OpenSQLite(t, sqlite.Options{Synchronous: "full"})}
 	b := store.NewBatcher(cs, store.BatcherOptions{})
 	defer b.Close()
 
@@ -418,7 +406,7 @@ func TestBatcherCloseDrains(t *testing.T) {
 func TestBatcherMaxBatch(t *testing.T) {
 	var sizes []int
 	var mu sync.Mutex
-	cs := &countingStore{Store: openSQLite(t, "normal")}
+	cs := &countingStore{Store: teststore.OpenSQLite(t, sqlite.Options{Synchronous: "normal"})}
 	b := store.NewBatcher(cs, store.BatcherOptions{MaxBatch: 8, OnCommit: func(n int, _ time.Duration, err error) {
 		if err != nil {
 			t.Errorf("OnCommit error: %v", err)
@@ -476,7 +464,7 @@ func BenchmarkBatcherIngest(b *testing.B) {
 	for _, mode := range []string{"full", "normal"} {
 		for _, clients := range []int{64, 256} {
 			b.Run(fmt.Sprintf("sync=%s/clients=%d", mode, clients), func(b *testing.B) {
-				s := openSQLite(b, mode)
+				s := teststore.OpenSQLite(b, sqlite.Options{Synchronous: mode})
 				var batches atomic.Int64
 				bat := store.NewBatcher(s, store.BatcherOptions{OnCommit: func(int, time.Duration, error) { batches.Add(1) }})
 				benchSubmit(b, clients, func(ctx context.Context, d store.Delivery) error {
@@ -498,7 +486,7 @@ func BenchmarkBatcherIngest(b *testing.B) {
 func BenchmarkIngestUnbatched(b *testing.B) {
 	for _, mode := range []string{"full", "normal"} {
 		b.Run("sync="+mode+"/clients=64", func(b *testing.B) {
-			s := openSQLite(b, mode)
+			s := teststore.OpenSQLite(b, sqlite.Options{Synchronous: mode})
 			benchSubmit(b, 64, func(ctx context.Context, d store.Delivery) error {
 				_, err := s.Ingest(ctx, []store.Delivery{d})
 				return err

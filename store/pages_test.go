@@ -3,21 +3,20 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/sqlite"
 )
 
 // TestAllJobs: the pages from the query's offset to the end, newest first, with the filters
 // kept on every page; a loop that breaks early ends it cleanly.
 func TestAllJobs(t *testing.T) {
 	ctx := t.Context()
-	st := openPagesStore(t)
+	st := teststore.SQLite(t)
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	for i := range 7 {
 		status := api.StatusDone
@@ -64,7 +63,7 @@ func TestAllJobs(t *testing.T) {
 // another session's.
 func TestAllLiveMessages(t *testing.T) {
 	ctx := t.Context()
-	st := openPagesStore(t)
+	st := teststore.SQLite(t)
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	const session, n = "session-1", 2345
 	res, err := st.Ingest(ctx, []store.Delivery{{DedupeKey: "live-1", Route: "job", Kind: api.CallbackLiveMessage,
@@ -105,13 +104,3 @@ func TestAllLiveMessages(t *testing.T) {
 	}
 }
 
-// openPagesStore is a fresh SQLite store, closed at the end of the test.
-func openPagesStore(t *testing.T) store.Store {
-	t.Helper()
-	st, err := sqlite.Open(t.Context(), sqlite.Options{Path: filepath.Join(t.TempDir(), "pages.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
-}
