@@ -19,11 +19,7 @@ import (
 // before answering makes this time out.
 func rawExchange(t *testing.T, h *harness, head string, body []byte) (*http.Response, []byte, net.Conn, *bufio.Reader) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := dialFrom(t, h, "")
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(conn, head); err != nil {
 		t.Fatalf("write head: %v", err)
@@ -138,11 +134,7 @@ func TestChunkedBodyOverLimit(t *testing.T) {
 func TestKeepAliveAfterStreamedBodies(t *testing.T) {
 	h := newHarness(t)
 	tok := testRouteToken
-	conn, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialFrom(t, h, "")
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(conn)
 	var sent [][]byte

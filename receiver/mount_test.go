@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -203,15 +202,7 @@ func TestCallbacksEverywhere(t *testing.T) {
 // headers alone, though the body never comes.
 func TestNetHTTPChecksTokenBeforeBody(t *testing.T) {
 	h := newHarness(t, withSetup(setupNetHTTP))
-	u, err := url.Parse(h.base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialFrom(t, h, "")
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	start := time.Now()
 	fmt.Fprintf(conn, "POST %s/v1/callbacks/not-a-token-0123456789 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n", mountPrefix)

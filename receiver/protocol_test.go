@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -40,14 +41,19 @@ func rawConversation(t *testing.T, h *harness, from, req string, wait time.Durat
 	return rawAnswer{bytes: b, elapsed: time.Since(sent), closed: !timedOut}
 }
 
-// dialFrom opens a connection to the harness from the loopback address from.
+// dialFrom opens a connection to the harness, however it is served, from the loopback address
+// from when one is given; the connection is closed when the test ends.
 func dialFrom(t *testing.T, h *harness, from string) net.Conn {
 	t.Helper()
+	u, err := url.Parse(h.base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := net.Dialer{Timeout: 5 * time.Second}
 	if from != "" {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
 	}
-	conn, err := d.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
+	conn, err := d.Dial("tcp", u.Host)
 	if err != nil {
 		t.Fatalf("dial from %q: %v", from, err)
 	}
