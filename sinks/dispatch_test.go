@@ -886,15 +886,7 @@ func TestDispatchShutdownSettles(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.Run(context.Background()) }()
 	<-started
-	closed := make(chan error, 1)
-	go func() { closed <- d.Close() }()
-	select {
-	case <-closed:
-		t.Fatal("Close returned while an attempt was in flight")
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(release)
-	if err := <-closed; err != nil {
+	if err := testwait.Held(t, "Close with an attempt in flight", 50*time.Millisecond, d.Close, func() { close(release) }); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	if err := <-done; err != nil {

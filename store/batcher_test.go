@@ -15,6 +15,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/teststore"
+	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
@@ -369,15 +370,7 @@ func TestBatcherCloseDrains(t *testing.T) {
 	}
 	waitQueued(t, b, n)
 
-	closed := make(chan error, 1)
-	go func() { closed <- b.Close() }()
-	select {
-	case <-closed:
-		t.Fatal("Close returned before the queue was committed")
-	case <-time.After(20 * time.Millisecond):
-	}
-	close(gate)
-	if err := <-closed; err != nil {
+	if err := testwait.Held(t, "Close before the queue was committed", 20*time.Millisecond, b.Close, func() { close(gate) }); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 	for range n + 1 {

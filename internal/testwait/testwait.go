@@ -1,6 +1,6 @@
 // Package testwait polls a condition until it holds, for the tests of several packages that
 // wait on work done in other goroutines or processes (the sinks' dispatcher, the kit, the
-// command's servers).
+// command's servers); and checks that a call waits for what the test holds back (Held).
 package testwait
 
 import (
@@ -25,4 +25,20 @@ func For(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 		}
 		time.Sleep(pause)
 	}
+}
+
+// Held calls f in another goroutine and fails the test, naming what (the call and what it must
+// wait for), when f returns within hold; then it calls release, which lets f finish, and
+// returns f's result.
+func Held(tb testing.TB, what string, hold time.Duration, f func() error, release func()) error {
+	tb.Helper()
+	res := make(chan error, 1)
+	go func() { res <- f() }()
+	select {
+	case err := <-res:
+		tb.Fatalf("%s returned (%v) within %s", what, err, hold)
+	case <-time.After(hold):
+	}
+	release()
+	return <-res
 }

@@ -1,6 +1,7 @@
 package testwait_test
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -46,5 +47,36 @@ func TestForFailsAtTheDeadline(t *testing.T) {
 	}
 	if d := time.Since(start); d < 50*time.Millisecond || d > 5*time.Second {
 		t.Errorf("failed after %s, want soon after 50ms", d)
+	}
+}
+
+func TestHeldReturnsAfterTheRelease(t *testing.T) {
+	gate := make(chan struct{})
+	var released atomic.Bool
+	err := testwait.Held(t, "the wait", 10*time.Millisecond, func() error {
+		<-gate
+		if !released.Load() {
+			return errors.New("let go before the release")
+		}
+		return errors.New("done")
+	}, func() {
+		released.Store(true)
+		close(gate)
+	})
+	if err == nil || err.Error() != "done" {
+		t.Errorf("Held = %v, want f's own error, done", err)
+	}
+}
+
+func TestHeldFailsWhenTheCallDoesNotWait(t *testing.T) {
+	r := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = testwait.Held(r, "Close with work in flight", time.Minute, func() error { return nil }, func() {})
+	}()
+	<-done
+	if want := "Close with work in flight returned (<nil>) within 1m0s"; r.msg != want {
+		t.Errorf("Fatalf said %q, want %q", r.msg, want)
 	}
 }
