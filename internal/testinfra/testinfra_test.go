@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -184,7 +183,7 @@ func TestSchema(t *testing.T) {
 	if _, err := NewSchema(context.Background(), "postgres://x/db", "a; DROP"); err == nil {
 		t.Error("prefix with SQL accepted")
 	}
-	dsn := os.Getenv(EnvPGDSN)
+	dsn := PGDSN(t)
 	a, b := PGSchema(t), PGSchema(t)
 	if a.Name == b.Name || !strings.HasPrefix(a.Name, "t_") {
 		t.Errorf("schemas %s and %s", a.Name, b.Name)

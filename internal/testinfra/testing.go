@@ -59,17 +59,23 @@ func RunBroker(t testing.TB, opts BrokerOptions) *Broker {
 	return b
 }
 
-// PGSchema creates an empty schema in the database of $SCRIBEHOOK_TEST_PG_DSN, dropped when
-// the test ends, so that every test starts from a new database as far as a store can tell.
-// Without the variable the test skips and says how to run it.
-func PGSchema(t testing.TB) *Schema {
+// PGDSN is $SCRIBEHOOK_TEST_PG_DSN, the database tests may use. Without the variable the test
+// skips and says how to run it.
+func PGDSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv(EnvPGDSN)
 	if dsn == "" {
 		t.Skip(EnvPGDSN + " is not set: this test needs PostgreSQL; run it under " +
 			"`scripts/pg.sh run -- go test " + packagePattern() + "`")
 	}
-	s, err := NewSchema(context.Background(), dsn, "t")
+	return dsn
+}
+
+// PGSchema creates an empty schema in the database of PGDSN, dropped when the test ends, so
+// that every test starts from a new database as far as a store can tell.
+func PGSchema(t testing.TB) *Schema {
+	t.Helper()
+	s, err := NewSchema(context.Background(), PGDSN(t), "t")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,20 +18,6 @@ import (
 	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/store/storetest"
 )
-
-// envDSN names the database the tests may use; each test works in a schema of its own.
-const envDSN = "SCRIBEHOOK_TEST_PG_DSN"
-
-// adminDSN is the test database, or skips the test without one.
-func adminDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv(envDSN)
-	if dsn == "" {
-		t.Skip(envDSN + " is not set: start a throwaway PostgreSQL with `eval \"$(scripts/pg.sh start)\"`, " +
-			"or run the tests under `scripts/pg.sh run -- go test ./store/postgres/`")
-	}
-	return dsn
-}
 
 // newSchema creates an empty schema, dropped when the test ends, and returns a DSN that uses
 // it: every test starts from a new database as far as the store can tell.
@@ -52,7 +37,7 @@ func open(t testing.TB, dsn string) *Store {
 }
 
 func TestContract(t *testing.T) {
-	adminDSN(t)
+	testinfra.PGDSN(t)
 	storetest.Run(t, storetest.Features{}, func(t *testing.T) store.Store { return open(t, newSchema(t)) })
 }
 
@@ -139,7 +124,7 @@ func TestOpenOptions(t *testing.T) {
 	if got := s3.db.Stats().MaxOpenConnections; got != 5 {
 		t.Errorf("MaxConns 5 with pool_max_conns=3 gave %d connections, want 5", got)
 	}
-	missing, err := testinfra.WithSearchPath(adminDSN(t), "no_such_schema")
+	missing, err := testinfra.WithSearchPath(testinfra.PGDSN(t), "no_such_schema")
 	if err != nil {
 		t.Fatal(err)
 	}
