@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,30 @@ func TestDeliveriesAfterFinalChangeNothing(t *testing.T) {
 			waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, tc.first)...)
 			before := getJob(t, s, id)
 			waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, tc.later)...)
+			// The row is marked done inside the apply's transaction; the count and the events
+			// follow its commit, so they are waited for before their values are checked.
+			counted := func() float64 {
+				return testmetrics.Value(t, reg, metric, "outcome", "quarantined") +
+					testmetrics.Value(t, reg, metric, "outcome", "late") +
+					testmetrics.Value(t, reg, metric, "outcome", "duplicate")
+			}
+			wantCounted := tc.dup + tc.late
+			if tc.reason != "" {
+				wantCounted++
+			}
+			finalEvents := func() []string {
+				var types []string
+				for _, typ := range []string{api.EventJobSucceeded, api.EventJobFailed} {
+					for range evs.of(id, typ) {
+						types = append(types, typ)
+					}
+				}
+				return types
+			}
+			waitFor(t, func() string {
+				return fmt.Sprintf("%v counted after the final one (want %v), final events %v (want %v)",
+					counted(), wantCounted, finalEvents(), tc.events)
+			}, func() bool { return counted() >= wantCounted && len(finalEvents()) >= len(tc.events) })
 			rec := getJob(t, s, id)
 			if rec.Job.Status != tc.status || rec.Local.ErrorMessage != tc.errMsg {
 				t.Errorf("status %s, error message %q", rec.Job.Status, rec.Local.ErrorMessage)
@@ -116,13 +141,7 @@ func TestDeliveriesAfterFinalChangeNothing(t *testing.T) {
 			if got := testmetrics.Value(t, reg, metric, "outcome", "duplicate"); got != tc.dup {
 				t.Errorf("duplicates counted %v, want %v", got, tc.dup)
 			}
-			var types []string
-			for _, typ := range []string{api.EventJobSucceeded, api.EventJobFailed} {
-				for range evs.of(id, typ) {
-					types = append(types, typ)
-				}
-			}
-			if strings.Join(types, ",") != strings.Join(tc.events, ",") {
+			if types := finalEvents(); strings.Join(types, ",") != strings.Join(tc.events, ",") {
 				t.Errorf("events %v, want %v", types, tc.events)
 			}
 		})
