@@ -482,3 +482,48 @@ func TestRunTwiceAndMissingStore(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// refusing is a registerer that refuses the collector describing the metric named name, as a
+// registry refuses a name another part took.
+type refusing struct {
+	prometheus.Registerer
+	name string
+}
+
+func (r refusing) Register(c prometheus.Collector) error {
+	descs := make(chan *prometheus.Desc, 16)
+	go func() { c.Describe(descs); close(descs) }()
+	refused := false
+	for d := range descs {
+		refused = refused || strings.Contains(d.String(), `fqName: "`+r.name+`"`)
+	}
+	if refused {
+		return fmt.Errorf("%s is taken", r.name)
+	}
+	return r.Registerer.Register(c)
+}
+
+// A pipeline whose last metric is refused by the registry fails with that error, not a panic,
+// and leaves none of its metrics registered: a pipeline built next on the same registry
+// registers them all and counts.
+func TestNewOnATakenRegistry(t *testing.T) {
+	t.Parallel()
+	const last = "scribehook_deliveries_after_final_total" // the last of the pipeline's metrics
+	reg := prometheus.NewRegistry()
+	s := teststore.SQLite(t)
+	_, err := handlers.New(handlers.Config{Store: s, Metrics: refusing{reg, last}})
+	if want := "handlers: register metrics: " + last + " is taken"; err == nil || err.Error() != want {
+		t.Fatalf("New on a registry that refuses %s = %v, want %q", last, err, want)
+	}
+	r := start(t, handlers.Config{Store: s, Metrics: reg}) // fails if the refused New left any
+	waitStatus(t, s, store.InboxDone, ingest(t, s, r.p, jobSuccess("j1", sampleResult("counted"), ""))...)
+	// The count follows the apply's commit, which marked the row done.
+	counted := func() float64 {
+		return testmetrics.Value(t, reg, "scribehook_deliveries_processed_total", "kind", string(api.CallbackJobSuccess))
+	}
+	waitFor(t, func() string { return fmt.Sprintf("the pipeline counted %v rows, want 1", counted()) },
+		func() bool { return counted() >= 1 })
+	if got := counted(); got != 1 {
+		t.Errorf("the pipeline counted %v rows, want 1", got)
+	}
+}
