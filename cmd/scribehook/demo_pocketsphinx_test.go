@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
 
@@ -38,7 +39,7 @@ func TestDemoHearsItsSample(t *testing.T) {
 	}
 	ref := strings.Join(sampleScript(t), " ")
 
-	st := openSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
 	defer st.Close()
 	rec, err := st.GetJob(context.Background(), rep.JobID)
 	if err != nil || rec.Job.Result == nil || rec.Job.Result.Transcription == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/asticode/go-astisub"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/subtitles"
@@ -128,7 +129,7 @@ func TestDemoRunsTheWholeLoop(t *testing.T) {
 	}
 
 	// The store: the job done with its result, the session done with its messages.
-	st := openSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
 	defer st.Close()
 	rec, err := st.GetJob(context.Background(), rep.JobID)
 	if err != nil || rec.Job.Status != api.StatusDone || rec.Job.Result == nil || rec.Job.Result.Transcription == nil {

@@ -38,7 +38,6 @@ import (
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
 )
 
@@ -204,17 +203,6 @@ func writeFile(t *testing.T, path string, data []byte) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// openSQLite opens the SQLite store o names, failing the test if it cannot; the caller closes
-// it (serveOn's stop does).
-func openSQLite(t *testing.T, o sqlite.Options) *sqlite.Store {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }
 
 // openSQLiteRO opens the SQLite database at path read-only, through database/sql, to count

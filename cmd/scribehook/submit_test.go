@@ -17,6 +17,7 @@ import (
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/store"
@@ -77,7 +78,7 @@ func (e *cliEnv) run(stdin io.Reader, args ...string) (string, string, error) {
 
 func (e *cliEnv) openStore() *sqlite.Store {
 	e.t.Helper()
-	st := openSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
+	st := teststore.OpenSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
 	e.t.Cleanup(func() { st.Close() })
 	return st
 }
@@ -104,7 +105,7 @@ type fakeServe struct {
 
 func newFakeServe(t *testing.T, dbPath string) *fakeServe {
 	t.Helper()
-	st := openSQLite(t, sqlite.Options{Path: dbPath, Synchronous: "normal"})
+	st := teststore.OpenSQLite(t, sqlite.Options{Path: dbPath, Synchronous: "normal"})
 	t.Cleanup(func() { st.Close() }) // after the server's, which newRecorder registers next
 	f := &fakeServe{st: st, store: true}
 	f.recorder = newRecorder(t, f.answer)
@@ -302,7 +303,7 @@ func TestConfigErrorsReachTheCommand(t *testing.T) {
 // public_url at it.
 func (e *cliEnv) useRealServe() {
 	e.t.Helper()
-	st := openSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
+	st := teststore.OpenSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
 	srv := serveOn(e.t, st, "", serverOptions{Service: e.client, Partitions: 2, BodyLimit: 32 << 20, Logger: logx.Discard()})
 	e.t.Cleanup(func() { srv.stop(e.t) })
 	e.writeConfig("http://"+srv.addr, e.sandbox.URL)
