@@ -103,4 +103,3 @@ func TestAllLiveMessages(t *testing.T) {
 		}
 	}
 }
-

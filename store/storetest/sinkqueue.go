@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -77,7 +78,7 @@ func checkSinkDelivery(t *testing.T, got, want store.SinkDelivery) {
 		!got.FailedAt.Equal(want.FailedAt) {
 		t.Errorf("sink delivery = %+v\nwant %+v", got, want)
 	}
-	if g, w := mustJSON(t, got.Event), mustJSON(t, want.Event); string(g) != string(w) {
+	if g, w := testjson.Marshal(t, got.Event), testjson.Marshal(t, want.Event); string(g) != string(w) {
 		t.Errorf("event = %s, want %s", g, w)
 	}
 }

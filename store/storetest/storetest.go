@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -882,18 +883,13 @@ func getJob(t *testing.T, s store.Store, id string) store.JobRecord {
 	return must(s.GetJob(t.Context(), id))(t, "GetJob(%s)", id)
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	return must(json.Marshal(v))(t, "encode")
-}
-
 // checkJob compares records by their encodings: the record must come back byte for byte.
 func checkJob(t *testing.T, got, want store.JobRecord) {
 	t.Helper()
-	if g, w := mustJSON(t, got.Job), mustJSON(t, want.Job); !bytes.Equal(g, w) {
+	if g, w := testjson.Marshal(t, got.Job), testjson.Marshal(t, want.Job); !bytes.Equal(g, w) {
 		t.Errorf("job record =\n%s\nwant\n%s", g, w)
 	}
-	if g, w := mustJSON(t, got.Local), mustJSON(t, want.Local); !bytes.Equal(g, w) {
+	if g, w := testjson.Marshal(t, got.Local), testjson.Marshal(t, want.Local); !bytes.Equal(g, w) {
 		t.Errorf("local = %s, want %s", g, w)
 	}
 }
