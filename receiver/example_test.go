@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/sirupsen/logrus"
 
+	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -137,8 +138,4 @@ func exampleStore() (store.Store, *store.Batcher, func(), error) {
 }
 
 // quietLogger discards the receiver's logs: the examples print only its answers.
-func quietLogger() *logrus.Entry {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return logrus.NewEntry(l)
-}
+func quietLogger() *logrus.Entry { return logx.Discard() }

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/benchcpu"
 	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -99,7 +99,7 @@ func benchDispatch(b *testing.B, spec sinks.Spec, sink sinks.Sink) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	cpu := benchCPU(b)
+	cpu := benchcpu.Start(b)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()
@@ -123,17 +123,8 @@ func benchDispatch(b *testing.B, spec sinks.Spec, sink sinks.Sink) {
 	}
 	_ = d.Close()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-	b.ReportMetric(float64((benchCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	cpu.Report()
 	groups, single := q.counts()
 	b.ReportMetric(float64(q.claims)/float64(b.N), "claims/op")
 	b.ReportMetric(float64(len(groups)+single)/float64(b.N), "completions/op")
-}
-
-// benchCPU is the process's user and system time so far.
-func benchCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/benchcpu"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -55,16 +55,6 @@ func openBench(b *testing.B, sync string, n int) (*Store, []int64) {
 		}
 	}
 	return s, ids
-}
-
-// cpuTime is the CPU time the process has used (user and system, every thread): on a shared
-// machine it varies less than the wall time of an op.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cancellable is a context that can end, like the pipeline's (a message's context): drivers
@@ -149,14 +139,14 @@ func benchApplyLive(b *testing.B, sync string) {
 	ctx := cancellable(b)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime(b)
+	cpu := benchcpu.Start(b)
 	for i := range b.N {
 		if err := applyLive(ctx, s, rows[i]); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	cpu.Report()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
@@ -183,7 +173,7 @@ func benchSinkCycle(b *testing.B, sync string, batch int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime(b)
+	cpu := benchcpu.Start(b)
 	for done := 0; done < b.N; {
 		ds, err := s.ClaimSinkDeliveries(ctx, "hook", true, time.Now(), time.Minute, batch)
 		if err != nil {
@@ -200,7 +190,7 @@ func benchSinkCycle(b *testing.B, sync string, batch int) {
 		done += len(ds)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	cpu.Report()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
 }
 
@@ -225,14 +215,14 @@ func benchApplyGroupLive(b *testing.B, sync string, size int) {
 	ctx := cancellable(b)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime(b)
+	cpu := benchcpu.Start(b)
 	for start := 0; start < len(rows); start += size {
 		if err := applyLiveGroup(ctx, s, rows[start:min(start+size, len(rows))]); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	cpu.Report()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
