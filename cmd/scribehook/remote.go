@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,8 +107,15 @@ func newRemoteListCmd(o *remoteOptions) *cobra.Command {
 func newRemoteGetCmd(o *remoteOptions) *cobra.Command {
 	var output outputFlag
 	cmd := remoteJobCmd(o, "get ID", "Show one job record of the service", "GET",
-		(*submitter.Client).GetPreRecorded, (*submitter.Client).GetLive,
-		func(cmd *cobra.Command, _ string, job api.Job) error {
+		func(cmd *cobra.Command, c *submitter.Client, live bool, id string) error {
+			get := c.GetPreRecorded
+			if live {
+				get = c.GetLive
+			}
+			job, err := get(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
 			return output.print(cmd.OutOrStdout(), job, func(w io.Writer) error { return writeJobsTable(w, []api.Job{job}) })
 		})
 	output.register(cmd, outputJSON)
@@ -287,20 +293,24 @@ func readParams(cmd *cobra.Command, name string) ([]byte, error) {
 
 func newRemoteDeleteCmd(o *remoteOptions) *cobra.Command {
 	return remoteJobCmd(o, "delete ID", "Delete one job on the service", "DELETE",
-		noResult((*submitter.Client).DeletePreRecorded), noResult((*submitter.Client).DeleteLive),
-		func(cmd *cobra.Command, id string, _ struct{}) error {
+		func(cmd *cobra.Command, c *submitter.Client, live bool, id string) error {
+			del := c.DeletePreRecorded
+			if live {
+				del = c.DeleteLive
+			}
+			if err := del(cmd.Context(), id); err != nil {
+				return err
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", id)
 			return nil
 		})
 }
 
-// remoteJobCmd is a remote command on one job by its id (get, delete): it calls the
-// pre-recorded job's endpoint, or with --live the live session's (method /v2/live/{id}), and
-// done prints what came back.
-func remoteJobCmd[T any](o *remoteOptions, use, short, method string,
-	preRecorded, live func(c *submitter.Client, ctx context.Context, id string) (T, error),
-	done func(cmd *cobra.Command, id string, v T) error) *cobra.Command {
-	var onLive bool
+// remoteJobCmd is a remote command on one job by its id (get, delete), with --live for a live
+// session (method /v2/live/{id}); run gets the service's client.
+func remoteJobCmd(o *remoteOptions, use, short, method string,
+	run func(cmd *cobra.Command, c *submitter.Client, live bool, id string) error) *cobra.Command {
+	var live bool
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -310,27 +320,11 @@ func remoteJobCmd[T any](o *remoteOptions, use, short, method string,
 			if err != nil {
 				return err
 			}
-			call := preRecorded
-			if onLive {
-				call = live
-			}
-			v, err := call(c, cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return done(cmd, args[0], v)
+			return run(cmd, c, live, args[0])
 		},
 	}
-	cmd.Flags().BoolVar(&onLive, "live", false, "the id is a live session ("+method+" /v2/live/{id})")
+	cmd.Flags().BoolVar(&live, "live", false, "the id is a live session ("+method+" /v2/live/{id})")
 	return cmd
-}
-
-// noResult is a call that returns nothing but its error (a delete) in the form remoteJobCmd
-// takes.
-func noResult(call func(*submitter.Client, context.Context, string) error) func(*submitter.Client, context.Context, string) (struct{}, error) {
-	return func(c *submitter.Client, ctx context.Context, id string) (struct{}, error) {
-		return struct{}{}, call(c, ctx, id)
-	}
 }
 
 // writeJSON prints v indented; the job records keep the members this model does not know.
