@@ -40,7 +40,6 @@ func TestDemoHearsItsSample(t *testing.T) {
 	ref := strings.Join(sampleScript(t), " ")
 
 	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
-	defer st.Close()
 	rec, err := st.GetJob(context.Background(), rep.JobID)
 	if err != nil || rec.Job.Result == nil || rec.Job.Result.Transcription == nil {
 		t.Fatalf("stored job: %+v, %v", rec.Job, err)

@@ -130,7 +130,6 @@ func TestDemoRunsTheWholeLoop(t *testing.T) {
 
 	// The store: the job done with its result, the session done with its messages.
 	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
-	defer st.Close()
 	rec, err := st.GetJob(context.Background(), rep.JobID)
 	if err != nil || rec.Job.Status != api.StatusDone || rec.Job.Result == nil || rec.Job.Result.Transcription == nil {
 		t.Fatalf("stored job: %+v, %v", rec.Job, err)

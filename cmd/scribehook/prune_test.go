@@ -127,7 +127,6 @@ would prune (dry run) 5 rows
 	}
 
 	st := teststore.OpenSQLite(t, sqlite.Options{Path: dbPath})
-	defer st.Close()
 	if n, err := st.InboxBacklog(context.Background()); err != nil || n != 1 {
 		t.Errorf("pending rows = %d, %v; want the one not yet processed", n, err)
 	}

@@ -79,7 +79,6 @@ func (e *cliEnv) run(stdin io.Reader, args ...string) (string, string, error) {
 func (e *cliEnv) openStore() *sqlite.Store {
 	e.t.Helper()
 	st := teststore.OpenSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
-	e.t.Cleanup(func() { st.Close() })
 	return st
 }
 
@@ -106,7 +105,7 @@ type fakeServe struct {
 func newFakeServe(t *testing.T, dbPath string) *fakeServe {
 	t.Helper()
 	st := teststore.OpenSQLite(t, sqlite.Options{Path: dbPath, Synchronous: "normal"})
-	t.Cleanup(func() { st.Close() }) // after the server's, which newRecorder registers next
+	// teststore closes st after the server, which newRecorder starts later: cleanups run last first.
 	f := &fakeServe{st: st, store: true}
 	f.recorder = newRecorder(t, f.answer)
 	return f
