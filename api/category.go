@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // MessageCategory is one of the nine categories a live message belongs to; each is switched by
@@ -168,7 +169,10 @@ func MessageCategories(m *LiveMessage) []MessageCategory { return m.Head().Categ
 // LiveMessageHead is what the categories of a live message depend on: its type, whether it
 // failed, and data.is_final.
 type LiveMessageHead struct {
-	Type         MessageType
+	Type MessageType
+	// CreatedAt is the message's created_at (zero when absent or null): the pipeline's
+	// after-final rules read it, so the receiver's scan keeps it for them.
+	CreatedAt    time.Time
 	Acknowledged *bool
 	HasError     bool // a non-null error
 	IsFinal      bool // data.is_final (false when data is not an object)
@@ -176,7 +180,7 @@ type LiveMessageHead struct {
 
 // Head returns what m's categories depend on.
 func (m *LiveMessage) Head() LiveMessageHead {
-	return LiveMessageHead{Type: m.Type, Acknowledged: m.Acknowledged, HasError: m.HasError(), IsFinal: m.TranscriptIsFinal()}
+	return LiveMessageHead{Type: m.Type, CreatedAt: m.CreatedAt.Time, Acknowledged: m.Acknowledged, HasError: m.HasError(), IsFinal: m.TranscriptIsFinal()}
 }
 
 // Category is the first of Categories; ok is false for a type this model does not know.
@@ -249,21 +253,27 @@ func DecodeLiveMessageHead(payload []byte) (LiveMessageHead, error) {
 		}
 		return m.Head(), nil
 	}
-	return LiveMessageHead{Type: p.Type, Acknowledged: p.Acknowledged, HasError: bool(p.Error), IsFinal: bool(p.Data)}, nil
+	return LiveMessageHead{Type: p.Type, CreatedAt: p.CreatedAt.t, Acknowledged: p.Acknowledged, HasError: bool(p.Error), IsFinal: bool(p.Data)}, nil
 }
 
-// timeProbe decodes like Time, succeeding and failing on the same values, without keeping
-// the time.
-type timeProbe struct{}
+// timeProbe decodes like Time, succeeding and failing on the same values, into t.
+type timeProbe struct{ t time.Time }
 
-func (timeProbe) UnmarshalJSON(b []byte) error {
+func (p *timeProbe) UnmarshalJSON(b []byte) error {
 	if s, ok := plainStringValue(b); ok {
 		// A plain string decodes to its own bytes: parse them as Time would.
-		_, err := ParseTime(string(s))
+		t, err := ParseTime(string(s))
+		if err == nil {
+			p.t = t
+		}
 		return err
 	}
 	var t Time
-	return t.UnmarshalJSON(b)
+	if err := t.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	p.t = t.Time // zero for null, as LiveMessage's own decoding leaves it
+	return nil
 }
 
 // errorProbe is LiveMessage.HasError of the member's last value.

@@ -54,6 +54,7 @@ func scanLiveMessageHead(payload []byte) (LiveMessageHead, bool) {
 			if p.UnmarshalJSON(v) != nil {
 				return h, false
 			}
+			h.CreatedAt = p.t
 		case 3: // acknowledged: *bool
 			switch string(v) {
 			case "true", "false":

@@ -237,6 +237,9 @@ type groupTx struct {
 	recs   map[string]*groupRec
 	dirty  []string // records put, in the order first put
 	queued []store.SinkDelivery
+	// received are the rows whose located messages are appended by the next flush, in one
+	// statement; a message appended otherwise flushes them first, to keep the order.
+	received []int64
 }
 
 type groupRec struct {
@@ -280,13 +283,37 @@ func (g *groupTx) PutJob(ctx context.Context, rec store.JobRecord) error {
 	return nil
 }
 
+func (g *groupTx) AppendReceivedMessages(_ context.Context, ids []int64) error {
+	g.received = append(g.received, ids...)
+	return nil
+}
+
+func (g *groupTx) AppendLiveMessage(ctx context.Context, m store.LiveMessage) (int64, error) {
+	if err := g.flushReceived(ctx); err != nil {
+		return 0, err
+	}
+	return g.Tx.AppendLiveMessage(ctx, m)
+}
+
+func (g *groupTx) flushReceived(ctx context.Context) error {
+	if len(g.received) == 0 {
+		return nil
+	}
+	err := g.Tx.AppendReceivedMessages(ctx, g.received)
+	g.received = g.received[:0]
+	return err
+}
+
 func (g *groupTx) EnqueueSinkDeliveries(_ context.Context, ds []store.SinkDelivery) error {
 	g.queued = append(g.queued, ds...)
 	return nil
 }
 
-// flush writes the records put and queues the sink deliveries.
+// flush appends the located messages, writes the records put and queues the sink deliveries.
 func (g *groupTx) flush(ctx context.Context) error {
+	if err := g.flushReceived(ctx); err != nil {
+		return err
+	}
 	for _, id := range g.dirty {
 		if err := g.Tx.PutJob(ctx, g.recs[id].rec); err != nil {
 			return err
@@ -308,6 +335,9 @@ type liveRow struct {
 	msg      api.LiveMessage
 	payload  json.RawMessage
 	category api.MessageCategory
+	// located: the receiver located the message in the row's body, and the row's columns say
+	// what applying it needs; it is stored as that span (Tx.AppendReceivedMessages).
+	located bool
 }
 
 // liveBody is a live callback decoded for applying it: the payload's span and its head.
@@ -339,6 +369,21 @@ func (l *livePayload) UnmarshalJSON(b []byte) error {
 // the payload only for a post_final_transcript, and for the category of a row stored without
 // one.
 func decodeLive(row store.InboxRow) (liveRow, error) {
+	if payload, ok := row.Message.Of(row.Body); ok && row.MessageType != "" && row.Category != "" {
+		// Scanned at receipt: what applying needs is in the row's columns.
+		lr := liveRow{
+			msg:      api.LiveMessage{Type: row.MessageType, CreatedAt: api.Time{Time: row.MessageAt}},
+			payload:  payload,
+			category: row.Category,
+			located:  true,
+		}
+		if lr.msg.Type == api.MessagePostFinalTranscript {
+			if err := json.Unmarshal(payload, &lr.msg); err != nil {
+				return liveRow{}, fmt.Errorf("decode live callback: %w", err)
+			}
+		}
+		return lr, nil
+	}
 	var body liveBody
 	if err := json.Unmarshal(row.Body, &body); err != nil {
 		return liveRow{}, fmt.Errorf("decode live callback: %w", err)

@@ -17,7 +17,8 @@ import (
 
 // groupFixture ingests, before the pipeline runs (so that the startup scan queues them at once
 // and the partition hands them over in batches), perSession varied messages of each session,
-// interleaved, plus extra deliveries after message at of the first session.
+// interleaved (some of the second session's stored by an earlier version, unlocated), plus
+// extra deliveries after message at of the first session.
 func groupFixture(t *testing.T, s store.Store, sessions []string, perSession, at int, extra ...store.Delivery) (map[string][]live, map[string]int64, []store.Delivery) {
 	t.Helper()
 	bySession := map[string][]live{}
@@ -25,6 +26,11 @@ func groupFixture(t *testing.T, s store.Store, sessions []string, perSession, at
 	for n := range perSession {
 		for i, sid := range sessions {
 			l := variedLive(sid, n)
+			if i == 1 && n%5 == 3 {
+				// Rows of an earlier version among located ones: their copies are numbered
+				// between the located messages, in order.
+				l = unlocated(l)
+			}
 			bySession[sid] = append(bySession[sid], l)
 			ds = append(ds, l.Delivery)
 			if i == 0 && n == at {

@@ -273,8 +273,12 @@ func rawLive(session string, n int, payload []byte) live {
 	if !ok {
 		panic("unknown type " + msg.Type)
 	}
-	body := fmt.Appendf(nil, `{"id":%q,"event":%q,"payload":%s}`, session, api.LiveEvent(msg.Type), payload)
+	head := fmt.Sprintf(`{"id":%q,"event":%q,"payload":`, session, api.LiveEvent(msg.Type))
+	body := append(append([]byte(head), payload...), '}')
 	d := store.Delivery{
+		// Located as the receiver locates every message it classifies (unlocated undoes it).
+		Message:      store.Span{Off: len(head), Len: len(payload)},
+		MessageAt:    msg.CreatedAt.Time,
 		DedupeKey:    "live:" + session + ":" + sha256Hex(payload),
 		Route:        "job",
 		Kind:         api.CallbackLiveMessage,
@@ -288,6 +292,13 @@ func rawLive(session string, n int, payload []byte) live {
 		ReceivedAt:   baseTime.Add(time.Duration(n) * time.Millisecond),
 	}
 	return live{Session: session, N: n, Type: msg.Type, Category: cat, Payload: payload, Delivery: d}
+}
+
+// unlocated is l as an earlier version stored it: its message not located, so the pipeline
+// decodes it from the body and stores a copy.
+func unlocated(l live) live {
+	l.Delivery.Message, l.Delivery.MessageAt = store.Span{}, time.Time{}
+	return l
 }
 
 func must(err error) {

@@ -258,7 +258,12 @@ func (p *Pipeline) liveTx(row store.InboxRow, lr *liveRow, fin finalRecord) func
 			}
 			*aside = asideLate
 		}
-		if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
+		if lr.located {
+			// Stored once: the message is the span of the row the receiver located it in.
+			if err := tx.AppendReceivedMessages(ctx, []int64{row.ID}); err != nil {
+				return err
+			}
+		} else if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{
 			SessionID:  id,
 			Type:       msg.Type,
 			Category:   lr.category,

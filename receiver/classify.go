@@ -92,13 +92,28 @@ func deliveryOf(in inbound, dec decoding) store.Delivery {
 		if err != nil {
 			return quarantine(d, err.Error())
 		}
-		return liveDelivery(d, c, msg, hash)
+		d = liveDelivery(d, c, msg, hash)
+		if d.Quarantine == "" {
+			d.Message, d.MessageAt = spanIn(in.Body, payload), msg.CreatedAt
+		}
+		return d
 	case api.CallbackAccountWebhook:
 		return webhookDelivery(d, in, c)
 	default:
 		return quarantine(d, fmt.Sprintf("unhandled callback kind %q", c.Kind))
 	}
 	return d
+}
+
+// spanIn locates part in body when part is a slice of body's own bytes (the classification
+// hands out spans of the body it scanned); else the zero Span, and the pipeline decodes the
+// message from the body as for a row of an earlier version.
+func spanIn(body, part []byte) store.Span {
+	off := cap(body) - cap(part)
+	if len(part) == 0 || off < 0 || off > len(body)-len(part) || &body[off] != &part[0] {
+		return store.Span{}
+	}
+	return store.Span{Off: off, Len: len(part)}
 }
 
 // liveDelivery finishes d, a live callback classified as c, from what its payload decoded to

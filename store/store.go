@@ -53,6 +53,24 @@ type Delivery struct {
 	Headers    map[string]string
 	Body       []byte
 	ReceivedAt time.Time
+	// Message locates a live message (the callback's payload) in Body, as the receiver's scan
+	// found it, and MessageAt is its created_at: applying the message then reads neither again,
+	// and the store keeps the message as this span of the one stored body instead of a copy
+	// (DESIGN.md rule 8). Zero for other deliveries, and for rows stored by earlier versions,
+	// whose messages are decoded from the body.
+	Message   Span
+	MessageAt time.Time
+}
+
+// Span is a range of bytes of a body: Len bytes from Off. The zero Span locates nothing.
+type Span struct{ Off, Len int }
+
+// Of returns the bytes s locates in body, and false when s is zero or does not fit in body.
+func (s Span) Of(body []byte) ([]byte, bool) {
+	if s.Len <= 0 || s.Off < 0 || s.Off > len(body)-s.Len {
+		return nil, false
+	}
+	return body[s.Off : s.Off+s.Len : s.Off+s.Len], true
 }
 
 // IngestResult tells what Ingest did with one delivery.
@@ -196,6 +214,12 @@ type Tx interface {
 	PutJob(ctx context.Context, rec JobRecord) error
 	// AppendLiveMessage stores m with the session's next sequence number and returns it.
 	AppendLiveMessage(ctx context.Context, m LiveMessage) (int64, error)
+	// AppendReceivedMessages stores the live message of each inbox row of ids, in that order,
+	// with its session's next numbers: the message the receiver located in the row's body
+	// (InboxRow.Message), kept there rather than copied, its type, category and times taken
+	// from the row (session: JobID; created_at: MessageAt). A row without a located message
+	// fails the call; such a row's message goes through AppendLiveMessage.
+	AppendReceivedMessages(ctx context.Context, ids []int64) error
 	PutArtifact(ctx context.Context, a Artifact) error
 	// EnqueueSinkDeliveries queues events for sinks, in the same transaction as the delivery
 	// that caused them (an outbox): a (sink, event id) pair already queued, delivered or dead is

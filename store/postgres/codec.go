@@ -101,6 +101,25 @@ var dialect = sqlcore.Dialect{
 		INSERT INTO live_messages (session_id, seq, type, category, created_at, received_at, inbox_id, payload)
 		SELECT ?1, next.last_seq, ?2, ?3, ?4, ?5, ?6, ?7 FROM next
 		RETURNING seq`,
+		// The messages of several inbox rows at once: each session's counter moves by its
+		// number of rows in one upsert (rows locked in session order, as every Apply of a group
+		// takes them), and its rows take the numbers below the new last in the order of the ids.
+		sqlcore.StLiveAppendRows: `WITH m AS (
+			SELECT i.id, i.job_id, i.message_type, i.category, i.message_at, i.received_at,
+				row_number() OVER (PARTITION BY i.job_id ORDER BY j.ord) AS rn,
+				count(*) OVER (PARTITION BY i.job_id) AS cnt
+			FROM jsonb_array_elements_text(?::jsonb) WITH ORDINALITY AS j (value, ord)
+			JOIN inbox i ON i.id = j.value::bigint
+			WHERE i.payload_len IS NOT NULL),
+		n AS (
+			INSERT INTO live_sequences AS s (session_id, last_seq)
+			SELECT job_id, max(cnt) FROM m GROUP BY job_id ORDER BY job_id
+			ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + excluded.last_seq
+			RETURNING session_id, last_seq)
+		INSERT INTO live_messages (session_id, seq, type, category, created_at, received_at, inbox_id)
+		SELECT m.job_id, n.last_seq - m.cnt + m.rn, m.message_type, m.category, m.message_at,
+			m.received_at, m.id
+		FROM m JOIN n ON n.session_id = m.job_id`,
 		// A pruned session's counter goes with its messages.
 		sqlcore.StPruneJobSeq: `DELETE FROM live_sequences WHERE session_id = ?`,
 	},

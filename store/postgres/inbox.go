@@ -77,13 +77,14 @@ var (
 			func(d *store.Delivery) string { return d.PartitionKey },
 		},
 		insert: `INSERT INTO inbox (id, dedupe_key, route, kind, event, job_id, message_type,
-			category, partition_key, headers, body, received_at)
+			category, partition_key, headers, body, received_at, message_at, payload_at, payload_len)
 		SELECT id, dedupe_key, route, kind, event, job_id, message_type, category, partition_key,
-			headers::jsonb, body, received_at
+			headers::jsonb, body, received_at, message_at, payload_at, payload_len
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-			$8::text[], $9::text[], $10::text[], $11::bytea[], $12::timestamptz[])
+			$8::text[], $9::text[], $10::text[], $11::bytea[], $12::timestamptz[], $13::timestamptz[],
+			$14::integer[], $15::integer[])
 			AS u (id, dedupe_key, route, kind, event, job_id, message_type, category, partition_key, headers,
-				body, received_at)
+				body, received_at, message_at, payload_at, payload_len)
 		ON CONFLICT (dedupe_key) DO NOTHING
 		RETURNING dedupe_key, id`}
 
@@ -127,7 +128,21 @@ func insertRows(ctx context.Context, tx *sql.Tx, tbl tableSpec, ds []store.Deliv
 	for _, col := range own {
 		args = append(args, col)
 	}
-	return tx.QueryContext(ctx, tbl.insert, append(args, headers, bodies, received)...)
+	args = append(args, headers, bodies, received)
+	if !tbl.quarantined {
+		// Where the receiver located a live message in the body (store.Delivery.Message).
+		at, off, length := make([]*time.Time, n), make([]*int64, n), make([]*int64, n)
+		for i, p := range rows {
+			d := &ds[p.idx]
+			at[i] = timePtr(d.MessageAt)
+			if _, ok := d.Message.Of(d.Body); ok {
+				o, l := int64(d.Message.Off), int64(d.Message.Len)
+				off[i], length[i] = &o, &l
+			}
+		}
+		args = append(args, at, off, length)
+	}
+	return tx.QueryContext(ctx, tbl.insert, args...)
 }
 
 func ingestTable(ctx context.Context, tx *sql.Tx, tbl tableSpec, ds []store.Delivery, ps []pending, out []store.IngestResult) error {

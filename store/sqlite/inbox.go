@@ -56,10 +56,14 @@ func ingestInbox(ctx context.Context, w *wtx, d *store.Delivery) (store.IngestRe
 	if err != nil {
 		return store.IngestResult{}, err
 	}
+	var spanOff, spanLen any // NULL: no message located
+	if _, ok := d.Message.Of(d.Body); ok {
+		spanOff, spanLen = d.Message.Off, d.Message.Len
+	}
 	var id int64
 	res, err := w.Exec(ctx, stInboxInsert, d.DedupeKey, d.Route, string(d.Kind), d.Event, d.JobID,
 		string(d.MessageType), string(d.Category), d.PartitionKey, headers, sqlcore.Blob(d.Body),
-		dialect.NullTime(d.ReceivedAt))
+		dialect.NullTime(d.ReceivedAt), dialect.NullTime(d.MessageAt), spanOff, spanLen)
 	if err != nil {
 		return store.IngestResult{}, fmt.Errorf("insert inbox row: %w", err)
 	}

@@ -45,6 +45,17 @@ var dialect = sqlcore.Dialect{
 		created_at, received_at, inbox_id, payload)
 		VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM live_messages WHERE session_id = ?1),
 		?2, ?3, ?4, ?5, ?6, ?7) RETURNING seq`,
+		// SQLite computes an INSERT's SELECT whole before inserting when it reads the table
+		// inserted into, so max(seq) is each session's last before the statement, and
+		// row_number() numbers the session's rows after it in the order of the ids (j.key).
+		sqlcore.StLiveAppendRows: `INSERT INTO live_messages (session_id, seq, type, category,
+		created_at, received_at, inbox_id)
+		SELECT i.job_id, coalesce((SELECT max(m.seq) FROM live_messages m WHERE m.session_id = i.job_id), 0)
+			+ row_number() OVER (PARTITION BY i.job_id ORDER BY j.key),
+			i.message_type, i.category, i.message_at, i.received_at, i.id
+		FROM json_each(?) j JOIN inbox i ON i.id = j.value
+		WHERE i.payload_len IS NOT NULL
+		ORDER BY j.key`,
 	},
 	ReleasesLeases: true,
 	FinalJob:       `json_extract(j.local, '$.final') <> ''`,
@@ -55,8 +66,9 @@ var stmtSQL = func() [numStmts]string {
 	core := sqlcore.Statements(dialect)
 	copy(q[:], core[:])
 	q[stInboxInsert] = `INSERT INTO inbox (dedupe_key, route, kind, event, job_id,
-		message_type, category, partition_key, headers, body, received_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		message_type, category, partition_key, headers, body, received_at, message_at, payload_at,
+		payload_len)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (dedupe_key) DO NOTHING`
 	q[stInboxFind] = `SELECT id FROM inbox WHERE dedupe_key = ?`
 	q[stQuarantineInsert] = `INSERT INTO quarantine (dedupe_key, route, reason, headers,

@@ -88,6 +88,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"PruneTokens", testPruneTokens},
 		{"Ping", testPing},
 	}
+	tests = append(tests, receivedTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}

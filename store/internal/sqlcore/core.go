@@ -28,6 +28,7 @@ const (
 	StJobReplace                // the eight job columns (jobArgs)
 	StJobCreate                 // the same, keeping an existing record
 	StLiveAppend                // session_id, type, category, created_at, received_at, inbox_id, payload → seq
+	StLiveAppendRows            // inbox ids (IDList), in applying order: their located messages, by reference
 	StArtifactPut               // job_id, name, format, language, path, size, created_at
 	StTokenCreate               // hash, job_id, kind, created_at, revoked_at
 	StTokenJob                  // hash → job_id, to bind it
@@ -368,6 +369,26 @@ func (a *applyTx) AppendLiveMessage(ctx context.Context, m store.LiveMessage) (i
 		return 0, fmt.Errorf("append live message to %s: %w", m.SessionID, err)
 	}
 	return seq, nil
+}
+
+// AppendReceivedMessages appends the messages of the inbox rows of ids, in one statement (the
+// dialect's StLiveAppendRows): each message is its row's span, read from the row's own columns
+// and stored by reference, numbered after its session's last in the order of ids. A row whose
+// message was not located at receipt fails the whole call (nothing would store its message).
+func (a *applyTx) AppendReceivedMessages(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	res, err := a.t.Exec(ctx, StLiveAppendRows, IDList(ids))
+	if err != nil {
+		return fmt.Errorf("append %d live messages: %w", len(ids), err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("append %d live messages: %w", len(ids), err)
+	} else if n != int64(len(ids)) {
+		return fmt.Errorf("append %d live messages: %d of their inbox rows hold a located message", len(ids), n)
+	}
+	return nil
 }
 
 // PutArtifact stores an artifact, replacing the job's artifact of the same name.

@@ -49,8 +49,8 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 		readBacklog:     `SELECT count(*) FROM inbox WHERE status = 'pending'`,
 		readQuarantined: `SELECT ` + QuarantineColumns + ` FROM quarantine ORDER BY id DESC LIMIT ?`,
 		readJob:         `SELECT record, local FROM jobs WHERE id = ?`,
-		readLive: `SELECT ` + LiveColumns + `
-		FROM live_messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		readLive: `SELECT ` + LiveColumns + ` FROM ` + LiveFrom + `
+		WHERE l.session_id = ? AND l.seq > ? ORDER BY l.seq LIMIT ?`,
 		readArtifacts:  `SELECT ` + ArtifactColumns + ` FROM artifacts WHERE job_id = ? ORDER BY name`,
 		readSinkDepth:  `SELECT count(*) FROM sink_deliveries WHERE sink = ? AND status = 'queued'`,
 		readToken:      `SELECT ` + TokenColumns + ` FROM tokens WHERE hash = ?`,

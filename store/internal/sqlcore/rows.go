@@ -81,11 +81,16 @@ func Collect[T any](rows *sql.Rows, scan func(Scanner) (T, error)) ([]T, error) 
 // The columns each Scan function reads, in its order.
 const (
 	InboxColumns = `id, dedupe_key, route, kind, event, job_id, message_type, category,
-	partition_key, headers, body, received_at, status, attempts, last_error, processed_at`
+	partition_key, headers, body, received_at, status, attempts, last_error, processed_at,
+	message_at, payload_at, payload_len`
 	QuarantineColumns = `id, route, reason, headers, body, received_at`
-	LiveColumns       = `session_id, seq, type, category, created_at, received_at, inbox_id, payload`
-	ArtifactColumns   = `job_id, name, format, language, path, size, created_at`
-	SinkColumns       = `id, sink, event_id, event, order_key, attempts, next_attempt_at, last_error,
+	// LiveColumns are read FROM LiveFrom: a message stored as a span of its inbox row's body
+	// (payload NULL) is read from there.
+	LiveColumns = `l.session_id, l.seq, l.type, l.category, l.created_at, l.received_at, l.inbox_id,
+	coalesce(l.payload, substr(i.body, i.payload_at + 1, i.payload_len))`
+	LiveFrom        = `live_messages l LEFT JOIN inbox i ON l.payload IS NULL AND i.id = l.inbox_id`
+	ArtifactColumns = `job_id, name, format, language, path, size, created_at`
+	SinkColumns     = `id, sink, event_id, event, order_key, attempts, next_attempt_at, last_error,
 	created_at, failed_at`
 	TokenColumns = `hash, job_id, kind, created_at, revoked_at`
 )
@@ -102,10 +107,17 @@ func scanInbox(sc Scanner, owned bool) (store.InboxRow, error) {
 		status            string
 		headers           sql.NullString
 		received, process Time
+		messageAt         Time
+		spanOff, spanLen  sql.NullInt64
 	)
 	if err := sc.Scan(&r.ID, &r.DedupeKey, &r.Route, &kind, &r.Event, &r.JobID, &mtype, &cat,
-		&r.PartitionKey, &headers, blob{&r.Body, owned}, &received, &status, &r.Attempts, &r.LastError, &process); err != nil {
+		&r.PartitionKey, &headers, blob{&r.Body, owned}, &received, &status, &r.Attempts, &r.LastError, &process,
+		&messageAt, &spanOff, &spanLen); err != nil {
 		return store.InboxRow{}, err
+	}
+	r.MessageAt = messageAt.T
+	if spanOff.Valid && spanLen.Valid {
+		r.Message = store.Span{Off: int(spanOff.Int64), Len: int(spanLen.Int64)}
 	}
 	r.Kind, r.MessageType, r.Category = api.CallbackKind(kind), api.MessageType(mtype), api.MessageCategory(cat)
 	r.Status = store.InboxStatus(status)
