@@ -157,7 +157,11 @@ func Partial(u api.Utterance) api.Utterance {
 
 // LiveCallbackBodies generates n live transcript callbacks of one session, a partial then its
 // final per utterance, as the sandbox sends them (about 950 bytes each on average).
-func LiveCallbackBodies(seed uint64, n int) [][]byte {
+func LiveCallbackBodies(seed uint64, n int) [][]byte { return LiveCallbackBodiesWords(seed, n, 4, 15) }
+
+// LiveCallbackBodiesWords is LiveCallbackBodies with utterances of minWords to maxWords words
+// (4 to 15 there); 1 to 2 makes callbacks of about 480 bytes on average, nearly all envelope.
+func LiveCallbackBodiesWords(seed uint64, n, minWords, maxWords int) [][]byte {
 	r := rand.New(rand.NewPCG(seed, 0x11fe))
 	session := fmt.Sprintf("0a1b2c3d-0000-4000-8000-%012d", seed)
 	out := make([][]byte, 0, n)
@@ -167,7 +171,7 @@ func LiveCallbackBodies(seed uint64, n int) [][]byte {
 		isFinal := i%2 == 1
 		utt := final
 		if !isFinal {
-			final = Utterance(r, clock, 4+r.IntN(12), i/2%2)
+			final = Utterance(r, clock, minWords+r.IntN(maxWords-minWords+1), i/2%2)
 			clock = final.End + 0.3 + r.Float64()
 			utt = Partial(final)
 		}
