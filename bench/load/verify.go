@@ -113,13 +113,25 @@ type inboxRow struct {
 }
 
 // The count of live messages that repeat another's session and payload: only the way to pair
-// the two columns differs between the dialects.
-const (
-	sqliteSamePayload   = `SELECT count(*) - count(DISTINCT session_id || char(0) || payload) FROM live_messages`
-	postgresSamePayload = `SELECT count(*) - count(DISTINCT (session_id, payload)) FROM live_messages`
+// the two columns differs between the dialects. A message stored by reference (payload NULL)
+// is its inbox row's span; the second form reads a store of a version before those.
+var (
+	sqliteSamePayload = []string{
+		`SELECT count(*) - count(DISTINCT l.session_id || char(0) || ` + messageBytes + `) FROM ` + messagesFrom,
+		`SELECT count(*) - count(DISTINCT session_id || char(0) || payload) FROM live_messages`,
+	}
+	postgresSamePayload = []string{
+		`SELECT count(*) - count(DISTINCT (l.session_id, ` + messageBytes + `)) FROM ` + messagesFrom,
+		`SELECT count(*) - count(DISTINCT (session_id, payload)) FROM live_messages`,
+	}
 )
 
-func readStoreState(ctx context.Context, db *sql.DB, samePayloadSQL string) (storeState, error) {
+const (
+	messageBytes = `coalesce(l.payload, substr(i.body, i.payload_at + 1, i.payload_len))`
+	messagesFrom = `live_messages l LEFT JOIN inbox i ON l.payload IS NULL AND i.id = l.inbox_id`
+)
+
+func readStoreState(ctx context.Context, db *sql.DB, samePayloadSQL []string) (storeState, error) {
 	s := storeState{inbox: map[string]inboxRow{}, jobs: map[string]string{}}
 	err := eachRow(ctx, db, "read inbox", func(rows *sql.Rows) error {
 		var r inboxRow
@@ -136,8 +148,10 @@ func readStoreState(ctx context.Context, db *sql.DB, samePayloadSQL string) (sto
 	if s.liveRows, err = liveMessagesPerRow(ctx, db); err != nil {
 		return s, err
 	}
-	if err := db.QueryRowContext(ctx, samePayloadSQL).Scan(&s.samePayload); err != nil {
-		return s, fmt.Errorf("count repeated live messages: %w", err)
+	if err := db.QueryRowContext(ctx, samePayloadSQL[0]).Scan(&s.samePayload); err != nil {
+		if err2 := db.QueryRowContext(ctx, samePayloadSQL[1]).Scan(&s.samePayload); err2 != nil {
+			return s, fmt.Errorf("count repeated live messages: %w", err)
+		}
 	}
 	err = eachRow(ctx, db, "read jobs", func(rows *sql.Rows) error {
 		var id, status string
