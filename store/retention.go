@@ -20,7 +20,9 @@ const DefaultPruneBatch = 500
 //
 //   - Inbox: done rows, from processed_at. Their dedupe keys go with them: a redelivery of a
 //     pruned row is stored and applied again, and set aside once its job is final (rule 7),
-//     so the duration must outlast the service's retries.
+//     so the duration must outlast the service's retries. A row holding a live message stored
+//     by reference (Tx.AppendReceivedMessages) stays as long as its message, and goes at the
+//     first run after the message went.
 //   - DeadLetters: dead sink deliveries from failed_at, and inbox rows that exhausted their
 //     retries (status failed, the inbox's own dead letters) from received_at. Pending inbox rows
 //     and queued sink deliveries (due, leased or waiting for a retry) are never deleted.
