@@ -265,3 +265,80 @@ func applyLiveGroup(ctx context.Context, s *Store, rows []store.InboxRow) error 
 		return tx.EnqueueSinkDeliveries(ctx, queued)
 	})
 }
+
+// BenchmarkAppendLiveGroup: one op is one live message of 64 sessions appended in groups of
+// 128 rows (one transaction each, marks included), as a copy of its payload row by row
+// (AppendLiveMessage, what rows of earlier versions take) or by reference to its inbox row,
+// the whole group in one statement (AppendReceivedMessages).
+//
+//	go test ./store/sqlite -run '^$' -bench 'AppendLiveGroup' -benchtime 20000x
+func BenchmarkAppendLiveGroup(b *testing.B) {
+	for _, byRef := range []bool{false, true} {
+		name := map[bool]string{false: "copy", true: "reference"}[byRef]
+		b.Run(name, func(b *testing.B) {
+			s, ids := openLocated(b, b.N, 64)
+			rows, err := s.InboxRows(b.Context(), ids)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := cancellable(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := benchcpu.Start(b)
+			for start := 0; start < len(rows); start += 128 {
+				group := rows[start:min(start+128, len(rows))]
+				err := s.ApplyGroup(ctx, ids[start:start+len(group)], func(ctx context.Context, tx store.Tx, marked []int64) error {
+					if byRef {
+						return tx.AppendReceivedMessages(ctx, marked)
+					}
+					now := time.Now()
+					for i := range group {
+						if _, err := tx.AppendLiveMessage(ctx, benchMessage(&group[i], now)); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			cpu.Report()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// openLocated is openBench with each message located in its body (the whole body here), over
+// sessions sessions.
+func openLocated(b *testing.B, n, sessions int) (*Store, []int64) {
+	b.Helper()
+	s, err := Open(b.Context(), Options{Path: filepath.Join(b.TempDir(), "bench.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	ids := make([]int64, 0, n)
+	for start := 0; start < n; start += 256 {
+		var ds []store.Delivery
+		for i := start; i < min(start+256, n); i++ {
+			session := "session-" + strconv.Itoa(i%sessions)
+			ds = append(ds, store.Delivery{
+				DedupeKey: "bench-" + strconv.Itoa(i), Route: "job", Kind: api.CallbackLiveMessage,
+				Event: "live.transcript", JobID: session, MessageType: api.MessageTranscript,
+				Category: api.CategoryFinalTranscripts, PartitionKey: session,
+				Body: benchPayload, ReceivedAt: time.Now(),
+				Message: store.Span{Len: len(benchPayload)}, MessageAt: time.Now(),
+			})
+		}
+		res, err := s.Ingest(b.Context(), ds)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			ids = append(ids, r.ID)
+		}
+	}
+	return s, ids
+}
