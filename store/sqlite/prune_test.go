@@ -217,3 +217,26 @@ func TestPruneLiveWriterReadsByKey(t *testing.T) {
 		t.Errorf("rows each write transaction deleted: %v, want %v", changed, want)
 	}
 }
+
+// The reads of pending rows take the one index of statuses (migration 0010): a seek and an
+// ordered range, no scan of the table nor a sort, with many done rows around them.
+func TestPendingReadsUseStatusIndex(t *testing.T) {
+	s := openTemp(t, Options{})
+	for i, query := range s.PendingReads() {
+		plan := explain(t, s, query, int64(0), 10)
+		if i == 2 {
+			plan = explain(t, s, query)
+		}
+		if !slices.ContainsFunc(plan, func(l string) bool {
+			return strings.Contains(l, "USING") && strings.Contains(l, "INDEX inbox_status_processed (status=? AND processed_at=?")
+		}) || slices.ContainsFunc(plan, func(l string) bool { return strings.Contains(l, "TEMP B-TREE") || strings.HasPrefix(l, "SCAN") }) {
+			t.Errorf("plan of %q: %q", query, plan)
+		}
+	}
+	// The pruner's failed rows (few, kept apart from done rows by the index's status) are read
+	// from the same index.
+	plan := explain(t, s, stmtSQL[sqlcore.StPruneInboxFailed], formatTime(time.Now()), 10, 1<<20)
+	if slices.ContainsFunc(plan, func(l string) bool { return strings.HasPrefix(l, "SCAN inbox") }) {
+		t.Errorf("the pruner scans the inbox for failed rows: %q", plan)
+	}
+}

@@ -38,15 +38,18 @@ const (
 // NewReader reads through db, which may be a pool of read-only connections.
 func NewReader(db *sql.DB, d Dialect) *Reader {
 	r := &Reader{db: db, d: d}
+	// processed_at IS NULL holds for every pending row (only marking a row done sets it): it
+	// lets SQLite read pending rows in id order from its one index of statuses, (status,
+	// processed_at) and the rowid after them, and changes nothing for PostgreSQL.
 	for id, q := range [numReads]string{
 		readPending: `SELECT ` + InboxColumns + ` FROM inbox
-		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`,
+		WHERE status = 'pending' AND processed_at IS NULL AND id > ? ORDER BY id LIMIT ?`,
 		readPendingByKey: `SELECT ` + InboxColumns + ` FROM inbox
 		WHERE status = 'pending' AND partition_key = ? AND id <= ? ORDER BY id LIMIT ?`,
 		readPendingKeys: `SELECT id, partition_key, received_at FROM inbox
-		WHERE status = 'pending' AND id > ? ORDER BY id LIMIT ?`,
+		WHERE status = 'pending' AND processed_at IS NULL AND id > ? ORDER BY id LIMIT ?`,
 		readInboxRow:    `SELECT ` + InboxColumns + ` FROM inbox WHERE id = ?`,
-		readBacklog:     `SELECT count(*) FROM inbox WHERE status = 'pending'`,
+		readBacklog:     `SELECT count(*) FROM inbox WHERE status = 'pending' AND processed_at IS NULL`,
 		readQuarantined: `SELECT ` + QuarantineColumns + ` FROM quarantine ORDER BY id DESC LIMIT ?`,
 		readJob:         `SELECT record, local FROM jobs WHERE id = ?`,
 		readLive: `SELECT ` + LiveColumns + ` FROM ` + LiveFrom + `
@@ -59,6 +62,12 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 		r.q[id] = d.Rebind(q)
 	}
 	return r
+}
+
+// PendingReads are the texts of the reads of pending rows by status (PendingInbox,
+// PendingInboxKeys, InboxBacklog), for a dialect's checks of their plans.
+func (r *Reader) PendingReads() []string {
+	return []string{r.q[readPending], r.q[readPendingKeys], r.q[readBacklog]}
 }
 
 // PendingInbox lists pending rows with id > afterID in id order, at most limit (no limit
