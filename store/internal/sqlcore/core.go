@@ -49,8 +49,10 @@ const (
 	StPruneJobArtifacts  // job_id
 	StPruneJobLive       // session_id
 	StPruneJobSeq        // session_id: the session's counter, where it has one (optional)
-	StPruneSinkDelivered // cutoff, limit
-	StPruneDeadLetters   // cutoff, limit
+	StPruneSinkDelivered // cutoff, limit, bytes → event
+	StPruneDeadLetters   // cutoff, limit, bytes → event
+	StPruneEventsLock    // ids (IDList): locks events before StPruneEvents checks them (optional)
+	StPruneEvents        // events.id, or ids (IDList) where Dialect.IDs is set
 	StPruneQuarantine    // cutoff, limit
 	StPruneTokens        // cutoff, limit
 	NumStmts
@@ -167,9 +169,10 @@ type Writes interface {
 	// Begin starts a write transaction of kind; op names it (SQLite's tests watch commits by
 	// name).
 	Begin(ctx context.Context, op string, kind TxKind) (Tx, error)
-	// InsertSinkRows queues rows in t, ignoring a (sink, event id) pair already stored
-	// whatever its status, and the second of a pair in rows.
-	InsertSinkRows(ctx context.Context, t Tx, rows []SinkRow) error
+	// InsertSinkRows stores in t each of events (distinct ids) whose id is not stored yet, then
+	// queues rows referring to them, ignoring a (sink, event id) pair already stored whatever
+	// its status, and the second of a pair in rows.
+	InsertSinkRows(ctx context.Context, t Tx, events []SinkEvent, rows []SinkRow) error
 }
 
 // errNothingToCommit, returned by the function of inTx, ends the transaction without a commit
