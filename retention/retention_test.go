@@ -36,6 +36,7 @@ func TestDurations(t *testing.T) {
 		store.PruneSessionRest:                         configs.Days(2),
 		store.PruneSinkDelivered:                       configs.Days(3),
 		store.PruneDeadLetters:                         configs.Days(4),
+		store.PruneEvents:                              configs.Days(3), // with the sooner of the two
 		store.PruneQuarantine:                          configs.Days(5),
 		store.PruneTokens:                              configs.Days(6),
 		store.LiveKind(api.CategoryPartialTranscripts): configs.Days(7),

@@ -33,6 +33,9 @@ const DefaultPruneBatch = 500
 //     first, to remove the files) and the messages left of a live session. A record that is not
 //     final is kept, however old.
 //   - SinkDelivered: delivered sink deliveries, from delivered_at.
+//   - Events (no duration of its own): an event goes in the transaction that deletes the last
+//     sink delivery referring to it, delivered (SinkDelivered) or dead (DeadLetters); while a
+//     delivery refers to it, queued or kept, it stays.
 //   - Quarantine: quarantined deliveries, from received_at.
 //   - Tokens: per-job callback tokens, revoked or not, from created_at: the token lifetime
 //     (receiver.token_ttl), after which a token authenticates nothing. Jobs must be kept at
@@ -70,6 +73,7 @@ const (
 	PruneSessionRest   PruneKind = "live_messages" // the messages left of a pruned session
 	PruneSinkDelivered PruneKind = "sink_delivered"
 	PruneDeadLetters   PruneKind = "dead_letters"
+	PruneEvents        PruneKind = "events" // sink events no delivery refers to any more
 	PruneQuarantine    PruneKind = "quarantine"
 	PruneTokens        PruneKind = "tokens"
 )
@@ -83,14 +87,21 @@ func PruneKinds() []PruneKind {
 	for _, c := range api.Categories {
 		kinds = append(kinds, LiveKind(c))
 	}
-	return append(kinds, PruneJobs, PruneArtifacts, PruneSessionRest, PruneSinkDelivered, PruneDeadLetters, PruneQuarantine, PruneTokens)
+	return append(kinds, PruneJobs, PruneArtifacts, PruneSessionRest, PruneSinkDelivered, PruneDeadLetters, PruneEvents, PruneQuarantine, PruneTokens)
 }
 
 // Keep is how long p keeps the rows of kind k, the duration Prune measures that kind's cutoff
 // by (0 or less: for ever). Several kinds share one duration: the inbox's dead letters go with
 // the sinks' (DeadLetters), and a job's artifacts and the rest of its session with the job.
+// Events have no duration of their own: they go with the last delivery referring to them, so
+// Keep gives the soonest that can be, the shorter of SinkDelivered and DeadLetters that is set.
 func (p RetentionPolicy) Keep(k PruneKind) time.Duration {
 	switch k {
+	case PruneEvents:
+		if p.SinkDelivered <= 0 || (p.DeadLetters > 0 && p.DeadLetters < p.SinkDelivered) {
+			return p.DeadLetters
+		}
+		return p.SinkDelivered
 	case PruneInbox:
 		return p.Inbox
 	case PruneInboxFailed, PruneDeadLetters:

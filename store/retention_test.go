@@ -27,6 +27,7 @@ func TestPolicyKeep(t *testing.T) {
 		store.PruneSessionRest:                         2 * time.Hour,
 		store.PruneSinkDelivered:                       3 * time.Hour,
 		store.PruneDeadLetters:                         4 * time.Hour,
+		store.PruneEvents:                              3 * time.Hour, // the shorter of the two above
 		store.PruneQuarantine:                          5 * time.Hour,
 		store.PruneTokens:                              6 * time.Hour,
 		store.LiveKind(api.CategoryPartialTranscripts): 7 * time.Hour,
@@ -35,6 +36,17 @@ func TestPolicyKeep(t *testing.T) {
 	for _, k := range store.PruneKinds() {
 		if got := p.Keep(k); got != want[k] {
 			t.Errorf("Keep(%s) = %v, want %v", k, got, want[k])
+		}
+	}
+	// Events go with their last delivery: as soon as either kind of delivery that is pruned
+	// at all allows.
+	for _, c := range []struct{ delivered, dead, want time.Duration }{
+		{3 * time.Hour, 4 * time.Hour, 3 * time.Hour}, {4 * time.Hour, 3 * time.Hour, 3 * time.Hour},
+		{0, 4 * time.Hour, 4 * time.Hour}, {3 * time.Hour, 0, 3 * time.Hour}, {0, 0, 0},
+	} {
+		p := store.RetentionPolicy{SinkDelivered: c.delivered, DeadLetters: c.dead}
+		if got := p.Keep(store.PruneEvents); got != c.want {
+			t.Errorf("Keep(events) with delivered %v, dead %v = %v, want %v", c.delivered, c.dead, got, c.want)
 		}
 	}
 	if got := p.Keep("no_such_kind"); got != 0 {

@@ -192,7 +192,8 @@ type Token struct {
 }
 
 // SinkDelivery is one event queued for one sink (the sinks package's queue, kept here in the
-// store's own terms).
+// store's own terms). The store keeps an event once, by its id, whatever the number of sinks it
+// goes to: each delivery refers to it, and reads it back in Event.
 type SinkDelivery struct {
 	ID          int64
 	Sink        string
@@ -223,7 +224,8 @@ type Tx interface {
 	PutArtifact(ctx context.Context, a Artifact) error
 	// EnqueueSinkDeliveries queues events for sinks, in the same transaction as the delivery
 	// that caused them (an outbox): a (sink, event id) pair already queued, delivered or dead is
-	// ignored, so a replayed row never delivers twice.
+	// ignored, so a replayed row never delivers twice. An event id stands for one event, stored
+	// once: the first Event queued under an id is the one every sink gets.
 	EnqueueSinkDeliveries(ctx context.Context, ds []SinkDelivery) error
 	// Quarantine keeps a copy of an inbox row in the quarantine with reason, for a delivery
 	// that authenticated and classified but must change nothing (a callback after its job's

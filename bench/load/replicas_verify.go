@@ -44,8 +44,8 @@ func leasedDeliveries(db *sql.DB) (map[int64]leased, error) {
 		}
 		out[l.ID] = l
 		return nil
-	}, `SELECT id, sink, event_id, lease_until FROM sink_deliveries
-		WHERE status = 'queued' AND lease_until IS NOT NULL AND lease_until > now()`)
+	}, `SELECT d.id, d.sink, e.event_id, d.lease_until FROM sink_deliveries d JOIN events e ON e.id = d.event
+		WHERE d.status = 'queued' AND d.lease_until IS NOT NULL AND d.lease_until > now()`)
 	return out, err
 }
 
@@ -91,8 +91,8 @@ func readDeliveries(db *sql.DB, ids []int64) ([]deliveryState, error) {
 		}
 		out = append(out, d)
 		return nil
-	}, `SELECT sink, event_id, status, attempts, delivered_at FROM sink_deliveries
-		WHERE id IN (`+strings.Join(list, ",")+`) ORDER BY id`)
+	}, `SELECT d.sink, e.event_id, d.status, d.attempts, d.delivered_at FROM sink_deliveries d
+		JOIN events e ON e.id = d.event WHERE d.id IN (`+strings.Join(list, ",")+`) ORDER BY d.id`)
 	return out, err
 }
 
@@ -281,6 +281,7 @@ func sinkRows(db *sql.DB, sink string) (map[string]deliveryState, error) {
 		}
 		out[d.EventID] = d
 		return nil
-	}, `SELECT event_id, status, attempts, delivered_at FROM sink_deliveries WHERE sink = $1`, sink)
+	}, `SELECT e.event_id, d.status, d.attempts, d.delivered_at FROM sink_deliveries d
+		JOIN events e ON e.id = d.event WHERE d.sink = $1`, sink)
 	return out, err
 }

@@ -95,6 +95,7 @@ artifacts                                 30d   1
 live_messages                             30d   0
 sink_delivered                            7d    0
 dead_letters                              30d   0
+events                                    7d    0
 quarantine                                30d   0
 tokens                                    7d    1
 would prune (dry run) 5 rows

@@ -2,12 +2,16 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -111,4 +115,76 @@ func BenchmarkApplyGroup(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkSinkQueue: one op is one event queued for one sink or for three (64 events per
+// EnqueueSinkDeliveries, as a group apply queues them), then, untimed, every delivery claimed
+// and completed 512 at a time, as a dispatcher round does (cycle-µs/delivery). queued-B/event
+// is what the queue's tables and their indexes grew by (pg_total_relation_size), per event.
+//
+//	eval "$(scripts/pg.sh start)"
+//	go test -run '^$' -bench SinkQueue -benchtime 20000x ./store/postgres/
+func BenchmarkSinkQueue(b *testing.B) {
+	for _, sinks := range []int{1, 3} {
+		b.Run(fmt.Sprintf("sinks=%d", sinks), func(b *testing.B) { benchSinkQueue(b, sinks) })
+	}
+}
+
+func benchSinkQueue(b *testing.B, sinks int) {
+	s := open(b, newSchema(b))
+	ctx := b.Context()
+	size := func() int64 {
+		var n int64
+		if err := s.db.QueryRowContext(ctx, `SELECT coalesce(pg_total_relation_size(to_regclass('sink_deliveries')), 0)
+			+ coalesce(pg_total_relation_size(to_regclass('events')), 0)`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	payload := json.RawMessage(`{"type":"transcript","session_id":"session-00","created_at":"2026-11-22T01:39:00.000Z","data":{"id":"u-1","is_final":true,"utterance":{"text":"the quick brown fox jumps over the lazy dog and keeps running","start":1.5,"end":4.25,"language":"en","channel":0,"words":[]}}}`)
+	before := size()
+	now := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for start := 0; start < b.N; start += 64 {
+		var ds []store.SinkDelivery
+		for i := start; i < min(start+64, b.N); i++ {
+			session := fmt.Sprint("session-", i%16)
+			ev := api.Event{
+				ID: uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprint(i))).String(), Type: "live.transcript",
+				CreatedAt: api.NewTime(now), JobID: session, Kind: api.KindLive, Category: api.CategoryFinalTranscripts,
+				Data: payload,
+			}
+			for k := range sinks {
+				ds = append(ds, store.SinkDelivery{Sink: fmt.Sprint("sink-", k), EventID: ev.ID, Event: ev,
+					OrderKey: session, CreatedAt: now})
+			}
+		}
+		if err := s.EnqueueSinkDeliveries(ctx, ds); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	queued := size()
+	start := time.Now()
+	for k := range sinks {
+		for {
+			ds, err := s.ClaimSinkDeliveries(ctx, fmt.Sprint("sink-", k), false, time.Now(), time.Minute, 512)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(ds) == 0 {
+				break
+			}
+			ids := make([]int64, len(ds))
+			for i := range ds {
+				ids[i] = ds[i].ID
+			}
+			if err := s.CompleteSinkDeliveries(ctx, ids); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N*sinks), "cycle-µs/delivery")
+	b.ReportMetric(float64(queued-before)/float64(b.N), "queued-B/event")
 }

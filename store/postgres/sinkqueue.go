@@ -11,24 +11,35 @@ import (
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
-// InsertSinkRows inserts the rows in one statement, ignoring a (sink, event id) pair already
-// stored whatever its status, and the second of a pair in rows (the first is the one queued, as
-// a later batch would find it).
+// InsertSinkRows stores the events whose ids are not stored yet in one statement, finds the
+// others in a second, then inserts the rows referring to them in a third, ignoring a
+// (sink, event) pair already stored whatever its status, and the second of a pair in rows (the
+// first is the one queued, as a later batch would find it).
 //
-// Ids, which order the deliveries of a key, are reserved in the caller's order, and the rows
-// inserted in (sink, event id) order, for the reason Ingest gives: two transactions queueing
-// the same events never wait for each other in a cycle. One array per column, as in Ingest:
-// one statement text whatever the batch size.
-func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, all []sqlcore.SinkRow) error {
-	seen := make(map[[2]string]bool, len(all))
+// Events are inserted in event id order, and the rows in (event id, sink) order, for the reason
+// Ingest gives: two transactions queueing the same events never wait for each other in a cycle.
+// An event another transaction has inserted but not committed makes the insert wait for it;
+// the look-up that follows, a statement of its own, then sees it. Ids of the rows, which order
+// the deliveries of a key, are reserved in the caller's order. One array per column, as in
+// Ingest: one statement text whatever the batch size.
+func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, events []sqlcore.SinkEvent, all []sqlcore.SinkRow) error {
+	q := t.(*pgTx).q
+	ids, err := eventIDs(ctx, q, events)
+	if err != nil {
+		return fmt.Errorf("enqueue sink deliveries: %w", err)
+	}
+	type pair struct {
+		sink  string
+		event int64
+	}
+	seen := make(map[pair]bool, len(all))
 	rows := make([]*sqlcore.SinkRow, 0, len(all))
 	for i := range all {
-		if k := [2]string{all[i].Sink, all[i].EventID}; !seen[k] {
+		if k := (pair{all[i].Sink, ids[all[i].Event]}); !seen[k] {
 			seen[k] = true
 			rows = append(rows, &all[i])
 		}
 	}
-	q := t.(*pgTx).q
 	reserved, err := reserveIDs(ctx, q, "sink_deliveries_id_seq", len(rows))
 	if err != nil {
 		return fmt.Errorf("enqueue sink deliveries: %w", err)
@@ -38,27 +49,77 @@ func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, all []sqlcore.
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(strings.Compare(rows[a].Sink, rows[b].Sink), strings.Compare(rows[a].EventID, rows[b].EventID))
+		return cmp.Or(strings.Compare(events[rows[a].Event].ID, events[rows[b].Event].ID),
+			strings.Compare(rows[a].Sink, rows[b].Sink))
 	})
 	n := len(rows)
 	var (
-		ids                      = make([]int64, n)
-		sinks, events, orderKeys = make([]string, n), make([]string, n), make([]string, n)
-		bodies                   = make([][]byte, n)
-		next, created            = make([]time.Time, n), make([]time.Time, n)
+		rowIDs, refs     = make([]int64, n), make([]int64, n)
+		sinks, orderKeys = make([]string, n), make([]string, n)
+		next, created    = make([]time.Time, n), make([]time.Time, n)
 	)
 	for i, j := range order {
 		r := rows[j]
-		ids[i], sinks[i], events[i], orderKeys[i], bodies[i], next[i], created[i] =
-			reserved[j], r.Sink, r.EventID, r.OrderKey, r.Event, r.Next, r.Created
+		rowIDs[i], refs[i], sinks[i], orderKeys[i], next[i], created[i] =
+			reserved[j], ids[r.Event], r.Sink, r.OrderKey, r.Next, r.Created
 	}
-	if _, err := q.ExecContext(ctx, `INSERT INTO sink_deliveries (id, sink, event_id, event, order_key,
+	if _, err := q.ExecContext(ctx, `INSERT INTO sink_deliveries (id, sink, event, order_key,
 			next_attempt_at, created_at)
-		SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bytea[], $5::text[],
-			$6::timestamptz[], $7::timestamptz[])
-		ON CONFLICT (sink, event_id) DO NOTHING`,
-		ids, sinks, events, bodies, orderKeys, next, created); err != nil {
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[],
+			$5::timestamptz[], $6::timestamptz[])
+		ON CONFLICT (event, sink) DO NOTHING`,
+		rowIDs, sinks, refs, orderKeys, next, created); err != nil {
 		return fmt.Errorf("enqueue sink deliveries: %w", err)
 	}
 	return nil
+}
+
+// eventIDs stores the events whose ids are not stored yet and returns the row id of each.
+func eventIDs(ctx context.Context, q sqlcore.Querier, events []sqlcore.SinkEvent) ([]int64, error) {
+	byID := make([]*sqlcore.SinkEvent, len(events))
+	for i := range events {
+		byID[i] = &events[i]
+	}
+	slices.SortFunc(byID, func(a, b *sqlcore.SinkEvent) int { return strings.Compare(a.ID, b.ID) })
+	keys, bodies := make([]string, len(byID)), make([][]byte, len(byID))
+	for i, e := range byID {
+		keys[i], bodies[i] = e.ID, e.Body
+	}
+	found := make(map[string]int64, len(events))
+	rows, err := q.QueryContext(ctx, `INSERT INTO events (event_id, body)
+		SELECT * FROM unnest($1::text[], $2::bytea[])
+		ON CONFLICT (event_id) DO NOTHING
+		RETURNING event_id, id`, keys, bodies)
+	if err != nil {
+		return nil, fmt.Errorf("insert events: %w", err)
+	}
+	if err := scanKeyIDs(rows, found); err != nil {
+		return nil, fmt.Errorf("insert events: %w", err)
+	}
+	if len(found) < len(keys) {
+		var missing []string
+		for _, k := range keys {
+			if _, ok := found[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		rows, err := q.QueryContext(ctx, `SELECT event_id, id FROM events WHERE event_id = ANY($1)`, missing)
+		if err != nil {
+			return nil, fmt.Errorf("find events: %w", err)
+		}
+		if err := scanKeyIDs(rows, found); err != nil {
+			return nil, fmt.Errorf("find events: %w", err)
+		}
+	}
+	ids := make([]int64, len(events))
+	for i := range events {
+		id, ok := found[events[i].ID]
+		if !ok {
+			// Deleted by the pruner between the insert and the look-up: queued again, it is
+			// stored again.
+			return nil, fmt.Errorf("event %s was deleted while it was queued", events[i].ID)
+		}
+		ids[i] = id
+	}
+	return ids, nil
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/benchcpu"
@@ -341,4 +344,87 @@ func openLocated(b *testing.B, n, sessions int) (*Store, []int64) {
 		}
 	}
 	return s, ids
+}
+
+// BenchmarkSinkQueueBytes: what the sink queue holds on disk per event, queued for one sink
+// and for three, then once every delivery is delivered: the pages in use (page_count less the
+// free list, after a checkpoint) grown by the b.N events, per event. Events are live
+// transcripts like benchDeliveries' (about 450 bytes of JSON), with UUID ids as the pipeline
+// makes them, queued 64 at a time. Run with a fixed count, the figure does not depend on time:
+//
+//	go test ./store/sqlite -run '^$' -bench SinkQueueBytes -benchtime 20000x
+func BenchmarkSinkQueueBytes(b *testing.B) {
+	for _, sinks := range []int{1, 3} {
+		b.Run(fmt.Sprintf("sinks=%d", sinks), func(b *testing.B) { benchSinkQueueBytes(b, sinks) })
+	}
+}
+
+func benchSinkQueueBytes(b *testing.B, sinks int) {
+	s, err := Open(b.Context(), Options{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: SynchronousNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	ctx := b.Context()
+	used := func() int64 {
+		var size, pages, free int64
+		if err := s.withWriter(ctx, func(c *sql.Conn) error {
+			if _, err := c.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+				return err
+			}
+			for q, v := range map[string]*int64{`PRAGMA page_size`: &size, `PRAGMA page_count`: &pages, `PRAGMA freelist_count`: &free} {
+				if err := c.QueryRowContext(ctx, q).Scan(v); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		return (pages - free) * size
+	}
+	before := used()
+	now := time.Now()
+	b.ResetTimer()
+	for start := 0; start < b.N; start += 64 {
+		var ds []store.SinkDelivery
+		for i := start; i < min(start+64, b.N); i++ {
+			session := "session-" + strconv.Itoa(i%16)
+			ev := api.Event{
+				ID: uuid.NewSHA1(uuid.NameSpaceOID, []byte(strconv.Itoa(i))).String(), Type: "live.transcript",
+				CreatedAt: api.NewTime(now), JobID: session, Kind: api.KindLive, Category: api.CategoryFinalTranscripts,
+				Data: benchPayload,
+			}
+			for k := range sinks {
+				ds = append(ds, store.SinkDelivery{Sink: "sink-" + strconv.Itoa(k), EventID: ev.ID, Event: ev,
+					OrderKey: session, CreatedAt: now})
+			}
+		}
+		if err := s.EnqueueSinkDeliveries(ctx, ds); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	queued := used()
+	for k := range sinks {
+		for {
+			ds, err := s.ClaimSinkDeliveries(ctx, "sink-"+strconv.Itoa(k), false, time.Now(), time.Minute, 512)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(ds) == 0 {
+				break
+			}
+			ids := make([]int64, len(ds))
+			for i := range ds {
+				ids[i] = ds[i].ID
+			}
+			if err := s.CompleteSinkDeliveries(ctx, ids); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	delivered := used()
+	b.ReportMetric(float64(queued-before)/float64(b.N), "queued-B/event")
+	b.ReportMetric(float64(delivered-before)/float64(b.N), "delivered-B/event")
 }

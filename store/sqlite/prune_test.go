@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -238,5 +239,88 @@ func TestPendingReadsUseStatusIndex(t *testing.T) {
 	plan := explain(t, s, stmtSQL[sqlcore.StPruneInboxFailed], formatTime(time.Now()), 10, 1<<20)
 	if slices.ContainsFunc(plan, func(l string) bool { return strings.HasPrefix(l, "SCAN inbox") }) {
 		t.Errorf("the pruner scans the inbox for failed rows: %q", plan)
+	}
+}
+
+// TestPruneEventBatchBytes: the deliveries a batch deletes are cut where the events they
+// refer to reach about sqlcore.PruneBatchBytes, and the events that no delivery refers to any
+// more go in the same transaction: none is left behind.
+func TestPruneEventBatchBytes(t *testing.T) {
+	s := openTemp(t, Options{})
+	const n, size = 12, 3 << 20
+	ctx := t.Context()
+	data := []byte(`"` + strings.Repeat("x", size-2) + `"`)
+	for i := range n {
+		ev := api.Event{ID: fmt.Sprint("big-", i), Type: api.EventJobSucceeded, JobID: "j", Kind: api.KindPreRecorded, Data: data}
+		if err := s.EnqueueSinkDeliveries(ctx, []store.SinkDelivery{{Sink: "hook", Event: ev, OrderKey: "j"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, err := s.ClaimSinkDeliveries(ctx, "hook", false, time.Now(), time.Minute, 0)
+	if err != nil || len(ds) != n {
+		t.Fatalf("claim: %d, %v", len(ds), err)
+	}
+	var ids []int64
+	for _, d := range ds {
+		ids = append(ids, d.ID)
+	}
+	if err := s.CompleteSinkDeliveries(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	var deleted [][2]int64 // deliveries and events each prune transaction deleted
+	left := [2]int64{n, n}
+	s.beforeCommit = func(op string, q sqlcore.Querier) {
+		if op != "prune "+string(store.PruneSinkDelivered) {
+			return
+		}
+		var now [2]int64
+		if err := q.QueryRowContext(context.Background(), `SELECT (SELECT count(*) FROM sink_deliveries),
+			(SELECT count(*) FROM events)`).Scan(&now[0], &now[1]); err != nil {
+			t.Errorf("count in %s: %v", op, err)
+		}
+		deleted = append(deleted, [2]int64{left[0] - now[0], left[1] - now[1]})
+		left = now
+	}
+	policy := store.RetentionPolicy{SinkDelivered: time.Hour, BatchSize: 500}
+	dry, err := s.Prune(ctx, policy, time.Now().Add(2*time.Hour), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Prune(ctx, policy, time.Now().Add(2*time.Hour), false)
+	want := map[store.PruneKind]int64{store.PruneSinkDelivered: n, store.PruneEvents: n}
+	if err != nil || !maps.Equal(rep.Rows, want) || !maps.Equal(dry.Rows, want) {
+		t.Fatalf("Prune = %v, %v (dry run %v); want %v", rep.Rows, err, dry.Rows, want)
+	}
+	per := int64((sqlcore.PruneBatchBytes + size - 1) / size)
+	wantBatches := [][2]int64{{per, per}, {per, per}, {per, per}, {per, per}, {0, 0}}
+	if !slices.Equal(deleted, wantBatches) {
+		t.Errorf("deliveries and events deleted per transaction %v, want %v", deleted, wantBatches)
+	}
+}
+
+// TestSinkQueuePlans: the queue's statements read what they need through the indexes of
+// migration 0011, never the whole table, and a delivered row is in none of the claim's.
+func TestSinkQueuePlans(t *testing.T) {
+	s := openTemp(t, Options{})
+	now := formatTime(time.Now())
+	for _, c := range []struct {
+		name, query string
+		args        []any
+		want        string
+	}{
+		{"claim", stmtSQL[sqlcore.StSinkClaim], []any{now, "hook", now, true, 10}, "sink_deliveries_due (sink=? AND next_attempt_at<?)"},
+		{"depth", `SELECT count(*) FROM sink_deliveries WHERE sink = ? AND status = 'queued'`, []any{"hook"}, "sink_deliveries_"},
+		{"events of a batch", stmtSQL[sqlcore.StPruneEvents], []any{1}, "sqlite_autoindex_sink_deliveries_1 (event=?)"},
+		{"delivered batch", stmtSQL[sqlcore.StPruneSinkDelivered], []any{now, 10, 1 << 20}, "sink_deliveries_delivered (delivered_at<?)"},
+	} {
+		plan := explain(t, s, c.query, c.args...)
+		if !slices.ContainsFunc(plan, func(l string) bool { return strings.Contains(l, c.want) }) {
+			t.Errorf("%s: plan %q does not use %s", c.name, plan, c.want)
+		}
+		for _, l := range plan {
+			if table, ok := strings.CutPrefix(l, "SCAN "); ok && (strings.HasPrefix(table, "sink_deliveries") || strings.HasPrefix(table, "events")) {
+				t.Errorf("%s: %q scans a table", c.name, l)
+			}
+		}
 	}
 }

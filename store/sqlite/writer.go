@@ -21,6 +21,8 @@ const (
 	stInboxFind
 	stQuarantineInsert
 	stQuarantineFind
+	stEventInsert
+	stEventFind
 	stSinkEnqueue
 	numStmts
 )
@@ -75,9 +77,12 @@ var stmtSQL = func() [numStmts]string {
 		body, received_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`
 	q[stQuarantineFind] = `SELECT id FROM quarantine WHERE dedupe_key = ?`
-	q[stSinkEnqueue] = `INSERT INTO sink_deliveries (sink, event_id, event, order_key,
-		next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (sink, event_id) DO NOTHING`
+	q[stEventInsert] = `INSERT INTO events (event_id, body) VALUES (?, ?)
+		ON CONFLICT (event_id) DO NOTHING`
+	q[stEventFind] = `SELECT id FROM events WHERE event_id = ?`
+	q[stSinkEnqueue] = `INSERT INTO sink_deliveries (sink, event, order_key, next_attempt_at,
+		created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (event, sink) DO NOTHING`
 	return q
 }()
 
@@ -298,12 +303,33 @@ func (w writes) Begin(ctx context.Context, op string, kind sqlcore.TxKind) (sqlc
 	return w.s.begin(ctx, op, kind)
 }
 
-// InsertSinkRows inserts the rows one by one with the prepared statement: a (sink, event id)
-// pair already stored, or earlier in rows, is ignored.
-func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, rows []sqlcore.SinkRow) error {
+// InsertSinkRows inserts each event whose id is not stored yet, or finds the stored one's row,
+// then the rows one by one with the prepared statements: a (sink, event) pair already stored,
+// or earlier in rows, is ignored.
+func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, events []sqlcore.SinkEvent, rows []sqlcore.SinkRow) error {
+	ids := make([]int64, len(events))
+	for i := range events {
+		// An Exec, whose result carries the new row's id, costs less than a query's rows.
+		e := &events[i]
+		res, err := t.Exec(ctx, stEventInsert, e.ID, e.Arg)
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		switch {
+		case err != nil:
+		case n == 1:
+			ids[i], err = res.LastInsertId()
+		default: // stored before
+			err = t.QueryRow(ctx, stEventFind, e.ID).Scan(&ids[i])
+		}
+		if err != nil {
+			return fmt.Errorf("enqueue event %s: %w", e.ID, err)
+		}
+	}
 	for i := range rows {
 		r := &rows[i]
-		if _, err := t.Exec(ctx, stSinkEnqueue, r.Sink, r.EventID, r.EventArg, r.OrderKey, formatTime(r.Next),
+		if _, err := t.Exec(ctx, stSinkEnqueue, r.Sink, ids[r.Event], r.OrderKey, formatTime(r.Next),
 			formatTime(r.Created)); err != nil {
 			return fmt.Errorf("enqueue sink delivery %d for %s: %w", i, r.Sink, err)
 		}

@@ -68,7 +68,7 @@ func migrationRedactsLegacyTokens(t *testing.T, db Database) {
 		Data: json.RawMessage(`{"id":"legacy","request_params":` + params + `}`)}
 	seedSinkDelivery(t, db, raw, "hook", ev, "queued")
 	s := open(t)
-	rec, ev2 := text(t, raw, `SELECT record FROM jobs WHERE id = 'legacy'`), text(t, raw, `SELECT event FROM sink_deliveries`)
+	rec, ev2 := text(t, raw, `SELECT record FROM jobs WHERE id = 'legacy'`), text(t, raw, `SELECT body FROM events`)
 	for what, v := range map[string]string{"record": rec, "event": ev2} {
 		if strings.Contains(v, legacyToken) || !strings.Contains(v, `/v1/callbacks/[token]"`) {
 			t.Errorf("%s after the migration: %s", what, v)
@@ -107,14 +107,55 @@ func seedSinkDelivery(t *testing.T, db Database, raw *sql.DB, sink string, ev ap
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := db.Dialect.Time(time.Now().Add(-time.Minute))
-	var failed any
+	at := time.Now().Add(-time.Minute)
+	d := legacyDelivery{sink: sink, eventID: ev.ID, event: string(b), orderKey: ev.JobID, status: status,
+		next: at, created: at}
 	if status == "dead" {
-		failed = now
+		d.failed = at
 	}
+	seedLegacyDelivery(t, db, raw, d)
+}
+
+// legacyDelivery is a sink_deliveries row as versions 2 to the one before events stored it,
+// the event's JSON in the row.
+type legacyDelivery struct {
+	sink, eventID, event, orderKey, status, lastError string
+	attempts                                          int
+	next, created, lease, failed, delivered           time.Time
+}
+
+func seedLegacyDelivery(t *testing.T, db Database, raw *sql.DB, d legacyDelivery) {
+	t.Helper()
 	db.exec(t, raw, `INSERT INTO sink_deliveries (sink, event_id, event, order_key, status, attempts,
-		next_attempt_at, last_error, created_at, failed_at) VALUES (?, ?, ?, ?, ?, 0, ?, '', ?, ?)`,
-		sink, ev.ID, db.Dialect.JSON(b), ev.JobID, status, now, now, failed)
+		next_attempt_at, lease_until, last_error, created_at, failed_at, delivered_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.sink, d.eventID, db.Dialect.JSON([]byte(d.event)), d.orderKey, d.status, d.attempts, db.Dialect.Time(d.next),
+		db.Dialect.NullTime(d.lease), d.lastError, db.Dialect.Time(d.created), db.Dialect.NullTime(d.failed),
+		db.Dialect.NullTime(d.delivered))
+}
+
+// legacyEvent is an event's JSON as an earlier version stored it: not json.Marshal's bytes
+// (spaces in data, which a decode keeps), so that a copy made by encoding again shows.
+func legacyEvent(id string) string {
+	return `{"id":"` + id + `","type":"job.succeeded","created_at":"2026-11-20T09:00:00.5Z","job_id":"seed-job",` +
+		`"kind":"pre-recorded","custom_metadata":{"team": "a"},"data":{"id": "seed-job", "text": "caf\u00e9 <b>"}}`
+}
+
+// seededDeliveries are the sink deliveries seedVersion writes at version 2, in insertion
+// order: every status (a leased one is queued with a lease), one event queued for two sinks.
+func seededDeliveries() []legacyDelivery {
+	at := time.Date(2026, 11, 20, 9, 0, 0, 123456000, time.UTC)
+	return []legacyDelivery{
+		{sink: "seed-sink", eventID: "seed-ev-queued", orderKey: "seed-job", status: "queued", attempts: 2,
+			lastError: "503", next: at.Add(time.Minute), created: at},
+		{sink: "seed-sink", eventID: "seed-ev-dead", orderKey: "seed-job", status: "dead", attempts: 8,
+			lastError: "410 gone", next: at.Add(time.Hour), created: at, failed: at.Add(2 * time.Hour)},
+		{sink: "seed-sink", eventID: "seed-ev-leased", orderKey: "seed-other-job", status: "queued", attempts: 1,
+			lastError: "timeout", next: at, created: at, lease: time.Now().Add(time.Hour)},
+		{sink: "seed-sink", eventID: "seed-ev-delivered", orderKey: "seed-job", status: "delivered",
+			next: at, created: at, delivered: at.Add(time.Second)},
+		{sink: "seed-files", eventID: "seed-ev-queued", orderKey: "seed-job", status: "queued", next: at, created: at},
+	}
 }
 
 // seedVersion writes representative rows into the tables migration version created, on a
@@ -140,10 +181,10 @@ func seedVersion(t *testing.T, db Database, raw *sql.DB, version int) {
 		db.exec(t, raw, `INSERT INTO tokens (hash, job_id, kind, created_at, revoked_at) VALUES (?, 'seed-job', 'pre-recorded', ?, NULL)`,
 			store.HashToken("seed-token"), at)
 	case 2:
-		seedSinkDelivery(t, db, raw, "seed-sink", api.Event{ID: "seed-ev-queued", Type: api.EventJobSucceeded, JobID: "seed-job",
-			Kind: api.KindPreRecorded, Data: json.RawMessage(`{}`)}, "queued")
-		seedSinkDelivery(t, db, raw, "seed-sink", api.Event{ID: "seed-ev-dead", Type: api.EventJobSucceeded, JobID: "seed-job",
-			Kind: api.KindPreRecorded, Data: json.RawMessage(`{}`)}, "dead")
+		for _, d := range seededDeliveries() {
+			d.event = legacyEvent(d.eventID)
+			seedLegacyDelivery(t, db, raw, d)
+		}
 	case 5:
 		db.exec(t, raw, `INSERT INTO sink_state (name, disabled, reason, since) VALUES ('seed-sink', ?, 'HTTP 410', ?)`, true, at)
 	}
@@ -175,19 +216,83 @@ func checkSeeded(t *testing.T, s store.Store, from int) {
 	if from < 2 {
 		return
 	}
-	if dead, err := s.DeadLetters(ctx, "", time.Time{}, 0); err != nil || len(dead) != 1 || dead[0].EventID != "seed-ev-dead" {
-		t.Errorf("dead letters after the upgrade: %+v, %v", dead, err)
-	}
-	got, err := s.ClaimSinkDeliveries(ctx, "seed-sink", true, time.Now(), time.Minute, 0)
-	if err != nil || len(got) != 1 || got[0].Event.ID != "seed-ev-queued" || got[0].Event.JobID != "seed-job" {
-		t.Errorf("queued delivery after the upgrade: %+v, %v", got, err)
-	}
+	checkSeededDeliveries(t, s)
 	if from < 5 {
 		return
 	}
 	if st, err := s.SinkStates(ctx); err != nil || len(st) != 1 || !st[0].Disabled || st[0].Reason != "HTTP 410" {
 		t.Errorf("sink states after the upgrade: %+v, %v", st, err)
 	}
+}
+
+// checkSeededDeliveries reads the deliveries of seededDeliveries through the contract, after
+// an upgrade: each as it was (id, times, attempts, error, and the event's bytes as stored),
+// claimed or listed as its status says, and still queued once per (sink, event).
+func checkSeededDeliveries(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	seeded := seededDeliveries()
+	// Ids were given in insertion order, from 1 (a new table).
+	check := func(what string, got store.SinkDelivery, i int) {
+		t.Helper()
+		d := seeded[i]
+		if got.ID != int64(i+1) || got.Sink != d.sink || got.EventID != d.eventID || got.OrderKey != d.orderKey ||
+			got.Attempts != d.attempts || got.LastError != d.lastError || !got.NextAttempt.Equal(d.next) ||
+			!got.CreatedAt.Equal(d.created) || !got.FailedAt.Equal(d.failed) {
+			t.Errorf("%s after the upgrade: %+v, want id %d and %+v", what, got, i+1, d)
+		}
+		var want api.Event
+		if err := json.Unmarshal([]byte(legacyEvent(d.eventID)), &want); err != nil {
+			t.Fatal(err)
+		}
+		// Data as stored, byte for byte (its spaces too); the rest as decoded from it.
+		if string(got.Event.Data) != string(want.Data) || string(got.Event.CustomMetadata) != string(want.CustomMetadata) ||
+			got.Event.ID != want.ID || got.Event.Type != want.Type || !got.Event.CreatedAt.Equal(want.CreatedAt.Time) ||
+			got.Event.JobID != want.JobID || got.Event.Kind != want.Kind {
+			t.Errorf("%s's event after the upgrade: %+v, want %+v", what, got.Event, want)
+		}
+	}
+	dead, err := s.DeadLetters(ctx, "", time.Time{}, 0)
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("dead letters after the upgrade: %+v, %v", dead, err)
+	}
+	check("dead letter", dead[0], 1)
+	now := time.Now()
+	got, err := s.ClaimSinkDeliveries(ctx, "seed-sink", true, now, 24*time.Hour, 0)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("queued delivery after the upgrade: %+v, %v", got, err)
+	}
+	check("queued delivery", got[0], 0)
+	got, err = s.ClaimSinkDeliveries(ctx, "seed-files", true, now, 24*time.Hour, 0)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("queued delivery of the second sink after the upgrade: %+v, %v", got, err)
+	}
+	check("queued delivery of the same event to another sink", got[0], 4)
+	// The leased one is claimed once its lease has ended, not before.
+	got, err = s.ClaimSinkDeliveries(ctx, "seed-sink", true, now.Add(2*time.Hour), time.Minute, 0)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("leased delivery after its lease: %+v, %v", got, err)
+	}
+	check("leased delivery", got[0], 2)
+	// Queued, dead and delivered, each pair is still known: queueing it again is a no-op. A new
+	// event gets an id after the seeded ones.
+	var again []store.SinkDelivery
+	for _, d := range seeded {
+		again = append(again, store.SinkDelivery{Sink: d.sink, EventID: d.eventID,
+			Event: api.Event{ID: d.eventID, Type: "changed"}, OrderKey: d.orderKey})
+	}
+	again = append(again, store.SinkDelivery{Sink: "seed-sink", Event: api.Event{ID: "seed-ev-new", Type: "new"}})
+	if err := s.EnqueueSinkDeliveries(ctx, again); err != nil {
+		t.Fatalf("enqueue after the upgrade: %v", err)
+	}
+	if n, err := s.SinkDepth(ctx, "seed-sink"); err != nil || n != 3 {
+		t.Errorf("depth of seed-sink after queueing its deliveries again and a new one: %d, %v; want 3", n, err)
+	}
+	got, err = s.ClaimSinkDeliveries(ctx, "seed-sink", false, now.Add(4*time.Hour), time.Minute, 0)
+	if err != nil || len(got) != 2 || got[1].EventID != "seed-ev-new" || got[1].ID <= int64(len(seeded)) {
+		t.Fatalf("claim after the upgrade: %+v, %v; want the leased one and seed-ev-new after it", got, err)
+	}
+	check("leased delivery, queued again", got[0], 2)
 }
 
 // migrationsFromEveryVersion builds the schema of every earlier version with representative

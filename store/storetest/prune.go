@@ -75,16 +75,20 @@ func pruneFixture(t *testing.T, s store.Store, wall time.Time) (done1, done2, pe
 	apply(t, s, done2, nil)
 	markFailed(t, s, failed, "gave up", true)
 
-	// Sink deliveries: delivered, waiting for a retry, dead, leased.
+	// Sink deliveries: delivered, waiting for a retry, dead, leased. e-delivered goes to s2
+	// too, where it stays queued; e-both is delivered to s and s3.
 	enqueue(t, s, queued("s", "e-delivered", "", 0), queued("s", "e-retry", "", 0), queued("s", "e-dead", "", 0),
-		queued("s", "e-leased", "", 0))
+		queued("s", "e-leased", "", 0), queued("s2", "e-delivered", "", 0), queued("s", "e-both", "", 0),
+		queued("s3", "e-both", "", 0))
 	byID := map[string]int64{}
 	for _, d := range claim(t, s, "s", false, base.Add(time.Second), 0) {
 		byID[d.EventID] = d.ID
 	}
 	ctx := t.Context()
-	if err := s.CompleteSinkDelivery(ctx, byID["e-delivered"]); err != nil {
-		t.Fatal(err)
+	for _, id := range []int64{byID["e-delivered"], byID["e-both"], claim(t, s, "s3", false, base.Add(time.Second), 0)[0].ID} {
+		if err := s.CompleteSinkDelivery(ctx, id); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.RetrySinkDelivery(ctx, byID["e-retry"], base.Add(time.Hour), "503"); err != nil {
 		t.Fatal(err)
@@ -111,7 +115,9 @@ func testPrune(t *testing.T, s store.Store) {
 		store.LiveKind(api.CategoryPartialTranscripts): 2, store.LiveKind(api.CategoryAcknowledgments): 1,
 		store.LiveKind(api.CategoryFinalTranscripts): 2,
 		store.PruneJobs: 2, store.PruneArtifacts: 2, store.PruneSessionRest: 1,
-		store.PruneSinkDelivered: 1, store.PruneDeadLetters: 1, store.PruneQuarantine: 1,
+		// e-dead's event, and e-both's once both its deliveries are gone; e-delivered's stays
+		// for s2.
+		store.PruneSinkDelivered: 3, store.PruneDeadLetters: 1, store.PruneEvents: 2, store.PruneQuarantine: 1,
 	}
 	var removed []string
 	full.RemoveArtifacts = func(_ context.Context, arts []store.Artifact) error {
@@ -185,6 +191,12 @@ func testPrune(t *testing.T, s store.Store) {
 	}
 	if n, err := s.SinkDepth(t.Context(), "s"); err != nil || n != 2 {
 		t.Errorf("SinkDepth = %d, %v; want 2 (retrying and leased)", n, err)
+	}
+	// The event a queued delivery still refers to is all there.
+	if got := claim(t, s, "s2", false, base.Add(time.Second), 0); len(got) != 1 {
+		t.Errorf("claim of s2 = %v, want e-delivered", EventIDs(got))
+	} else {
+		checkSinkDelivery(t, got[0], queued("s2", "e-delivered", "", 0))
 	}
 	if q, err := s.Quarantined(t.Context(), 0); err != nil || len(q) != 0 {
 		t.Errorf("Quarantined = %v, %v", q, err)

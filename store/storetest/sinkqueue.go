@@ -182,6 +182,24 @@ func testSinkEnqueueOnce(t *testing.T, s store.Store) {
 	if dead := deadLetters(t, s, "", time.Time{}, 0); len(dead) != 1 || dead[0].EventID != "e3" {
 		t.Errorf("dead letters = %v, want [e3] only", EventIDs(dead))
 	}
+
+	// An event id stands for one event, stored once: every sink gets the first one queued under
+	// it, in the same batch or a later one.
+	first, other := queued("one-a", "same", "job-1", 0), queued("one-b", "same", "job-1", 0)
+	other.Event.Data = json.RawMessage(`{"text":"another"}`)
+	again := queued("one-c", "same", "job-1", 0)
+	again.Event.Type = "changed"
+	enqueue(t, s, first, other)
+	enqueue(t, s, again)
+	for _, sink := range []string{"one-a", "one-b", "one-c"} {
+		got := claim(t, s, sink, false, base, 0)
+		if len(got) != 1 {
+			t.Fatalf("%s claims %v, want [same]", sink, EventIDs(got))
+		}
+		want := first
+		want.Sink = sink
+		checkSinkDelivery(t, got[0], want)
+	}
 }
 
 func testSinkClaimDue(t *testing.T, s store.Store) {

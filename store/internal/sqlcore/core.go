@@ -18,29 +18,29 @@ type Stmt int
 
 // The statements of the write core; the comment lists the arguments.
 const (
-	StInboxDone     Stmt = iota // processed_at, id: marks a row done unless it is
-	StInboxDoneMany             // processed_at, ids (IDList) → id: StInboxDone for several rows (optional)
-	StInboxStatus               // id: reads a row's status to change it
-	StInboxFailed               // last_error, status, id
-	StQuarantineRow             // dedupe_key, route, reason, headers, body, received_at
-	StJobLock                   // key: serialises the Applies of one job (optional)
-	StJobGet                    // id
-	StJobReplace                // the eight job columns (jobArgs)
-	StJobCreate                 // the same, keeping an existing record
-	StLiveAppend                // session_id, type, category, created_at, received_at, inbox_id, payload → seq
-	StLiveAppendRows            // inbox ids (IDList), in applying order: their located messages, by reference
-	StArtifactPut               // job_id, name, format, language, path, size, created_at
-	StTokenCreate               // hash, job_id, kind, created_at, revoked_at
-	StTokenJob                  // hash → job_id, to bind it
-	StTokenBind                 // job_id, hash
-	StTokenRevoke               // revoked_at, hash
-	StSinkClaim                 // lease_until, sink, now, ordered, limit → SinkColumns
-	StSinkComplete              // delivered_at, id
-	StSinkRetry                 // next_attempt_at, last_error, id
-	StSinkKill                  // failed_at, last_error, id
-	StSinkReplay                // next_attempt_at, id
-	StSinkRelease               // no arguments
-	StSinkStatePut              // name, disabled, reason, since
+	StInboxDone      Stmt = iota // processed_at, id: marks a row done unless it is
+	StInboxDoneMany              // processed_at, ids (IDList) → id: StInboxDone for several rows (optional)
+	StInboxStatus                // id: reads a row's status to change it
+	StInboxFailed                // last_error, status, id
+	StQuarantineRow              // dedupe_key, route, reason, headers, body, received_at
+	StJobLock                    // key: serialises the Applies of one job (optional)
+	StJobGet                     // id
+	StJobReplace                 // the eight job columns (jobArgs)
+	StJobCreate                  // the same, keeping an existing record
+	StLiveAppend                 // session_id, type, category, created_at, received_at, inbox_id, payload → seq
+	StLiveAppendRows             // inbox ids (IDList), in applying order: their located messages, by reference
+	StArtifactPut                // job_id, name, format, language, path, size, created_at
+	StTokenCreate                // hash, job_id, kind, created_at, revoked_at
+	StTokenJob                   // hash → job_id, to bind it
+	StTokenBind                  // job_id, hash
+	StTokenRevoke                // revoked_at, hash
+	StSinkClaim                  // lease_until, sink, now, ordered, limit → SinkColumns
+	StSinkComplete               // delivered_at, id
+	StSinkRetry                  // next_attempt_at, last_error, id
+	StSinkKill                   // failed_at, last_error, id
+	StSinkReplay                 // next_attempt_at, id
+	StSinkRelease                // no arguments
+	StSinkStatePut               // name, disabled, reason, since
 	// The pruner's statements (prune.go).
 	StPruneInbox         // cutoff, limit
 	StPruneInboxFailed   // cutoff, limit
@@ -50,8 +50,10 @@ const (
 	StPruneJobArtifacts  // job_id
 	StPruneJobLive       // session_id
 	StPruneJobSeq        // session_id: the session's counter, where it has one (optional)
-	StPruneSinkDelivered // cutoff, limit
-	StPruneDeadLetters   // cutoff, limit
+	StPruneSinkDelivered // cutoff, limit, bytes → event
+	StPruneDeadLetters   // cutoff, limit, bytes → event
+	StPruneEventsLock    // ids (IDList): locks events before StPruneEvents checks them (optional)
+	StPruneEvents        // events.id, or ids (IDList) where Dialect.IDs is set
 	StPruneQuarantine    // cutoff, limit
 	StPruneTokens        // cutoff, limit
 	NumStmts
@@ -168,9 +170,10 @@ type Writes interface {
 	// Begin starts a write transaction of kind; op names it (SQLite's tests watch commits by
 	// name).
 	Begin(ctx context.Context, op string, kind TxKind) (Tx, error)
-	// InsertSinkRows queues rows in t, ignoring a (sink, event id) pair already stored
-	// whatever its status, and the second of a pair in rows.
-	InsertSinkRows(ctx context.Context, t Tx, rows []SinkRow) error
+	// InsertSinkRows stores in t each of events (distinct ids) whose id is not stored yet, then
+	// queues rows referring to them, ignoring a (sink, event id) pair already stored whatever
+	// its status, and the second of a pair in rows.
+	InsertSinkRows(ctx context.Context, t Tx, events []SinkEvent, rows []SinkRow) error
 }
 
 // errNothingToCommit, returned by the function of inTx, ends the transaction without a commit

@@ -59,17 +59,25 @@ type idKind struct {
 	cond  string
 	order string // what a batch goes in order of: its index's column, so a batch reads its rows only
 	size  string // a row's size, read without reading the value
+	// events: the rows refer to events (sink deliveries). A batch returns the events its rows
+	// referred to, and deletes in its transaction those no row refers to any more.
+	events bool
 }
+
+// eventSize is the size of a sink delivery's event, the bytes that deleting the delivery may
+// free: counted for each delivery that refers to it, so that a batch frees at most about
+// PruneBatchBytes even when its deliveries are the last of their events.
+const eventSize = `(SELECT octet_length(e.body) FROM events e WHERE e.id = sink_deliveries.event)`
 
 var (
 	inboxKinds = []idKind{
-		{store.PruneInbox, StPruneInbox, "inbox", condInbox, "processed_at", "octet_length(body)"},
-		{store.PruneInboxFailed, StPruneInboxFailed, "inbox", condInboxFailed, "id", "octet_length(body)"},
+		{store.PruneInbox, StPruneInbox, "inbox", condInbox, "processed_at", "octet_length(body)", false},
+		{store.PruneInboxFailed, StPruneInboxFailed, "inbox", condInboxFailed, "id", "octet_length(body)", false},
 	}
 	laterKinds = []idKind{
-		{store.PruneSinkDelivered, StPruneSinkDelivered, "sink_deliveries", condSinkDelivered, "delivered_at", "octet_length(event)"},
-		{store.PruneDeadLetters, StPruneDeadLetters, "sink_deliveries", condDeadLetters, "failed_at", "octet_length(event)"},
-		{store.PruneQuarantine, StPruneQuarantine, "quarantine", condQuarantine, "received_at", "octet_length(body)"},
+		{store.PruneSinkDelivered, StPruneSinkDelivered, "sink_deliveries", condSinkDelivered, "delivered_at", eventSize, true},
+		{store.PruneDeadLetters, StPruneDeadLetters, "sink_deliveries", condDeadLetters, "failed_at", eventSize, true},
+		{store.PruneQuarantine, StPruneQuarantine, "quarantine", condQuarantine, "received_at", "octet_length(body)", false},
 	}
 )
 
@@ -84,6 +92,26 @@ func pruneStatements(d Dialect, q *[NumStmts]string) {
 	SELECT id, sum(sz) OVER (ORDER BY o, id ROWS UNBOUNDED PRECEDING) - sz AS before FROM (
 		SELECT id, ` + k.order + ` AS o, ` + k.size + ` AS sz FROM ` + k.table + ` WHERE ` + k.cond + ` ORDER BY ` + k.order + ` LIMIT ?) c) w
 	WHERE before < ?)`
+		if k.events {
+			q[k.st] += ` RETURNING event`
+		}
+	}
+	// The events of a batch of deliveries that no delivery refers to any more. Where rows are
+	// locked one by one (PostgreSQL), the events are locked first, in id order, and checked by
+	// a statement of their own, which sees what committed meanwhile: a delivery another
+	// transaction queues for one of them holds its key share lock (the foreign key's check)
+	// until it commits, so the check waits and then sees it, or the delivery waits and then
+	// fails on the deleted event; and of two pruners deleting the last two deliveries of an
+	// event, the second to lock it sees the first's deletes.
+	if d.IDs != "" {
+		if d.ForUpdate != "" {
+			q[StPruneEventsLock] = `SELECT id FROM events WHERE id IN (` + d.IDs + `) ORDER BY id` + d.ForUpdate
+		}
+		q[StPruneEvents] = `DELETE FROM events WHERE id IN (` + d.IDs + `)
+		AND NOT EXISTS (SELECT 1 FROM sink_deliveries d WHERE d.event = events.id)`
+	} else {
+		q[StPruneEvents] = `DELETE FROM events WHERE id = ?1
+		AND NOT EXISTS (SELECT 1 FROM sink_deliveries d WHERE d.event = ?1)`
 	}
 	// A live message is deleted by its key, its conditions checked again on that row alone: the
 	// candidates are picked on the read side (LiveCandidates), because the last message of every
@@ -172,12 +200,115 @@ func (r *pruneRun) idKinds(ctx context.Context, kinds []idKind) error {
 		}, func(cut any) (int64, error) {
 			// A batch the bytes cut short deletes fewer rows than the batch size with more to
 			// go: only a batch that deletes nothing ends.
+			if k.events {
+				return r.eventBatches(ctx, k, cut)
+			}
 			return r.batches(ctx, k.kind, k.st, 1, cut, r.c.d.Limit(r.batch), int64(PruneBatchBytes))
 		})
 		if err != nil {
 			return err
 		}
 	}
+	if r.dry && slices.ContainsFunc(kinds, func(k idKind) bool { return k.events }) {
+		if err := r.countEvents(ctx, kinds); err != nil {
+			return fmt.Errorf("%s: %w", store.PruneEvents, err)
+		}
+	}
+	return nil
+}
+
+// eventBatches deletes the deliveries of kind k that pass its condition at cut, a batch at a
+// time, each in a transaction with the events no delivery refers to any more, until a batch
+// deletes nothing. The events are reported as store.PruneEvents.
+func (r *pruneRun) eventBatches(ctx context.Context, k idKind, cut any) (int64, error) {
+	var total int64
+	for {
+		var n, events int64
+		err := r.c.inTx(ctx, "prune "+string(k.kind), Derived, nil, func(t Tx) error {
+			rows, err := t.Query(ctx, k.st, cut, r.c.d.Limit(r.batch), int64(PruneBatchBytes))
+			if err != nil {
+				return err
+			}
+			refs, err := Collect(rows, func(s Scanner) (int64, error) {
+				var id int64
+				return id, s.Scan(&id)
+			})
+			if err != nil {
+				return err
+			}
+			n = int64(len(refs))
+			events, err = r.c.pruneEvents(ctx, t, refs)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		r.add(store.PruneEvents, events)
+		if n == 0 {
+			return total, nil
+		}
+	}
+}
+
+// pruneEvents deletes, in t, the events of refs (events.id, repeats allowed) that no sink
+// delivery refers to, and reports how many it deleted.
+func (c *Core) pruneEvents(ctx context.Context, t Tx, refs []int64) (int64, error) {
+	slices.Sort(refs)
+	refs = slices.Compact(refs)
+	if len(refs) == 0 {
+		return 0, nil
+	}
+	if c.d.IDs == "" {
+		var n int64
+		for _, id := range refs {
+			res, err := t.Exec(ctx, StPruneEvents, id)
+			if err != nil {
+				return n, fmt.Errorf("event %d: %w", id, err)
+			}
+			k, _ := res.RowsAffected()
+			n += k
+		}
+		return n, nil
+	}
+	list := IDList(refs)
+	if c.d.ForUpdate != "" {
+		if _, err := t.Exec(ctx, StPruneEventsLock, list); err != nil {
+			return 0, fmt.Errorf("lock events: %w", err)
+		}
+	}
+	res, err := t.Exec(ctx, StPruneEvents, list)
+	if err != nil {
+		return 0, fmt.Errorf("events: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// countEvents counts, for a dry run, the events a run deletes with the deliveries of kinds:
+// those with a delivery that goes and none that stays.
+func (r *pruneRun) countEvents(ctx context.Context, kinds []idKind) error {
+	var terms []string
+	var args []any
+	for _, k := range kinds {
+		if keep := r.p.Keep(k.kind); k.events && keep > 0 {
+			terms = append(terms, `(`+k.cond+`)`)
+			args = append(args, r.cutoff(keep))
+		}
+	}
+	if len(terms) == 0 {
+		return nil
+	}
+	// Unqualified, the columns of goes are those of the nearest sink_deliveries: d outside the
+	// subquery, o inside.
+	goes := strings.Join(terms, ` OR `)
+	var n int64
+	err := r.c.db.QueryRowContext(ctx, r.c.d.Rebind(`SELECT count(DISTINCT d.event) FROM sink_deliveries d
+		WHERE (`+goes+`) AND NOT EXISTS (SELECT 1 FROM sink_deliveries o WHERE o.event = d.event
+			AND NOT coalesce(`+goes+`, FALSE))`), slices.Concat(args, args)...).Scan(&n)
+	if err != nil {
+		return err
+	}
+	r.add(store.PruneEvents, n)
 	return nil
 }
 

@@ -90,8 +90,10 @@ const (
 	coalesce(l.payload, substr(i.body, i.payload_at + 1, i.payload_len))`
 	LiveFrom        = `live_messages l LEFT JOIN inbox i ON l.payload IS NULL AND i.id = l.inbox_id`
 	ArtifactColumns = `job_id, name, format, language, path, size, created_at`
-	SinkColumns     = `id, sink, event_id, event, order_key, attempts, next_attempt_at, last_error,
-	created_at, failed_at`
+	// SinkColumns reads a sink_deliveries row (not aliased) with its event's id and JSON.
+	SinkColumns = `id, sink, (SELECT e.event_id FROM events e WHERE e.id = sink_deliveries.event),
+	(SELECT e.body FROM events e WHERE e.id = sink_deliveries.event), order_key, attempts, next_attempt_at,
+	last_error, created_at, failed_at`
 	TokenColumns = `hash, job_id, kind, created_at, revoked_at`
 )
 

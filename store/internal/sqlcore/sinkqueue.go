@@ -1,7 +1,6 @@
 package sqlcore
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -19,14 +18,20 @@ const (
 	sinkDead   = "dead"
 )
 
-// SinkRow is one sink delivery ready to insert, its strings as stored.
+// SinkEvent is one event of a batch of deliveries, stored once for all of them: its id and
+// JSON as stored, and the JSON as the dialect's argument (Dialect.JSON).
+type SinkEvent struct {
+	ID   string
+	Body []byte
+	Arg  any
+}
+
+// SinkRow is one sink delivery ready to insert, its strings as stored; Event indexes the
+// batch's events.
 type SinkRow struct {
-	Sink, EventID, OrderKey string
-	// Event is the event's JSON, shared by the rows of one event; EventArg is the same as the
-	// dialect's argument (Dialect.JSON), made once per event.
-	Event         []byte
-	EventArg      any
-	Next, Created time.Time
+	Sink, OrderKey string
+	Event          int
+	Next, Created  time.Time
 }
 
 // EnqueueSinkDeliveries queues events outside an inbox row, all of them or none. What it
@@ -40,10 +45,12 @@ func (c *Core) EnqueueSinkDeliveries(ctx context.Context, ds []store.SinkDeliver
 		func(t Tx) error { return c.enqueue(ctx, t, ds) })
 }
 
-// enqueue checks and encodes the deliveries and has the dialect insert them in t. Only Sink,
-// EventID (default Event.ID), Event, OrderKey, NextAttempt (default CreatedAt) and CreatedAt
-// (default now) are read: a new row starts queued with no attempts. An event queued for
-// several sinks (the same event in consecutive deliveries) is encoded once.
+// enqueue checks the deliveries, encodes each distinct event once, and has the dialect insert
+// the events and the deliveries referring to them in t. Only Sink, EventID (default Event.ID),
+// Event, OrderKey, NextAttempt (default CreatedAt) and CreatedAt (default now) are read: a new
+// row starts queued with no attempts. An event id stands for one event: the Event of its first
+// delivery in ds is the one stored (and only when the id is not stored yet), and every sink it
+// goes to gets that one.
 func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error {
 	if len(ds) == 0 {
 		return nil
@@ -52,7 +59,8 @@ func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error
 	// earlier than an instant read before the call.
 	now := ceilMicro(c.now())
 	rows := make([]SinkRow, len(ds))
-	var prev *api.Event
+	var events []SinkEvent
+	index := make(map[string]int, 1)
 	for i := range ds {
 		d, r := &ds[i], &rows[i]
 		eventID := cmp.Or(d.EventID, d.Event.ID)
@@ -62,17 +70,19 @@ func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error
 		if eventID == "" {
 			return fmt.Errorf("enqueue sink delivery %d for %s: empty event id", i, d.Sink)
 		}
-		if prev != nil && sameEvent(prev, &d.Event) {
-			r.Event, r.EventArg = rows[i-1].Event, rows[i-1].EventArg
-		} else {
+		eventID = c.d.text(eventID)
+		e, ok := index[eventID]
+		if !ok {
 			// json.Marshal's bytes (HTML escaped), without its copies of a large result.
 			b, err := api.EncodeEvent(&d.Event, true)
 			if err != nil {
 				return fmt.Errorf("enqueue sink delivery %d for %s: encode event: %w", i, d.Sink, err)
 			}
-			prev, r.Event, r.EventArg = &d.Event, b, c.d.JSON(b)
+			e = len(events)
+			index[eventID] = e
+			events = append(events, SinkEvent{ID: eventID, Body: b, Arg: c.d.JSON(b)})
 		}
-		r.Sink, r.EventID, r.OrderKey = c.d.text(d.Sink), c.d.text(eventID), c.d.text(d.OrderKey)
+		r.Sink, r.OrderKey, r.Event = c.d.text(d.Sink), c.d.text(d.OrderKey), e
 		r.Created, r.Next = d.CreatedAt, d.NextAttempt
 		if r.Created.IsZero() {
 			r.Created = now
@@ -81,7 +91,7 @@ func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error
 			r.Next = r.Created
 		}
 	}
-	return c.w.InsertSinkRows(ctx, t, rows)
+	return c.w.InsertSinkRows(ctx, t, events, rows)
 }
 
 func ceilMicro(t time.Time) time.Time {
@@ -89,16 +99,6 @@ func ceilMicro(t time.Time) time.Time {
 		return c.Add(time.Microsecond)
 	}
 	return t
-}
-
-// sameEvent reports whether a and b encode to the same JSON: equal fields, with the raw JSON
-// members compared byte for byte (far cheaper than encoding, which validates them).
-func sameEvent(a, b *api.Event) bool {
-	return a.ID == b.ID && a.Type == b.Type && a.CreatedAt.Equal(b.CreatedAt.Time) &&
-		a.CreatedAt.Location() == b.CreatedAt.Location() && a.JobID == b.JobID && a.Kind == b.Kind &&
-		a.Category == b.Category && bytes.Equal(a.CustomMetadata, b.CustomMetadata) &&
-		(a.CustomMetadata == nil) == (b.CustomMetadata == nil) &&
-		bytes.Equal(a.Data, b.Data) && (a.Data == nil) == (b.Data == nil)
 }
 
 // ClaimSinkDeliveries leases up to limit due deliveries of the sink (no limit when
