@@ -42,16 +42,22 @@ func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, 
 		return nil
 	}
 	now := time.Now().UTC()
+	message, located := row.Message.Of(row.Body)
 	var queued []store.SinkDelivery
 	for i := range *events {
 		ev := &(*events)[i]
+		var from int64
+		if located && sameSpan(ev.Data, message) {
+			// The live message's own event: its data stays in the inbox row (rule 8).
+			from = row.ID
+		}
 		for _, spec := range p.cfg.Sinks {
 			if !spec.Filter.Match(ev) {
 				continue
 			}
 			queued = append(queued, store.SinkDelivery{
 				Sink: spec.Name, EventID: ev.ID, Event: *ev, OrderKey: ev.JobID,
-				NextAttempt: p.firstAttempt(spec, now), CreatedAt: now,
+				NextAttempt: p.firstAttempt(spec, now), CreatedAt: now, DataFrom: from,
 			})
 		}
 	}
@@ -62,6 +68,12 @@ func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, 
 		return fmt.Errorf("queue sink deliveries: %w", err)
 	}
 	return nil
+}
+
+// sameSpan reports whether a and b are the same bytes in memory, not only equal ones: an
+// event's data that is the row's message itself, not a value that happens to read the same.
+func sameSpan(a, b []byte) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // wakeSinks tells the dispatcher that committed deliveries wait, so they go out now rather than

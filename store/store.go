@@ -206,6 +206,11 @@ type SinkDelivery struct {
 	CreatedAt   time.Time
 	// FailedAt is set on dead letters.
 	FailedAt time.Time
+	// DataFrom, when not zero, is the inbox row whose located live message (InboxRow.Message)
+	// is Event.Data: the event is stored without its data, which is read from that row when
+	// the delivery is claimed, so that a live message is stored once (DESIGN.md rule 8). The
+	// row then stays as long as the event. Only read by enqueueing.
+	DataFrom int64
 }
 
 // Tx is what Apply's function may do, inside the transaction that also marks the inbox row

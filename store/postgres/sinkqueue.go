@@ -81,15 +81,18 @@ func eventIDs(ctx context.Context, q sqlcore.Querier, events []sqlcore.SinkEvent
 		byID[i] = &events[i]
 	}
 	slices.SortFunc(byID, func(a, b *sqlcore.SinkEvent) int { return strings.Compare(a.ID, b.ID) })
-	keys, bodies := make([]string, len(byID)), make([][]byte, len(byID))
+	keys, bodies, inbox := make([]string, len(byID)), make([][]byte, len(byID)), make([]*int64, len(byID))
 	for i, e := range byID {
 		keys[i], bodies[i] = e.ID, e.Body
+		if e.Inbox != 0 {
+			inbox[i] = &e.Inbox // else NULL: the event's data is in its body
+		}
 	}
 	found := make(map[string]int64, len(events))
-	rows, err := q.QueryContext(ctx, `INSERT INTO events (event_id, body)
-		SELECT * FROM unnest($1::text[], $2::bytea[])
+	rows, err := q.QueryContext(ctx, `INSERT INTO events (event_id, body, inbox_id)
+		SELECT * FROM unnest($1::text[], $2::bytea[], $3::bigint[])
 		ON CONFLICT (event_id) DO NOTHING
-		RETURNING event_id, id`, keys, bodies)
+		RETURNING event_id, id`, keys, bodies, inbox)
 	if err != nil {
 		return nil, fmt.Errorf("insert events: %w", err)
 	}

@@ -77,7 +77,7 @@ var stmtSQL = func() [numStmts]string {
 		body, received_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (dedupe_key) DO NOTHING RETURNING id`
 	q[stQuarantineFind] = `SELECT id FROM quarantine WHERE dedupe_key = ?`
-	q[stEventInsert] = `INSERT INTO events (event_id, body) VALUES (?, ?)
+	q[stEventInsert] = `INSERT INTO events (event_id, body, inbox_id) VALUES (?, ?, ?)
 		ON CONFLICT (event_id) DO NOTHING`
 	q[stEventFind] = `SELECT id FROM events WHERE event_id = ?`
 	q[stSinkEnqueue] = `INSERT INTO sink_deliveries (sink, event, order_key, next_attempt_at,
@@ -311,7 +311,11 @@ func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, events []sqlco
 	for i := range events {
 		// An Exec, whose result carries the new row's id, costs less than a query's rows.
 		e := &events[i]
-		res, err := t.Exec(ctx, stEventInsert, e.ID, e.Arg)
+		var inbox any // NULL: the event's data is in its body
+		if e.Inbox != 0 {
+			inbox = e.Inbox
+		}
+		res, err := t.Exec(ctx, stEventInsert, e.ID, e.Arg, inbox)
 		var n int64
 		if err == nil {
 			n, err = res.RowsAffected()

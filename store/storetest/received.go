@@ -178,4 +178,80 @@ var receivedTests = []struct {
 }{
 	{"ReceivedMessages", testReceivedMessages},
 	{"PruneKeepsReferencedInbox", testPruneKeepsReferencedInbox},
+	{"EventDataFromInbox", testEventDataFromInbox},
+}
+
+// testEventDataFromInbox: an event queued with its data in an inbox row (DataFrom) comes back
+// with that row's message as its data, byte for byte, for every sink it goes to and as a dead
+// letter; the row stays while the event does, and goes once the deliveries and the event are
+// pruned.
+func testEventDataFromInbox(t *testing.T, s store.Store) {
+	payload := "{\"type\":\"transcript\", \"data\":{\"utterance\":{\"text\":\"a < b & c\"}}}"
+	res := ingest(t, s, locatedDelivery("ev-in", "s-e", api.MessageTranscript, api.CategoryFinalTranscripts, payload, base))
+	row := inboxRow(t, s, res[0].ID)
+	data, _ := row.Message.Of(row.Body)
+	ev := api.Event{ID: "ev-ref", Type: "live.transcript", CreatedAt: api.NewTime(base), JobID: "s-e", Kind: api.KindLive,
+		Category: api.CategoryFinalTranscripts, CustomMetadata: json.RawMessage(`{"team":"x"}`), Data: data}
+	apply(t, s, res[0].ID, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.AppendReceivedMessages(ctx, []int64{res[0].ID}); err != nil {
+			return err
+		}
+		rec := jobRecord("s-e", api.StatusDone, api.KindLive, base, "")
+		rec.Job.CompletedAt = api.PtrTime(base)
+		rec.Local.Final = api.EventLiveEndSession
+		if err := tx.PutJob(ctx, rec); err != nil {
+			return err
+		}
+		return tx.EnqueueSinkDeliveries(ctx, []store.SinkDelivery{
+			{Sink: "a", Event: ev, OrderKey: "s-e", CreatedAt: base, DataFrom: res[0].ID},
+			{Sink: "b", Event: ev, OrderKey: "s-e", CreatedAt: base, DataFrom: res[0].ID},
+		})
+	})
+	check := func(what string, d store.SinkDelivery) {
+		t.Helper()
+		if d.EventID != "ev-ref" || d.Event.ID != ev.ID || d.Event.Type != ev.Type || d.Event.JobID != ev.JobID ||
+			d.Event.Category != ev.Category || string(d.Event.CustomMetadata) != `{"team":"x"}` || string(d.Event.Data) != payload {
+			t.Errorf("%s: %+v with data %q, want the message %q", what, d.Event, d.Event.Data, payload)
+		}
+	}
+	for _, sink := range []string{"a", "b"} {
+		got := claim(t, s, sink, true, base.Add(time.Minute), 0)
+		if len(got) != 1 {
+			t.Fatalf("sink %s claimed %d", sink, len(got))
+		}
+		check("claimed by "+sink, got[0])
+		if sink == "a" {
+			if err := s.CompleteSinkDelivery(t.Context(), got[0].ID); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := s.KillSinkDelivery(t.Context(), got[0].ID, "410", base.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead := must(s.DeadLetters(t.Context(), "b", time.Time{}, 0))(t, "DeadLetters")
+	if len(dead) != 1 {
+		t.Fatalf("dead letters: %d", len(dead))
+	}
+	check("dead letter", dead[0])
+
+	// The row stays while the message or the event's dead letter does, and goes once they went.
+	later := time.Now().Add(48 * time.Hour)
+	policy := store.RetentionPolicy{Inbox: time.Hour, SinkDelivered: time.Hour}
+	for _, dry := range []bool{true, false} {
+		rep := must(s.Prune(t.Context(), policy, later, dry))(t, "Prune")
+		if rep.Rows[store.PruneInbox] != 0 || rep.Rows[store.PruneSinkDelivered] != 1 {
+			t.Errorf("dry run %v: pruned %v, want sink a's delivery and not the inbox row", dry, rep.Rows)
+		}
+	}
+	_ = inboxRow(t, s, res[0].ID)
+	// The message itself still holds the row; once the session's record went with its message,
+	// and the dead letter with its event, the next run takes the row.
+	policy.DeadLetters, policy.Jobs = time.Hour, time.Hour
+	rep := must(s.Prune(t.Context(), policy, later, false))(t, "Prune")
+	if rep.Rows[store.PruneInbox] != 0 || rep.Rows[store.PruneJobs] != 1 || rep.Rows[store.PruneDeadLetters] != 1 || rep.Rows[store.PruneEvents] != 1 {
+		t.Errorf("pruned %v, want the job with its message, the dead letter and its event", rep.Rows)
+	}
+	if rep := must(s.Prune(t.Context(), policy, later, false))(t, "Prune"); rep.Rows[store.PruneInbox] != 1 {
+		t.Errorf("after the message and the event went: pruned %v, want the inbox row", rep.Rows)
+	}
 }

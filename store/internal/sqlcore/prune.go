@@ -15,10 +15,11 @@ import (
 // dry run's counts share them, so that a dry run counts what a run deletes. Each takes the
 // cutoff (now minus the kind's duration) as its last argument.
 const (
-	// A done row holding a live message stored by reference stays as long as the message
-	// (live_messages_inbox finds it in one seek).
+	// A done row holding a live message stored by reference stays as long as the message, and
+	// as an event whose data it is (live_messages_inbox, events_inbox: one seek each).
 	condInbox = `status = 'done' AND processed_at < ?
-		AND NOT EXISTS (SELECT 1 FROM live_messages l WHERE l.inbox_id = inbox.id AND l.payload IS NULL)`
+		AND NOT EXISTS (SELECT 1 FROM live_messages l WHERE l.inbox_id = inbox.id AND l.payload IS NULL)
+		AND NOT EXISTS (SELECT 1 FROM events e WHERE e.inbox_id = inbox.id)`
 	condInboxFailed   = `status = 'failed' AND received_at < ?`
 	condSinkDelivered = `status = 'delivered' AND delivered_at < ?`
 	condDeadLetters   = `status = 'dead' AND failed_at < ?`

@@ -90,10 +90,13 @@ const (
 	coalesce(l.payload, substr(i.body, i.payload_at + 1, i.payload_len))`
 	LiveFrom        = `live_messages l LEFT JOIN inbox i ON l.payload IS NULL AND i.id = l.inbox_id`
 	ArtifactColumns = `job_id, name, format, language, path, size, created_at`
-	// SinkColumns reads a sink_deliveries row (not aliased) with its event's id and JSON.
+	// SinkColumns reads a sink_deliveries row (not aliased) with its event's id and JSON, and
+	// the event's data where it is a live message of an inbox row (events.inbox_id).
 	SinkColumns = `id, sink, (SELECT e.event_id FROM events e WHERE e.id = sink_deliveries.event),
-	(SELECT e.body FROM events e WHERE e.id = sink_deliveries.event), order_key, attempts, next_attempt_at,
-	last_error, created_at, failed_at`
+	(SELECT e.body FROM events e WHERE e.id = sink_deliveries.event),
+	(SELECT substr(i.body, i.payload_at + 1, i.payload_len) FROM events e JOIN inbox i ON i.id = e.inbox_id
+		WHERE e.id = sink_deliveries.event),
+	order_key, attempts, next_attempt_at, last_error, created_at, failed_at`
 	TokenColumns = `hash, job_id, kind, created_at, revoked_at`
 )
 
@@ -209,12 +212,13 @@ func ScanSinkDelivery(sc Scanner) (store.SinkDelivery, error) {
 	var (
 		d                     store.SinkDelivery
 		ev                    string
+		data                  []byte
 		next, created, failed Time
 	)
 	// The event is scanned into a string: SQLite's driver gives its TEXT as a string, which a
 	// []byte destination would copy once more (1.7 MB per sink for a 2-hour result);
 	// PostgreSQL's bytes are copied once either way.
-	if err := sc.Scan(&d.ID, &d.Sink, &d.EventID, &ev, &d.OrderKey, &d.Attempts, &next, &d.LastError,
+	if err := sc.Scan(&d.ID, &d.Sink, &d.EventID, &ev, blob{&data, false}, &d.OrderKey, &d.Attempts, &next, &d.LastError,
 		&created, &failed); err != nil {
 		return store.SinkDelivery{}, err
 	}
@@ -225,6 +229,10 @@ func ScanSinkDelivery(sc Scanner) (store.SinkDelivery, error) {
 		return store.SinkDelivery{}, fmt.Errorf("decode event of sink delivery %d: %w", d.ID, err)
 	}
 	d.Event, d.Event.Data = se.Event, json.RawMessage(se.Data)
+	if data != nil {
+		// Stored by reference: the live message, byte for byte as its inbox row holds it.
+		d.Event.Data = data
+	}
 	d.NextAttempt, d.CreatedAt, d.FailedAt = next.T, created.T, failed.T
 	return d, nil
 }

@@ -24,6 +24,9 @@ type SinkEvent struct {
 	ID   string
 	Body []byte
 	Arg  any
+	// Inbox is the inbox row whose located message is the event's data, left out of Body
+	// (store.SinkDelivery.DataFrom); 0 when Body holds it.
+	Inbox int64
 }
 
 // SinkRow is one sink delivery ready to insert, its strings as stored; Event indexes the
@@ -73,14 +76,20 @@ func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error
 		eventID = c.d.text(eventID)
 		e, ok := index[eventID]
 		if !ok {
+			ev := &d.Event
+			if d.DataFrom != 0 {
+				// The data stays where it is stored already: the message in its inbox row.
+				head := *ev
+				head.Data, ev = nil, &head
+			}
 			// json.Marshal's bytes (HTML escaped), without its copies of a large result.
-			b, err := api.EncodeEvent(&d.Event, true)
+			b, err := api.EncodeEvent(ev, true)
 			if err != nil {
 				return fmt.Errorf("enqueue sink delivery %d for %s: encode event: %w", i, d.Sink, err)
 			}
 			e = len(events)
 			index[eventID] = e
-			events = append(events, SinkEvent{ID: eventID, Body: b, Arg: c.d.JSON(b)})
+			events = append(events, SinkEvent{ID: eventID, Body: b, Arg: c.d.JSON(b), Inbox: d.DataFrom})
 		}
 		r.Sink, r.OrderKey, r.Event = c.d.text(d.Sink), c.d.text(d.OrderKey), e
 		r.Created, r.Next = d.CreatedAt, d.NextAttempt

@@ -4,10 +4,15 @@
 --
 -- events.body is the api.Event as JSON, as the first delivery of the event id held it (the
 -- queue keeps the first: an event id stands for one event, whatever sink it goes to).
+--
+-- An event whose data is a live message is stored without it (its body's "data" is null) and
+-- refers to the inbox row that holds the message (inbox_id, with the row's payload_at and
+-- payload_len): the message is stored once, for the session's messages and for every sink.
 CREATE TABLE events (
     id       INTEGER PRIMARY KEY,
     event_id TEXT    NOT NULL UNIQUE,
-    body     TEXT    NOT NULL
+    body     TEXT    NOT NULL,
+    inbox_id INTEGER           -- NULL: the data is in body
 ) STRICT;
 
 -- In the order of each event's first delivery, so that event ids follow queue order as new
@@ -62,3 +67,6 @@ CREATE INDEX sink_deliveries_dead ON sink_deliveries (failed_at DESC, id DESC) W
 
 -- The pruner takes delivered rows by delivered_at (0006).
 CREATE INDEX sink_deliveries_delivered ON sink_deliveries (delivered_at) WHERE status = 'delivered';
+
+-- The pruner keeps an inbox row while an event's data is in it.
+CREATE INDEX events_inbox ON events (inbox_id) WHERE inbox_id IS NOT NULL;
