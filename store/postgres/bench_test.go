@@ -83,12 +83,23 @@ func benchIngest(b *testing.B, replicas, clients int) {
 //	eval "$(scripts/pg.sh start)"
 //	go test -run '^$' -bench ApplyGroup -benchtime 20000x ./store/postgres/
 func BenchmarkApplyGroup(b *testing.B) {
+	for _, byRef := range []bool{false, true} {
+		b.Run(map[bool]string{false: "copy", true: "reference"}[byRef], func(b *testing.B) { benchApplyGroup(b, byRef) })
+	}
+}
+
+// benchApplyGroup appends each group's messages as copies row by row (AppendLiveMessage, the
+// rows of earlier versions) or by reference to their located messages in one statement
+// (AppendReceivedMessages).
+func benchApplyGroup(b *testing.B, byRef bool) {
 	s := open(b, newSchema(b))
 	var ids []int64
 	for start := 0; start < b.N; start += 256 {
 		var ds []store.Delivery
 		for i := start; i < min(start+256, b.N); i++ {
-			ds = append(ds, liveDelivery(fmt.Sprintf("bench-%d", i), fmt.Sprint("session-", i%16)))
+			d := liveDelivery(fmt.Sprintf("bench-%d", i), fmt.Sprint("session-", i%16))
+			d.Message, d.MessageAt = store.Span{Len: len(d.Body)}, d.ReceivedAt
+			ds = append(ds, d)
 		}
 		res, err := s.Ingest(b.Context(), ds)
 		if err != nil {
@@ -103,6 +114,9 @@ func BenchmarkApplyGroup(b *testing.B) {
 	for start := 0; start < len(ids); start += 64 {
 		group := ids[start:min(start+64, len(ids))]
 		if err := s.ApplyGroup(b.Context(), group, func(ctx context.Context, tx store.Tx, marked []int64) error {
+			if byRef {
+				return tx.AppendReceivedMessages(ctx, marked)
+			}
 			for _, id := range marked {
 				if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{SessionID: fmt.Sprint("session-", id%16),
 					InboxID: id, Payload: []byte(`{"type":"transcript"}`)}); err != nil {
