@@ -19,7 +19,8 @@ import (
 // Events are inserted in event id order, and the rows in (event id, sink) order, for the reason
 // Ingest gives: two transactions queueing the same events never wait for each other in a cycle.
 // An event another transaction has inserted but not committed makes the insert wait for it;
-// the look-up that follows, a statement of its own, then sees it. Ids of the rows, which order
+// the look-up that follows, a statement of its own, then sees it, and locks it against the
+// pruner (there is no foreign key, whose check would cost a query per row). Ids of the rows, which order
 // the deliveries of a key, are reserved in the caller's order. One array per column, as in
 // Ingest: one statement text whatever the batch size.
 func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, events []sqlcore.SinkEvent, all []sqlcore.SinkRow) error {
@@ -106,7 +107,11 @@ func eventIDs(ctx context.Context, q sqlcore.Querier, events []sqlcore.SinkEvent
 				missing = append(missing, k)
 			}
 		}
-		rows, err := q.QueryContext(ctx, `SELECT event_id, id FROM events WHERE event_id = ANY($1)`, missing)
+		// Locked until the transaction ends: the pruner, which locks an event FOR UPDATE before
+		// it checks that no delivery refers to it, waits for this one's deliveries and then
+		// sees them; or it deleted the event first, and the look-up does not find it.
+		rows, err := q.QueryContext(ctx, `SELECT event_id, id FROM events WHERE event_id = ANY($1)
+			ORDER BY event_id FOR KEY SHARE`, missing)
 		if err != nil {
 			return nil, fmt.Errorf("find events: %w", err)
 		}

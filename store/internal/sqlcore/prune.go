@@ -99,11 +99,12 @@ func pruneStatements(d Dialect, q *[NumStmts]string) {
 	}
 	// The events of a batch of deliveries that no delivery refers to any more. Where rows are
 	// locked one by one (PostgreSQL), the events are locked first, in id order, and checked by
-	// a statement of their own, which sees what committed meanwhile: a delivery another
-	// transaction queues for one of them holds its key share lock (the foreign key's check)
-	// until it commits, so the check waits and then sees it, or the delivery waits and then
-	// fails on the deleted event; and of two pruners deleting the last two deliveries of an
-	// event, the second to lock it sees the first's deletes.
+	// a statement of their own, which sees what committed meanwhile: a transaction queueing a
+	// delivery for one of them holds a key share lock on it (the queue's look-up of an event
+	// already stored) until it commits, so the check waits and then sees the delivery, or the
+	// look-up waits and then does not find the event (the queueing fails, and is retried); and
+	// of two pruners deleting the last two deliveries of an event, the second to lock it sees
+	// the first's deletes.
 	if d.IDs != "" {
 		if d.ForUpdate != "" {
 			q[StPruneEventsLock] = `SELECT id FROM events WHERE id IN (` + d.IDs + `) ORDER BY id` + d.ForUpdate
