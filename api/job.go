@@ -57,8 +57,11 @@ type Job struct {
 	// RequestParams holds a PreRecordedRequest or a LiveRequest depending on Kind; it stays raw
 	// so that it round-trips exactly. Use PreRecordedParams or LiveParams to read it.
 	RequestParams json.RawMessage `json:"request_params"`
-	Result        *Result         `json:"result,omitempty"`
-	Extra         Extra           `json:"-"`
+	// Result is the job's result as the service sent it, kept raw so that a record stored,
+	// served and put in an event carries it byte for byte; nil when there is none (null reads
+	// as none). DecodeResult decodes it.
+	Result json.RawMessage `json:"result,omitempty"`
+	Extra  Extra           `json:"-"`
 }
 
 // UnmarshalJSON decodes a record and redacts its callback URLs (RedactRequestParams): every
@@ -69,17 +72,49 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	if err := decodeKeeping(b, (*plain)(j), &j.Extra); err != nil {
 		return err
 	}
+	if isNull(j.Result) {
+		j.Result = nil
+	}
 	j.RequestParams = RedactRequestParams(j.RequestParams)
 	return nil
 }
 
-func (j Job) MarshalJSON() ([]byte, error) {
-	n := 1024
-	if j.Result != nil {
-		n += j.Result.sizeHint()
+// UnmarshalJobInPlace is json.Unmarshal(b, j) for bytes the caller owns and never changes
+// again (a record read from the store): j.Result is then a slice of b rather than a copy of
+// it, which for a 2-hour result is megabytes.
+func UnmarshalJobInPlace(b []byte, j *Job) error {
+	type plain Job
+	var v struct {
+		*plain
+		Result inPlace `json:"result"`
 	}
-	return appendJob(make([]byte, 0, n), &j) // fastencode.go
+	v.plain = (*plain)(j)
+	if err := decodeKeeping(b, &v, &j.Extra); err != nil {
+		return err
+	}
+	j.Result = json.RawMessage(v.Result)
+	if isNull(j.Result) {
+		j.Result = nil
+	}
+	j.RequestParams = RedactRequestParams(j.RequestParams)
+	return nil
 }
+
+// inPlace keeps the bytes encoding/json hands its UnmarshalJSON, a slice of the decoded
+// text, capped so that an append copies.
+type inPlace []byte
+
+func (p *inPlace) UnmarshalJSON(b []byte) error {
+	*p = b[:len(b):len(b)]
+	return nil
+}
+
+// MarshalJSON writes the record as AppendJob does (json.Marshal, which calls it, then compacts
+// and escapes what it returns).
+func (j Job) MarshalJSON() ([]byte, error) { return AppendJob(nil, &j, true) }
+
+// DecodeResult decodes the job's result; nil when it has none.
+func (j *Job) DecodeResult() (*Result, error) { return DecodeResult(j.Result) }
 
 // PreRecordedParams decodes request_params of a pre-recorded job; nil when null.
 func (j *Job) PreRecordedParams() (*PreRecordedRequest, error) {

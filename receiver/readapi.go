@@ -169,30 +169,28 @@ func (r *Receiver) storedJob(c *fiber.Ctx, id string) (rec store.JobRecord, arts
 }
 
 // JobJSON writes the job exactly as the service would and appends "local" as its last member,
-// so that the service's members keep their order and unknown members survive.
+// so that the service's members keep their order and unknown members survive. The record is
+// assembled from the bytes held (api.AppendJob): its result goes out byte for byte as the
+// service sent it, into one buffer of about the final size.
 func JobJSON(j api.Job, local LocalView) (json.RawMessage, error) {
 	if _, clash := j.Extra["local"]; clash {
 		j.Extra = maps.Clone(j.Extra)
 		delete(j.Extra, "local")
 	}
-	jb, err := json.Marshal(j)
-	if err != nil {
-		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
-	}
 	lb, err := json.Marshal(local)
 	if err != nil {
 		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
-	jb = bytes.TrimSpace(jb)
-	if len(jb) < 2 || jb[0] != '{' || jb[len(jb)-1] != '}' {
-		return nil, fmt.Errorf("encode job %s: not an object", j.ID)
+	size := 4096 + len(j.Result) + len(j.RequestParams) + len(j.CustomMetadata) + len(j.PostSessionMetadata) + len(lb)
+	for k, v := range j.Extra {
+		size += len(k) + len(v) + 4
 	}
-	out := make([]byte, 0, len(jb)+len(lb)+16)
-	out = append(out, jb[:len(jb)-1]...)
-	if len(bytes.TrimSpace(jb[1:len(jb)-1])) > 0 {
-		out = append(out, ',')
+	out, err := api.AppendJob(make([]byte, 0, size), &j, true)
+	if err != nil {
+		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
-	out = append(out, `"local":`...)
+	out = out[:len(out)-1] // the record's closing brace; it has members (id at least)
+	out = append(out, `,"local":`...)
 	out = append(out, lb...)
 	return append(out, '}'), nil
 }
