@@ -113,3 +113,45 @@ func marshal(v any, escapeHTML bool) ([]byte, error) {
 	}
 	return plainjson.Marshal(v)
 }
+
+// EventHead is the part of EncodeEvent(ev, false) before the event's data, when that data is
+// valid JSON and compact already (as an event read back from the store holds it): the event
+// is then head, ev.Data and "}", byte for byte, and a sink sends or writes it from those
+// pieces without copying its data. ok is false otherwise (use EncodeEvent).
+func EventHead(ev *Event) (head []byte, ok bool) {
+	const tail = `null}`
+	if len(ev.Data) == 0 || !compactJSON(ev.Data) || !json.Valid(ev.Data) {
+		return nil, false
+	}
+	h := *ev
+	h.Data = nil
+	b, err := plainjson.Marshal(h)
+	if err != nil || !bytes.HasSuffix(b, []byte(`"data":`+tail)) {
+		return nil, false
+	}
+	return b[:len(b)-len(tail)], true
+}
+
+// compactJSON reports whether b has no white space outside its strings (b being JSON, that is
+// what json.Compact would remove).
+func compactJSON(b []byte) bool {
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return true
+}

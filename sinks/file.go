@@ -169,14 +169,14 @@ func (s *FileSink) prepare(ev api.Event) ([]artifact, error) {
 		files[i].name = filepath.Join(jobDir, files[i].name)
 	}
 
-	body, err := eventJSON(ev)
+	body, err := bodyOf(ev)
 	if err != nil {
 		return nil, &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
 	}
 	if err := atomicfile.MkdirAll(filepath.Join(jobDir, eventsDir)); err != nil {
 		return nil, err
 	}
-	event := artifact{filepath.Join(jobDir, eventsDir, EventFileName(ev)), func(w io.Writer) error { return writeIndented(w, body) }}
+	event := artifact{filepath.Join(jobDir, eventsDir, EventFileName(ev)), func(w io.Writer) error { return writeIndented(w, body...) }}
 	return append(files, event), nil
 }
 
