@@ -153,9 +153,18 @@ func preRecordedResult(seed uint64, jobID string, audio time.Duration, wordCount
 
 // preRecordedCallbacks generates n job success callbacks of one shape, each for its own job.
 func preRecordedCallbacks(seed uint64, n int, shape string) ([]callback, error) {
+	return preRecordedWords(seed, n, shape, 0)
+}
+
+// preRecordedWords is preRecordedCallbacks with words words per result (0: the shape's), the
+// audio as long as the shape's pace makes it (a 2-hour result has 20,000 words).
+func preRecordedWords(seed uint64, n int, shape string, words int) ([]callback, error) {
 	audio, count := time.Minute, 150
 	if shape == shapePre2h {
 		audio, count = 2*time.Hour, 20000
+	}
+	if words > 0 {
+		audio, count = time.Duration(int64(audio)*int64(words)/int64(count)), words
 	}
 	out := make([]callback, 0, n)
 	for i := 0; i < n; i++ {
