@@ -114,6 +114,8 @@ type runSpec struct {
 	Warm  callSpec // the warm-up calls, from the seed plus warmSeed; none when Shape is empty
 	Hook  bool     // the webhook sink's target, the tool's receiver
 	Words int      // words of each measured pre-recorded result; 0: the shape's
+	// Unknown adds members scribehook does not know to the words of the measured results.
+	Unknown bool
 }
 
 // rig is a run's set-up: its work directory, the serve binary, its calls, and what it started.
@@ -146,8 +148,8 @@ func (c *common) setUp(spec runSpec) (_ *rig, err error) {
 		return nil, err
 	}
 	if spec.Calls.Shape != "" {
-		if spec.Words > 0 {
-			r.calls, err = preRecordedWords(c.seed, spec.Calls.N, spec.Calls.Shape, spec.Words)
+		if spec.Words > 0 || spec.Unknown {
+			r.calls, err = preRecordedWords(c.seed, spec.Calls.N, spec.Calls.Shape, spec.Words, spec.Unknown)
 		} else {
 			r.calls, err = makeCallbacks(c.seed, spec.Calls.Shape, spec.Calls.N, spec.Calls.Sessions)
 		}
