@@ -32,3 +32,29 @@ func TestJobJSONKeepsTheStoredBytes(t *testing.T) {
 		t.Errorf("served\n%s\nwant\n%s", got, want)
 	}
 }
+
+// GET /v1/jobs writes its items as GET /v1/jobs/{id} writes a record (without local): results
+// byte for byte, in the service's page envelope.
+func TestPageJSONKeepsTheStoredBytes(t *testing.T) {
+	const result = `{"transcription": {"full_transcript":"a < b"}, "new":[1, 2]}`
+	stored := `{"id":"job-1","request_id":"","version":2,"status":"done","created_at":"2026-01-02T03:04:05.000Z",` +
+		`"kind":"pre-recorded","file":null,"request_params":null,"result":` + result + `}`
+	var j api.Job
+	if err := api.UnmarshalJobInPlace([]byte(stored), &j); err != nil {
+		t.Fatal(err)
+	}
+	next := "https://x/v1/jobs?offset=2"
+	page := api.Page{First: "https://x/v1/jobs", Current: "https://x/v1/jobs?offset=1", Next: &next}
+	got, err := pageJSON(page, []store.JobRecord{{Job: j}, {Job: j}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"first":"https://x/v1/jobs","current":"https://x/v1/jobs?offset=1","next":"https://x/v1/jobs?offset=2","items":[` +
+		stored + `,` + stored + `]}`
+	if string(got) != want {
+		t.Errorf("page\n%s\nwant\n%s", got, want)
+	}
+	if got, err := pageJSON(api.Page{}, nil); err != nil || string(got) != `{"first":"","current":"","next":null,"items":[]}` {
+		t.Errorf("empty page %s, %v", got, err)
+	}
+}
