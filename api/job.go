@@ -199,23 +199,14 @@ const (
 func LiveEvent(t MessageType) string { return "live." + string(t) }
 
 // JobCallback is the body of a pre-recorded job's callback: Payload on success, Error on error.
+// The sandbox writes it; scribehook reads a callback through a view of its own (the payload
+// kept raw), so it keeps no unknown members.
 type JobCallback struct {
 	ID             string          `json:"id"`
 	Event          string          `json:"event"`
 	Payload        *Result         `json:"payload,omitempty"`
 	Error          *CallbackError  `json:"error,omitempty"`
 	CustomMetadata json.RawMessage `json:"custom_metadata,omitempty"`
-	Extra          Extra           `json:"-"`
-}
-
-func (c *JobCallback) UnmarshalJSON(b []byte) error {
-	type plain JobCallback
-	return decodeKeeping(b, (*plain)(c), &c.Extra)
-}
-
-func (c JobCallback) MarshalJSON() ([]byte, error) {
-	type plain JobCallback
-	return encodeKeeping(plain(c), c.Extra)
 }
 
 // CallbackError is the error of a failed job's callback.
