@@ -57,7 +57,11 @@ func ExampleKit_RunServer() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("transcript:", rec.Job.Result.Transcription.FullTranscript)
+	result, err := rec.Job.DecodeResult()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("transcript:", result.Transcription.FullTranscript)
 	stop()
 	fmt.Println("stopped:", <-stopped)
 	// Output:

@@ -66,7 +66,8 @@ func ExampleWithEventHandler() {
 	select {
 	case job := <-succeeded:
 		fmt.Println("succeeded:", job.ID == id, job.Status)
-		first := job.Result.Transcription.Utterances[0]
+		result, _ := job.DecodeResult()
+		first := result.Transcription.Utterances[0]
 		fmt.Printf("first utterance: %q at %.1f s\n", first.Text, first.Start)
 	case <-time.After(time.Minute):
 		fmt.Println("no job.succeeded within a minute")
@@ -115,7 +116,11 @@ func ExampleWaitJob() {
 	}
 	fmt.Println("status:", rec.Job.Status)
 	fmt.Println("created by:", rec.Local.Source, "metadata:", string(rec.Job.CustomMetadata))
-	fmt.Println("transcript:", rec.Job.Result.Transcription.FullTranscript)
+	result, err := rec.Job.DecodeResult()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("transcript:", result.Transcription.FullTranscript)
 	// Output:
 	// status: done
 	// created by: submit metadata: {"team":"docs"}

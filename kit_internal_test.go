@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
@@ -131,7 +132,7 @@ func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
 			Func: JobSucceeded(func(_ context.Context, _ api.Event, job api.Job) error {
 				mu.Lock()
 				defer mu.Unlock()
-				succeeded = append(succeeded, job.Result.Transcription.Utterances[0].Text)
+				succeeded = append(succeeded, apitest.MustResult(&job).Transcription.Utterances[0].Text)
 				return nil
 			})}),
 		WithEventHandler(EventHandler{Name: "finals", Filter: FinalTranscripts(), Ordered: true,

@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"unicode"
 )
 
 // Extra holds the members of a JSON object that this model does not know. The service adds
-// fields over time; a result decoded and encoded again by scribehook must keep them, so every
-// object type of the wire model carries an Extra and round-trips it.
+// fields over time; an object scribehook decodes and encodes again (a job record's top level,
+// a request's parameters) must keep them, so those types carry an Extra and round-trip it. A
+// result is never re-encoded (it stays raw, Job.Result), so its types carry none.
 type Extra map[string]json.RawMessage
 
 // knownFields caches, per struct type, the JSON member names its fields claim, folded.
@@ -140,5 +142,48 @@ func encodeKeeping(v any, extra Extra) ([]byte, error) {
 	if len(b) < 2 || b[0] != '{' {
 		return nil, fmt.Errorf("encode %T: not an object", v)
 	}
-	return appendExtras(b, 0, extra, fieldNames(reflect.TypeOf(v)), false) // fastencode.go
+	return appendExtras(b, 0, extra, fieldNames(reflect.TypeOf(v)))
+}
+
+// extraSize is about what appendExtras adds for extra.
+func extraSize(extra Extra) int {
+	n := 0
+	for k, v := range extra {
+		n += len(k) + len(v) + 4
+	}
+	return n
+}
+
+// appendExtras adds to the object dst[start:] (which ends with '}') the members of extra that
+// known does not claim, sorted by name, a value missing as null, each as it came:
+// encodeKeeping's order.
+func appendExtras(dst []byte, start int, extra Extra, known map[string]struct{}) ([]byte, error) {
+	if len(extra) == 0 {
+		return dst, nil
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		if !isKnown(known, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return dst, nil
+	}
+	sort.Strings(keys)
+	dst = dst[:len(dst)-1]
+	for _, k := range keys {
+		if len(dst) > start+1 {
+			dst = append(dst, ',')
+		}
+		kb, _ := json.Marshal(k)
+		dst = append(dst, kb...)
+		dst = append(dst, ':')
+		raw := extra[k]
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
+		dst = append(dst, raw...)
+	}
+	return append(dst, '}'), nil
 }

@@ -273,11 +273,12 @@ func FuzzClassifyCallback(f *testing.F) {
 
 func FuzzLiveMessage(f *testing.F) {
 	seedJobs(f, func(j *api.Job) [][]byte {
-		if j.Result == nil {
+		r, err := j.DecodeResult()
+		if err != nil || r == nil {
 			return nil
 		}
 		var out [][]byte
-		for _, m := range j.Result.Messages {
+		for _, m := range r.Messages {
 			out = append(out, []byte(m))
 		}
 		return out

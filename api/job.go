@@ -57,8 +57,11 @@ type Job struct {
 	// RequestParams holds a PreRecordedRequest or a LiveRequest depending on Kind; it stays raw
 	// so that it round-trips exactly. Use PreRecordedParams or LiveParams to read it.
 	RequestParams json.RawMessage `json:"request_params"`
-	Result        *Result         `json:"result,omitempty"`
-	Extra         Extra           `json:"-"`
+	// Result is the job's result as the service sent it, kept raw so that a record stored,
+	// served and put in an event carries it byte for byte; nil when there is none (null reads
+	// as none). DecodeResult decodes it.
+	Result json.RawMessage `json:"result,omitempty"`
+	Extra  Extra           `json:"-"`
 }
 
 // UnmarshalJSON decodes a record and redacts its callback URLs (RedactRequestParams): every
@@ -69,17 +72,49 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	if err := decodeKeeping(b, (*plain)(j), &j.Extra); err != nil {
 		return err
 	}
+	if isNull(j.Result) {
+		j.Result = nil
+	}
 	j.RequestParams = RedactRequestParams(j.RequestParams)
 	return nil
 }
 
-func (j Job) MarshalJSON() ([]byte, error) {
-	n := 1024
-	if j.Result != nil {
-		n += j.Result.sizeHint()
+// UnmarshalJobInPlace is json.Unmarshal(b, j) for bytes the caller owns and never changes
+// again (a record read from the store): j.Result is then a slice of b rather than a copy of
+// it, which for a 2-hour result is megabytes.
+func UnmarshalJobInPlace(b []byte, j *Job) error {
+	type plain Job
+	var v struct {
+		*plain
+		Result inPlace `json:"result"`
 	}
-	return appendJob(make([]byte, 0, n), &j) // fastencode.go
+	v.plain = (*plain)(j)
+	if err := decodeKeeping(b, &v, &j.Extra); err != nil {
+		return err
+	}
+	j.Result = json.RawMessage(v.Result)
+	if isNull(j.Result) {
+		j.Result = nil
+	}
+	j.RequestParams = RedactRequestParams(j.RequestParams)
+	return nil
 }
+
+// inPlace keeps the bytes encoding/json hands its UnmarshalJSON, a slice of the decoded
+// text, capped so that an append copies.
+type inPlace []byte
+
+func (p *inPlace) UnmarshalJSON(b []byte) error {
+	*p = b[:len(b):len(b)]
+	return nil
+}
+
+// MarshalJSON writes the record as AppendJob does (json.Marshal, which calls it, then compacts
+// and escapes what it returns).
+func (j Job) MarshalJSON() ([]byte, error) { return AppendJob(nil, &j, true) }
+
+// DecodeResult decodes the job's result; nil when it has none.
+func (j *Job) DecodeResult() (*Result, error) { return DecodeResult(j.Result) }
 
 // PreRecordedParams decodes request_params of a pre-recorded job; nil when null.
 func (j *Job) PreRecordedParams() (*PreRecordedRequest, error) {
@@ -164,23 +199,14 @@ const (
 func LiveEvent(t MessageType) string { return "live." + string(t) }
 
 // JobCallback is the body of a pre-recorded job's callback: Payload on success, Error on error.
+// The sandbox writes it; scribehook reads a callback through a view of its own (the payload
+// kept raw), so it keeps no unknown members.
 type JobCallback struct {
 	ID             string          `json:"id"`
 	Event          string          `json:"event"`
 	Payload        *Result         `json:"payload,omitempty"`
 	Error          *CallbackError  `json:"error,omitempty"`
 	CustomMetadata json.RawMessage `json:"custom_metadata,omitempty"`
-	Extra          Extra           `json:"-"`
-}
-
-func (c *JobCallback) UnmarshalJSON(b []byte) error {
-	type plain JobCallback
-	return decodeKeeping(b, (*plain)(c), &c.Extra)
-}
-
-func (c JobCallback) MarshalJSON() ([]byte, error) {
-	type plain JobCallback
-	return encodeKeeping(plain(c), c.Extra)
 }
 
 // CallbackError is the error of a failed job's callback.

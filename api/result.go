@@ -4,35 +4,17 @@ import (
 	"encoding/json"
 )
 
+// The result types below are the service's result as the sandbox writes it and as a user
+// decodes it (Job.DecodeResult). scribehook itself keeps a result as the raw JSON the service
+// sent (Job.Result) and decodes only the parts it reads, so these types keep no unknown
+// members: nothing re-encodes a received result from them.
+
 // Word is one recognised word; times are seconds from the start of the audio.
 type Word struct {
 	Word       string  `json:"word"`
 	Start      float64 `json:"start"`
 	End        float64 `json:"end"`
 	Confidence float64 `json:"confidence"`
-	Extra      Extra   `json:"-"`
-}
-
-func (w *Word) UnmarshalJSON(b []byte) error {
-	if decodeWordFast(b, w) {
-		return nil
-	}
-	type plain Word
-	return decodeKeeping(b, (*plain)(w), &w.Extra)
-}
-
-func (w Word) MarshalJSON() ([]byte, error) {
-	if len(w.Extra) == 0 {
-		return appendWord(nil, &w) // fastencode.go
-	}
-	return w.encodeGeneral()
-}
-
-// encodeGeneral is the encoding appendWord writes by hand where it can: encodeKeeping of the
-// fields.
-func (w *Word) encodeGeneral() ([]byte, error) {
-	type plain Word
-	return encodeKeeping(plain(*w), w.Extra)
 }
 
 // Utterance is a stretch of speech by one speaker on one channel.
@@ -45,33 +27,15 @@ type Utterance struct {
 	Text       string  `json:"text"`
 	Language   string  `json:"language,omitempty"`
 	Speaker    *int    `json:"speaker,omitempty"`
-	Extra      Extra   `json:"-"`
 }
 
-func (u *Utterance) UnmarshalJSON(b []byte) error {
-	if decodeUtteranceFast(b, u) {
-		return nil
-	}
-	type plain Utterance
-	return decodeKeeping(b, (*plain)(u), &u.Extra)
-}
-
+// MarshalJSON writes words as [] when there are none, as the service does.
 func (u Utterance) MarshalJSON() ([]byte, error) {
-	if len(u.Extra) == 0 {
-		return appendUtterance(nil, &u) // fastencode.go
-	}
-	return u.encodeGeneral()
-}
-
-// encodeGeneral is the encoding appendUtterance writes by hand where it can: encodeKeeping of
-// the fields, words as [] when nil.
-func (u *Utterance) encodeGeneral() ([]byte, error) {
 	type plain Utterance
-	p := plain(*u)
-	if p.Words == nil {
-		p.Words = []Word{}
+	if u.Words == nil {
+		u.Words = []Word{}
 	}
-	return encodeKeeping(p, u.Extra)
+	return json.Marshal(plain(u))
 }
 
 // AddonError is the error object of an add-on, a translation entry or a sentence envelope.
@@ -79,17 +43,6 @@ type AddonError struct {
 	StatusCode int    `json:"status_code"`
 	Exception  string `json:"exception"`
 	Message    string `json:"message"`
-	Extra      Extra  `json:"-"`
-}
-
-func (e *AddonError) UnmarshalJSON(b []byte) error {
-	type plain AddonError
-	return decodeKeeping(b, (*plain)(e), &e.Extra)
-}
-
-func (e AddonError) MarshalJSON() ([]byte, error) {
-	type plain AddonError
-	return encodeKeeping(plain(e), e.Extra)
 }
 
 // Addon is the envelope of every add-on result; T is the shape of its results field.
@@ -99,17 +52,6 @@ type Addon[T any] struct {
 	ExecTime float64     `json:"exec_time"`
 	Error    *AddonError `json:"error"`
 	Results  T           `json:"results"`
-	Extra    Extra       `json:"-"`
-}
-
-func (a *Addon[T]) UnmarshalJSON(b []byte) error {
-	type plain Addon[T]
-	return decodeKeeping(b, (*plain)(a), &a.Extra)
-}
-
-func (a Addon[T]) MarshalJSON() ([]byte, error) {
-	type plain Addon[T]
-	return encodeKeeping(plain(a), a.Extra)
 }
 
 // EntityAddon is the named_entity_recognition envelope, whose payload field is entity.
@@ -119,34 +61,12 @@ type EntityAddon struct {
 	ExecTime float64     `json:"exec_time"`
 	Error    *AddonError `json:"error"`
 	Entity   string      `json:"entity"`
-	Extra    Extra       `json:"-"`
-}
-
-func (a *EntityAddon) UnmarshalJSON(b []byte) error {
-	type plain EntityAddon
-	return decodeKeeping(b, (*plain)(a), &a.Extra)
-}
-
-func (a EntityAddon) MarshalJSON() ([]byte, error) {
-	type plain EntityAddon
-	return encodeKeeping(plain(a), a.Extra)
 }
 
 // Subtitle is one rendered subtitle file.
 type Subtitle struct {
 	Format    string `json:"format"`
 	Subtitles string `json:"subtitles"`
-	Extra     Extra  `json:"-"`
-}
-
-func (s *Subtitle) UnmarshalJSON(b []byte) error {
-	type plain Subtitle
-	return decodeKeeping(b, (*plain)(s), &s.Extra)
-}
-
-func (s Subtitle) MarshalJSON() ([]byte, error) {
-	type plain Subtitle
-	return encodeKeeping(plain(s), s.Extra)
 }
 
 // Metadata describes the processed audio; times in seconds.
@@ -155,17 +75,6 @@ type Metadata struct {
 	NumberOfDistinctChannels int     `json:"number_of_distinct_channels"`
 	BillingTime              float64 `json:"billing_time"`
 	TranscriptionTime        float64 `json:"transcription_time"`
-	Extra                    Extra   `json:"-"`
-}
-
-func (m *Metadata) UnmarshalJSON(b []byte) error {
-	type plain Metadata
-	return decodeKeeping(b, (*plain)(m), &m.Extra)
-}
-
-func (m Metadata) MarshalJSON() ([]byte, error) {
-	type plain Metadata
-	return encodeKeeping(plain(m), m.Extra)
 }
 
 // Transcription is the transcript of a job (and the post_transcript of a live session).
@@ -175,36 +84,18 @@ type Transcription struct {
 	Utterances     []Utterance       `json:"utterances"`
 	Sentences      []Addon[[]string] `json:"sentences,omitzero"`
 	Subtitles      []Subtitle        `json:"subtitles,omitzero"`
-	Extra          Extra             `json:"-"`
 }
 
-func (t *Transcription) UnmarshalJSON(b []byte) error {
-	if decodeTranscriptionFast(b, t) {
-		return nil
-	}
-	type plain Transcription
-	return decodeKeeping(b, (*plain)(t), &t.Extra)
-}
-
+// MarshalJSON writes languages and utterances as [] when there are none, as the service does.
 func (t Transcription) MarshalJSON() ([]byte, error) {
-	if len(t.Extra) == 0 {
-		return appendTranscription(make([]byte, 0, t.sizeHint()), &t) // fastencode.go
-	}
-	return t.encodeGeneral()
-}
-
-// encodeGeneral is the encoding appendTranscription writes by hand where it can: encodeKeeping
-// of the fields, languages and utterances as [] when nil.
-func (t *Transcription) encodeGeneral() ([]byte, error) {
 	type plain Transcription
-	p := plain(*t)
-	if p.Languages == nil {
-		p.Languages = []string{}
+	if t.Languages == nil {
+		t.Languages = []string{}
 	}
-	if p.Utterances == nil {
-		p.Utterances = []Utterance{}
+	if t.Utterances == nil {
+		t.Utterances = []Utterance{}
 	}
-	return encodeKeeping(p, t.Extra)
+	return json.Marshal(plain(t))
 }
 
 // TranslationResult is one target language of the translation add-on.
@@ -215,34 +106,12 @@ type TranslationResult struct {
 	Utterances     []Utterance       `json:"utterances"`
 	Sentences      []Addon[[]string] `json:"sentences,omitzero"`
 	Subtitles      []Subtitle        `json:"subtitles,omitzero"`
-	Extra          Extra             `json:"-"`
-}
-
-func (t *TranslationResult) UnmarshalJSON(b []byte) error {
-	type plain TranslationResult
-	return decodeKeeping(b, (*plain)(t), &t.Extra)
-}
-
-func (t TranslationResult) MarshalJSON() ([]byte, error) {
-	type plain TranslationResult
-	return encodeKeeping(plain(t), t.Extra)
 }
 
 // PromptResponse is one audio_to_llm answer.
 type PromptResponse struct {
 	Prompt   string `json:"prompt"`
 	Response string `json:"response"`
-	Extra    Extra  `json:"-"`
-}
-
-func (p *PromptResponse) UnmarshalJSON(b []byte) error {
-	type plain PromptResponse
-	return decodeKeeping(b, (*plain)(p), &p.Extra)
-}
-
-func (p PromptResponse) MarshalJSON() ([]byte, error) {
-	type plain PromptResponse
-	return encodeKeeping(plain(p), p.Extra)
 }
 
 // Result is the result of a job: every field of the pre-recorded result, plus messages for a
@@ -264,17 +133,43 @@ type Result struct {
 	Chapterization           *Addon[json.RawMessage]         `json:"chapterization,omitempty"`
 	Diarization              *Addon[[]Utterance]             `json:"diarization,omitempty"`
 	Messages                 []string                        `json:"messages,omitzero"`
-	Extra                    Extra                           `json:"-"`
 }
 
-func (r *Result) UnmarshalJSON(b []byte) error {
-	if decodeResultFast(b, r) {
+// RawResult encodes r as a job record's result (Job.Result); nil for a nil r.
+func RawResult(r *Result) json.RawMessage {
+	if r == nil {
 		return nil
 	}
-	type plain Result
-	return decodeKeeping(b, (*plain)(r), &r.Extra)
+	b, err := json.Marshal(r)
+	if err != nil {
+		// Only a NaN or an infinite time fails, which no result holds.
+		panic("api: encode result: " + err.Error())
+	}
+	return b
 }
 
-func (r Result) MarshalJSON() ([]byte, error) {
-	return appendResult(make([]byte, 0, r.sizeHint()), &r, false) // fastencode.go
+// DecodeResult decodes a raw result (Job.Result, a callback's payload); nil for none or null.
+func DecodeResult(raw json.RawMessage) (*Result, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	r := new(Result)
+	if err := json.Unmarshal(raw, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// TranscriptLanguage is the first language of a raw result's transcription, "" when it has
+// none or does not decode; only that member is decoded.
+func TranscriptLanguage(raw json.RawMessage) string {
+	var v struct {
+		Transcription *struct {
+			Languages []string `json:"languages"`
+		} `json:"transcription"`
+	}
+	if isNull(raw) || json.Unmarshal(raw, &v) != nil || v.Transcription == nil || len(v.Transcription.Languages) == 0 {
+		return ""
+	}
+	return v.Transcription.Languages[0]
 }

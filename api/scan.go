@@ -259,3 +259,55 @@ func hasUnknownMember(obj []byte, known map[string]struct{}) bool {
 	}
 	return m.bad
 }
+
+// plainString reads the JSON string at b[i] when it has no escape and no control character,
+// returning its bytes (not yet checked for UTF-8) and the index after it.
+func plainString(b []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return b[i+1 : j], j + 1, true
+		case c == '\\' || c < ' ':
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+// fastString reads the JSON string at b[i] as encoding/json decodes it into a string: a plain
+// string directly, one with escapes through encoding/json (escapes undone, invalid UTF-8
+// replaced). It reports false for anything that is not a string.
+func fastString(b []byte, i int) (string, int, bool) {
+	if s, next, ok := plainString(b, i); ok && utf8.Valid(s) {
+		return string(s), next, true
+	}
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	end := stringEnd(b, i)
+	if end < 0 {
+		return "", 0, false
+	}
+	var s string
+	if json.Unmarshal(b[i:end], &s) != nil {
+		return "", 0, false
+	}
+	return s, end, true
+}
+
+// stringValue decodes v, a whole value, as encoding/json decodes a string; false when v is not
+// exactly one string.
+func stringValue(v []byte) (string, bool) {
+	s, end, ok := fastString(v, 0)
+	return s, ok && end == len(v)
+}
+
+// plainStringValue returns the bytes of v when v is exactly one string without escapes or
+// control characters, in valid UTF-8: the bytes encoding/json decodes it to.
+func plainStringValue(v []byte) ([]byte, bool) {
+	s, next, ok := plainString(v, 0)
+	return s, ok && next == len(v) && utf8.Valid(s)
+}

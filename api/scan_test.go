@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -36,9 +35,8 @@ func referenceHasUnknown(t *testing.T, obj []byte, known map[string]struct{}) bo
 
 // keepingTypes are the alias types decodeKeeping is called with, for their known names.
 var keepingTypes = []reflect.Type{
-	reflect.TypeFor[Word](), reflect.TypeFor[Utterance](), reflect.TypeFor[LiveMessage](),
-	reflect.TypeFor[Job](), reflect.TypeFor[Result](), reflect.TypeFor[Transcription](),
-	reflect.TypeFor[PreRecordedRequest](), reflect.TypeFor[LiveRequest](), reflect.TypeFor[Addon[string]](),
+	reflect.TypeFor[LiveMessage](), reflect.TypeFor[Job](), reflect.TypeFor[File](),
+	reflect.TypeFor[PreRecordedRequest](), reflect.TypeFor[LiveRequest](),
 }
 
 var scanSeeds = []string{
@@ -57,8 +55,7 @@ var scanSeeds = []string{
 
 // FuzzDecodeKeeping checks the scans that spare decodeKeeping and classification a decoding
 // against the decodings they replace: the unknown-member scan against a map, lastMember
-// against a map, isFinalMember against a struct, and a word's fast decoding against the
-// general one, from an empty and from a filled word.
+// against a map, and isFinalMember against a struct.
 func FuzzDecodeKeeping(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add([]byte(s))
@@ -92,24 +89,6 @@ func FuzzDecodeKeeping(f *testing.F) {
 			_ = json.Unmarshal(trimmed, &d)
 			if got := isFinalMember(trimmed); got != d.IsFinal {
 				t.Fatalf("isFinalMember %v, decoding gives %v", got, d.IsFinal)
-			}
-		}
-
-		var probe Word
-		if decodeWordFast(data, &probe) && !json.Valid(data) {
-			t.Fatalf("fast word decoding accepted invalid JSON %q", data)
-		}
-		filled := Word{Word: "x", Start: 1, End: 2, Confidence: 3, Extra: Extra{"a": json.RawMessage(`1`)}}
-		for _, start := range []Word{{}, filled} {
-			got, want := start, start
-			if start.Extra != nil {
-				want.Extra = Extra{"a": start.Extra["a"]}
-			}
-			gotErr := got.UnmarshalJSON(data)
-			type plain Word
-			wantErr := decodeKeeping(data, (*plain)(&want), &want.Extra)
-			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
-				t.Fatalf("word from %+v: %+v, %v; the general decoding gives %+v, %v", start, got, gotErr, want, wantErr)
 			}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/internal/teststore"
@@ -112,7 +113,7 @@ func TestDeliveriesAfterFinalChangeNothing(t *testing.T) {
 			if rec.Job.Status != tc.status || rec.Local.ErrorMessage != tc.errMsg {
 				t.Errorf("status %s, error message %q", rec.Job.Status, rec.Local.ErrorMessage)
 			}
-			if tc.resultTxt != "" && (rec.Job.Result == nil || rec.Job.Result.Transcription.Utterances[0].Text != tc.resultTxt) {
+			if tc.resultTxt != "" && (len(rec.Job.Result) == 0 || apitest.MustResult(&rec.Job).Transcription.Utterances[0].Text != tc.resultTxt) {
 				t.Errorf("result %s, want %q", jsonOf(t, rec.Job.Result), tc.resultTxt)
 			}
 			q, err := s.Quarantined(context.Background(), 10)

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -95,7 +96,7 @@ func (p *Pipeline) wakeSinks(events []api.Event) {
 // subtitlesFor renders the subtitles of a job that has just succeeded: the service's record when
 // it could be read, else the callback's result with the request parameters scribehook recorded
 // when it submitted the job (its subtitles_config).
-func (p *Pipeline) subtitlesFor(ctx context.Context, id string, fetched *api.Job, result *api.Result) (*renderedSubtitles, error) {
+func (p *Pipeline) subtitlesFor(ctx context.Context, id string, fetched *api.Job, result json.RawMessage) (*renderedSubtitles, error) {
 	if p.cfg.Subtitles.Dir == "" {
 		return nil, nil
 	}

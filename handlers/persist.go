@@ -138,9 +138,9 @@ func (p *Pipeline) apply(ctx context.Context, row store.InboxRow, lr *liveRow) (
 }
 
 func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
-	var cb api.JobCallback
-	if err := json.Unmarshal(row.Body, &cb); err != nil {
-		return nil, fmt.Errorf("decode job callback: %w", err)
+	cb, err := decodeJobCallback(row.Body)
+	if err != nil {
+		return nil, err
 	}
 	// The callback lacks the record's own fields; the service's record is the truth when it
 	// can be read, the callback otherwise.
@@ -153,7 +153,7 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 	var subs *renderedSubtitles
 	if cb.Error == nil {
 		var err error
-		if subs, err = p.subtitlesFor(ctx, id, fetched, cb.Payload); err != nil {
+		if subs, err = p.subtitlesFor(ctx, id, fetched, json.RawMessage(cb.Payload)); err != nil {
 			return nil, err
 		}
 	}
@@ -173,16 +173,51 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 		rec.Local.Resolution = resolution
 		rec.Local.Final = row.Event
 		touch(&rec, row)
+		// One encoding of the record for the store and the job event: its result is the
+		// callback's bytes (or the service record's), spliced in, not re-encoded.
+		if rec.Encoded, err = api.EncodeJob(&rec.Job, false); err != nil {
+			return fmt.Errorf("encode job %s: %w", id, err)
+		}
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
-		*events = []api.Event{jobEvent(row, rec.Job)}
+		*events = []api.Event{encodedJobEvent(row, rec.Job, rec.Encoded)}
 		return p.outbox(ctx, tx, row, rec.Job, events, subs)
 	})
 }
 
+// jobCallback is what the pipeline reads of a pre-recorded job's callback (api.JobCallback's
+// members): its result stays the raw bytes of the stored body.
+type jobCallback struct {
+	Payload        inPlace            `json:"payload"`
+	Error          *api.CallbackError `json:"error"`
+	CustomMetadata json.RawMessage    `json:"custom_metadata"`
+}
+
+// decodeJobCallback decodes body (an inbox row's, which nothing changes afterwards): the
+// payload is left in it, a 2-hour result is not copied.
+func decodeJobCallback(body []byte) (jobCallback, error) {
+	var cb jobCallback
+	if err := json.Unmarshal(body, &cb); err != nil {
+		return cb, fmt.Errorf("decode job callback: %w", err)
+	}
+	if string(cb.Payload) == "null" {
+		cb.Payload = nil
+	}
+	return cb, nil
+}
+
+// inPlace keeps the bytes encoding/json hands its UnmarshalJSON: a slice of the decoded text,
+// capped so that an append copies.
+type inPlace []byte
+
+func (p *inPlace) UnmarshalJSON(b []byte) error {
+	*p = b[:len(b):len(b)]
+	return nil
+}
+
 // fromCallback fills a record from the callback alone.
-func fromCallback(j *api.Job, cb *api.JobCallback, received time.Time) {
+func fromCallback(j *api.Job, cb *jobCallback, received time.Time) {
 	if len(cb.CustomMetadata) > 0 {
 		j.CustomMetadata = cb.CustomMetadata
 	}
@@ -201,7 +236,7 @@ func fromCallback(j *api.Job, cb *api.JobCallback, received time.Time) {
 	}
 	j.Status = api.StatusDone
 	j.ErrorCode = nil
-	j.Result = cb.Payload
+	j.Result = json.RawMessage(cb.Payload)
 }
 
 func (p *Pipeline) applyLiveMessage(ctx context.Context, row store.InboxRow, lr *liveRow) ([]api.Event, error) {
@@ -325,7 +360,7 @@ func updateLiveRecord(j *api.Job, m *api.LiveMessage, received time.Time) {
 		var r api.Result
 		if m.DecodeData(&r) == nil {
 			r.Messages = nil
-			j.Result = &r
+			j.Result = api.RawResult(&r)
 		}
 	case api.MessageEndSession:
 		j.Status = api.StatusDone
@@ -449,7 +484,7 @@ func finalOf(rec store.JobRecord) string {
 	// with its outcome (a result, or an error code; an unresolved webhook has neither).
 	if rec.Job.Kind == api.KindPreRecorded && rec.Local.Deliveries > 0 {
 		switch {
-		case rec.Job.Status == api.StatusDone && rec.Job.Result != nil:
+		case rec.Job.Status == api.StatusDone && len(rec.Job.Result) > 0:
 			return api.EventTranscriptionSuccess
 		case rec.Job.Status == api.StatusError && rec.Job.ErrorCode != nil:
 			return api.EventTranscriptionError
@@ -620,7 +655,20 @@ func jobEvent(row store.InboxRow, j api.Job) api.Event {
 }
 
 func newEvent(row store.InboxRow, typ string, j api.Job) api.Event {
-	data, _ := api.EncodeJob(&j, false) // plainjson.Marshal(j)'s bytes
+	data, _ := api.EncodeJob(&j, false)
+	return eventOf(row, typ, j, data)
+}
+
+// encodedJobEvent is jobEvent of a record already encoded (api.EncodeJob).
+func encodedJobEvent(row store.InboxRow, j api.Job, data []byte) api.Event {
+	if j.Status == api.StatusError {
+		return eventOf(row, api.EventJobFailed, j, data)
+	}
+	return eventOf(row, api.EventJobSucceeded, j, data)
+}
+
+// eventOf is the event typ about job j, whose encoded record is data.
+func eventOf(row store.InboxRow, typ string, j api.Job, data []byte) api.Event {
 	return api.Event{
 		ID:             eventID(row.DedupeKey, typ),
 		Type:           typ,

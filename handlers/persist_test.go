@@ -27,7 +27,7 @@ func serviceJob(id string, kind api.JobKind, status api.JobStatus) api.Job {
 		File: &api.File{ID: "file-" + id, Filename: "a.wav", Source: "https://example.com/a.wav",
 			AudioDuration: 3.5, NumberOfChannels: 1},
 		RequestParams: json.RawMessage(`{"audio_url":"https://example.com/a.wav"}`),
-		Result:        &res,
+		Result:        api.RawResult(&res),
 	}
 	if status == api.StatusError {
 		code = 500
@@ -84,7 +84,7 @@ func TestJobCallbackResolution(t *testing.T) {
 		applyAll(t, s, r.p, jobError("job-e", 422, "audio could not be decoded"))
 		rec := getJob(t, s, "job-e")
 		if rec.Job.Status != api.StatusError || rec.Job.ErrorCode == nil || *rec.Job.ErrorCode != 422 ||
-			rec.Job.Result != nil || rec.Local.ErrorMessage != "audio could not be decoded" {
+			len(rec.Job.Result) > 0 || rec.Local.ErrorMessage != "audio could not be decoded" {
 			t.Errorf("record %s, local %+v", jsonOf(t, rec.Job), rec.Local)
 		}
 	})
@@ -104,7 +104,7 @@ func checkFromCallback(t *testing.T, rec store.JobRecord, result api.Result, cus
 	if j.ID == "" || j.Kind != api.KindPreRecorded || j.Status != api.StatusDone || j.Version != api.RecordVersion {
 		t.Errorf("record %s", jsonOf(t, j))
 	}
-	if j.Result == nil || jsonOf(t, j.Result) != jsonOf(t, result) {
+	if len(j.Result) == 0 || jsonOf(t, j.Result) != jsonOf(t, result) {
 		t.Errorf("result %s, want the callback's %s", jsonOf(t, j.Result), jsonOf(t, result))
 	}
 	if string(j.CustomMetadata) != customMetadata {
@@ -166,7 +166,7 @@ func TestThinWebhook(t *testing.T) {
 		evs.wait(t, "wh-n", api.EventJobCreated, 1)
 		applyAll(t, s, r.p, webhook(api.EventTranscriptionSuccess, "wh-n"))
 		rec := getJob(t, s, "wh-n")
-		if rec.Job.Status != api.StatusDone || rec.Job.Kind != api.KindPreRecorded || rec.Job.Result != nil {
+		if rec.Job.Status != api.StatusDone || rec.Job.Kind != api.KindPreRecorded || len(rec.Job.Result) > 0 {
 			t.Errorf("record %s", jsonOf(t, rec.Job))
 		}
 		if rec.Local.Source != "webhook" || rec.Local.Resolution != noKeyResolution || rec.Local.Deliveries != 2 {

@@ -403,7 +403,7 @@ func TestRecoveryProcessesRowsCommittedBeforeRun(t *testing.T) {
 	for sid, want := range msgs {
 		checkSession(t, s, sid, want, idOf)
 	}
-	if rec := getJob(t, s, "rec-job"); rec.Job.Status != api.StatusDone || rec.Job.Result == nil {
+	if rec := getJob(t, s, "rec-job"); rec.Job.Status != api.StatusDone || len(rec.Job.Result) == 0 {
 		t.Errorf("job after recovery: %+v", rec.Job)
 	}
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -40,7 +41,14 @@ type renderedSubtitles struct {
 // alone, so rendering the same job again (a retry after a crash) rewrites identical files.
 // It runs before the store transaction: rendering never holds the writer.
 func renderSubtitles(cfg SubtitleRendering, job *api.Job) (*renderedSubtitles, error) {
-	if cfg.Dir == "" || job.Result == nil || job.Result.Transcription == nil {
+	if cfg.Dir == "" || len(job.Result) == 0 {
+		return nil, nil
+	}
+	result, err := subtitleView(job.Result)
+	if err != nil {
+		return nil, fmt.Errorf("subtitles of job %s: decode result: %w", job.ID, err)
+	}
+	if result == nil || result.Transcription == nil {
 		return nil, nil
 	}
 	profile := cfg.Profile
@@ -53,7 +61,7 @@ func renderSubtitles(cfg SubtitleRendering, job *api.Job) (*renderedSubtitles, e
 			}
 		}
 	}
-	tracks, err := subtitles.FromResult(job.Result, profile)
+	tracks, err := subtitles.FromResult(result, profile)
 	if err != nil {
 		return nil, fmt.Errorf("subtitles of job %s: %w", job.ID, err)
 	}
@@ -87,10 +95,10 @@ func renderSubtitles(cfg SubtitleRendering, job *api.Job) (*renderedSubtitles, e
 	}
 	// The service's own rendering is kept beside ours: users compare, and some want exactly it.
 	lang := ""
-	if langs := job.Result.Transcription.Languages; len(langs) > 0 {
+	if langs := result.Transcription.Languages; len(langs) > 0 {
 		lang = langs[0]
 	}
-	for _, s := range job.Result.Transcription.Subtitles {
+	for _, s := range result.Transcription.Subtitles {
 		format := strings.ToLower(s.Format)
 		if format == "" || strings.ContainsAny(format, `/\.`) {
 			continue
@@ -123,4 +131,26 @@ func writeArtifact(path string, content []byte) error {
 		return fmt.Errorf("write artifact: %w", err)
 	}
 	return nil
+}
+
+// subtitleView decodes of a raw result what subtitles are made of: the transcription's
+// languages, utterances (with their words) and the service's own subtitles, and the
+// translations. The rest (the full transcript, the add-ons) is skipped, not decoded.
+func subtitleView(raw json.RawMessage) (*api.Result, error) {
+	var v struct {
+		Transcription *struct {
+			Languages  []string        `json:"languages"`
+			Utterances []api.Utterance `json:"utterances"`
+			Subtitles  []api.Subtitle  `json:"subtitles"`
+		} `json:"transcription"`
+		Translation *api.Addon[[]api.TranslationResult] `json:"translation"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	r := &api.Result{Translation: v.Translation}
+	if t := v.Transcription; t != nil {
+		r.Transcription = &api.Transcription{Languages: t.Languages, Utterances: t.Utterances, Subtitles: t.Subtitles}
+	}
+	return r, nil
 }

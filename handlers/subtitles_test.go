@@ -24,7 +24,7 @@ func TestRenderSubtitlesFolderPerJob(t *testing.T) {
 	ids := []string{"job.1", "job_1", "job/1", "job 1", "..", "d291007a-2bc5-46e7-a7a2-2fcb767af716"}
 	want := map[string][]byte{} // id → its SRT
 	for i, id := range ids {
-		job := &api.Job{ID: id, Kind: api.KindPreRecorded, Status: api.StatusDone, Result: apitest.Result(uint64(i+1), 20*time.Second, 30)}
+		job := &api.Job{ID: id, Kind: api.KindPreRecorded, Status: api.StatusDone, Result: api.RawResult(apitest.Result(uint64(i+1), 20*time.Second, 30))}
 		out, err := renderSubtitles(cfg, job)
 		if err != nil {
 			t.Fatalf("render job %q: %v", id, err)

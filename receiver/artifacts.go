@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -31,8 +32,8 @@ func (r *Receiver) subtitles(c *fiber.Ctx) error {
 	if !ok {
 		return err
 	}
-	if lang == "" && rec.Job.Result != nil && rec.Job.Result.Transcription != nil && len(rec.Job.Result.Transcription.Languages) > 0 {
-		lang = rec.Job.Result.Transcription.Languages[0]
+	if lang == "" {
+		lang = api.TranscriptLanguage(rec.Job.Result)
 	}
 	var found *store.Artifact
 	var have []string

@@ -48,18 +48,44 @@ func readBody(c *fiber.Ctx, limit int) ([]byte, error) {
 	}
 	size := initialBodyBuffer
 	if announced >= 0 && announced < size {
-		size = announced + 1 // +1: the read that sees EOF needs room, or Buffer grows
+		size = announced + 1 // +1: the read that sees EOF needs room, or the buffer grows
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	n, err := buf.ReadFrom(io.LimitReader(stream, int64(limit)+1))
+	buf, err := readGrowing(io.LimitReader(stream, int64(limit)+1), make([]byte, 0, size), announced)
 	if err != nil {
 		return nil, err
 	}
-	if n > int64(limit) {
+	if len(buf) > limit {
 		return nil, errBodyTooLarge
 	}
 	c.Locals(bodyReadKey{}, true)
-	return buf.Bytes(), nil
+	return buf, nil
+}
+
+// readGrowing reads r to its end into buf, doubling buf as the bytes arrive (a body is only
+// held as far as it has arrived), but never past the announced length (+1 for the read that
+// sees EOF), so that a body of the length its request announced ends in a buffer of its size:
+// a 17 MB result is held in 17 MB, not in the 32 MB the next doubling would give, and the
+// doublings before it are the only garbage. announced < 0: unknown.
+func readGrowing(r io.Reader, buf []byte, announced int) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			next := 2 * cap(buf)
+			if announced >= len(buf) && next > announced+1 {
+				next = announced + 1
+			}
+			grown := make([]byte, len(buf), max(next, cap(buf)+512))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // bodyReadKey marks in a request's locals that readBody read its streamed body to the end.

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -182,5 +184,38 @@ func TestOtherRoutesBodyLimit(t *testing.T) {
 	resp, b, _, _ := rawExchange(t, h, head, bytes.Repeat([]byte("a"), 8<<10))
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || errorOf(t, b) != fmt.Sprintf("request body exceeds %d bytes", otherBodyLimit) || !resp.Close {
 		t.Errorf("answered %d %s (close %v), want 413 and a closed connection", resp.StatusCode, b, resp.Close)
+	}
+}
+
+// readGrowing reads everything, in reads of any size, and a body of the announced length ends
+// in a buffer of that length (+1), not in the next doubling.
+func TestReadGrowing(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789abcdef"), 70000) // 1,120,000 bytes
+	for _, tc := range []struct {
+		name      string
+		r         io.Reader
+		announced int
+		wantCap   int
+	}{
+		{"announced", bytes.NewReader(body), len(body), len(body) + 1},
+		{"announced, small reads", iotest.HalfReader(bytes.NewReader(body)), len(body), len(body) + 1},
+		{"announced, one byte at a time", iotest.OneByteReader(bytes.NewReader(body[:70000])), 70000, 70001},
+		{"unknown", bytes.NewReader(body), -1, 0},
+		{"announced short of the body", bytes.NewReader(body), 1000, 0},
+	} {
+		got, err := readGrowing(tc.r, make([]byte, 0, 64<<10), tc.announced)
+		want := body
+		if tc.name == "announced, one byte at a time" {
+			want = body[:70000]
+		}
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes, %v; want %d", tc.name, len(got), err, len(want))
+		}
+		if tc.wantCap > 0 && cap(got) != tc.wantCap {
+			t.Errorf("%s: buffer of %d bytes, want %d", tc.name, cap(got), tc.wantCap)
+		}
+	}
+	if _, err := readGrowing(iotest.ErrReader(errors.New("boom")), nil, -1); err == nil || err.Error() != "boom" {
+		t.Errorf("read error: %v", err)
 	}
 }

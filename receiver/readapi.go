@@ -49,16 +49,49 @@ func (r *Receiver) listJobs(c *fiber.Ctx) error {
 	page := api.Page{
 		First:   pageURL(base, path, q, 0, limit),
 		Current: pageURL(base, path, q, offset, limit),
-		Items:   make([]api.Job, 0, len(jobs.Items)),
 	}
 	if jobs.More {
 		next := pageURL(base, path, q, offset+limit, limit)
 		page.Next = &next
 	}
-	for _, rec := range jobs.Items {
-		page.Items = append(page.Items, rec.Job)
+	b, err := pageJSON(page, jobs.Items)
+	if err != nil {
+		return fmt.Errorf("encode answer: %w", err)
 	}
-	return sendJSON(c, page)
+	c.Response().SetBodyRaw(b)
+	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+	return nil
+}
+
+// pageJSON writes page with recs as its items, each record assembled from the bytes it holds
+// (api.AppendJob, as GET /v1/jobs/{id} writes it): its result goes out byte for byte, and the
+// page is written once into a buffer of about its size, not re-encoded.
+func pageJSON(page api.Page, recs []store.JobRecord) ([]byte, error) {
+	const tail = `null}`
+	page.Items = nil
+	head, err := marshalPlain(page)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasSuffix(head, []byte(`"items":`+tail)) {
+		return nil, errors.New("page envelope does not end with its items")
+	}
+	size := len(head) + 2
+	for i := range recs {
+		j := &recs[i].Job
+		size += 4096 + len(j.Result) + len(j.RequestParams) + len(j.CustomMetadata) + len(j.PostSessionMetadata)
+	}
+	out := append(make([]byte, 0, size), head[:len(head)-len(tail)]...)
+	out = append(out, '[')
+	for i := range recs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if out, err = api.AppendJob(out, &recs[i].Job, true); err != nil {
+			return nil, err
+		}
+	}
+	return append(out, "]}"...), nil
 }
 
 // mountPrefixKey holds in a request's locals the prefix http.StripPrefix took off a request
@@ -169,30 +202,28 @@ func (r *Receiver) storedJob(c *fiber.Ctx, id string) (rec store.JobRecord, arts
 }
 
 // JobJSON writes the job exactly as the service would and appends "local" as its last member,
-// so that the service's members keep their order and unknown members survive.
+// so that the service's members keep their order and unknown members survive. The record is
+// assembled from the bytes held (api.AppendJob): its result goes out byte for byte as the
+// service sent it, into one buffer of about the final size.
 func JobJSON(j api.Job, local LocalView) (json.RawMessage, error) {
 	if _, clash := j.Extra["local"]; clash {
 		j.Extra = maps.Clone(j.Extra)
 		delete(j.Extra, "local")
 	}
-	jb, err := json.Marshal(j)
-	if err != nil {
-		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
-	}
 	lb, err := json.Marshal(local)
 	if err != nil {
 		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
-	jb = bytes.TrimSpace(jb)
-	if len(jb) < 2 || jb[0] != '{' || jb[len(jb)-1] != '}' {
-		return nil, fmt.Errorf("encode job %s: not an object", j.ID)
+	size := 4096 + len(j.Result) + len(j.RequestParams) + len(j.CustomMetadata) + len(j.PostSessionMetadata) + len(lb)
+	for k, v := range j.Extra {
+		size += len(k) + len(v) + 4
 	}
-	out := make([]byte, 0, len(jb)+len(lb)+16)
-	out = append(out, jb[:len(jb)-1]...)
-	if len(bytes.TrimSpace(jb[1:len(jb)-1])) > 0 {
-		out = append(out, ',')
+	out, err := api.AppendJob(make([]byte, 0, size), &j, true)
+	if err != nil {
+		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
-	out = append(out, `"local":`...)
+	out = out[:len(out)-1] // the record's closing brace; it has members (id at least)
+	out = append(out, `,"local":`...)
 	out = append(out, lb...)
 	return append(out, '}'), nil
 }

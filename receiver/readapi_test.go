@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/store"
 )
@@ -216,7 +217,7 @@ func TestGetJob(t *testing.T) {
 			Job: api.Job{
 				ID: jobID, RequestID: "G-0f4e7a55", Version: 2, Status: api.StatusDone,
 				CreatedAt: api.NewTime(received.Add(-time.Hour)), Kind: api.KindPreRecorded,
-				CustomMetadata: cb.CustomMetadata, Result: cb.Payload,
+				CustomMetadata: cb.CustomMetadata, Result: api.RawResult(cb.Payload),
 				Extra: api.Extra{"future_field": json.RawMessage(`{"x":1}`)},
 			},
 			Local: store.Local{Source: "callback", ReceivedAt: received, UpdatedAt: testNow, Deliveries: 1},
@@ -245,7 +246,7 @@ func TestGetJob(t *testing.T) {
 	if err := json.Unmarshal(r.body, &job); err != nil {
 		t.Fatal(err)
 	}
-	if job.ID != jobID || job.Status != api.StatusDone || job.Result == nil || job.Result.Transcription == nil || string(job.Extra["future_field"]) != `{"x":1}` {
+	if job.ID != jobID || job.Status != api.StatusDone || len(job.Result) == 0 || apitest.MustResult(&job).Transcription == nil || string(job.Extra["future_field"]) != `{"x":1}` {
 		t.Errorf("job %+v", job)
 	}
 	var withLocal struct {

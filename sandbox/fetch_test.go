@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
 )
@@ -111,8 +112,8 @@ func (e *env) run(audioURL string) outcome {
 		_ = json.Unmarshal(job.PostSessionMetadata, &m)
 		o.message = m.ErrorMessage
 	}
-	if job.Result != nil && job.Result.Transcription != nil {
-		o.words = job.Result.Transcription.FullTranscript
+	if len(job.Result) > 0 && apitest.MustResult(&job).Transcription != nil {
+		o.words = apitest.MustResult(&job).Transcription.FullTranscript
 	}
 	return o
 }

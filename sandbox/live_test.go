@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/submitter"
 )
 
@@ -145,11 +146,11 @@ func TestLiveDefaultFlagsEndToEnd(t *testing.T) {
 
 	// The job record holds every message, lifecycle ones included, as JSON strings.
 	job := e.waitJob(created.ID, api.KindLive)
-	if job.Status != api.StatusDone || job.Result == nil || job.File == nil || job.File.AudioDuration != 4 {
+	if job.Status != api.StatusDone || len(job.Result) == 0 || job.File == nil || job.File.AudioDuration != 4 {
 		t.Fatalf("live job = %s %+v", job.Status, job.File)
 	}
 	var recorded []string
-	for _, s := range job.Result.Messages {
+	for _, s := range apitest.MustResult(&job).Messages {
 		var m api.LiveMessage
 		decodeJSON(t, []byte(s), &m)
 		recorded = append(recorded, string(m.Type))
@@ -157,8 +158,8 @@ func TestLiveDefaultFlagsEndToEnd(t *testing.T) {
 	if recorded[0] != "start_session" || recorded[1] != "start_recording" || recorded[len(recorded)-2] != "post_final_transcript" || recorded[len(recorded)-1] != "end_session" {
 		t.Errorf("result.messages types = %v", recorded)
 	}
-	if !slices.Contains(recorded, "end_recording") || job.Result.Transcription == nil || len(job.Result.Transcription.Utterances) != 2 {
-		t.Errorf("result = %v / %+v", recorded, job.Result.Transcription)
+	if !slices.Contains(recorded, "end_recording") || apitest.MustResult(&job).Transcription == nil || len(apitest.MustResult(&job).Transcription.Utterances) != 2 {
+		t.Errorf("result = %v / %+v", recorded, apitest.MustResult(&job).Transcription)
 	}
 	params, _ := job.LiveParams()
 	if params == nil || params.CustomMetadata != nil || string(job.CustomMetadata) != `{"room":"r1"}` {
@@ -194,7 +195,7 @@ func TestLiveDefaultFlagsEndToEnd(t *testing.T) {
 			Payload json.RawMessage `json:"payload"`
 		}
 		decodeJSON(t, h.Body, &cb)
-		if !containsMessage(job.Result.Messages, cb.Payload) {
+		if !containsMessage(apitest.MustResult(&job).Messages, cb.Payload) {
 			t.Errorf("callback payload is not one of the session's messages: %s", truncate(cb.Payload))
 		}
 	}
@@ -327,7 +328,7 @@ func TestLiveAllFlagsOnWithWAVHeaderAndJSONChunks(t *testing.T) {
 		t.Errorf("callback events = %v (%d hooks)", events, len(hooks))
 	}
 	job := e.waitJob(created.ID, api.KindLive)
-	if job.Result.Summarization == nil || job.Result.Chapterization == nil {
+	if apitest.MustResult(&job).Summarization == nil || apitest.MustResult(&job).Chapterization == nil {
 		t.Errorf("post-processing missing from the result")
 	}
 }
@@ -473,13 +474,13 @@ func TestLiveReconnectResumesTheSession(t *testing.T) {
 	}
 	job := e.waitJob(created.ID, api.KindLive)
 	starts := 0
-	for _, s := range job.Result.Messages {
+	for _, s := range apitest.MustResult(&job).Messages {
 		if strings.Contains(s, `"type":"start_session"`) {
 			starts++
 		}
 	}
-	if job.Status != api.StatusDone || job.Result.Metadata.AudioDuration != 1 || starts != 1 {
-		t.Errorf("job = %s, duration %v, start_session ×%d", job.Status, job.Result.Metadata.AudioDuration, starts)
+	if job.Status != api.StatusDone || apitest.MustResult(&job).Metadata.AudioDuration != 1 || starts != 1 {
+		t.Errorf("job = %s, duration %v, start_session ×%d", job.Status, apitest.MustResult(&job).Metadata.AudioDuration, starts)
 	}
 }
 
@@ -505,7 +506,7 @@ func TestLiveSessionEndsAtItsMaximumDuration(t *testing.T) {
 		}
 	}
 	job := e.waitJob(created.ID, api.KindLive)
-	if !limitErr || job.Result.Metadata.AudioDuration != 1 {
-		t.Errorf("limit error %v, duration %v", limitErr, job.Result.Metadata.AudioDuration)
+	if !limitErr || apitest.MustResult(&job).Metadata.AudioDuration != 1 {
+		t.Errorf("limit error %v, duration %v", limitErr, apitest.MustResult(&job).Metadata.AudioDuration)
 	}
 }

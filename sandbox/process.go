@@ -89,7 +89,7 @@ func (s *Server) process(ctx context.Context, id string) {
 		}
 		result.Metadata.TranscriptionTime = round3(time.Since(started).Seconds())
 		j.Status = api.StatusDone
-		j.Result = result
+		j.Result = api.RawResult(result)
 	})
 	if !ok {
 		return
@@ -270,7 +270,12 @@ func (s *Server) sendJobCallback(req *api.PreRecordedRequest, job api.Job, failu
 		body.Error = &api.CallbackError{Code: failure.code, Message: failure.msg}
 	} else {
 		body.Event = api.EventTranscriptionSuccess
-		body.Payload = job.Result
+		res, err := job.DecodeResult()
+		if err != nil {
+			s.log.WithError(err).WithField("job_id", job.ID).Error("decode result")
+			return
+		}
+		body.Payload = res
 	}
 	b, err := json.Marshal(body)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/internal/testjson"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/submitter"
@@ -193,7 +194,7 @@ func TestPreRecordedLifecycleAndCallback(t *testing.T) {
 	if err != nil || params.AudioURL != audioURL || params.CustomMetadata != nil || !api.IsTrue(params.Subtitles) {
 		t.Errorf("request_params = %s (%v)", job.RequestParams, err)
 	}
-	res := job.Result
+	res := apitest.MustResult(&job)
 	if res == nil || res.Metadata == nil || res.Transcription == nil {
 		t.Fatalf("result = %+v", res)
 	}
@@ -241,7 +242,7 @@ func TestPreRecordedLifecycleAndCallback(t *testing.T) {
 	// The payload is the full result, the same as result in GET.
 	var payload, fromGet any
 	decodeJSON(t, body["payload"], &payload)
-	decodeJSON(t, testjson.Marshal(t, job.Result), &fromGet)
+	decodeJSON(t, job.Result, &fromGet)
 	if !reflect.DeepEqual(payload, fromGet) {
 		t.Errorf("callback payload differs from the GET result")
 	}
@@ -264,7 +265,7 @@ func TestSidecarWordsAreReturnedExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := e.waitJob(created.ID, api.KindPreRecorded)
-	tr := job.Result.Transcription
+	tr := apitest.MustResult(&job).Transcription
 	if tr.FullTranscript != "hello sandbox world" || len(tr.Utterances) != 1 {
 		t.Fatalf("transcript = %q (%d utterances)", tr.FullTranscript, len(tr.Utterances))
 	}
@@ -296,7 +297,7 @@ func TestUndecodableAudioEndsInErrorWithCallback(t *testing.T) {
 				t.Fatal(err)
 			}
 			job := e.waitJob(created.ID, api.KindPreRecorded)
-			if job.Status != api.StatusError || job.ErrorCode == nil || *job.ErrorCode != tc.wantCode || job.CompletedAt == nil || job.Result != nil {
+			if job.Status != api.StatusError || job.ErrorCode == nil || *job.ErrorCode != tc.wantCode || job.CompletedAt == nil || len(job.Result) > 0 {
 				t.Fatalf("job = status %s code %v", job.Status, job.ErrorCode)
 			}
 			hooks := e.hooks.waitFor(t, "error callback", func(h []hook) bool {
@@ -367,8 +368,8 @@ func TestDeprecatedEndpointAndFieldsAreMapped(t *testing.T) {
 			t.Errorf("request_params.%s = %#v, want %#v", k, params[k], v)
 		}
 	}
-	if job.Result.Transcription.Languages[0] != "fr" {
-		t.Errorf("languages = %v", job.Result.Transcription.Languages)
+	if apitest.MustResult(&job).Transcription.Languages[0] != "fr" {
+		t.Errorf("languages = %v", apitest.MustResult(&job).Transcription.Languages)
 	}
 	hooks := e.hooks.waitFor(t, "legacy callback", func(h []hook) bool { return len(h) == 1 })
 	if hooks[0].Method != "POST" || hooks[0].Path != "/legacy" {

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/submitter"
 )
@@ -403,9 +404,9 @@ func TestLiveStartSessionGoesToCallbacksNotTheSocket(t *testing.T) {
 	}
 	job := e.waitJob(created.ID, api.KindLive)
 	var first api.LiveMessage
-	decodeJSON(t, []byte(job.Result.Messages[0]), &first)
+	decodeJSON(t, []byte(apitest.MustResult(&job).Messages[0]), &first)
 	if first.Type != api.MessageStartSession || first.SessionID != created.ID {
-		t.Errorf("result.messages[0] = %s", job.Result.Messages[0])
+		t.Errorf("result.messages[0] = %s", apitest.MustResult(&job).Messages[0])
 	}
 }
 

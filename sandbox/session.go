@@ -342,7 +342,7 @@ func (sess *session) finishLocked() {
 			ID: uuid.NewString(), Filename: liveFileName(sess.id), Source: "live",
 			AudioDuration: duration, NumberOfChannels: sess.settings.Channels,
 		}
-		j.Result = result
+		j.Result = api.RawResult(result)
 	})
 	sess.deliverLocked(end, endBytes)
 	sess.srv.cb.closeLane(sess.id)

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/scribehook/scribehook/api"
@@ -22,11 +23,24 @@ func TestEventJSONIsPlainjson(t *testing.T) {
 		fileEvent(api.EventJobCreated, "e", ``),
 		fileEvent(api.EventJobCreated, "e", `{"unclosed":`),
 		fileEvent(api.EventJobCreated, "e", `{} {}`),
+		fileEvent(api.EventJobCreated, "e", `{"a":"x y\" z","b":[1,{"c":"<&>"}]}`),
+		fileEvent(api.EventJobCreated, "e", `{"a":"x y\" z", "b":1}`),
 	} {
 		want, werr := plainjson.Marshal(ev)
 		got, err := eventJSON(ev)
 		if string(got) != string(want) || (err == nil) != (werr == nil) {
 			t.Errorf("eventJSON(%q) = %s, %v\nwant %s, %v", ev.Data, got, err, want, werr)
+		}
+		// The pieces the webhook sends and the file sink indents are the same bytes.
+		body, err := bodyOf(ev)
+		if (err == nil) != (werr == nil) {
+			t.Errorf("bodyOf(%q): %v, want error %v", ev.Data, err, werr)
+		}
+		if err == nil {
+			joined, _ := io.ReadAll(body.Reader())
+			if string(joined) != string(want) || body.Len() != len(want) {
+				t.Errorf("bodyOf(%q) = %s (%d bytes)\nwant %s", ev.Data, joined, body.Len(), want)
+			}
 		}
 	}
 }

@@ -169,14 +169,14 @@ func (s *FileSink) prepare(ev api.Event) ([]artifact, error) {
 		files[i].name = filepath.Join(jobDir, files[i].name)
 	}
 
-	body, err := eventJSON(ev)
+	body, err := bodyOf(ev)
 	if err != nil {
 		return nil, &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
 	}
 	if err := atomicfile.MkdirAll(filepath.Join(jobDir, eventsDir)); err != nil {
 		return nil, err
 	}
-	event := artifact{filepath.Join(jobDir, eventsDir, EventFileName(ev)), func(w io.Writer) error { return writeIndented(w, body) }}
+	event := artifact{filepath.Join(jobDir, eventsDir, EventFileName(ev)), func(w io.Writer) error { return writeIndented(w, body...) }}
 	return append(files, event), nil
 }
 
@@ -320,16 +320,15 @@ func safeNamePart(s string) string {
 //
 // Of a job record with a result, only what is printed is decoded (transcriptJob): the
 // utterances' times, channel, speaker and text, not their words nor the rest of the record,
-// which for a 2-hour result is most of its megabytes. Other data (a bare result, a record
-// without result, data that does not decode that way) is decoded as a whole, as api.Job then
-// api.Result, so that the text and the error are what they always were. (A record that would
-// fail to decode as a whole only outside what is printed, which the pipeline never produces
-// since it encodes an api.Job, now gets its transcript instead of an error.)
+// which for a 2-hour result is most of its megabytes. Data that does not decode that way is an
+// error; other data (a bare result) is decoded as a whole.
 func TranscriptText(data json.RawMessage) (string, error) {
 	var job transcriptJob
-	if err := json.Unmarshal(data, &job); err != nil || job.Result == nil {
-		// Not a record, or one without a result: maybe a bare result, read as a whole.
-		return transcriptTextOfRecord(data)
+	if err := json.Unmarshal(data, &job); err != nil {
+		return "", err
+	}
+	if job.Result == nil {
+		return bareTranscriptText(data), nil
 	}
 	if job.Result.Transcription == nil {
 		return "", nil
@@ -337,8 +336,22 @@ func TranscriptText(data json.RawMessage) (string, error) {
 	return renderTranscript(job.Result.Transcription.Utterances), nil
 }
 
-// transcriptJob is the part of a job record that TranscriptText prints; the names and types are
-// api.Job's, so that what it decodes, it decodes the same way.
+// bareTranscriptText is TranscriptText of data that is not a job record with a result: a bare
+// result, decoded as a whole (api.Result); empty when it is none.
+func bareTranscriptText(data json.RawMessage) string {
+	var r api.Result
+	if json.Unmarshal(data, &r) != nil || r.Transcription == nil {
+		return ""
+	}
+	utts := make([]transcriptUtterance, len(r.Transcription.Utterances))
+	for i, u := range r.Transcription.Utterances {
+		utts[i] = transcriptUtterance{Start: u.Start, End: u.End, Channel: u.Channel, Text: u.Text, Speaker: u.Speaker}
+	}
+	return renderTranscript(utts)
+}
+
+// transcriptJob is the part of a job record that TranscriptText prints; the names and types
+// are the service's.
 type transcriptJob struct {
 	Result *transcriptResult `json:"result"`
 }
@@ -355,29 +368,6 @@ type transcriptUtterance struct {
 	Channel int     `json:"channel"`
 	Text    string  `json:"text"`
 	Speaker *int    `json:"speaker,omitempty"`
-}
-
-// transcriptTextOfRecord is TranscriptText decoding data as a whole api.Job (and api.Result).
-func transcriptTextOfRecord(data json.RawMessage) (string, error) {
-	var job api.Job
-	if err := json.Unmarshal(data, &job); err != nil {
-		return "", err
-	}
-	res := job.Result
-	if res == nil {
-		var r api.Result
-		if err := json.Unmarshal(data, &r); err == nil && r.Transcription != nil {
-			res = &r
-		}
-	}
-	if res == nil || res.Transcription == nil {
-		return "", nil
-	}
-	utts := make([]transcriptUtterance, len(res.Transcription.Utterances))
-	for i, u := range res.Transcription.Utterances {
-		utts[i] = transcriptUtterance{Start: u.Start, End: u.End, Channel: u.Channel, Text: u.Text, Speaker: u.Speaker}
-	}
-	return renderTranscript(utts), nil
 }
 
 // renderTranscript writes the lines of TranscriptText; it sorts utts.

@@ -125,3 +125,41 @@ func New(spec Spec, deps Deps) (Sink, error) {
 // eventJSON is the envelope as every sink sends it: plainjson.Marshal's bytes, compact and
 // without HTML escaping (a transcript's "<" stays "<"), encoded by api.EncodeEvent.
 func eventJSON(ev api.Event) ([]byte, error) { return api.EncodeEvent(&ev, false) }
+
+// eventBody is eventJSON's bytes in pieces: the envelope before the data, the event's own data
+// (not copied: a 2-hour result is megabytes, and each sink would copy it) and the closing
+// brace; or, for data that is not compact JSON, eventJSON's bytes whole.
+type eventBody [][]byte
+
+// bodyOf is ev's eventBody.
+func bodyOf(ev api.Event) (eventBody, error) {
+	if head, ok := api.EventHead(&ev); ok {
+		return eventBody{head, ev.Data, []byte("}")}, nil
+	}
+	b, err := eventJSON(ev)
+	if err != nil {
+		return nil, err
+	}
+	return eventBody{b}, nil
+}
+
+// Len is the body's length in bytes.
+func (b eventBody) Len() int {
+	n := 0
+	for _, p := range b {
+		n += len(p)
+	}
+	return n
+}
+
+// Reader reads the body from its start.
+func (b eventBody) Reader() io.Reader {
+	if len(b) == 1 {
+		return bytes.NewReader(b[0])
+	}
+	rs := make([]io.Reader, len(b))
+	for i, p := range b {
+		rs[i] = bytes.NewReader(p)
+	}
+	return io.MultiReader(rs...)
+}

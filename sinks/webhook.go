@@ -1,7 +1,6 @@
 package sinks
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -125,14 +124,14 @@ func parseSecrets(secrets []string) ([][]byte, error) {
 
 // signature is the webhook-signature header: a v1 entry per key, space-separated, each
 // computed over the body where it lies.
-func (s *WebhookSink) signature(id, ts string, body []byte) string {
+func (s *WebhookSink) signature(id, ts string, body eventBody) string {
 	var b strings.Builder
 	for i, key := range s.keys {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
 		b.WriteString("v1,")
-		b.WriteString(base64.StdEncoding.EncodeToString(whsec.Sign(key, id, ts, body)))
+		b.WriteString(base64.StdEncoding.EncodeToString(whsec.SignParts(key, id, ts, body...)))
 	}
 	return b.String()
 }
@@ -153,7 +152,7 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 	if err := s.guard.CheckURL(s.url); err != nil {
 		return &Failure{Err: err, Permanent: true}
 	}
-	body, err := eventJSON(ev)
+	body, err := bodyOf(ev)
 	if err != nil {
 		return &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
 	}
@@ -162,10 +161,13 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url.String(), bytes.NewReader(body))
+	// The body is read from the event's pieces (its data where it lies), not from a copy.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url.String(), body.Reader())
 	if err != nil {
 		return &Failure{Err: fmt.Errorf("build request: %w", err), Permanent: true}
 	}
+	req.ContentLength = int64(body.Len())
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader()), nil }
 	ts := strconv.FormatInt(s.now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)

@@ -154,6 +154,10 @@ func AfterFinalKey(row InboxRow) string { return "after-final:" + row.DedupeKey 
 type JobRecord struct {
 	Job   api.Job
 	Local Local
+	// Encoded, when set, is Job already encoded (api.EncodeJob, either escaping): a store
+	// writes these bytes instead of encoding Job again, so that the pipeline encodes a record
+	// once for the store and its job event. Whoever sets it keeps it in step with Job.
+	Encoded []byte
 }
 
 // LiveMessage is one stored message of a live session. Seq numbers the messages of a session

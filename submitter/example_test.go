@@ -54,7 +54,12 @@ func ExampleClient_CreatePreRecorded() {
 		return
 	}
 	fmt.Println("status:", job.Status)
-	fmt.Println("transcript:", job.Result.Transcription.FullTranscript)
+	result, err := job.DecodeResult()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("transcript:", result.Transcription.FullTranscript)
 
 	page, err := client.ListPreRecorded(ctx, api.ListQuery{
 		Status:         []api.JobStatus{api.StatusDone},

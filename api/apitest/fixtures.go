@@ -136,7 +136,7 @@ func JobRecord(id string, res *api.Result) *api.Job {
 		File: &api.File{ID: "f-" + id[:8], Filename: "audio.wav", Source: "https://example.com/audio.wav",
 			AudioDuration: res.Metadata.AudioDuration, NumberOfChannels: 1},
 		RequestParams: json.RawMessage(`{"audio_url":"https://example.com/audio.wav","diarization":true}`),
-		Result:        res,
+		Result:        api.RawResult(res),
 	}
 }
 
@@ -192,4 +192,14 @@ func LiveCallbackBodiesWords(seed uint64, n, minWords, maxWords int) [][]byte {
 		out = append(out, body)
 	}
 	return out
+}
+
+// MustResult is j's result decoded (nil when it has none); it panics when the result does not
+// decode.
+func MustResult(j *api.Job) *api.Result {
+	r, err := j.DecodeResult()
+	if err != nil {
+		panic(err)
+	}
+	return r
 }

@@ -20,9 +20,11 @@ func cmdBig(args []string) error {
 	every := fs.Duration("sample", 5*time.Millisecond, "RSS sampling interval")
 	wait := fs.Duration("wait", 2*time.Minute, "bound of each wait")
 	pause := fs.Duration("pause", 0, "pause before the measured send, printing serve's pid (to attach a profiler)")
+	words := fs.Int("words", 0, "words of the measured result, the audio as long at the shape's pace (0: the shape's; 60000 gives issue 22's long result)")
+	unknown := fs.Bool("unknown", false, "words carry members scribehook does not know (with -words 100000: issue 22's 15 MiB body)")
 	_ = fs.Parse(args)
 
-	spec := runSpec{Calls: callSpec{Shape: *shape, N: 1}, Warm: callSpec{Shape: shapePre1m, N: 1}, Hook: true}
+	spec := runSpec{Calls: callSpec{Shape: *shape, N: 1}, Warm: callSpec{Shape: shapePre1m, N: 1}, Hook: true, Words: *words, Unknown: *unknown}
 	r, srv, err := c.startServe(spec, func(r *rig) serveSetup {
 		setup := bothSinks(r)
 		setup.Subtitles = true

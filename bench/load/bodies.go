@@ -153,9 +153,24 @@ func preRecordedResult(seed uint64, jobID string, audio time.Duration, wordCount
 
 // preRecordedCallbacks generates n job success callbacks of one shape, each for its own job.
 func preRecordedCallbacks(seed uint64, n int, shape string) ([]callback, error) {
+	return preRecordedWords(seed, n, shape, 0, false)
+}
+
+// unknownWordMembers are members a service might add to every word: with -unknown, each word
+// but the last of each utterance carries them (a result mostly made of what scribehook does
+// not know, issue 22's 15 MiB body).
+const unknownWordMembers = `,"x_engine":{"alternatives":[{"word":"alt","p":0.25},{"word":"other","p":0.125}],"lattice_id":"0f3c9a7e"}`
+
+// preRecordedWords is preRecordedCallbacks with words words per result (0: the shape's), the
+// audio as long as the shape's pace makes it (a 2-hour result has 20,000 words), and with
+// unknown, members scribehook does not know in the words (unknownWordMembers).
+func preRecordedWords(seed uint64, n int, shape string, words int, unknown bool) ([]callback, error) {
 	audio, count := time.Minute, 150
 	if shape == shapePre2h {
 		audio, count = 2*time.Hour, 20000
+	}
+	if words > 0 {
+		audio, count = time.Duration(int64(audio)*int64(words)/int64(count)), words
 	}
 	out := make([]callback, 0, n)
 	for i := 0; i < n; i++ {
@@ -167,6 +182,9 @@ func preRecordedCallbacks(seed uint64, n int, shape string) ([]callback, error) 
 		})
 		if err != nil {
 			return nil, fmt.Errorf("encode job callback: %w", err)
+		}
+		if unknown {
+			body = bytes.ReplaceAll(body, []byte(`},{"word":`), []byte(unknownWordMembers+`},{"word":`))
 		}
 		out = append(out, callback{Body: body, DedupeKey: "job:" + id + ":" + api.EventTranscriptionSuccess, JobID: id})
 	}

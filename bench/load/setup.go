@@ -113,6 +113,9 @@ type runSpec struct {
 	Calls callSpec // the measured calls, from the run's seed; none when Shape is empty
 	Warm  callSpec // the warm-up calls, from the seed plus warmSeed; none when Shape is empty
 	Hook  bool     // the webhook sink's target, the tool's receiver
+	Words int      // words of each measured pre-recorded result; 0: the shape's
+	// Unknown adds members scribehook does not know to the words of the measured results.
+	Unknown bool
 }
 
 // rig is a run's set-up: its work directory, the serve binary, its calls, and what it started.
@@ -145,7 +148,12 @@ func (c *common) setUp(spec runSpec) (_ *rig, err error) {
 		return nil, err
 	}
 	if spec.Calls.Shape != "" {
-		if r.calls, err = makeCallbacks(c.seed, spec.Calls.Shape, spec.Calls.N, spec.Calls.Sessions); err != nil {
+		if spec.Words > 0 || spec.Unknown {
+			r.calls, err = preRecordedWords(c.seed, spec.Calls.N, spec.Calls.Shape, spec.Words, spec.Unknown)
+		} else {
+			r.calls, err = makeCallbacks(c.seed, spec.Calls.Shape, spec.Calls.N, spec.Calls.Sessions)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -41,10 +41,10 @@ func TestDemoHearsItsSample(t *testing.T) {
 
 	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
 	rec, err := st.GetJob(context.Background(), rep.JobID)
-	if err != nil || rec.Job.Result == nil || rec.Job.Result.Transcription == nil {
+	if err != nil || len(rec.Job.Result) == 0 || apitest.MustResult(&rec.Job).Transcription == nil {
 		t.Fatalf("stored job: %+v, %v", rec.Job, err)
 	}
-	prerecorded := rec.Job.Result.Transcription.FullTranscript
+	prerecorded := apitest.MustResult(&rec.Job).Transcription.FullTranscript
 
 	var finals []string
 	for _, m := range demoFinalLine.FindAllStringSubmatch(out.String(), -1) {

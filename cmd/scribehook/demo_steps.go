@@ -59,19 +59,23 @@ func (w *demoWorld) preRecorded(ctx context.Context) (string, store.JobRecord, e
 	if rec.Job.Status != api.StatusDone {
 		return jobID, rec, jobFailed(rec)
 	}
-	if rec.Job.Result == nil || rec.Job.Result.Transcription == nil {
+	res, err := rec.Job.DecodeResult()
+	if err != nil {
+		return jobID, rec, fmt.Errorf("job %s: stored result: %w", jobID, err)
+	}
+	if res == nil || res.Transcription == nil {
 		return jobID, rec, fmt.Errorf("job %s is done but its stored record has no transcription", jobID)
 	}
-	tr := rec.Job.Result.Transcription
+	tr := res.Transcription
 	var audioSeconds float64
-	if md := rec.Job.Result.Metadata; md != nil {
+	if md := res.Metadata; md != nil {
 		audioSeconds = md.AudioDuration
 	}
 	say("   callback processed after %s: job done, %.1f s of audio, %d utterances", seconds(waited), audioSeconds, len(tr.Utterances))
 	for _, u := range tr.Utterances {
 		say("   [%6.2f–%6.2f] %s", u.Start, u.End, u.Text)
 	}
-	if s := rec.Job.Result.Summarization; s != nil && s.Success && s.Results != "" {
+	if s := res.Summarization; s != nil && s.Success && s.Results != "" {
 		say("   summary: %s", s.Results)
 	}
 	return jobID, rec, nil

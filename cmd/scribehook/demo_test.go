@@ -15,6 +15,7 @@ import (
 	"github.com/asticode/go-astisub"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -131,10 +132,10 @@ func TestDemoRunsTheWholeLoop(t *testing.T) {
 	// The store: the job done with its result, the session done with its messages.
 	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
 	rec, err := st.GetJob(context.Background(), rep.JobID)
-	if err != nil || rec.Job.Status != api.StatusDone || rec.Job.Result == nil || rec.Job.Result.Transcription == nil {
+	if err != nil || rec.Job.Status != api.StatusDone || len(rec.Job.Result) == 0 || apitest.MustResult(&rec.Job).Transcription == nil {
 		t.Fatalf("stored job: %+v, %v", rec.Job, err)
 	}
-	if got := rec.Job.Result.Transcription.Utterances[0].Text; got != "Welcome to scribehook" {
+	if got := apitest.MustResult(&rec.Job).Transcription.Utterances[0].Text; got != "Welcome to scribehook" {
 		t.Errorf("first utterance = %q", got)
 	}
 	session, err := st.GetJob(context.Background(), rep.LiveID)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/logx"
@@ -114,7 +115,7 @@ func testReplicas(t *testing.T, driver string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sent := job.Result.Messages
+		sent := apitest.MustResult(&job).Messages
 		stored, err := st.LiveMessages(ctx, id, 0, 100000)
 		if err != nil {
 			t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/internal/teststore"
@@ -177,8 +178,8 @@ func TestE2ESubmittedJobEqualsTheServiceRecord(t *testing.T) {
 	if rec.Local.Deliveries != 1 || rec.Local.Source != "callback" || rec.Local.Resolution != "" {
 		t.Errorf("local = %+v", rec.Local)
 	}
-	if rec.Job.Result.Transcription.Utterances[0].Text != "Welcome to scribehook" {
-		t.Errorf("first utterance = %q", rec.Job.Result.Transcription.Utterances[0].Text)
+	if apitest.MustResult(&rec.Job).Transcription.Utterances[0].Text != "Welcome to scribehook" {
+		t.Errorf("first utterance = %q", apitest.MustResult(&rec.Job).Transcription.Utterances[0].Text)
 	}
 }
 
@@ -258,7 +259,7 @@ func TestE2ELiveEveryCategoryStoredOnceInOrder(t *testing.T) {
 	}
 	// With every category on, the callback received every message the session produced, and
 	// the store holds exactly those, in session order, each byte for byte.
-	sent := job.Result.Messages
+	sent := apitest.MustResult(&job).Messages
 	if len(stored) != len(sent) {
 		t.Fatalf("stored %d messages, the session produced %d", len(stored), len(sent))
 	}
@@ -280,7 +281,7 @@ func TestE2ELiveEveryCategoryStoredOnceInOrder(t *testing.T) {
 	}
 	// The local record follows the lifecycle and ends with the service's record.
 	rec := l.waitJob(id)
-	if rec.Job.Status != api.StatusDone || rec.Job.Result == nil || len(rec.Job.Result.Messages) != len(sent) || rec.Local.Deliveries != len(sent) {
+	if rec.Job.Status != api.StatusDone || len(rec.Job.Result) == 0 || len(apitest.MustResult(&rec.Job).Messages) != len(sent) || rec.Local.Deliveries != len(sent) {
 		t.Errorf("live record: status %s, %d deliveries", rec.Job.Status, rec.Local.Deliveries)
 	}
 }
@@ -321,7 +322,7 @@ func TestE2EFaultsStoreEachDeliveryOnce(t *testing.T) {
 	id := l.liveSession(api.EveryMessage(true))
 	job, _ := l.service.GetLive(ctx, id)
 	want := map[string]bool{}
-	for _, s := range job.Result.Messages {
+	for _, s := range apitest.MustResult(&job).Messages {
 		want[s] = true
 	}
 	testwait.For(t, "every message of the session stored", 60*time.Second, func() bool {

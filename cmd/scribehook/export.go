@@ -60,7 +60,11 @@ speed, durations, gaps, overlaps, order, orphans, bad breaks) on stderr.`,
 			if err != nil {
 				return err
 			}
-			if rec.Job.Result == nil || rec.Job.Result.Transcription == nil {
+			res, err := rec.Job.DecodeResult()
+			if err != nil {
+				return fmt.Errorf("job %s: stored result: %w", jobID, err)
+			}
+			if res == nil || res.Transcription == nil {
 				return fmt.Errorf("job %s has no result to render (status %s)", jobID, rec.Job.Status)
 			}
 			profile = profile.ForJob(&rec.Job)
@@ -77,7 +81,7 @@ speed, durations, gaps, overlaps, order, orphans, bad breaks) on stderr.`,
 			if err := profile.Validate(); err != nil {
 				return err
 			}
-			track, err := pickTrack(rec.Job.Result, profile, lang)
+			track, err := pickTrack(res, profile, lang)
 			if err != nil {
 				return fmt.Errorf("job %s: %w", jobID, err)
 			}

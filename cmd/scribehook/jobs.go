@@ -163,7 +163,7 @@ func writeJobDetails(w io.Writer, rec store.JobRecord, local receiver.LocalView)
 	if len(j.CustomMetadata) > 0 {
 		line("metadata", string(j.CustomMetadata))
 	}
-	if r := j.Result; r != nil {
+	if r, _ := j.DecodeResult(); r != nil {
 		if r.Metadata != nil {
 			line("audio", fmt.Sprintf("%.1fs", r.Metadata.AudioDuration))
 		}

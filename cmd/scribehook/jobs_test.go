@@ -36,10 +36,10 @@ func newJobsEnv(t *testing.T) *jobsEnv {
 		Job: api.Job{ID: je.done, Version: 2, Kind: api.KindPreRecorded, Status: api.StatusDone, CreatedAt: api.NewTime(at(1)),
 			CompletedAt: api.PtrTime(at(2)), CustomMetadata: json.RawMessage(`{"team":"captions"}`),
 			File: &api.File{Filename: "interview.mp3", AudioDuration: 754.26},
-			Result: &api.Result{Metadata: &api.Metadata{AudioDuration: 754.26}, Transcription: &api.Transcription{
+			Result: api.RawResult(&api.Result{Metadata: &api.Metadata{AudioDuration: 754.26}, Transcription: &api.Transcription{
 				FullTranscript: "Welcome to scribehook. Callbacks arrive, are stored and become subtitles.",
 				Utterances:     []api.Utterance{{Text: "Welcome to scribehook."}, {Text: "Callbacks arrive, are stored and become subtitles."}},
-			}}},
+			}})},
 		Local: store.Local{Source: "submit", ReceivedAt: at(2), UpdatedAt: at(2), Deliveries: 1},
 	})
 	put(store.JobRecord{

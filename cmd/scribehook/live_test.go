@@ -17,6 +17,7 @@ import (
 
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sandbox/audio"
@@ -281,7 +282,7 @@ func TestLiveResumesThroughADroppedConnection(t *testing.T) {
 		t.Fatalf("session %s", job.Status)
 	}
 	starts := 0
-	for _, m := range job.Result.Messages {
+	for _, m := range apitest.MustResult(&job).Messages {
 		if strings.Contains(m, `"type":"start_session"`) {
 			starts++
 		}

@@ -208,7 +208,7 @@ func writeSummary(w io.Writer, rec store.JobRecord, waited time.Duration) {
 	var audio float64
 	var utterances int
 	var text string
-	if r := rec.Job.Result; r != nil {
+	if r, _ := rec.Job.DecodeResult(); r != nil {
 		if r.Metadata != nil {
 			audio = r.Metadata.AudioDuration
 		}

@@ -147,7 +147,7 @@ func (f *fakeServe) answer(_ int, r *http.Request, body []byte) (int, string) {
 	rec.Local.ReceivedAt, rec.Local.UpdatedAt = now, now
 	rec.Local.Deliveries++
 	if c.Kind == api.CallbackJobSuccess {
-		rec.Job.Status, rec.Job.Result = api.StatusDone, cb.Payload
+		rec.Job.Status, rec.Job.Result = api.StatusDone, api.RawResult(cb.Payload)
 	} else {
 		rec.Job.Status = api.StatusError
 		if cb.Error != nil {

@@ -68,13 +68,6 @@ func TestSpellerWords(t *testing.T) {
 	if in[0].Word != "Gee" {
 		t.Error("input words changed")
 	}
-
-	// Unknown engine fields describe the old spelling: dropped on replaced words only.
-	extra := api.Extra{"punctuated": json.RawMessage(`"Nasa."`)}
-	got = speller(dict).Words([]api.Word{{Word: "nasa", Extra: extra}, {Word: " rocks", Extra: extra}})
-	if got[0].Extra != nil || got[1].Extra == nil {
-		t.Errorf("extra fields: %+v", got)
-	}
 }
 
 func TestSpellerTranscription(t *testing.T) {

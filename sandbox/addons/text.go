@@ -193,7 +193,6 @@ func copyTranscription(t *api.Transcription) *api.Transcription {
 	}
 	c.Sentences = append([]api.Addon[[]string](nil), t.Sentences...)
 	c.Subtitles = append([]api.Subtitle(nil), t.Subtitles...)
-	c.Extra = copyExtra(t.Extra)
 	return &c
 }
 
@@ -202,24 +201,11 @@ func copyUtterance(u api.Utterance) api.Utterance {
 	if u.Words != nil {
 		c.Words = make([]api.Word, len(u.Words))
 		for i, w := range u.Words {
-			w.Extra = copyExtra(w.Extra)
 			c.Words[i] = w
 		}
 	}
 	if u.Speaker != nil {
 		c.Speaker = api.Int(*u.Speaker)
-	}
-	c.Extra = copyExtra(u.Extra)
-	return c
-}
-
-func copyExtra(e api.Extra) api.Extra {
-	if e == nil {
-		return nil
-	}
-	c := make(api.Extra, len(e))
-	for k, v := range e {
-		c[k] = v
 	}
 	return c
 }

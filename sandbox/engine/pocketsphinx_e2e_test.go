@@ -20,6 +20,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sandbox/engine"
 	"github.com/scribehook/scribehook/submitter"
@@ -112,10 +113,10 @@ func TestPocketsphinxSandboxJob(t *testing.T) {
 			t.Fatalf("job still %s", job.Status)
 		}
 	}
-	if job.Status != api.StatusDone || job.Result == nil || job.Result.Transcription == nil || job.Result.Metadata == nil {
+	if job.Status != api.StatusDone || len(job.Result) == 0 || apitest.MustResult(&job).Transcription == nil || apitest.MustResult(&job).Metadata == nil {
 		t.Fatalf("job %s: %s", job.Status, job.PostSessionMetadata)
 	}
-	tr := job.Result.Transcription
+	tr := apitest.MustResult(&job).Transcription
 	ref := strings.Fields(strings.Join(sentences, " "))
 	hyp := strings.Fields(strings.ToLower(tr.FullTranscript))
 	errs := engine.WordErrors(ref, hyp)
@@ -123,7 +124,7 @@ func TestPocketsphinxSandboxJob(t *testing.T) {
 	if float64(errs) > 0.2*float64(len(ref)) {
 		t.Fatalf("WER above 20 %%: %q", tr.FullTranscript)
 	}
-	md := job.Result.Metadata
+	md := apitest.MustResult(&job).Metadata
 	if md.AudioDuration <= 0 || md.BillingTime != md.AudioDuration {
 		t.Fatalf("metadata %+v", md)
 	}

@@ -124,15 +124,18 @@ func DecodeHeaders(s sql.NullString) (map[string]string, error) {
 	return h, nil
 }
 
-// EncodeJob gives the stored JSON of a record and of its local part; the record's bytes are
-// what GetJob decodes, so a record comes back exactly as json.Marshal gave it.
+// EncodeJob gives the stored JSON of a record and of its local part: rec.Encoded when the
+// caller has encoded the record already, else api.EncodeJob's bytes, the result spliced in as
+// it is held (byte for byte what the service sent). GetJob decodes them.
 func EncodeJob(rec store.JobRecord) (record, local []byte, err error) {
 	if rec.Job.ID == "" {
 		return nil, nil, errors.New("put job: empty id")
 	}
-	// json.Marshal's bytes, without its copy and validation of what Job.MarshalJSON returns.
-	if record, err = api.EncodeJob(&rec.Job, true); err != nil {
-		return nil, nil, fmt.Errorf("put job %s: encode record: %w", rec.Job.ID, err)
+	record = rec.Encoded
+	if record == nil {
+		if record, err = api.EncodeJob(&rec.Job, true); err != nil {
+			return nil, nil, fmt.Errorf("put job %s: encode record: %w", rec.Job.ID, err)
+		}
 	}
 	if local, err = json.Marshal(rec.Local); err != nil {
 		return nil, nil, fmt.Errorf("put job %s: encode local: %w", rec.Job.ID, err)
@@ -140,10 +143,12 @@ func EncodeJob(rec store.JobRecord) (record, local []byte, err error) {
 	return record, local, nil
 }
 
-// DecodeJob reads what EncodeJob stored.
+// DecodeJob reads what EncodeJob stored (or any earlier version: a record is the service's
+// shape, whatever encoded it). record must be the caller's own bytes, never changed again: the
+// result is left in them (api.UnmarshalJobInPlace), not copied.
 func DecodeJob(record, local []byte) (store.JobRecord, error) {
 	var rec store.JobRecord
-	if err := json.Unmarshal(record, &rec.Job); err != nil {
+	if err := api.UnmarshalJobInPlace(record, &rec.Job); err != nil {
 		return store.JobRecord{}, fmt.Errorf("decode record: %w", err)
 	}
 	if err := json.Unmarshal(local, &rec.Local); err != nil {
