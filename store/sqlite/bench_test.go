@@ -31,6 +31,16 @@ var benchPayload = json.RawMessage(`{"type":"transcript","session_id":"session-0
 // openBench opens a store in b's temp directory and ingests n live deliveries over 16
 // sessions, returning their inbox ids.
 func openBench(b *testing.B, sync string, n int) (*Store, []int64) {
+	return openDeliveries(b, sync, n, 16, false)
+}
+
+// openLocated is openBench with each message located in its body (the whole body here), as
+// the receiver locates it, over sessions sessions.
+func openLocated(b *testing.B, n, sessions int) (*Store, []int64) {
+	return openDeliveries(b, SynchronousFull, n, sessions, true)
+}
+
+func openDeliveries(b *testing.B, sync string, n, sessions int, located bool) (*Store, []int64) {
 	b.Helper()
 	s, err := Open(b.Context(), Options{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: sync})
 	if err != nil {
@@ -41,13 +51,17 @@ func openBench(b *testing.B, sync string, n int) (*Store, []int64) {
 	for start := 0; start < n; start += 256 {
 		var ds []store.Delivery
 		for i := start; i < min(start+256, n); i++ {
-			session := "session-" + strconv.Itoa(i%16)
-			ds = append(ds, store.Delivery{
+			session := "session-" + strconv.Itoa(i%sessions)
+			d := store.Delivery{
 				DedupeKey: "bench-" + strconv.Itoa(i), Route: "job", Kind: api.CallbackLiveMessage,
 				Event: "live.transcript", JobID: session, MessageType: api.MessageTranscript,
 				Category: api.CategoryFinalTranscripts, PartitionKey: session,
 				Body: benchPayload, ReceivedAt: time.Now(),
-			})
+			}
+			if located {
+				d.Message, d.MessageAt = store.Span{Len: len(benchPayload)}, d.ReceivedAt
+			}
+			ds = append(ds, d)
 		}
 		res, err := s.Ingest(b.Context(), ds)
 		if err != nil {
@@ -311,39 +325,6 @@ func BenchmarkAppendLiveGroup(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
-}
-
-// openLocated is openBench with each message located in its body (the whole body here), over
-// sessions sessions.
-func openLocated(b *testing.B, n, sessions int) (*Store, []int64) {
-	b.Helper()
-	s, err := Open(b.Context(), Options{Path: filepath.Join(b.TempDir(), "bench.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
-	ids := make([]int64, 0, n)
-	for start := 0; start < n; start += 256 {
-		var ds []store.Delivery
-		for i := start; i < min(start+256, n); i++ {
-			session := "session-" + strconv.Itoa(i%sessions)
-			ds = append(ds, store.Delivery{
-				DedupeKey: "bench-" + strconv.Itoa(i), Route: "job", Kind: api.CallbackLiveMessage,
-				Event: "live.transcript", JobID: session, MessageType: api.MessageTranscript,
-				Category: api.CategoryFinalTranscripts, PartitionKey: session,
-				Body: benchPayload, ReceivedAt: time.Now(),
-				Message: store.Span{Len: len(benchPayload)}, MessageAt: time.Now(),
-			})
-		}
-		res, err := s.Ingest(b.Context(), ds)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range res {
-			ids = append(ids, r.ID)
-		}
-	}
-	return s, ids
 }
 
 // BenchmarkSinkQueueBytes: what the sink queue holds on disk per event, queued for one sink
