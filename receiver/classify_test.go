@@ -127,6 +127,7 @@ func FuzzClassifyDelivery(f *testing.F) {
 		if d.Kind == api.CallbackLiveMessage && (!d.Category.Valid() || !d.MessageType.Known() && d.Category != api.CategoryErrors) {
 			t.Fatalf("live message with category %q type %q", d.Category, d.MessageType)
 		}
+		checkLocated(t, d)
 		// Spacing is not identity: a re-indented body is the same delivery.
 		var spaced bytes.Buffer
 		if json.Indent(&spaced, decoded, "", "\t") == nil {
@@ -138,6 +139,28 @@ func FuzzClassifyDelivery(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkLocated: a classified live message is located in its body, as decoding the envelope
+// finds its payload (the last member of that name, in any case), with the message's own
+// created_at; nothing else is located.
+func checkLocated(t *testing.T, d store.Delivery) {
+	t.Helper()
+	got, ok := d.Message.Of(d.Body)
+	if d.Kind != api.CallbackLiveMessage || d.Quarantine != "" {
+		if ok || !d.MessageAt.IsZero() {
+			t.Fatalf("%q delivery located a message: %+v at %v", d.Kind, d.Message, d.MessageAt)
+		}
+		return
+	}
+	var env struct{ Payload json.RawMessage }
+	var msg api.LiveMessage
+	if err := json.Unmarshal(d.Body, &env); err != nil || json.Unmarshal(env.Payload, &msg) != nil {
+		t.Fatalf("a live delivery whose payload does not decode: %v", err)
+	}
+	if !ok || !bytes.Equal(got, env.Payload) || !d.MessageAt.Equal(msg.CreatedAt.Time) {
+		t.Fatalf("located %+v (%q) at %v, want the payload %q at %v", d.Message, got, d.MessageAt, env.Payload, msg.CreatedAt.Time)
+	}
 }
 
 func sameDelivery(a, b store.Delivery) bool {
