@@ -146,11 +146,19 @@ func runLive(cmd *cobra.Command, lf *liveFlags) error {
 		// session ends properly, within stopGrace.
 		streamCtx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancelStream()
+		noticed := make(chan struct{})
 		stopWatch := context.AfterFunc(ctx, func() {
+			defer close(noticed)
 			fmt.Fprintf(errOut, "\ninterrupted: stopping the recording; waiting up to %s for post-processing\n", stopGrace)
 			time.AfterFunc(stopGrace, cancelStream)
 		})
-		defer stopWatch()
+		defer func() {
+			// The interrupt also ends the audio, so the stream can end before the notice's
+			// goroutine has written it: a command never returns with its notice unwritten.
+			if !stopWatch() {
+				<-noticed
+			}
+		}()
 
 		eff := req.Settings()
 		opts := submitter.StreamOptions{SampleRate: eff.SampleRate, BitDepth: eff.BitDepth, Channels: eff.Channels, Realtime: lf.realtime}
