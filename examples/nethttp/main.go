@@ -189,9 +189,14 @@ func printTranscript(out *log.Logger) func(context.Context, api.Event, api.Job) 
 			return nil
 		}
 		var b strings.Builder
+		// The record keeps the result as the service sent it; decode what is printed.
+		result, err := job.DecodeResult()
+		if err != nil {
+			return fmt.Errorf("job %s: %w", job.ID, err)
+		}
 		var utterances []api.Utterance
-		if job.Result != nil && job.Result.Transcription != nil {
-			utterances = job.Result.Transcription.Utterances
+		if result != nil && result.Transcription != nil {
+			utterances = result.Transcription.Utterances
 		}
 		fmt.Fprintf(&b, "job %s succeeded, %d utterances:\n", job.ID, len(utterances))
 		for _, u := range utterances {
