@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
