@@ -13,8 +13,8 @@ import (
 // unvalidated bytes, read each value themselves. It never decides alone: on bytes it does not
 // expect it reports failure, and every caller then takes the exact encoding/json path.
 
-// members walks the members of a JSON object, for the scans below and for the fast decodings
-// (fastword.go), which read bytes encoding/json has not validated: it checks the grammar around
+// members walks the members of a JSON object, for the scans below and for readers of bytes
+// encoding/json has not validated: it checks the grammar around
 // the members (a key is a string, ':' and ',' where they belong, and, for ok, nothing after the
 // object but white space) and never undoes a key's escapes, so a key with escapes is never equal
 // to a plain name a caller looks for. Each value is either the caller's to read from the index
