@@ -43,6 +43,12 @@ func RedactCallbackURL(s string) string {
 	if trimmed := strings.TrimRight(p, "/"); trimmed != "" {
 		p = trimmed[:strings.LastIndexByte(trimmed, '/')+1] + TokenMarker
 	}
+	if u.Scheme != "" && u.Host == "" && u.User == nil && strings.HasPrefix(p, "//") {
+		// An empty authority before it, as the URL had: after a scheme, a path that starts
+		// with // would read back as an authority, and the redaction would not be stable.
+		// (Without a scheme, url.Parse reads "///…" as a path, and it is written as read.)
+		b.WriteString("//")
+	}
 	b.WriteString(p)
 	if u.RawQuery != "" || u.ForceQuery {
 		b.WriteString("?")

@@ -327,13 +327,17 @@ func TranscriptText(data json.RawMessage) (string, error) {
 	if err := json.Unmarshal(data, &job); err != nil {
 		return "", err
 	}
-	if job.Result == nil {
+	if len(job.Result) == 0 || string(job.Result) == "null" {
 		return bareTranscriptText(data), nil
 	}
-	if job.Result.Transcription == nil {
+	var r transcriptResult
+	if err := json.Unmarshal(job.Result, &r); err != nil {
+		return "", err
+	}
+	if r.Transcription == nil {
 		return "", nil
 	}
-	return renderTranscript(job.Result.Transcription.Utterances), nil
+	return renderTranscript(r.Transcription.Utterances), nil
 }
 
 // bareTranscriptText is TranscriptText of data that is not a job record with a result: a bare
@@ -353,7 +357,9 @@ func bareTranscriptText(data json.RawMessage) string {
 // transcriptJob is the part of a job record that TranscriptText prints; the names and types
 // are the service's.
 type transcriptJob struct {
-	Result *transcriptResult `json:"result"`
+	// Raw, then decoded: a record read as the kit reads it takes the last "result" member
+	// whole, where decoding into a pointer would merge a later one into an earlier one.
+	Result json.RawMessage `json:"result"`
 }
 
 type transcriptResult struct {
