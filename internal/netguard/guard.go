@@ -32,6 +32,9 @@ func specialRanges() []specialRange {
 		{netip.MustParsePrefix("169.254.169.254/32"), "cloud metadata service"},
 		{netip.MustParsePrefix("100.100.100.200/32"), "cloud metadata service"},
 		{netip.MustParsePrefix("fd00:ec2::254/128"), "cloud metadata service"},
+		// Azure's platform address (WireServer: the VM agent's configuration and keys), public
+		// by its range but answering only inside the cloud.
+		{netip.MustParsePrefix("168.63.129.16/32"), "cloud platform service"},
 		{netip.MustParsePrefix("0.0.0.0/8"), `"this network"`},
 		{netip.MustParsePrefix("10.0.0.0/8"), "private network"},
 		{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade NAT"},
@@ -68,7 +71,7 @@ type BlockedAddressError struct {
 	// Addr is the address as dialled or written in the URL.
 	Addr netip.Addr
 	// Checked is the address the range was found for: Addr, or the IPv4 address inside an
-	// IPv4-mapped, NAT64 or 6to4 Addr.
+	// IPv4-mapped, IPv4-translated, NAT64 or 6to4 Addr.
 	Checked netip.Addr
 	Range   netip.Prefix
 	Reason  string
@@ -153,8 +156,8 @@ func (g *Guard) CheckAddr(ip netip.Addr) error {
 }
 
 // EmbeddedIPv4 returns the IPv4 address an IPv6 address stands for (IPv4-mapped ::ffff:a.b.c.d,
-// NAT64 64:ff9b::a.b.c.d, 6to4 2002:AABB:CCDD::), or ip itself: the IPv4 address is what is
-// reached in the end, so it is what gets checked.
+// IPv4-translated ::ffff:0:a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:AABB:CCDD::), or ip
+// itself: the IPv4 address is what is reached in the end, so it is what gets checked.
 func EmbeddedIPv4(ip netip.Addr) netip.Addr {
 	if ip.Is4In6() {
 		return ip.Unmap()
@@ -168,6 +171,8 @@ func EmbeddedIPv4(ip netip.Addr) netip.Addr {
 		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
 	case b[0] == 0x20 && b[1] == 0x02: // 2002::/16
 		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+	case [8]byte(b[0:8]) == [8]byte{} && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0: // ::ffff:0:0/96
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
 	}
 	return ip
 }
