@@ -75,8 +75,8 @@ func newDeadLettersListCmd() *cobra.Command {
 
 func writeDeadLetters(w io.Writer, rows []store.SinkDelivery) error {
 	return writeRows(w, "ID\tSINK\tEVENT\tJOB\tATTEMPTS\tFAILED\tLAST ERROR", rows, func(d store.SinkDelivery) string {
-		return fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%s\t%s", d.ID, d.Sink, d.Event.Type, d.Event.JobID, d.Attempts,
-			stamp(d.FailedAt), d.LastError)
+		return fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%s\t%s", d.ID, cell(d.Sink), cell(d.Event.Type), cell(d.Event.JobID), d.Attempts,
+			stamp(d.FailedAt), cell(d.LastError))
 	})
 }
 

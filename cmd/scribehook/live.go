@@ -17,6 +17,7 @@ import (
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/termtext"
 	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
@@ -293,12 +294,12 @@ func (s *liveSummary) observe(out, errOut io.Writer, m api.LiveMessage) {
 		if msg == "" {
 			msg = "no message"
 		}
-		fmt.Fprintf(errOut, "service error (%s): %s\n", m.Type, msg)
+		fmt.Fprintf(errOut, "service error (%s): %s\n", termtext.Line(string(m.Type)), termtext.Line(msg))
 	case m.Type == api.MessageTranscript && m.TranscriptIsFinal():
 		var d api.TranscriptData
 		if m.DecodeData(&d) == nil {
 			s.finals++
-			fmt.Fprintf(out, "[%.1f–%.1f] %s\n", d.Utterance.Start, d.Utterance.End, d.Utterance.Text)
+			fmt.Fprintf(out, "[%.1f–%.1f] %s\n", d.Utterance.Start, d.Utterance.End, termtext.Line(d.Utterance.Text))
 		}
 	case m.Type == api.MessageStopRecording, m.Type == api.MessageEndRecording:
 		var d struct {

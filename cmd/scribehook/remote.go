@@ -13,6 +13,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/termtext"
 	"github.com/scribehook/scribehook/submitter"
 )
 
@@ -352,5 +353,5 @@ func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return strings.NewReplacer("\t", " ", "\n", " ").Replace(s)
+	return termtext.Line(s)
 }

@@ -45,7 +45,7 @@ func writeSinks(w io.Writer, rows []scribehook.SinkStatus) error {
 		if !r.Configured {
 			state += " (not configured)"
 		}
-		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", r.Name, state, r.Queued, stamp(r.Since), r.Reason)
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", cell(r.Name), state, r.Queued, stamp(r.Since), cell(r.Reason))
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/scribehook/scribehook"
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/termtext"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
@@ -217,9 +218,9 @@ func writeSummary(w io.Writer, rec store.JobRecord, waited time.Duration) {
 			text = r.Transcription.FullTranscript
 		}
 	}
-	fmt.Fprintf(w, "job %s done after %s: %.1fs of audio, %d utterances\n", rec.Job.ID, seconds(waited), audio, utterances)
+	fmt.Fprintf(w, "job %s done after %s: %.1fs of audio, %d utterances\n", termtext.Line(rec.Job.ID), seconds(waited), audio, utterances)
 	if words := firstWords(text, 12); words != "" {
-		fmt.Fprintf(w, "  %s\n", words)
+		fmt.Fprintf(w, "  %s\n", termtext.Line(words))
 	}
 }
 
