@@ -346,7 +346,9 @@ func TestWeekOfTrafficStaysBounded(t *testing.T) {
 	// An inbox row holding a live message stays while the message does: it goes at the first
 	// run after its message went (a run prunes the inbox before the messages), if the inbox's
 	// own day has passed by then.
-	freed := func(message time.Duration) int64 { return min(older(24*time.Hour), older(message+pruneEvery*time.Hour)) }
+	freed := func(message time.Duration) int64 {
+		return min(older(24*time.Hour), older(message+pruneEvery*time.Hour))
+	}
 	want := map[store.PruneKind]int64{
 		store.PruneInbox: older(24*time.Hour) + // the job's callback
 			freed(6*time.Hour)*(partials+acks) + freed(48*time.Hour)*finals +
