@@ -113,7 +113,7 @@ var dialect = sqlcore.Dialect{
 			WHERE i.payload_len IS NOT NULL),
 		n AS (
 			INSERT INTO live_sequences AS s (session_id, last_seq)
-			SELECT job_id, max(cnt) FROM m GROUP BY job_id ORDER BY job_id
+			SELECT job_id, count(*) FROM m GROUP BY job_id ORDER BY job_id
 			ON CONFLICT (session_id) DO UPDATE SET last_seq = s.last_seq + excluded.last_seq
 			RETURNING session_id, last_seq)
 		INSERT INTO live_messages (session_id, seq, type, category, created_at, received_at, inbox_id)

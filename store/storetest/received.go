@@ -186,6 +186,7 @@ var receivedTests = []struct {
 // letter; the row stays while the event does, and goes once the deliveries and the event are
 // pruned.
 func testEventDataFromInbox(t *testing.T, s store.Store) {
+	// Spaced and with < and &: a copy in the event (compacted, escaped) would not read back so.
 	payload := "{\"type\":\"transcript\", \"data\":{\"utterance\":{\"text\":\"a < b & c\"}}}"
 	res := ingest(t, s, locatedDelivery("ev-in", "s-e", api.MessageTranscript, api.CategoryFinalTranscripts, payload, base))
 	row := inboxRow(t, s, res[0].ID)
