@@ -66,8 +66,13 @@ type MountOptions struct {
 //     rather than a connection reset, and one client address holds at most
 //     Config.MaxConnsPerIP connections.
 //
-// What it need not set: the receiver's ErrorHandler, JSONEncoder, recover middleware, body
-// reading or limits for its routes. What Mount cannot give: Serve's refusals on the headers
+//   - ErrorHandler: the receiver's (ErrorHandler), or one that never quotes the request: Fiber's
+//     own answer to a request no route took quotes its path ("Cannot POST …"), and a callback
+//     URL spelled in a way no route takes (//v1/callbacks/T, /v1/./callbacks/T) still holds
+//     its token.
+//
+// What it need not set: the receiver's JSONEncoder, recover middleware, body reading or limits
+// for its routes (the receiver's routes answer their own errors whatever the ErrorHandler). What Mount cannot give: Serve's refusals on the headers
 // alone (a bad token or ambiguous framing answered before fasthttp waits for the body, and
 // without quoting the request in fasthttp's own error answers); run Serve on a port of its own
 // for those.

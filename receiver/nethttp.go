@@ -66,7 +66,9 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	token, callback, routed := splitCallbackPath(path)
 	switch {
 	case !callback && h.rest == nil:
-		writeHTTPJSON(w, http.StatusNotFound, apiError{Error: "Cannot " + req.Method + " " + path, Status: http.StatusNotFound})
+		// Never the path in the answer: it may hold a token in a spelling no route takes.
+		closeUnreadHTTP(w, req)
+		writeHTTPJSON(w, http.StatusNotFound, apiError{Error: "no such route", Status: http.StatusNotFound})
 	case !callback:
 		h.bridge(w, req, path)
 	case !routed:

@@ -15,6 +15,7 @@ import (
 	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/plainjson"
@@ -343,21 +344,37 @@ func sendJSON(c *fiber.Ctx, v any) error {
 	return nil
 }
 
+// ErrorHandler answers an error in the receiver's JSON shape, never quoting the request: the
+// fiber.Config.ErrorHandler of a parent app (Mount), for the requests no route took. Fiber's
+// own answer to those quotes the path ("Cannot POST /hooks//v1/callbacks/…"), and a callback
+// URL spelled in a way no route takes still holds its token.
+func (r *Receiver) ErrorHandler(c *fiber.Ctx, err error) error { return r.errorHandler(c, err) }
+
 // errorHandler answers errors that reach Fiber (no route, body over the limit, panics) in the
 // receiver's JSON shape.
 func (r *Receiver) errorHandler(c *fiber.Ctx, err error) error {
 	status, msg := fiber.StatusInternalServerError, "internal error"
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
-		status, msg = fe.Code, fe.Message
+		status, msg = fe.Code, safeErrorMessage(fe)
 		if status == fiber.StatusNotFound && r.onCallbackPath(c) {
-			// Fiber's message quotes the path, and a callback path holds a token.
 			msg = "no such callback route"
 		}
 	} else {
 		r.log.WithError(err).WithField("path", r.LogPath(c)).Error("request failed")
 	}
 	return writeError(c, status, msg)
+}
+
+// safeErrorMessage is what an answer says of a Fiber error. Fiber's own messages quote the
+// request ("Cannot POST //v1/callbacks/T" for a route that matched nothing), and a path may hold
+// a callback token in any spelling (//v1/…, /v1/./…, /v1%2F…, upper case): an answer never
+// quotes the request: a Fiber error is answered with its status's text.
+func safeErrorMessage(fe *fiber.Error) string {
+	if fe.Code == fiber.StatusNotFound {
+		return "no such route"
+	}
+	return fasthttp.StatusMessage(fe.Code)
 }
 
 func (r *Receiver) logPanic(c *fiber.Ctx, e any) {
@@ -377,7 +394,20 @@ func (r *Receiver) LogPath(c *fiber.Ctx) string {
 		}
 		return callbackPath + "…"
 	}
-	return c.Path()
+	return redactPath(c.Path())
+}
+
+// redactPath cuts a path after "callbacks", in any case and whatever precedes it: a path that
+// no callback route took (//v1/callbacks/T, /v1/./callbacks/T, /V1/CALLBACKS/T, /v1%2Fcallbacks/T)
+// may still hold a token.
+func redactPath(p string) string {
+	const word = "callbacks"
+	for i := 0; i+len(word) <= len(p); i++ {
+		if strings.EqualFold(p[i:i+len(word)], word) {
+			return p[:i+len(word)] + "/…"
+		}
+	}
+	return p
 }
 
 // onCallbackPath says whether c is a callback request: by the route that matched

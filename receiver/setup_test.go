@@ -20,8 +20,8 @@ const (
 	// defaults: no streaming, a 4 MiB BodyLimit, no timeouts, its own error handler).
 	setupFiber setupKind = "fiber"
 	// setupFiberStreaming: Mount under /hooks in a parent set as Mount says: it streams bodies,
-	// parses no multipart forms, has timeouts and the receiver's Listener, and a BodyLimit
-	// (1 MiB) below the receiver's.
+	// parses no multipart forms, has timeouts, the receiver's Listener and ErrorHandler, and a
+	// BodyLimit (1 MiB) below the receiver's.
 	setupFiberStreaming setupKind = "fiber-streaming"
 	// setupNetHTTP: Handler under http.StripPrefix("/hooks", …) in a ServeMux, on httptest.
 	setupNetHTTP setupKind = "net/http"
@@ -64,6 +64,7 @@ func (h *harness) serve(s setupKind) (stop func()) {
 			cfg = fiber.Config{
 				StreamRequestBody: true, DisablePreParseMultipartForm: true, BodyLimit: 1 << 20,
 				ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute,
+				ErrorHandler: h.rcv.ErrorHandler,
 			}
 		}
 		cfg.DisableStartupMessage = true
