@@ -26,8 +26,11 @@ var subtitleTypes = map[string]string{
 // job, the transcript's language by default. The pipeline renders them when the job succeeds;
 // `scribehook export` renders other variants on demand.
 func (r *Receiver) subtitles(c *fiber.Ctx) error {
-	id, format := c.Params("id"), strings.ToLower(c.Params("format"))
-	lang := c.Query("lang")
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return writeError(c, fiber.StatusBadRequest, err.Error())
+	}
+	format, lang := strings.ToLower(c.Params("format")), c.Query("lang")
 	rec, arts, ok, err := r.storedJob(c, id)
 	if !ok {
 		return err
@@ -48,7 +51,8 @@ func (r *Receiver) subtitles(c *fiber.Ctx) error {
 	}
 	if found == nil {
 		sort.Strings(have)
-		msg := fmt.Sprintf("job %q has no %s subtitles in language %q", id, format, lang)
+		// The request's values are not quoted back; what the job has is.
+		msg := "the job has no subtitles of that format and language"
 		if len(have) > 0 {
 			msg += " (it has: " + strings.Join(have, ", ") + ")"
 		} else {

@@ -34,7 +34,7 @@ func (r *Receiver) deadLetters(c *fiber.Ctx) error {
 	if s := c.Query("since"); s != "" {
 		t, err := api.ParseTime(s)
 		if err != nil {
-			return writeError(c, fiber.StatusBadRequest, "since: "+err.Error())
+			return writeError(c, fiber.StatusBadRequest, "since: must be an ISO 8601 date-time")
 		}
 		since = t
 	}
@@ -64,7 +64,7 @@ func (r *Receiver) deadLetters(c *fiber.Ctx) error {
 func (r *Receiver) replayDeadLetter(c *fiber.Ctx) error {
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id < 1 {
-		return writeError(c, fiber.StatusBadRequest, fmt.Sprintf("dead letter id must be a positive integer (got %q)", c.Params("id")))
+		return writeError(c, fiber.StatusBadRequest, "dead letter id must be a positive integer")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()

@@ -2,11 +2,16 @@ package receiver
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
 )
 
 // TestErrorAnswersNeverQuoteThePath: a callback URL spelled in a way no route takes, or any path
@@ -91,5 +96,48 @@ func TestRedactPath(t *testing.T) {
 		if got := redactPath(tc.in); got != tc.want {
 			t.Errorf("redactPath(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestReservedCharactersInIDs: a job id with reserved characters (a job of a static route,
+// named by another system) is read back through /v1/jobs/{id} with the id percent-encoded, as
+// every client writes it, in every set-up; its subtitles and its live messages too.
+func TestReservedCharactersInIDs(t *testing.T) {
+	for _, setup := range []setupKind{setupStandalone, setupFiberStreaming, setupNetHTTP} {
+		t.Run(string(setup), func(t *testing.T) {
+			h := newHarness(t, withSetup(setup))
+			for _, id := range []string{"partner/job 1", "a?b#c%d", "Zürich+1", "x;y=z"} {
+				body := successBody(t, id)
+				a := h.ack(h.post(testRouteToken, body, nil))
+				err := h.store.Apply(context.Background(), a.ID, func(ctx context.Context, tx store.Tx) error {
+					rec := store.JobRecord{
+						Job:   api.Job{ID: id, Status: api.StatusDone, Kind: api.KindPreRecorded, CreatedAt: api.NewTime(testNow)},
+						Local: store.Local{Source: "callback", ReceivedAt: testNow, UpdatedAt: testNow, Deliveries: 1},
+					}
+					if err := tx.PutJob(ctx, rec); err != nil {
+						return err
+					}
+					return tx.PutArtifact(ctx, store.Artifact{JobID: id, Name: "subtitles.en.srt", Format: "srt", Language: "en", Path: "/nowhere", CreatedAt: testNow})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := h.read("/v1/jobs/" + url.PathEscape(id))
+				if r.status != http.StatusOK || r.json(t)["id"] != id {
+					t.Errorf("GET /v1/jobs/%s: %d %s", url.PathEscape(id), r.status, r.body)
+				}
+				// The artifact is found (its file is not: 500 names the artifact, not 404).
+				r = h.read("/v1/jobs/" + url.PathEscape(id) + "/subtitles.vtt")
+				if r.status != http.StatusNotFound || !strings.Contains(string(r.body), "it has: srt/en") {
+					t.Errorf("subtitles of %q: %d %s", id, r.status, r.body)
+				}
+			}
+			a := rawConversation(t, h, "", "GET "+h.path("/v1/jobs/%zz")+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer "+testReadToken+"\r\n\r\n", 5*time.Second)
+			// net/http refuses the request line itself, with its own 400.
+			if resps, bodies, _ := responses(t, a); len(resps) != 1 || resps[0].StatusCode != http.StatusBadRequest ||
+				setup != setupNetHTTP && string(bodies[0]) != `{"error":"id: invalid percent-encoding in the path","status":400}` {
+				t.Errorf("bad escape: %q", a.bytes)
+			}
+		})
 	}
 }

@@ -27,7 +27,8 @@ const (
 func (r *Receiver) listJobs(c *fiber.Ctx) error {
 	vals, err := url.ParseQuery(string(c.Request().URI().QueryString()))
 	if err != nil {
-		return writeError(c, fiber.StatusBadRequest, "query string does not parse: "+err.Error())
+		// Not the parser's message: it quotes the query.
+		return writeError(c, fiber.StatusBadRequest, "query string does not parse: invalid percent-encoding or separator")
 	}
 	q, err := api.ParseListQuery(vals, false)
 	if err == nil {
@@ -128,6 +129,18 @@ func pageURL(base, path string, q api.ListQuery, offset, limit int) string {
 	return base + u.String()
 }
 
+// pathParam is the path parameter name of c, unescaped: routing goes by the escaped path (a
+// job id may hold a slash, written %2F), so Fiber hands the parameter over as it was sent. An
+// id with reserved characters (a job of a static route, named by another system) is only
+// found by its unescaped form.
+func pathParam(c *fiber.Ctx, name string) (string, error) {
+	v, err := url.PathUnescape(c.Params(name))
+	if err != nil {
+		return "", fmt.Errorf("%s: invalid percent-encoding in the path", name)
+	}
+	return v, nil
+}
+
 func writeValidation(c *fiber.Ctx, err error) error {
 	body := apiError{Error: "invalid query: " + err.Error(), Status: fiber.StatusBadRequest}
 	var ve api.ValidationErrors
@@ -171,7 +184,11 @@ func NewLocalView(local store.Local, arts []store.Artifact) LocalView {
 
 // getJob is GET /v1/jobs/:id: the service's job record shape plus a local object.
 func (r *Receiver) getJob(c *fiber.Ctx) error {
-	rec, arts, ok, err := r.storedJob(c, c.Params("id"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return writeError(c, fiber.StatusBadRequest, err.Error())
+	}
+	rec, arts, ok, err := r.storedJob(c, id)
 	if !ok {
 		return err
 	}
@@ -190,7 +207,7 @@ func (r *Receiver) storedJob(c *fiber.Ctx, id string) (rec store.JobRecord, arts
 	defer cancel()
 	rec, err = r.cfg.Store.GetJob(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return rec, nil, false, writeError(c, fiber.StatusNotFound, fmt.Sprintf("job %q not found", id))
+		return rec, nil, false, writeError(c, fiber.StatusNotFound, "job not found")
 	}
 	if err != nil {
 		return rec, nil, false, r.storeFailed(c, err)
@@ -247,6 +264,10 @@ func viewOf(m store.LiveMessage) messageView {
 
 // liveMessages is GET /v1/live/:id/messages?after=SEQ&limit=N: stored messages in session order.
 func (r *Receiver) liveMessages(c *fiber.Ctx) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return writeError(c, fiber.StatusBadRequest, err.Error())
+	}
 	after, err := queryInt(c, "after", 0, 0, -1)
 	if err != nil {
 		return writeError(c, fiber.StatusBadRequest, err.Error())
@@ -257,7 +278,7 @@ func (r *Receiver) liveMessages(c *fiber.Ctx) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	msgs, err := r.cfg.Store.LiveMessages(ctx, c.Params("id"), int64(after), limit)
+	msgs, err := r.cfg.Store.LiveMessages(ctx, id, int64(after), limit)
 	if err != nil {
 		return r.storeFailed(c, err)
 	}
@@ -278,11 +299,11 @@ func queryInt(c *fiber.Ctx, key string, def, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(s)
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("%s must be an integer (got %q)", key, s)
+		return 0, fmt.Errorf("%s must be an integer", key)
 	case n < lo:
-		return 0, fmt.Errorf("%s must be at least %d (got %d)", key, lo, n)
+		return 0, fmt.Errorf("%s must be at least %d", key, lo)
 	case hi >= 0 && n > hi:
-		return 0, fmt.Errorf("%s must be at most %d (got %d)", key, hi, n)
+		return 0, fmt.Errorf("%s must be at most %d", key, hi)
 	}
 	return n, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -54,7 +55,9 @@ func (h *harness) serve(s setupKind) (stop func()) {
 		go func() { served <- h.rcv.Serve(ln) }()
 		return func() {
 			shutdownReceiver()
-			if err := <-served; err != nil {
+			// A test that ends at once can shut down before Serve has begun: Serve then
+			// refuses to start, which is no failure of the test.
+			if err := <-served; err != nil && !strings.Contains(err.Error(), "serve after shutdown") {
 				t.Errorf("serve: %v", err)
 			}
 		}

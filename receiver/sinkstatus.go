@@ -2,7 +2,6 @@ package receiver
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"slices"
 	"time"
@@ -48,10 +47,10 @@ func (r *Receiver) enableSink(c *fiber.Ctx) error {
 	}
 	name, err := url.PathUnescape(c.Params("name"))
 	if err != nil {
-		return writeError(c, fiber.StatusBadRequest, "sink name: "+err.Error())
+		return writeError(c, fiber.StatusBadRequest, "sink name: invalid percent-encoding in the path")
 	}
 	if !slices.ContainsFunc(r.cfg.Sinks(), func(s SinkStatus) bool { return s.Name == name }) {
-		return writeError(c, fiber.StatusNotFound, fmt.Sprintf("sink %q not found", name))
+		return writeError(c, fiber.StatusNotFound, "no sink of that name")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()

@@ -46,12 +46,16 @@ func (r *Receiver) liveEvents(c *fiber.Ctx) error {
 	if s := strings.TrimSpace(c.Get("Last-Event-ID")); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			return writeError(c, fiber.StatusBadRequest, fmt.Sprintf("Last-Event-ID must be a message sequence number (got %q)", s))
+			return writeError(c, fiber.StatusBadRequest, "Last-Event-ID must be a message sequence number")
 		}
 		after = n
 	}
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return writeError(c, fiber.StatusBadRequest, err.Error())
+	}
 	st := &stream{
-		sessionID:  strings.Clone(c.Params("id")),
+		sessionID:  strings.Clone(id),
 		categories: cats,
 		after:      after,
 		conn:       c.Context().Conn(),
@@ -218,7 +222,7 @@ func parseCategories(raw string) (map[api.MessageCategory]bool, error) {
 		for i, c := range api.Categories {
 			names[i] = string(c)
 		}
-		return nil, fmt.Errorf("category must be one of %s (got %s)", strings.Join(names, ", "), strings.Join(bad, ", "))
+		return nil, fmt.Errorf("category must be one of %s (%d unknown)", strings.Join(names, ", "), len(bad))
 	}
 	return set, nil
 }
