@@ -2,15 +2,17 @@
 // receives the transcription service's callbacks through scribehook, mounted under /hooks:
 //
 //   - GET  /hello                      the app's own route, untouched by the kit;
-//   - POST /transcribe?audio_url=URL   creates a job whose callback comes back to /hooks;
+//   - POST /transcribe?audio_url=URL   creates a job whose callback comes back to /hooks
+//     (bearer APP_TOKEN; audio_url on an origin listed in AUDIO_ORIGINS);
 //   - /hooks/v1/callbacks/:token       the kit's callback routes;
 //   - /hooks/v1/jobs…, /hooks/healthz  the kit's read API (bearer SCRIBEHOOK_READ_TOKEN) and health.
 //
 // A Go event handler prints the transcript of every job.succeeded to standard output.
 //
-// Configuration comes from flags, whose defaults come from the environment; the service key
-// and the read API's token come only from the environment (SCRIBEHOOK_API_KEY,
-// SCRIBEHOOK_READ_TOKEN), so that they never show in a process list.
+// Configuration comes from flags, whose defaults come from the environment; the service key,
+// the read API's token and the app's own token come only from the environment
+// (SCRIBEHOOK_API_KEY, SCRIBEHOOK_READ_TOKEN, APP_TOKEN), so that they never show in a process
+// list. Without APP_TOKEN the app does not start: POST /transcribe spends the service key.
 package main
 
 import (
@@ -47,6 +49,9 @@ type config struct {
 	ServiceURL string // base URL of the transcription service
 	Store      string // SQLite file of the kit's store
 	Artifacts  string // directory of rendered subtitles
+
+	AppToken     string // bearer token of POST /transcribe (APP_TOKEN)
+	AudioOrigins string // origins audio_url may be on, comma-separated; "" refuses every URL
 }
 
 func main() {
@@ -57,7 +62,10 @@ func main() {
 	flag.StringVar(&cfg.ServiceURL, "service-url", envOr("SCRIBEHOOK_SERVICE_BASE_URL", configs.DefaultServiceURL), "base URL of the service (env SCRIBEHOOK_SERVICE_BASE_URL)")
 	flag.StringVar(&cfg.Store, "store", envOr("SCRIBEHOOK_STORE_DSN", "fiberapp.db"), "SQLite file of the kit's store (env SCRIBEHOOK_STORE_DSN)")
 	flag.StringVar(&cfg.Artifacts, "artifacts", envOr("SCRIBEHOOK_SUBTITLES_DIR", "artifacts"), "directory of rendered subtitles (env SCRIBEHOOK_SUBTITLES_DIR)")
+	flag.StringVar(&cfg.AudioOrigins, "audio-origins", os.Getenv("AUDIO_ORIGINS"),
+		"comma-separated origins (https://host[:port]) that audio_url may be on; empty refuses every URL (env AUDIO_ORIGINS)")
 	flag.Parse()
+	cfg.AppToken = os.Getenv("APP_TOKEN")
 
 	// The first SIGINT or SIGTERM starts a graceful stop; stop() restores the default, so a
 	// second one kills the program at once.
@@ -76,6 +84,16 @@ func main() {
 // run serves until ctx ends, then stops the app, then the kit. It writes its own lines (the
 // address, the transcripts) to out; the kit logs to standard error through logrus.
 func run(ctx context.Context, cfg config, out io.Writer) (err error) {
+	// Checked before anything starts: an app that cannot guard POST /transcribe does not run.
+	token, err := newAppToken(cfg.AppToken)
+	if err != nil {
+		return err
+	}
+	audioOrigins, err := parseOrigins(cfg.AudioOrigins)
+	if err != nil {
+		return err
+	}
+
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -145,10 +163,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	app.Get("/hello", func(c *fiber.Ctx) error {
 		return c.SendString("hello from the app's own route\n")
 	})
-	app.Post("/transcribe", func(c *fiber.Ctx) error {
-		audioURL := c.Query("audio_url")
-		if audioURL == "" {
-			return fiber.NewError(fiber.StatusBadRequest, "audio_url is required")
+	app.Post("/transcribe", requireToken(token), func(c *fiber.Ctx) error {
+		// Decided here, before the service is asked for anything: it would fetch the URL.
+		audioURL, err := audioOrigins.check(c.Query("audio_url"))
+		if err != nil {
+			return c.Status(fiber.StatusBadRequest).JSON(fiber.Map{"error": err.Error()})
 		}
 		// fasthttp's context is not cancelled when the client leaves: bound the call instead.
 		sctx, cancel := context.WithTimeout(c.UserContext(), 30*time.Second)
@@ -204,6 +223,18 @@ func printTranscript(out *log.Logger) func(context.Context, api.Event, api.Job) 
 		}
 		// Output rather than Print: a failed write goes back to the kit, which calls again.
 		return out.Output(1, b.String())
+	}
+}
+
+// requireToken lets a request through to the next handler only with the app's bearer token;
+// any other gets 401 with a Bearer challenge, and an answer that repeats nothing it sent.
+func requireToken(token appToken) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if !token.allows(c.Get(fiber.HeaderAuthorization)) {
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="transcribe"`)
+			return c.Status(fiber.StatusUnauthorized).JSON(fiber.Map{"error": "a valid bearer token (APP_TOKEN) is required"})
+		}
+		return c.Next()
 	}
 }
 

@@ -3,15 +3,17 @@
 // Handler, under /hooks:
 //
 //   - GET  /hello                      the program's own route, untouched by the kit;
-//   - POST /transcribe?audio_url=URL   creates a job whose callback comes back to /hooks;
+//   - POST /transcribe?audio_url=URL   creates a job whose callback comes back to /hooks
+//     (bearer APP_TOKEN; audio_url on an origin listed in AUDIO_ORIGINS);
 //   - /hooks/v1/callbacks/{token}      the kit's callback routes;
 //   - /hooks/v1/jobs…, /hooks/healthz  the kit's read API (bearer SCRIBEHOOK_READ_TOKEN) and health.
 //
 // A Go event handler prints the transcript of every job.succeeded to standard output.
 //
-// Configuration comes from flags, whose defaults come from the environment; the service key
-// and the read API's token come only from the environment (SCRIBEHOOK_API_KEY,
-// SCRIBEHOOK_READ_TOKEN), so that they never show in a process list.
+// Configuration comes from flags, whose defaults come from the environment; the service key,
+// the read API's token and the program's own token come only from the environment
+// (SCRIBEHOOK_API_KEY, SCRIBEHOOK_READ_TOKEN, APP_TOKEN), so that they never show in a process
+// list. Without APP_TOKEN the program does not start: POST /transcribe spends the service key.
 package main
 
 import (
@@ -48,6 +50,9 @@ type config struct {
 	ServiceURL string // base URL of the transcription service
 	Store      string // SQLite file of the kit's store
 	Artifacts  string // directory of rendered subtitles
+
+	AppToken     string // bearer token of POST /transcribe (APP_TOKEN)
+	AudioOrigins string // origins audio_url may be on, comma-separated; "" refuses every URL
 }
 
 func main() {
@@ -58,7 +63,10 @@ func main() {
 	flag.StringVar(&cfg.ServiceURL, "service-url", envOr("SCRIBEHOOK_SERVICE_BASE_URL", configs.DefaultServiceURL), "base URL of the service (env SCRIBEHOOK_SERVICE_BASE_URL)")
 	flag.StringVar(&cfg.Store, "store", envOr("SCRIBEHOOK_STORE_DSN", "nethttp.db"), "SQLite file of the kit's store (env SCRIBEHOOK_STORE_DSN)")
 	flag.StringVar(&cfg.Artifacts, "artifacts", envOr("SCRIBEHOOK_SUBTITLES_DIR", "artifacts"), "directory of rendered subtitles (env SCRIBEHOOK_SUBTITLES_DIR)")
+	flag.StringVar(&cfg.AudioOrigins, "audio-origins", os.Getenv("AUDIO_ORIGINS"),
+		"comma-separated origins (https://host[:port]) that audio_url may be on; empty refuses every URL (env AUDIO_ORIGINS)")
 	flag.Parse()
+	cfg.AppToken = os.Getenv("APP_TOKEN")
 
 	// The first SIGINT or SIGTERM starts a graceful stop; stop() restores the default, so a
 	// second one kills the program at once.
@@ -77,6 +85,16 @@ func main() {
 // run serves until ctx ends, then stops the server, then the kit. It writes its own lines (the
 // address, the transcripts) to out; the kit logs to standard error through logrus.
 func run(ctx context.Context, cfg config, out io.Writer) (err error) {
+	// Checked before anything starts: a program that cannot guard POST /transcribe does not run.
+	token, err := newAppToken(cfg.AppToken)
+	if err != nil {
+		return err
+	}
+	audioOrigins, err := parseOrigins(cfg.AudioOrigins)
+	if err != nil {
+		return err
+	}
+
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -130,10 +148,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "hello from the program's own route\n")
 	})
-	mux.HandleFunc("POST /transcribe", func(w http.ResponseWriter, r *http.Request) {
-		audioURL := r.URL.Query().Get("audio_url")
-		if audioURL == "" {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "audio_url is required"})
+	mux.Handle("POST /transcribe", requireToken(token, func(w http.ResponseWriter, r *http.Request) {
+		// Decided here, before the service is asked for anything: it would fetch the URL.
+		audioURL, err := audioOrigins.check(r.URL.Query().Get("audio_url"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
 		sctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -145,7 +164,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 			return
 		}
 		writeJSON(w, http.StatusAccepted, map[string]string{"id": id})
-	})
+	}))
 	// The kit's routes sit at the handler's root: strip the prefix on the way in. Paging links
 	// carry it back from public_url.
 	mux.Handle(hooksPrefix+"/", http.StripPrefix(hooksPrefix, kit.Handler(receiver.MountOptions{ReadAPI: true, Health: true})))
@@ -205,6 +224,19 @@ func printTranscript(out *log.Logger) func(context.Context, api.Event, api.Job) 
 		// Output rather than Print: a failed write goes back to the kit, which calls again.
 		return out.Output(1, b.String())
 	}
+}
+
+// requireToken lets a request through to next only with the program's bearer token; any other
+// gets 401 with a Bearer challenge, and an answer that repeats nothing it sent.
+func requireToken(token appToken, next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !token.allows(r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="transcribe"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "a valid bearer token (APP_TOKEN) is required"})
+			return
+		}
+		next(w, r)
+	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -30,5 +30,11 @@ func TestProgramEndToEnd(t *testing.T) {
 	})
 }
 
+// Without a token for POST /transcribe, or with one too short to be a secret, or with an
+// AUDIO_ORIGINS entry that is not an origin, the program refuses to start.
+func TestProgramRefusesToStart(t *testing.T) {
+	exampletest.RefusesToStart(t, exampletest.Program{Dir: ".", Name: "nethttp", BuildFlags: buildFlags})
+}
+
 // buildFlags are the flags of the program's build (race_test.go adds -race).
 var buildFlags []string
