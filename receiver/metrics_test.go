@@ -2,7 +2,6 @@ package receiver
 
 import (
 	"bytes"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +68,7 @@ func TestMetrics(t *testing.T) {
 
 func (h *harness) metricsText() string {
 	h.t.Helper()
-	r := h.do(http.MethodGet, "/metrics", nil, nil)
+	r := h.read("/metrics")
 	if r.status != 200 {
 		h.t.Fatalf("metrics: %d %s", r.status, r.body)
 	}

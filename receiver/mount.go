@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -19,7 +20,8 @@ type MountOptions struct {
 	ReadAPI bool
 	// Health registers GET /healthz and GET /readyz.
 	Health bool
-	// Metrics registers GET /metrics (Config.Metrics, in Prometheus' text format).
+	// Metrics registers GET /metrics (Config.Metrics, in Prometheus' text format), behind the
+	// read token as the read API is (a bearer, or the dashboard's cookie).
 	Metrics bool
 	// Dashboard registers the dashboard under /ui/. Its pages reach the read API and /metrics
 	// by paths relative to their own, so it needs ReadAPI and Metrics under the same prefix.
@@ -80,6 +82,13 @@ func (r *Receiver) Mount(rt fiber.Router, opts MountOptions) {
 	r.register(rt, opts)
 }
 
+// MetricsHandler serves Config.Metrics in Prometheus' text format with no credential, for a
+// listener of the program's own that only its scraper reaches (the /metrics route asks for the
+// read token).
+func (r *Receiver) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(r.cfg.Metrics, promhttp.HandlerOpts{})
+}
+
 // register puts the routes opts asks for, and the callback routes, on rt. Each carries its
 // middleware with it (callbackRoute, otherRoute): under Mount nothing else of the receiver's
 // runs before it.
@@ -102,7 +111,11 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 		rt.Get("/readyz", other(r.readyz)...)
 	}
 	if opts.Metrics {
-		rt.Get("/metrics", other(adaptor.HTTPHandler(promhttp.HandlerFor(r.cfg.Metrics, promhttp.HandlerOpts{})))...)
+		// Behind the read token: the port faces the service, and metrics tell an outsider the
+		// sinks, their targets' answers and the traffic. A scraper sends the token as a bearer
+		// (Prometheus' authorization.credentials_file), or a program serves MetricsHandler on a
+		// listener of its own.
+		rt.Get("/metrics", other(r.readAccess, adaptor.HTTPHandler(r.MetricsHandler()))...)
 	}
 	if opts.ReadAPI {
 		// The bearer check sits on each read route, not on a /v1 group: a group's middleware

@@ -167,8 +167,15 @@ func TestCallbacksEverywhere(t *testing.T) {
 				if r := h.do(http.MethodGet, "/healthz", nil, nil); r.status != http.StatusOK || string(r.body) != `{"status":"ok"}` {
 					t.Errorf("healthz: %d %s", r.status, r.body)
 				}
-				if r := h.do(http.MethodGet, "/metrics", nil, nil); !bytes.Contains(r.body, []byte(`scribehook_deliveries_total{kind="job.error",outcome="stored"}`)) {
+				if r := h.read("/metrics"); !bytes.Contains(r.body, []byte(`scribehook_deliveries_total{kind="job.error",outcome="stored"}`)) {
 					t.Errorf("metrics: %d %s", r.status, r.body)
+				}
+				// Not without the token: the port faces the service.
+				if r := h.do(http.MethodGet, "/metrics", nil, nil); r.status != http.StatusUnauthorized || bytes.Contains(r.body, []byte("scribehook_")) {
+					t.Errorf("metrics without a token: %d %s", r.status, r.body)
+				}
+				if r := h.do(http.MethodGet, "/metrics", nil, map[string]string{"Authorization": "Bearer wrong-token"}); r.status != http.StatusUnauthorized {
+					t.Errorf("metrics with a wrong token: %d %s", r.status, r.body)
 				}
 				r := h.read("/v1/jobs?limit=1")
 				page := r.json(t)

@@ -249,7 +249,7 @@ func (s *rssSampler) stop() int64 {
 
 // metric scrapes /metrics and returns the value of a metric without labels (go_goroutines).
 func (p *serveProc) metric(name string) (float64, error) {
-	code, body := httpGet(p.url("/metrics"))
+	code, body := httpGetAuth(p.url("/metrics"), readToken)
 	if code != http.StatusOK {
 		return 0, fmt.Errorf("GET /metrics: status %d", code)
 	}
@@ -268,6 +268,22 @@ func (p *serveProc) metric(name string) (float64, error) {
 var plainClient = &http.Client{Timeout: 10 * time.Second}
 
 // httpGet returns the status and body of a GET; status 0 when the request failed.
+// httpGetAuth is httpGet with the read token as a bearer (/metrics and the read API).
+func httpGetAuth(url, token string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := plainClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 func httpGet(url string) (int, string) {
 	resp, err := plainClient.Get(url)
 	if err != nil {

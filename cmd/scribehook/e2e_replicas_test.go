@@ -262,7 +262,7 @@ func (rr *roundRobin) counts() map[string]int {
 // metricValue sums a counter of a replica's /metrics (the text format: one sample a line).
 func metricValue(t *testing.T, addr, name string) float64 {
 	t.Helper()
-	_, body := httpDo(t, http.MethodGet, "http://"+addr+"/metrics", nil, nil)
+	_, body := httpDo(t, http.MethodGet, "http://"+addr+"/metrics", http.Header{"Authorization": {"Bearer read-token"}}, nil)
 	var v float64
 	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {

@@ -48,7 +48,7 @@ export const get = (path, opts) => request('GET', path, opts);
 export const getText = (path, opts) => request('GET', path, { ...opts, text: true, accept: '*/*' });
 export const post = (path, opts) => request('POST', path, opts);
 
-/** Prometheus text exposition → [{name, labels, value}]. /metrics needs no token. */
+/** Prometheus text exposition → [{name, labels, value}]. /metrics takes the session cookie, as the read API does. */
 export async function metrics() {
   const res = await fetch(apiURL('/metrics'), { cache: 'no-store' });
   if (!res.ok) throw new APIError(res.status, { error: `metrics: HTTP ${res.status}` });
