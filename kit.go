@@ -198,11 +198,17 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		log.Warnf("%s is not set: the local read API is disabled", cfg.ReadTokenEnv)
 	}
 	pipeline, dispatch := k.pipeline, k.dispatch
+	trusted, err := cfg.Receiver.TrustedPrefixes()
+	if err != nil {
+		return nil, fmt.Errorf("receiver.trusted_proxies: %w", err)
+	}
 	k.recv, err = receiver.New(receiver.Config{
 		Store: k.store, Ingester: k.batcher, Notifier: pipeline, Feed: pipeline.SessionFeed(),
 		Routes: routesOf(*secrets), ReadToken: secrets.ReadToken, BodyLimit: int(cfg.Receiver.BodyLimit),
 		PublicURL: cfg.PublicURL, TokenTTL: cfg.Receiver.TokenTTL, MaxConnsPerIP: cfg.Receiver.MaxConnsPerIP,
-		Ready: pipeline.Ready, Metrics: k.reg, Logger: log, Now: o.now,
+		AuthFailureBurst: cfg.Receiver.AuthFailureBurst, AuthFailureRefill: cfg.Receiver.AuthFailureRefill,
+		TrustedProxies: trusted,
+		Ready:          pipeline.Ready, Metrics: k.reg, Logger: log, Now: o.now,
 		Notes: func() []string {
 			if !pipeline.BrokerUp() {
 				return []string{"bus: the broker does not answer; deliveries are stored and processed by the sweep until it is back"}

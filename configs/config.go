@@ -1,6 +1,8 @@
 package configs
 
 import (
+	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -155,6 +157,16 @@ type ReceiverConfig struct {
 	// once (default 256); -1 turns the bound off, for a proxy that brings every delivery from
 	// one address.
 	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
+	// AuthFailureBurst is how many wrong credentials (read token, dashboard sign-in, unknown
+	// callback token) one client address may present before it is answered 429 for a while
+	// (default 20); -1 turns the limit off. AuthFailureRefill is how often one more is allowed
+	// after that (default 3s).
+	AuthFailureBurst  int           `yaml:"auth_failure_burst"`
+	AuthFailureRefill time.Duration `yaml:"auth_failure_refill"`
+	// TrustedProxies are the CIDRs of the operator's proxies in front of serve: a request from
+	// one is counted against the client its X-Forwarded-For names. Without them, behind a
+	// proxy, every client shares the proxy's failures.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // DebugConfig is the profiling endpoint (net/http/pprof), off unless Listen is set. It is a
@@ -194,11 +206,14 @@ const (
 	DefaultPartitions    = 4
 	DefaultTokenTTL      = 7 * 24 * time.Hour
 	DefaultMaxConnsPerIP = 256
-	DefaultSinkDir       = "./out"
-	DefaultSinkTimeout   = 10 * time.Second
-	DefaultSinkTopic     = "scribehook.events"
-	EnvPrefix            = "SCRIBEHOOK_"
-	callbackPathOfRoutes = "/v1/callbacks/"
+	// DefaultAuthFailureBurst and DefaultAuthFailureRefill are receiver.auth_failure_*.
+	DefaultAuthFailureBurst  = 20
+	DefaultAuthFailureRefill = 3 * time.Second
+	DefaultSinkDir           = "./out"
+	DefaultSinkTimeout       = 10 * time.Second
+	DefaultSinkTopic         = "scribehook.events"
+	EnvPrefix                = "SCRIBEHOOK_"
+	callbackPathOfRoutes     = "/v1/callbacks/"
 )
 
 // Default returns the configuration used when there is no file and no environment.
@@ -222,7 +237,10 @@ func Default() Config {
 		Sinks: []Sink{{
 			Name: "files", Kind: "file", Dir: DefaultSinkDir, Events: []string{"*"}, Timeout: DefaultSinkTimeout,
 		}},
-		Receiver:  ReceiverConfig{BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions, TokenTTL: DefaultTokenTTL, MaxConnsPerIP: DefaultMaxConnsPerIP},
+		Receiver: ReceiverConfig{
+			BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions, TokenTTL: DefaultTokenTTL, MaxConnsPerIP: DefaultMaxConnsPerIP,
+			AuthFailureBurst: DefaultAuthFailureBurst, AuthFailureRefill: DefaultAuthFailureRefill,
+		},
 		Retention: DefaultRetention(),
 	}
 }
@@ -322,4 +340,21 @@ func redactURL(s string) string {
 		}
 	}
 	return s
+}
+
+// TrustedPrefixes parses TrustedProxies: CIDRs ("10.0.0.0/8") or single addresses.
+func (r ReceiverConfig) TrustedPrefixes() ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(r.TrustedProxies))
+	for i, s := range r.TrustedProxies {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			a, aerr := netip.ParseAddr(strings.TrimSpace(s))
+			if aerr != nil {
+				return nil, fmt.Errorf("entry %d must be a CIDR such as 10.0.0.0/8 or an IP address", i)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -94,7 +94,7 @@ func TestLoad(t *testing.T) {
 					SweepInterval: 30 * time.Second, SweepGrace: 5 * time.Second, Queue: 10000, MaxLen: 100000},
 				Subtitles: SubtitlesConfig{Profile: "netflix-adult", Formats: []string{"srt", "vtt"}, Dir: "artifacts"},
 				Sinks:     []Sink{{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: 10 * time.Second}},
-				Receiver:  ReceiverConfig{BodyLimit: 32 << 20, Partitions: 4, TokenTTL: 7 * 24 * time.Hour, MaxConnsPerIP: 256},
+				Receiver:  ReceiverConfig{BodyLimit: 32 << 20, Partitions: 4, TokenTTL: 7 * 24 * time.Hour, MaxConnsPerIP: 256, AuthFailureBurst: 20, AuthFailureRefill: 3 * time.Second},
 				Retention: RetentionConfig{Interval: time.Hour, BatchSize: 500, Inbox: Days(7), Jobs: Forever,
 					SinkDelivered: Days(7), DeadLetters: Days(30), Quarantine: Days(30),
 					Live: LiveRetention{PartialTranscripts: Days(2), FinalTranscripts: Forever, SpeechEvents: Days(30),
@@ -130,7 +130,7 @@ func TestLoad(t *testing.T) {
 					{Name: "stream", Kind: "redisstream", URL: "redis://127.0.0.1:6379", Topic: "scribehook.events", Events: []string{"*"}, Timeout: 10 * time.Second},
 					{Name: "log", Kind: "log", Events: []string{"job.*"}, Timeout: 90 * time.Second},
 				},
-				Receiver: ReceiverConfig{BodyLimit: 1 << 20, Partitions: 16, TokenTTL: 7 * 24 * time.Hour, MaxConnsPerIP: 256},
+				Receiver: ReceiverConfig{BodyLimit: 1 << 20, Partitions: 16, TokenTTL: 7 * 24 * time.Hour, MaxConnsPerIP: 256, AuthFailureBurst: 20, AuthFailureRefill: 3 * time.Second},
 				// Keys not given keep their defaults.
 				Retention: RetentionConfig{Interval: 30 * time.Minute, BatchSize: 500, Inbox: Keep(36 * time.Hour), Jobs: Days(90),
 					SinkDelivered: Days(7), DeadLetters: Forever, Quarantine: Forever,
@@ -173,7 +173,7 @@ func TestExampleFileLoads(t *testing.T) {
 	def := Default()
 	if cfg.Listen != def.Listen || cfg.PublicURL != def.PublicURL || cfg.ReadTokenEnv != def.ReadTokenEnv ||
 		cfg.Service != def.Service || cfg.Store != def.Store || cfg.Bus != def.Bus || cfg.Debug != def.Debug ||
-		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || cfg.Receiver != def.Receiver || cfg.Retention != def.Retention ||
+		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || !reflect.DeepEqual(cfg.Receiver, def.Receiver) || cfg.Retention != def.Retention ||
 		!reflect.DeepEqual(cfg.Sinks[0], def.Sinks[0]) {
 		t.Fatalf("example drifted from the defaults:\n%s", cfg)
 	}
@@ -324,7 +324,8 @@ func TestValidationSentences(t *testing.T) {
 					{Name: "hook", Kind: "webhook", URL: "not a url", Events: []string{"", "live.[x"}, Categories: []string{"final_transcripts", "finals"}, Kinds: []string{"live", "recorded"}, Allow: []string{"10.0.0.0/8", "http://x"}, Timeout: time.Second},
 					{Name: "", Kind: "nats", Events: []string{"*"}, Timeout: time.Second},
 				}
-				c.Receiver = ReceiverConfig{BodyLimit: 0, Partitions: 1000, TokenTTL: time.Minute, MaxConnsPerIP: -5}
+				c.Receiver = ReceiverConfig{BodyLimit: 0, Partitions: 1000, TokenTTL: time.Minute, MaxConnsPerIP: -5,
+					AuthFailureBurst: -2, AuthFailureRefill: time.Millisecond, TrustedProxies: []string{"10.0.0.0/8", "proxy.internal"}}
 			},
 			want: []string{
 				`listen must be host:port, e.g. 127.0.0.1:8787 (got "8787")`,
@@ -360,6 +361,9 @@ func TestValidationSentences(t *testing.T) {
 				`receiver.partitions must be between 1 and 256 (got 1000)`,
 				`receiver.token_ttl must be at least 1h (got 1m0s)`,
 				`receiver.max_conns_per_ip must be a positive number of connections, or -1 for no bound (got -5)`,
+				`receiver.auth_failure_burst must be a positive number of failed authentications, or -1 for no limit (got -2)`,
+				`receiver.auth_failure_refill must be between 100ms and 24h (got 1ms)`,
+				`receiver.trusted_proxies entry 1 must be a CIDR such as 10.0.0.0/8 or an IP address`,
 			},
 		},
 		{

@@ -126,6 +126,15 @@ func (c Config) Validate() error {
 	if n := c.Receiver.MaxConnsPerIP; n == 0 || n < -1 {
 		v.add("receiver.max_conns_per_ip", "must be a positive number of connections, or -1 for no bound (got %d)", n)
 	}
+	if n := c.Receiver.AuthFailureBurst; n == 0 || n < -1 {
+		v.add("receiver.auth_failure_burst", "must be a positive number of failed authentications, or -1 for no limit (got %d)", n)
+	}
+	if d := c.Receiver.AuthFailureRefill; d < 100*time.Millisecond || d > 24*time.Hour {
+		v.add("receiver.auth_failure_refill", "must be between 100ms and 24h (got %s)", d)
+	}
+	if _, err := c.Receiver.TrustedPrefixes(); err != nil {
+		v.add("receiver.trusted_proxies", "%s", err.Error())
+	}
 	v.debug(c.Debug, c.Listen)
 	v.retention(c.Retention, c.Receiver.TokenTTL)
 	return v.err()

@@ -65,6 +65,9 @@ type caller struct {
 	token store.Token
 }
 
+// msgUnknownToken is the answer to a token no route or job has: a guess.
+const msgUnknownToken = "unknown callback token"
+
 // authError is a 401: its message is safe to show (it never contains the token).
 type authError struct{ msg string }
 
@@ -95,7 +98,7 @@ func (r *Receiver) authenticate(ctx context.Context, token string) (caller, erro
 	tok, err := r.cfg.Store.LookupToken(ctx, hash)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return caller{}, unauthorized("unknown callback token")
+		return caller{}, unauthorized(msgUnknownToken)
 	case err != nil:
 		return caller{}, fmt.Errorf("look up token: %w", err)
 	case !tok.RevokedAt.IsZero():
@@ -156,6 +159,7 @@ func (r *Receiver) requireReadToken(c *fiber.Ctx) error {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	if subtle.ConstantTimeCompare(sum[:], r.readToken[:]) != 1 {
+		r.authFailed(r.clientOf(c), surfaceRead)
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="scribehook", error="invalid_token"`)
 		return writeError(c, fiber.StatusUnauthorized, "invalid bearer token")
 	}

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"net/netip"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -29,8 +30,8 @@ func (a ackBody) appendJSON(dst []byte) []byte {
 // handleCallback is the Fiber route of the callback endpoint (serveCallback).
 func (r *Receiver) handleCallback(c *fiber.Ctx) error {
 	a := r.serveCallback(c.Params("token"), fiberCallback{r, c})
-	if a.retryAfter {
-		c.Set(fiber.HeaderRetryAfter, retryAfter)
+	if a.retryAfter != "" {
+		c.Set(fiber.HeaderRetryAfter, a.retryAfter)
 	}
 	if a.bodyFailed {
 		closeUnread(c)
@@ -47,6 +48,8 @@ type fiberCallback struct {
 }
 
 func (f fiberCallback) header(name string) string { return f.c.Get(name) }
+
+func (f fiberCallback) client() netip.Addr { return f.r.clientOf(f.c) }
 
 func (f fiberCallback) body(limit int) ([]byte, error) {
 	return f.r.readRouteBody(f.c, limit)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,8 @@ type callbackRequest interface {
 	// body reads the raw body, at most limit bytes, into a buffer the core owns:
 	// errBodyTooLarge past it (before reading, when the announced length says so).
 	body(limit int) ([]byte, error)
+	// client is the client key the failed-authentication limit counts it under (authlimit.go).
+	client() netip.Addr
 }
 
 // callbackAnswer is what the core answers; the server writes it as it is.
@@ -29,8 +32,9 @@ type callbackAnswer struct {
 	status int
 	// body is an ackBody or an apiError, written as JSON (marshalPlain).
 	body any
-	// retryAfter asks the service to wait before retrying (503s).
-	retryAfter bool
+	// retryAfter asks the client to wait this many seconds before retrying (503s, 429s);
+	// "" asks nothing.
+	retryAfter string
 	// bodyFailed: the body could not be read to its end (too large, cut short); what is left
 	// of it is still on the connection, which must close after the answer.
 	bodyFailed bool
@@ -50,9 +54,18 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 	ctx, cancel := context.WithTimeout(context.Background(), ingestTimeout)
 	defer cancel()
 
+	// An address that sent too many unknown tokens waits, whatever token it sends now.
+	key := req.client()
+	if wait := r.authLimit.wait(key); wait > 0 {
+		r.metrics.authLimited.WithLabelValues(surfaceCallback).Inc()
+		a := answerError(http.StatusTooManyRequests, "too many failed authentications from this address; retry later")
+		a.retryAfter = retryAfterSeconds(wait)
+		return a
+	}
 	// The token is checked before a byte of the body is read (see body.go).
 	who, err := r.authenticate(ctx, token)
 	if err != nil {
+		r.countUnknownToken(key, err)
 		return r.reject(kindUnknown, logrus.Fields{}, err)
 	}
 	// The raw bytes, as sent: the signature covers them before any content decoding. They are
@@ -104,7 +117,7 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 		r.metrics.delivery(kind, outcomeError)
 		r.log.WithFields(deliveryFields(d)).WithError(err).Error("delivery not stored; asking the service to retry")
 		a := answerError(http.StatusServiceUnavailable, "delivery not stored, retry later")
-		a.retryAfter = true
+		a.retryAfter = retryAfter
 		return a
 	}
 	ack := ackBody{ID: res.ID}
@@ -125,6 +138,17 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 	return callbackAnswer{status: http.StatusOK, body: ack}
 }
 
+// countUnknownToken counts a failed authentication of key's when err says the token is
+// unknown: what a guess gets. A revoked, expired or misused token was a real one once (the
+// service retrying an old job's callback), and counting those could make the service's own
+// address wait.
+func (r *Receiver) countUnknownToken(key netip.Addr, err error) {
+	var ae *authError
+	if errors.As(err, &ae) && ae.msg == msgUnknownToken {
+		r.authFailed(key, surfaceCallback)
+	}
+}
+
 // reject answers an authentication failure with 401, or a store failure met while
 // authenticating with 503 so that the service retries.
 func (r *Receiver) reject(kind string, fields logrus.Fields, err error) callbackAnswer {
@@ -137,7 +161,7 @@ func (r *Receiver) reject(kind string, fields logrus.Fields, err error) callback
 	r.metrics.delivery(kind, outcomeError)
 	r.log.WithFields(fields).WithError(err).Error("callback not authenticated: store failed")
 	a := answerError(http.StatusServiceUnavailable, "cannot check the token now, retry later")
-	a.retryAfter = true
+	a.retryAfter = retryAfter
 	return a
 }
 

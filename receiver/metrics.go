@@ -26,8 +26,10 @@ const (
 )
 
 type metrics struct {
-	deliveries *prometheus.CounterVec
-	ack        prometheus.Histogram
+	deliveries   *prometheus.CounterVec
+	ack          prometheus.Histogram
+	authFailures *prometheus.CounterVec
+	authLimited  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, backlog func() float64) (*metrics, error) {
@@ -36,9 +38,13 @@ func newMetrics(reg prometheus.Registerer, backlog func() float64) (*metrics, er
 		ack: metricreg.Histogram("scribehook_ack_seconds",
 			"Time from receiving a callback to acknowledging it with a 2xx (the inbox commit included).",
 			[]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}),
+		authFailures: metricreg.CounterVec("scribehook_auth_failures_total",
+			"Wrong credentials presented (a bearer token, a dashboard cookie or sign-in, an unknown callback token), by surface.", "surface"),
+		authLimited: metricreg.CounterVec("scribehook_auth_limited_total",
+			"Requests answered 429 because their client address presented too many wrong credentials, by surface.", "surface"),
 	}
 	gauge := metricreg.GaugeFunc("scribehook_inbox_backlog", "Inbox rows not processed yet (refreshed at most once a second).", backlog)
-	if err := metricreg.Register(reg, m.deliveries, m.ack, gauge); err != nil {
+	if err := metricreg.Register(reg, m.deliveries, m.ack, m.authFailures, m.authLimited, gauge); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	return m, nil

@@ -132,7 +132,7 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 	}
 	if opts.Dashboard {
 		// The dashboard (receiver/ui): embedded assets, sign-in and sign-out.
-		r.ui.Mount(rt, r.otherRoute)
+		r.ui.Mount(rt, r.otherRoute, r.limitLogin)
 	}
 }
 

@@ -85,7 +85,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // callback serves a callback route with the core (serveCallback), under the same recovery as
 // the Fiber routes (guard): net/http's own would drop the connection without an answer.
 func (h *httpHandler) callback(w http.ResponseWriter, req *http.Request, token, path string) {
-	hc := &httpCallback{w: w, req: req}
+	hc := &httpCallback{w: w, req: req, trusted: h.r.cfg.TrustedProxies}
 	defer func() {
 		if e := recover(); e != nil {
 			h.r.log.WithFields(logrus.Fields{
@@ -97,8 +97,8 @@ func (h *httpHandler) callback(w http.ResponseWriter, req *http.Request, token, 
 		}
 	}()
 	a := h.r.serveCallback(token, hc)
-	if a.retryAfter {
-		w.Header().Set("Retry-After", retryAfter)
+	if a.retryAfter != "" {
+		w.Header().Set("Retry-After", a.retryAfter)
 	}
 	if a.bodyFailed {
 		w.Header().Set("Connection", "close")
@@ -123,7 +123,12 @@ type httpCallback struct {
 	w   http.ResponseWriter
 	req *http.Request
 	// read: body was called, whatever came of it.
-	read bool
+	read    bool
+	trusted []netip.Prefix
+}
+
+func (hc *httpCallback) client() netip.Addr {
+	return clientAddrKey(addrOf(hc.req.RemoteAddr), hc.req.Header.Get("X-Forwarded-For"), hc.trusted)
 }
 
 func (hc *httpCallback) header(name string) string { return hc.req.Header.Get(name) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -71,6 +72,18 @@ type Config struct {
 	// at once under Serve; DefaultMaxConnsPerIP when 0, no bound when negative (behind a proxy
 	// that brings every delivery from one address and bounds clients itself).
 	MaxConnsPerIP int
+	// AuthFailureBurst is how many wrong credentials one client address (an IPv6 client's
+	// /64) may present at once before it is answered 429 (authlimit.go), and AuthFailureRefill
+	// how often it may present one more after that: DefaultAuthFailureBurst and
+	// DefaultAuthFailureRefill when 0; a negative burst turns the limit off.
+	AuthFailureBurst  int
+	AuthFailureRefill time.Duration
+	// TrustedProxies are the operator's proxies (a load balancer in front of the receiver):
+	// a request from one of them is counted against the client address its X-Forwarded-For
+	// names (the nearest one that is not a trusted proxy), not against the proxy's. Empty:
+	// every request counts against the address it came from, and behind a proxy every client
+	// shares the proxy's failures.
+	TrustedProxies []netip.Prefix
 	// PublicURL is the base URL clients reach the receiver at (configs public_url). Links the
 	// receiver builds (paging) start from it, never from a request's Host header.
 	PublicURL string
@@ -150,6 +163,9 @@ type Receiver struct {
 	// constant), a field so that tests can shorten it.
 	headerTimeout time.Duration
 
+	// authLimit counts failed authentications per client address; nil when off.
+	authLimit *authLimiter
+
 	// perAddr counts connections per client address for Serve; nil when unbounded.
 	perAddr *addrCounter
 	// conns are Serve's connections, for Shutdown (stopServer).
@@ -206,6 +222,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	if r.metrics, err = newMetrics(r.cfg.Metrics, r.backlog); err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}
+	r.authLimit = newAuthLimiter(cfg.AuthFailureBurst, cfg.AuthFailureRefill, r.now)
 	r.headerTimeout = headerTimeout
 	switch n := cfg.MaxConnsPerIP; {
 	case n == 0:
@@ -244,7 +261,13 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 
 // readAccess is requireReadToken, or, on a request without an Authorization header, the
 // dashboard's session cookie: EventSource, media elements and links cannot send headers.
+//
+// An address that presented too many wrong credentials is answered 429 first (authlimit.go).
 func (r *Receiver) readAccess(c *fiber.Ctx) error {
+	key := r.clientOf(c)
+	if wait := r.authLimit.wait(key); wait > 0 {
+		return r.tooManyFailures(c, surfaceRead, wait)
+	}
 	if r.readOn && c.Get(fiber.HeaderAuthorization) == "" {
 		switch err := r.ui.Authorized(c); {
 		case err == nil:
@@ -252,8 +275,52 @@ func (r *Receiver) readAccess(c *fiber.Ctx) error {
 		case errors.Is(err, ui.ErrCrossOrigin):
 			return writeError(c, fiber.StatusForbidden, err.Error())
 		}
+		if c.Cookies(ui.CookieName) != "" {
+			// A cookie that is not a session: forged, or made with another token.
+			r.authFailed(key, surfaceRead)
+		}
 	}
 	return r.requireReadToken(c)
+}
+
+// limitLogin puts the dashboard's sign-in under the failure limit: a wrong token sent to POST
+// /ui/login counts as a wrong bearer token does (the form answers it with a redirect to
+// login?error=invalid), and an address that must wait is answered 429.
+func (r *Receiver) limitLogin(c *fiber.Ctx) error {
+	if c.Method() != fiber.MethodPost || !strings.HasSuffix(c.Path(), "/ui/login") {
+		return c.Next()
+	}
+	key := r.clientOf(c)
+	if wait := r.authLimit.wait(key); wait > 0 {
+		return r.tooManyFailures(c, surfaceLogin, wait)
+	}
+	if err := c.Next(); err != nil {
+		return err
+	}
+	if strings.Contains(string(c.Response().Header.Peek(fiber.HeaderLocation)), "error=invalid") {
+		r.authFailed(key, surfaceLogin)
+	}
+	return nil
+}
+
+// clientOf is the client key of c for the failure limit.
+func (r *Receiver) clientOf(c *fiber.Ctx) netip.Addr {
+	return clientAddrKey(c.Context().RemoteAddr(), c.Get(fiber.HeaderXForwardedFor), r.cfg.TrustedProxies)
+}
+
+// authFailed counts a wrong credential of key's.
+func (r *Receiver) authFailed(key netip.Addr, surface string) {
+	r.authLimit.fail(key)
+	r.metrics.authFailures.WithLabelValues(surface).Inc()
+}
+
+// tooManyFailures answers a request of an address that must wait: 429 and Retry-After. The
+// connection closes: an unread body stays unread.
+func (r *Receiver) tooManyFailures(c *fiber.Ctx, surface string, wait time.Duration) error {
+	r.metrics.authLimited.WithLabelValues(surface).Inc()
+	c.Set(fiber.HeaderRetryAfter, retryAfterSeconds(wait))
+	closeUnread(c)
+	return writeError(c, fiber.StatusTooManyRequests, "too many failed authentications from this address; retry later")
 }
 
 // App is the standalone Fiber app that Serve runs, every route at its root: for app.Test, or

@@ -159,6 +159,7 @@ func (r *Receiver) refusal(h *fasthttp.RequestHeader) (int, string) {
 	// the body is worth waiting for. A store failure leaves it to handleCallback (503).
 	var ae *authError
 	if _, err := r.authenticate(ctx, token); errors.As(err, &ae) {
+		// Counted against the client's address by refuseOrContinue, which knows it.
 		r.metrics.delivery(kindUnknown, outcomeUnauthorized)
 		r.log.WithFields(logrus.Fields{"reason": ae.msg, "before_body": true}).Warn("callback rejected")
 		return fasthttp.StatusUnauthorized, ae.msg
@@ -221,6 +222,17 @@ func (r *Receiver) refuseOrContinue(ctx *fasthttp.RequestCtx) int {
 	status, err := strconv.Atoi(code)
 	if err != nil || status < 400 {
 		status, msg = fasthttp.StatusBadRequest, "malformed request"
+	}
+	if status == fasthttp.StatusUnauthorized && msg == msgUnknownToken {
+		// The failure limit, which preBody could not apply: it has no client address.
+		key := clientAddrKey(ctx.RemoteAddr(), string(ctx.Request.Header.Peek(fasthttp.HeaderXForwardedFor)), r.cfg.TrustedProxies)
+		if wait := r.authLimit.wait(key); wait > 0 {
+			r.metrics.authLimited.WithLabelValues(surfaceCallback).Inc()
+			writeRawError(ctx, fasthttp.StatusTooManyRequests, "too many failed authentications from this address; retry later")
+			ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, retryAfterSeconds(wait))
+			return fasthttp.StatusTooManyRequests
+		}
+		r.authFailed(key, surfaceCallback)
 	}
 	writeRawError(ctx, status, msg)
 	return status
