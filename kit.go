@@ -197,6 +197,11 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	if secrets.ReadToken == "" {
 		log.Warnf("%s is not set: the local read API is disabled", cfg.ReadTokenEnv)
 	}
+	// serve refuses weak secrets; a program that builds the kit itself is told (the error
+	// names variables, never values) and decides.
+	if err := cfg.CheckStrength(*secrets); err != nil {
+		log.WithError(err).Warn("weak secrets: serve would refuse to start with them")
+	}
 	pipeline, dispatch := k.pipeline, k.dispatch
 	trusted, err := cfg.Receiver.TrustedPrefixes()
 	if err != nil {

@@ -114,12 +114,19 @@ type service struct {
 // composeVar expands ${NAME:-default} as compose does with NAME unset.
 var composeVar = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
 
+// composeRequired is ${NAME:?message}: compose refuses to start with NAME unset.
+var composeRequired = regexp.MustCompile(`\$\{([A-Z_]+):\?[^}]*\}`)
+
+// operatorSecret is what an operator sets a required variable to: a token new would make.
+const operatorSecret = "kJ8sP2nQ7vX4mR1tW6yZ3bA9cD0eF5gH"
+
 // environ is a service's environment as serve sees it: the compose file's values with the
-// defaults of its ${…:-…} references.
+// defaults of its ${…:-…} references, and a strong secret for its required ${…:?…} ones.
 func (s service) environ() []string {
 	var out []string
 	for k, v := range s.Environment {
-		out = append(out, k+"="+composeVar.ReplaceAllString(v, "$1"))
+		v = composeVar.ReplaceAllString(v, "$1")
+		out = append(out, k+"="+composeRequired.ReplaceAllString(v, operatorSecret))
 	}
 	return out
 }
@@ -147,17 +154,26 @@ func flag(t *testing.T, args []string, name string) string {
 	return args[i+1]
 }
 
-func TestComposeReplicas(t *testing.T) {
+// composeFile is what the tests read of compose.yaml.
+type composeFileT struct {
+	Services map[string]service `yaml:"services"`
+}
+
+func composeFile(t *testing.T) composeFileT {
+	t.Helper()
 	raw, err := os.ReadFile("compose.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var compose struct {
-		Services map[string]service `yaml:"services"`
-	}
+	var compose composeFileT
 	if err := yaml.Unmarshal(raw, &compose); err != nil {
 		t.Fatalf("compose.yaml: %v", err)
 	}
+	return compose
+}
+
+func TestComposeReplicas(t *testing.T) {
+	compose := composeFile(t)
 	sandbox := compose.Services["sandbox"]
 	_, sandboxPort, _ := net.SplitHostPort(flag(t, sandbox.Command, "--listen"))
 	if sandbox.Command[0] != "sandbox" || !slices.Contains(sandbox.Ports, "127.0.0.1:"+sandboxPort+":"+sandboxPort) {
@@ -303,5 +319,41 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	if want := "--config /etc/scribehook/scribehook.yaml"; !strings.HasSuffix(unit["ExecStart"], " serve "+want) {
 		t.Errorf("ExecStart=%s, want serve %s", unit["ExecStart"], want)
+	}
+}
+
+// TestNoDefaultSecrets: no shipped file gives a secret a default value: a default is a secret
+// everyone knows. Compose's ${NAME:-default} is refused for any variable that names a token,
+// key, password or secret (${NAME:?…} makes the operator set it), and the files serve reads
+// pass serve's own strength check with the operator's secrets.
+func TestNoDefaultSecrets(t *testing.T) {
+	secretName := regexp.MustCompile(`TOKEN|KEY|PASSWORD|SECRET`)
+	for _, path := range []string{"compose.yaml", "compose/replica.yaml", "image/scribehook.yaml", "systemd/scribehook.yaml", "systemd/scribehook.service"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`\$\{([A-Z_]+):-[^}]*\}`).FindAllStringSubmatch(string(b), -1) {
+			if secretName.MatchString(m[1]) {
+				t.Errorf("%s gives the secret %s a default: %s", path, m[1], m[0])
+			}
+		}
+	}
+	for name, s := range composeFile(t).Services {
+		if !strings.HasPrefix(name, "replica-") {
+			continue
+		}
+		cfgPath := s.mounted(t, "/etc/scribehook/scribehook.yaml")
+		cfg := load(t, cfgPath, s.environ())
+		secrets, err := cfg.Secrets(s.environ())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if secrets.ReadToken != operatorSecret {
+			t.Errorf("%s: the read token is %q, not the operator's", name, secrets.ReadToken)
+		}
+		if err := cfg.CheckStrength(secrets); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -88,16 +88,20 @@ backend b
 		{"/v1/jobs/abc", "/v1/jobs/abc"},
 	}
 	deadline := time.Now().Add(10 * time.Second)
+	// Until haproxy passes a request through (a GET: only POSTs are counted below).
+	for {
+		err := rawRequest(front, "GET", "/probe")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy does not answer: %v\n%s", err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	for _, sp := range spellings {
-		for {
-			err := rawPost(front, sp.path)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("haproxy does not answer: %v\n%s", err, out.String())
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := rawRequest(front, "POST", sp.path); err != nil {
+			t.Fatalf("POST %s: %v", sp.path, err)
 		}
 	}
 	for time.Now().Before(deadline) && strings.Count(out.String(), " POST ") < len(spellings) {
@@ -124,15 +128,15 @@ backend b
 	}
 }
 
-// rawPost sends a POST of path as written (a Go client would clean or escape it).
-func rawPost(addr, path string) error {
+// rawRequest sends a request for path as written (a Go client would clean or escape it).
+func rawRequest(addr, method, path string) error {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(conn, "POST "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+	if _, err := io.WriteString(conn, method+" "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
 		return err
 	}
 	b, err := io.ReadAll(conn)

@@ -89,7 +89,8 @@ step "static binary: $(file -b "$bin" | cut -d, -f1-4), $(du -h "$bin" | cut -f1
 # --- 2. the image ------------------------------------------------------------------------------
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port) sbport=$(free_port) fsport=$(free_port)
-export SCRIBEHOOK_API_KEY=image-test-key SCRIBEHOOK_READ_TOKEN=image-test-read
+# serve refuses a weak read token: a fresh random one, as an operator makes it.
+export SCRIBEHOOK_API_KEY=image-test-key SCRIBEHOOK_READ_TOKEN="$(head -c 32 /dev/urandom | base64 | tr -d "\n=+/")"
 data=$work/data # the chroot's /data; podman's is a named volume
 mkdir -p "$data"
 chown 65532:65532 "$data"

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/sirupsen/logrus"
@@ -31,6 +32,10 @@ Without a configuration file it runs on the defaults: SQLite in scribehook.db, l
 			secrets, err := cfg.Secrets(os.Environ())
 			if err != nil {
 				return err
+			}
+			// A weak token on the port that faces the service is guessed; refuse to start.
+			if err := cfg.CheckStrength(secrets); err != nil {
+				return fmt.Errorf("refusing to start:\n%w", err)
 			}
 			log := stderrLogger(cmd, verbose)
 			if !verbose {
