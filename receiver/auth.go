@@ -146,22 +146,22 @@ func (r *Receiver) checkJob(ctx context.Context, who caller, d store.Delivery) e
 	return nil
 }
 
-// requireReadToken guards the local read API with the bearer token of the configuration.
-func (r *Receiver) requireReadToken(c *fiber.Ctx) error {
+// checkReadToken checks the bearer token of the local read API: ok, or the answer it wrote.
+func (r *Receiver) checkReadToken(c *fiber.Ctx) (ok bool, err error) {
 	if !r.readOn {
-		return writeError(c, fiber.StatusServiceUnavailable, "read API disabled: set the read token")
+		return false, writeError(c, fiber.StatusServiceUnavailable, "read API disabled: set the read token")
 	}
 	auth := c.Get(fiber.HeaderAuthorization)
-	scheme, tok, ok := strings.Cut(auth, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+	scheme, tok, found := strings.Cut(auth, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="scribehook"`)
-		return writeError(c, fiber.StatusUnauthorized, "missing bearer token")
+		return false, writeError(c, fiber.StatusUnauthorized, "missing bearer token")
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	if subtle.ConstantTimeCompare(sum[:], r.readToken[:]) != 1 {
 		r.authFailed(r.clientOf(c), surfaceRead)
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="scribehook", error="invalid_token"`)
-		return writeError(c, fiber.StatusUnauthorized, "invalid bearer token")
+		return false, writeError(c, fiber.StatusUnauthorized, "invalid bearer token")
 	}
-	return c.Next()
+	return true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -18,8 +19,12 @@ import (
 // body is read, and a body is only ever held as far as it has really arrived.
 
 // otherBodyLimit bounds the bodies of the routes that are not callbacks (dashboard sign-in,
-// dead-letter replay): small forms, never documents.
-const otherBodyLimit = 1 << 20
+// dead-letter replay): small forms, never documents; otherBodyTimeout is the time they get to
+// arrive, on any server.
+const (
+	otherBodyLimit   = 1 << 20
+	otherBodyTimeout = 15 * time.Second
+)
 
 // errBodyTooLarge is returned by readBody past its limit.
 var errBodyTooLarge = errors.New("request body exceeds the limit")
@@ -112,13 +117,27 @@ func answerUnread(c *fiber.Ctx, err error, limit int) error {
 // in a parent app whose ReadTimeout may be none at all), a streamed body gets readTimeout from
 // now, as preBody gives it under Serve; the deadline is lifted once the body is in, since the
 // parent's server may leave the connection's deadline alone for its next request.
-func (r *Receiver) readRouteBody(c *fiber.Ctx, limit int) ([]byte, error) {
+//
+// A body that failed (too slow, too large) keeps a deadline in the past: the server must not
+// go on reading what is left of it (net/http drains an unread body before it closes), which
+// would let a client hold the connection by sending slowly.
+func (r *Receiver) readRouteBody(c *fiber.Ctx, limit int) (body []byte, err error) {
 	if c.Request().BodyStream() != nil && c.App() != r.app {
+		timeout := readTimeout
+		if limit <= otherBodyLimit {
+			timeout = r.otherBodyTimeout
+		}
 		if conn := c.Context().Conn(); conn != nil {
-			if err := conn.SetReadDeadline(time.Now().Add(readTimeout)); err != nil {
+			if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 				return nil, fmt.Errorf("set read deadline: %w", err)
 			}
-			defer func() { _ = conn.SetReadDeadline(time.Time{}) }()
+			defer func() {
+				until := time.Time{}
+				if err != nil {
+					until = time.Now()
+				}
+				_ = conn.SetReadDeadline(until)
+			}()
 		}
 	}
 	return readBody(c, limit)
@@ -135,7 +154,8 @@ func (r *Receiver) limitOtherBodies(c *fiber.Ctx) error {
 	if c.Request().BodyStream() == nil {
 		return c.Next()
 	}
-	if isCallbackPath(c.Path()) {
+	if isCallbackPath(c.Path()) || isReadPath(c.Path()) {
+		// Their routes check the credential on the headers first, and read the body after.
 		defer closeIfUnread(c)
 		return c.Next()
 	}
@@ -153,6 +173,12 @@ func closeIfUnread(c *fiber.Ctx) {
 	if c.Locals(bodyReadKey{}) == nil {
 		closeUnread(c)
 	}
+}
+
+// isReadPath matches the standalone app's paths of the read API and /metrics, which check a
+// credential before they read a body (readRoute), as Fiber routes them (case-insensitively).
+func isReadPath(p string) bool {
+	return len(p) >= 4 && strings.EqualFold(p[:4], "/v1/") || strings.EqualFold(strings.TrimRight(p, "/"), "/metrics")
 }
 
 // isCallbackPath matches the standalone app's callback paths, /v1/callbacks/…, the way Fiber

@@ -106,6 +106,10 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 	other := func(h ...fiber.Handler) []fiber.Handler {
 		return append([]fiber.Handler{r.otherRoute}, h...)
 	}
+	// read routes check the credential, on the headers, before a byte of the body is read.
+	read := func(h fiber.Handler) []fiber.Handler {
+		return []fiber.Handler{r.readRoute, h}
+	}
 	if opts.Health {
 		rt.Get("/healthz", other(r.healthz)...)
 		rt.Get("/readyz", other(r.readyz)...)
@@ -115,20 +119,20 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 		// sinks, their targets' answers and the traffic. A scraper sends the token as a bearer
 		// (Prometheus' authorization.credentials_file), or a program serves MetricsHandler on a
 		// listener of its own.
-		rt.Get("/metrics", other(r.readAccess, adaptor.HTTPHandler(r.MetricsHandler()))...)
+		rt.Get("/metrics", read(adaptor.HTTPHandler(r.MetricsHandler()))...)
 	}
 	if opts.ReadAPI {
 		// The bearer check sits on each read route, not on a /v1 group: a group's middleware
 		// would also run for /v1/callbacks.
-		rt.Get("/v1/jobs", other(r.readAccess, r.listJobs)...)
-		rt.Get("/v1/jobs/:id", other(r.readAccess, r.getJob)...)
-		rt.Get("/v1/jobs/:id/subtitles.:format", other(r.readAccess, r.subtitles)...)
-		rt.Get("/v1/live/:id/messages", other(r.readAccess, r.liveMessages)...)
-		rt.Get("/v1/live/:id/events", other(r.readAccess, r.liveEvents)...)
-		rt.Get("/v1/deadletters", other(r.readAccess, r.deadLetters)...)
-		rt.Get("/v1/sinks", other(r.readAccess, r.sinkStatus)...)
-		rt.Post("/v1/deadletters/:id/replay", other(r.readAccess, r.replayDeadLetter)...)
-		rt.Post("/v1/sinks/:name/enable", other(r.readAccess, r.enableSink)...)
+		rt.Get("/v1/jobs", read(r.listJobs)...)
+		rt.Get("/v1/jobs/:id", read(r.getJob)...)
+		rt.Get("/v1/jobs/:id/subtitles.:format", read(r.subtitles)...)
+		rt.Get("/v1/live/:id/messages", read(r.liveMessages)...)
+		rt.Get("/v1/live/:id/events", read(r.liveEvents)...)
+		rt.Get("/v1/deadletters", read(r.deadLetters)...)
+		rt.Get("/v1/sinks", read(r.sinkStatus)...)
+		rt.Post("/v1/deadletters/:id/replay", read(r.replayDeadLetter)...)
+		rt.Post("/v1/sinks/:name/enable", read(r.enableSink)...)
 	}
 	if opts.Dashboard {
 		// The dashboard (receiver/ui): embedded assets, sign-in and sign-out.
@@ -151,21 +155,42 @@ func (r *Receiver) callbackRoute(c *fiber.Ctx) error {
 	return r.guard(c)
 }
 
-// otherRoute comes first on every route that is not a callback: it reads the body (streamed
-// or not) bounded by otherBodyLimit, so that handlers may use c.Body() and form values as
-// usual, and runs the route under guard.
+// otherRoute comes first on every route that is not a callback and takes no credential
+// (health, the dashboard's assets and sign-in): it reads the body (streamed or not) bounded by
+// otherBodyLimit, so that handlers may use c.Body() and form values as usual, and runs the
+// route under guard.
 func (r *Receiver) otherRoute(c *fiber.Ctx) error {
+	return r.guardFunc(c, func() error { return r.withOtherBody(c) })
+}
+
+// readRoute comes first on every route of the read API and /metrics: it checks the read token
+// (or the dashboard's cookie) on the headers, before a byte of the body is read, then goes on
+// as otherRoute. A refused request's body is never read: the connection closes after the
+// answer, so that an unauthenticated client cannot hold it open by sending slowly.
+func (r *Receiver) readRoute(c *fiber.Ctx) error {
 	return r.guardFunc(c, func() error {
-		req := c.Request()
-		if req.BodyStream() != nil || len(req.Body()) > otherBodyLimit {
-			b, err := r.readRouteBody(c, otherBodyLimit)
-			if err != nil {
-				return answerUnread(c, err, otherBodyLimit)
+		if ok, err := r.checkReadAccess(c); !ok {
+			if c.Request().BodyStream() != nil || c.Request().Header.ContentLength() != 0 {
+				closeUnread(c)
 			}
-			req.SetBodyRaw(b)
+			return err
 		}
-		return c.Next()
+		return r.withOtherBody(c)
 	})
+}
+
+// withOtherBody reads the body bounded by otherBodyLimit and otherBodyTimeout, then runs the
+// rest of the route.
+func (r *Receiver) withOtherBody(c *fiber.Ctx) error {
+	req := c.Request()
+	if req.BodyStream() != nil || len(req.Body()) > otherBodyLimit {
+		b, err := r.readRouteBody(c, otherBodyLimit)
+		if err != nil {
+			return answerUnread(c, err, otherBodyLimit)
+		}
+		req.SetBodyRaw(b)
+	}
+	return c.Next()
 }
 
 // guard runs the rest of the route.

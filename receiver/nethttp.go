@@ -31,7 +31,10 @@ import (
 // then); the body is read through http.MaxBytesReader, bounded by Config.BodyLimit (413, before
 // and after content decoding), with 60 s to arrive; the commit gets 15 s, then 503 and
 // Retry-After. The other routes run on a Fiber app of the receiver's own, reached through a
-// small bridge that keeps their behaviour: bodies up to 1 MiB, event streams flushed event by
+// small bridge that keeps their behaviour: a route that takes a credential (the read API,
+// /metrics) checks it on the headers before it reads a byte of the body; bodies up to 1 MiB,
+// with 15 s to arrive, whatever the parent server sets (the deadline is put on the net/http
+// connection itself, and a body that fails is not drained); event streams flushed event by
 // event (with 30 s to write each), the receiver's JSON answers. The server's timeouts
 // (ReadHeaderTimeout above all, as net/http has none by default), TLS and connection limits are
 // the program's to set on its http.Server; Serve's refusals on the headers and per-address cap
@@ -133,7 +136,7 @@ func (hc *httpCallback) client() netip.Addr {
 
 func (hc *httpCallback) header(name string) string { return hc.req.Header.Get(name) }
 
-func (hc *httpCallback) body(limit int) ([]byte, error) {
+func (hc *httpCallback) body(limit int) (body []byte, err error) {
 	hc.read = true
 	announced := hc.req.ContentLength // -1: unknown (chunked)
 	if announced > int64(limit) {
@@ -144,15 +147,22 @@ func (hc *httpCallback) body(limit int) ([]byte, error) {
 		return nil, fmt.Errorf("set read deadline: %w", err)
 	}
 	// net/http sets the next request's deadline itself, but its check for a closed connection
-	// reads on after the body: it must not meet ours.
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	// reads on after the body: it must not meet ours. A body that failed keeps a deadline in
+	// the past, so that net/http does not drain the rest of it (a slow sender) before closing.
+	defer func() {
+		until := time.Time{}
+		if err != nil {
+			until = time.Now()
+		}
+		_ = rc.SetReadDeadline(until)
+	}()
 	size := initialBodyBuffer
 	if announced >= 0 && announced < int64(size) {
 		size = int(announced) + 1 // +1: the read that sees EOF needs room, or Buffer grows
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	// MaxBytesReader also makes the server close the connection after a body past the limit.
-	_, err := buf.ReadFrom(http.MaxBytesReader(hc.w, hc.req.Body, int64(limit)))
+	_, err = buf.ReadFrom(http.MaxBytesReader(hc.w, hc.req.Body, int64(limit)))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -179,24 +189,10 @@ func writeHTTPJSON(w http.ResponseWriter, status int, v any) {
 // whole, reads any body without a bound, buffers the whole answer (an event stream never
 // ends), and gives handlers a connection whose deadlines panic.
 func (h *httpHandler) bridge(w http.ResponseWriter, req *http.Request, path string) {
-	var body []byte
-	if req.Body != nil && req.Body != http.NoBody {
-		if req.ContentLength > otherBodyLimit {
-			writeHTTPJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: tooLargeMsg(otherBodyLimit), Status: http.StatusRequestEntityTooLarge})
-			return
-		}
-		b, err := io.ReadAll(http.MaxBytesReader(w, req.Body, otherBodyLimit))
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			writeHTTPJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: tooLargeMsg(otherBodyLimit), Status: http.StatusRequestEntityTooLarge})
-			return
-		case err != nil:
-			w.Header().Set("Connection", "close")
-			writeHTTPJSON(w, http.StatusBadRequest, apiError{Error: "request body could not be read", Status: http.StatusBadRequest})
-			return
-		}
-		body = b
+	if req.ContentLength > otherBodyLimit {
+		closeUnreadHTTP(w, req)
+		writeHTTPJSON(w, http.StatusRequestEntityTooLarge, apiError{Error: tooLargeMsg(otherBodyLimit), Status: http.StatusRequestEntityTooLarge})
+		return
 	}
 	rc := http.NewResponseController(w)
 	conn := &bridgeConn{rc: rc, remote: addrOf(req.RemoteAddr)}
@@ -218,8 +214,13 @@ func (h *httpHandler) bridge(w http.ResponseWriter, req *http.Request, path stri
 			fr.Header.Add(k, v)
 		}
 	}
-	fr.SetBodyRaw(body)
-	fr.Header.SetContentLength(len(body))
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
+		// The body goes to the route as a stream, as on Serve: a route that takes a credential
+		// checks it on the headers before reading (readRoute), every route reads it bounded in
+		// size (here and in readBody) and in time (readRouteBody, through bridgeConn's
+		// deadlines on the net/http connection), whatever the parent server sets.
+		fr.SetBodyStream(http.MaxBytesReader(w, req.Body, otherBodyLimit), int(req.ContentLength))
+	}
 	prefix := strippedPrefix(req, path)
 	fctx.SetUserValue(mountPrefixKey{}, prefix)
 

@@ -160,8 +160,9 @@ type Receiver struct {
 	pollEvery    time.Duration
 	writeTimeout time.Duration
 	// headerTimeout is the server's read timeout until a request's headers are in (the
-	// constant), a field so that tests can shorten it.
-	headerTimeout time.Duration
+	// constant), a field so that tests can shorten it; otherBodyTimeout likewise.
+	headerTimeout    time.Duration
+	otherBodyTimeout time.Duration
 
 	// authLimit counts failed authentications per client address; nil when off.
 	authLimit *authLimiter
@@ -224,6 +225,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	}
 	r.authLimit = newAuthLimiter(cfg.AuthFailureBurst, cfg.AuthFailureRefill, r.now)
 	r.headerTimeout = headerTimeout
+	r.otherBodyTimeout = otherBodyTimeout
 	switch n := cfg.MaxConnsPerIP; {
 	case n == 0:
 		r.perAddr = newAddrCounter(DefaultMaxConnsPerIP)
@@ -259,28 +261,30 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	return r, nil
 }
 
-// readAccess is requireReadToken, or, on a request without an Authorization header, the
+// checkReadAccess is checkReadToken, or, on a request without an Authorization header, the
 // dashboard's session cookie: EventSource, media elements and links cannot send headers.
 //
 // An address that presented too many wrong credentials is answered 429 first (authlimit.go).
-func (r *Receiver) readAccess(c *fiber.Ctx) error {
+//
+// It looks at the headers only: ok is false when it answered the request itself.
+func (r *Receiver) checkReadAccess(c *fiber.Ctx) (ok bool, err error) {
 	key := r.clientOf(c)
 	if wait := r.authLimit.wait(key); wait > 0 {
-		return r.tooManyFailures(c, surfaceRead, wait)
+		return false, r.tooManyFailures(c, surfaceRead, wait)
 	}
 	if r.readOn && c.Get(fiber.HeaderAuthorization) == "" {
 		switch err := r.ui.Authorized(c); {
 		case err == nil:
-			return c.Next()
+			return true, nil
 		case errors.Is(err, ui.ErrCrossOrigin):
-			return writeError(c, fiber.StatusForbidden, err.Error())
+			return false, writeError(c, fiber.StatusForbidden, err.Error())
 		}
 		if c.Cookies(ui.CookieName) != "" {
 			// A cookie that is not a session: forged, or made with another token.
 			r.authFailed(key, surfaceRead)
 		}
 	}
-	return r.requireReadToken(c)
+	return r.checkReadToken(c)
 }
 
 // limitLogin puts the dashboard's sign-in under the failure limit: a wrong token sent to POST

@@ -136,6 +136,9 @@ func (r *Receiver) preBody(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		h.Set(fasthttp.HeaderExpect, "100-continue")
 		return fasthttp.RequestConfig{}
 	}
+	if _, callback, _ := callbackTarget(h); !callback {
+		return fasthttp.RequestConfig{ReadTimeout: r.otherBodyTimeout}
+	}
 	return fasthttp.RequestConfig{ReadTimeout: readTimeout}
 }
 
