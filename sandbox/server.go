@@ -40,6 +40,13 @@ type Config struct {
 	// (default 1000 MB, the real service's limit).
 	MaxBodyBytes   int64
 	MaxUploadBytes int64
+	// MaxUploadStoreBytes bounds the uploads held at once, all together (default
+	// DefaultMaxUploadStoreBytes, 1 GiB); past it an upload is refused with a 413 naming the
+	// limit. Uploads are files in the sandbox's directory (TempDir), not memory.
+	MaxUploadStoreBytes int64
+	// UploadTTL is how long an upload that no job uses is kept (default DefaultUploadTTL, 1 h);
+	// one that a job uses stays until the last job made from it is deleted.
+	UploadTTL time.Duration
 	// AllowFetch lists the ranges an audio_url may reach although they are loopback, private,
 	// link-local, CGNAT or metadata addresses (DESIGN.md rule 5): anyone who can create a job
 	// chooses the URL, and the sandbox must not become their way into this machine or its
@@ -70,9 +77,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives the sandbox's logs (default: logrus standard logger).
 	Logger *logrus.Entry
-	// TempDir is where the sandbox makes its directory for the audio that GET …/{id}/file
-	// serves: the copy of each fetched audio_url and the recording of each live session, kept
-	// on disk rather than in memory; Close removes it. Empty: the system's temporary directory.
+	// TempDir is where the sandbox makes its directory for the audio it holds: uploads, the
+	// copy of each fetched audio_url and the recording of each live session (which GET
+	// …/{id}/file serves), kept on disk rather than in memory; Close removes it. Empty: the
+	// system's temporary directory.
 	TempDir string
 }
 
@@ -114,6 +122,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 1000 << 20
 	}
+	if cfg.MaxUploadStoreBytes <= 0 {
+		cfg.MaxUploadStoreBytes = DefaultMaxUploadStoreBytes
+	}
+	if cfg.UploadTTL <= 0 {
+		cfg.UploadTTL = DefaultUploadTTL
+	}
 	if cfg.MaxFetchBytes <= 0 {
 		cfg.MaxFetchBytes = DefaultMaxFetchBytes
 	}
@@ -140,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		log:      cfg.Logger.WithField("component", "sandbox"),
 		jobs:     newJobStore(),
-		files:    newFileStore(),
+		files:    newFileStore(dir, cfg.MaxUploadStoreBytes, cfg.UploadTTL),
 		sessions: newSessionStore(),
 		queue:    make(chan string, 4096),
 		fetcher:  newFetchClient(cfg.AllowFetch, cfg.FetchTimeout),
@@ -154,13 +168,16 @@ func New(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go s.worker()
 	}
+	s.wg.Add(1)
+	go s.sweepUploads()
 	return s, nil
 }
 
 // Handler is the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Close stops the workers, live sessions and pending callbacks.
+// Close stops the workers, live sessions and pending callbacks, and removes the sandbox's
+// directory: every upload and copy of audio with it.
 func (s *Server) Close() error {
 	s.cancel()
 	s.sessions.closeAll()
@@ -219,7 +236,8 @@ func (s *Server) routes() {
 		auth(s.listHandler(listLive)).ServeHTTP(w, r)
 	})
 	m.Handle("POST /v2/upload", auth(s.handleUpload))
-	// Uploaded files are read by unguessable id, without the key, like a signed URL.
+	// An upload is read with the key, or with the token of the audio_url the upload answered
+	// (a capability, like a signed URL): the sandbox's jobs use it without a key.
 	m.HandleFunc("GET /v2/files/{id}", s.handleFile)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "engine": s.cfg.Engine.Name()})
