@@ -47,10 +47,12 @@ type Config struct {
 	// UploadTTL is how long an upload that no job uses is kept (default DefaultUploadTTL, 1 h);
 	// one that a job uses stays until the last job made from it is deleted.
 	UploadTTL time.Duration
-	// AllowFetch lists the ranges an audio_url may reach although they are loopback, private,
-	// link-local, CGNAT or metadata addresses (DESIGN.md rule 5): anyone who can create a job
-	// chooses the URL, and the sandbox must not become their way into this machine or its
-	// network. Empty: public addresses only. A sandbox fed by local files needs 127.0.0.0/8.
+	// AllowFetch lists the ranges the sandbox may connect to although they are loopback,
+	// private, link-local, CGNAT or metadata addresses (DESIGN.md rule 5): the audio_url and
+	// sidecar fetches, and the callbacks. Anyone who can create a job chooses those URLs, and the
+	// sandbox must not become their way into this machine or its network. Empty: public
+	// addresses only. A sandbox fed by local files, or calling back a receiver on this machine,
+	// needs 127.0.0.0/8.
 	AllowFetch []netip.Prefix
 	// MaxFetchBytes bounds the audio read from an audio_url (default 512 MiB); the body is
 	// decoded as it arrives, never held whole. A sidecar gets at most 16 MiB of it.
@@ -72,8 +74,10 @@ type Config struct {
 	Callbacks CallbackPolicy
 	// Faults injects misbehaviour for tests; off by default.
 	Faults Faults
-	// HTTPClient sends callbacks (default: a client with timeouts). Audio is fetched by a
-	// client of the sandbox's own, whose every connection goes through the AllowFetch guard.
+	// HTTPClient sends callbacks. Default: a client whose every connection, redirects
+	// included, goes through the AllowFetch guard, like the audio fetches. A client given here
+	// is used as it is: guarding its connections is then the caller's business. Audio is
+	// always fetched by the sandbox's own guarded client.
 	HTTPClient *http.Client
 	// Logger receives the sandbox's logs (default: logrus standard logger).
 	Logger *logrus.Entry
@@ -141,7 +145,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxLiveDuration = 3 * time.Hour
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+		// Callback URLs are chosen by whoever creates a job, like audio URLs: the same guard.
+		cfg.HTTPClient = newFetchClient(cfg.AllowFetch, 60*time.Second)
 	}
 	cfg.Logger = logx.OrStandard(cfg.Logger)
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")

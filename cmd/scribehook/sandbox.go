@@ -35,13 +35,13 @@ WebSocket, lists, callbacks, uploads, with a speech engine that needs no account
 
 The API key comes from --api-key or from the environment variable named by --api-key-env.
 
-Audio URLs are fetched from public addresses only: loopback (127.0.0.0/8, ::1, also written as
-::ffff:127.0.0.1), 0.0.0.0 and ::, private, link-local, carrier-grade NAT and cloud metadata
-addresses are refused when connecting, on every redirect, unless a range given with
---allow-fetch covers them. To transcribe files served on this machine, pass
---allow-fetch 127.0.0.0/8 (or upload them: POST /v2/upload). A job whose audio cannot be
-fetched, for whatever reason, fails with the same error 400 "audio_url could not be fetched";
-the reason is in the sandbox's log.`,
+Audio URLs are fetched, and callbacks sent, to public addresses only: loopback (127.0.0.0/8,
+::1, also written as ::ffff:127.0.0.1), 0.0.0.0 and ::, private, link-local, carrier-grade NAT
+and cloud metadata addresses are refused when connecting, on every redirect, unless a range
+given with --allow-fetch covers them. To transcribe files served on this machine, or to call
+back a receiver on it (scribehook serve), pass --allow-fetch 127.0.0.0/8. A job whose audio
+cannot be fetched, for whatever reason, fails with the same error 400 "audio_url could not be
+fetched"; the reason is in the sandbox's log, as is a refused callback's.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			key := apiKey
 			if key == "" {
@@ -101,7 +101,7 @@ the reason is in the sandbox's log.`,
 	fl.IntVar(&workers, "workers", 2, "pre-recorded jobs processed at once")
 	fl.DurationVar(&delay, "processing-delay", 0, "time each job spends in queued and in processing")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "debug logs")
-	fl.StringArrayVar(&allowFetch, "allow-fetch", nil, "CIDR range (or address) audio URLs may reach although loopback, private or link-local, e.g. 127.0.0.0/8; repeatable (default: public addresses only)")
+	fl.StringArrayVar(&allowFetch, "allow-fetch", nil, "CIDR range (or address) audio URLs and callbacks may reach although loopback, private or link-local, e.g. 127.0.0.0/8; repeatable (default: public addresses only)")
 	fl.Int64Var(&maxFetchBytes, "max-fetch-bytes", sandbox.DefaultMaxFetchBytes, "largest audio file fetched from an audio URL, in bytes")
 	return cmd
 }
