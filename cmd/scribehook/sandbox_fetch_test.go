@@ -80,7 +80,8 @@ func TestSandboxCommandAllowFetch(t *testing.T) {
 		t.Errorf("with --max-fetch-bytes 1000: status %s code %v %s, want 400 audio_url could not be fetched", job.Status, job.ErrorCode, job.PostSessionMetadata)
 	}
 
-	for _, bad := range [][]string{{"--allow-fetch", "localhost"}, {"--allow-fetch", "10.0.0.0/33"}, {"--max-fetch-bytes", "0"}} {
+	for _, bad := range [][]string{{"--allow-fetch", "localhost"}, {"--allow-fetch", "10.0.0.0/33"}, {"--max-fetch-bytes", "0"},
+		{"--max-upload-store-bytes", "0"}, {"--upload-ttl", "0s"}} {
 		if _, _, err := runCmd(context.Background(), nil, append([]string{"sandbox", "--listen", "127.0.0.1:0", "--api-key", "k"}, bad...)...); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("sandbox %v = %v, want an error naming %s", bad, err, bad[0])
 		}
