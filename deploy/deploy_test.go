@@ -157,6 +157,13 @@ func flag(t *testing.T, args []string, name string) string {
 // composeFile is what the tests read of compose.yaml.
 type composeFileT struct {
 	Services map[string]service `yaml:"services"`
+	Networks map[string]struct {
+		IPAM struct {
+			Config []struct {
+				Subnet string `yaml:"subnet"`
+			} `yaml:"config"`
+		} `yaml:"ipam"`
+	} `yaml:"networks"`
 }
 
 func composeFile(t *testing.T) composeFileT {
@@ -178,6 +185,11 @@ func TestComposeReplicas(t *testing.T) {
 	_, sandboxPort, _ := net.SplitHostPort(flag(t, sandbox.Command, "--listen"))
 	if sandbox.Command[0] != "sandbox" || !slices.Contains(sandbox.Ports, "127.0.0.1:"+sandboxPort+":"+sandboxPort) {
 		t.Errorf("sandbox: command %q, ports %q", sandbox.Command, sandbox.Ports)
+	}
+	// The sandbox's callbacks go to the balancer, a private address it refuses unless allowed:
+	// the allowance is the project's network, no wider.
+	if cfg := compose.Networks["default"].IPAM.Config; len(cfg) != 1 || flag(t, sandbox.Command, "--allow-fetch") != cfg[0].Subnet {
+		t.Errorf("sandbox: --allow-fetch %q, want the default network's subnet (%+v)", flag(t, sandbox.Command, "--allow-fetch"), cfg)
 	}
 	proxyPort := haproxyBind(t)
 	if !slices.Contains(compose.Services["proxy"].Ports, "127.0.0.1:"+proxyPort+":"+proxyPort) {

@@ -1,7 +1,7 @@
 package sandbox
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,19 +108,25 @@ func (s *Server) open(ctx context.Context, rawURL string, limit int64) (*cappedB
 	return &cappedBody{body: resp.Body, limit: limit, left: limit}, nil
 }
 
-// loadAudio decodes audio_url: a file uploaded to this sandbox directly, anything else fetched
-// through the guard and decoded as it arrives, so memory follows the decoded audio (bounded by
-// MaxAudioDuration) and never holds the file too. The fetched bytes are copied to the
-// sandbox's directory on the way, for GET /v2/pre-recorded/{id}/file; the copy (nil if it could
-// not be made) is returned with audio that decoded.
-func (s *Server) loadAudio(ctx context.Context, log logrus.FieldLogger, id, rawURL string) (*audio.Audio, *keptAudio, error) {
+// loadAudio decodes the job's audio: upload, a file uploaded to this sandbox, read from its
+// disk; when nil, what rawURL serves, fetched through the guard and decoded as it arrives, so
+// memory follows the decoded audio (bounded by MaxAudioDuration) and never holds the file too.
+// The fetched bytes are copied to the sandbox's directory on the way, for GET
+// /v2/pre-recorded/{id}/file; the copy (nil if it could not be made) is returned with audio
+// that decoded.
+func (s *Server) loadAudio(ctx context.Context, log logrus.FieldLogger, id, rawURL string, upload *storedFile) (*audio.Audio, *keptAudio, error) {
 	limits := audio.Limits{MaxDuration: s.cfg.MaxAudioDuration}
-	if f, ok := s.localFile(rawURL); ok {
-		a, err := decodeAudio(bytes.NewReader(f.data), limits)
+	if upload != nil {
+		in, err := upload.open()
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the upload: %w", err)
+		}
+		defer in.Close()
+		a, err := decodeAudio(bufio.NewReader(in), limits)
 		if err != nil {
 			return nil, nil, err
 		}
-		return a, uploadAudio(f), nil
+		return a, uploadAudio(upload), nil
 	}
 	body, err := s.open(ctx, rawURL, s.cfg.MaxFetchBytes)
 	if err != nil {
@@ -165,9 +171,9 @@ func decodeAudio(r io.Reader, limits audio.Limits) (*audio.Audio, error) {
 
 // fetchSidecar looks for the scripted engine's word list next to the audio (<url>.json),
 // through the same guard as the audio. It is optional: any failure means there is none.
-func (s *Server) fetchSidecar(ctx context.Context, log logrus.FieldLogger, rawURL string) []byte {
-	if _, ok := s.localFile(rawURL); ok {
-		return nil
+func (s *Server) fetchSidecar(ctx context.Context, log logrus.FieldLogger, rawURL string, uploaded bool) []byte {
+	if uploaded {
+		return nil // an upload has no sidecar next to it
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {

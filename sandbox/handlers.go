@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/sandbox/audio"
 )
 
 func (s *Server) handleCreatePreRecorded(w http.ResponseWriter, r *http.Request) {
@@ -33,15 +32,20 @@ func (s *Server) handleCreatePreRecorded(w http.ResponseWriter, r *http.Request)
 		job:         job,
 		prerecorded: &req,
 	}
-	if f, ok := s.localFile(req.AudioURL); ok {
-		e.audio = uploadAudio(f) // GET …/file has it from the start
+	if f, ok := s.acquireUpload(req.AudioURL); ok {
+		// GET …/file has it from the start, and the job holds the upload until it is deleted.
+		e.audio = uploadAudio(f)
 	}
 	s.jobs.add(e)
 	s.log.WithFields(map[string]any{"job_id": id, "request_id": e.job.RequestID}).Info("pre-recorded job queued")
 	select {
 	case s.queue <- id:
 	default:
-		// The queue is full: answer like the real service under its concurrency limit.
+		// The queue is full: answer like the real service under its concurrency limit. The
+		// upload stays (until its TTL) for the client's retry.
+		if e.audio != nil && s.jobs.setAudio(id, nil) {
+			e.audio.upload.putBack()
+		}
 		s.jobs.delete(id, "")
 		s.writeError(w, r, http.StatusTooManyRequests, "too many jobs in progress; retry later", nil)
 		return
@@ -206,13 +210,21 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		f, err := s.files.save(part, path.Base(part.FileName()), s.cfg.MaxUploadBytes)
-		if err != nil {
-			e := readFailed(err, "upload", s.cfg.MaxUploadBytes, "could not read upload: "+err.Error())
+		var full *storeFullError
+		switch {
+		case errors.As(err, &full):
+			// 413 rather than a 5xx: clients retry a 5xx, and this one lasts until jobs are
+			// deleted or unused uploads expire.
+			s.writeError(w, r, http.StatusRequestEntityTooLarge, full.Error()+": delete the jobs made from earlier uploads, or wait for unused ones to expire", nil)
+			return
+		case err != nil:
+			s.log.WithError(err).Warn("upload not kept")
+			e := readFailed(err, "upload", s.cfg.MaxUploadBytes, "could not read upload")
 			s.writeError(w, r, e.status, e.msg, nil)
 			return
 		}
 		writeJSON(w, http.StatusCreated, UploadResponse{
-			AudioURL:      s.baseURL(r) + "/v2/files/" + f.id,
+			AudioURL:      s.baseURL(r) + "/v2/files/" + f.id + "?token=" + f.token,
 			AudioMetadata: uploadMetadata(f),
 		})
 		return
@@ -237,19 +249,19 @@ type UploadMetadata struct {
 	NumberOfChannels int     `json:"number_of_channels"` // 0 when the audio is not WAV
 }
 
-// uploadMetadata reads the upload's WAV header only: the samples need not be decoded to know
-// their length. An upload that is not WAV is still accepted (the job made from it fails
+// uploadMetadata comes of the upload's WAV header only: the samples need not be decoded to
+// know their length. An upload that is not WAV is still accepted (the job made from it fails
 // instead, as with any audio_url), with the name's extension and no duration.
 func uploadMetadata(f *storedFile) UploadMetadata {
 	m := UploadMetadata{
-		ID: f.id, Filename: f.name, Size: int64(len(f.data)),
+		ID: f.id, Filename: f.name, Size: f.size,
 		Extension: strings.ToLower(strings.TrimPrefix(path.Ext(f.name), ".")),
 	}
-	h, err := audio.ParseHeader(f.data)
-	if err != nil || h.Format.FrameSize() <= 0 || h.Format.SampleRate <= 0 {
+	h := f.header
+	if h == nil || h.Format.FrameSize() <= 0 || h.Format.SampleRate <= 0 {
 		return m
 	}
-	data := int64(len(f.data)) - h.DataOffset
+	data := f.size - h.DataOffset
 	if h.DataSize >= 0 && h.DataSize < data {
 		data = h.DataSize
 	}
@@ -260,14 +272,52 @@ func uploadMetadata(f *storedFile) UploadMetadata {
 	return m
 }
 
+// handleFile answers GET /v2/files/{id} with the upload's bytes, to the API key or to the
+// token of the upload's audio_url. Whatever the bytes are, they are served as inert data (an
+// upload is anyone's content, and a browser on the sandbox's site must neither render nor run
+// it): application/octet-stream, not sniffed, as an attachment, under a CSP that forbids
+// everything. A wrong token is a 404, like an unknown id, so that ids cannot be probed.
 func (s *Server) handleFile(w http.ResponseWriter, r *http.Request) {
-	id := strings.TrimSuffix(r.PathValue("id"), ".json")
-	f, ok := s.files.get(id)
-	if !ok || strings.HasSuffix(r.PathValue("id"), ".json") {
+	if r.Header.Get(s.cfg.KeyHeader) != "" {
+		s.authenticated(s.serveUpload).ServeHTTP(w, r)
+		return
+	}
+	token := r.URL.Query().Get("token")
+	if token == "" {
+		s.writeError(w, r, http.StatusUnauthorized, fmt.Sprintf("missing API key: send it in the %s header, or use the audio_url the upload answered", s.cfg.KeyHeader), nil)
+		return
+	}
+	f, ok := s.files.get(r.PathValue("id"))
+	if !ok || !f.tokenMatches(token) {
 		s.writeError(w, r, http.StatusNotFound, "file not found", nil)
 		return
 	}
-	w.Header().Set("Content-Type", f.contentType)
-	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", f.name))
-	http.ServeContent(w, r, f.name, f.created, bytesReader(f.data))
+	s.serveUpload(w, r)
+}
+
+// serveUpload serves the upload of the path's id to a caller already let through.
+func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.files.get(r.PathValue("id"))
+	if !ok {
+		s.writeError(w, r, http.StatusNotFound, "file not found", nil)
+		return
+	}
+	in, err := f.open()
+	if err != nil {
+		// Removed between the lookup and now.
+		s.writeError(w, r, http.StatusNotFound, "file not found", nil)
+		return
+	}
+	defer in.Close()
+	setInertHeaders(w.Header())
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", f.name))
+	http.ServeContent(w, r, f.name, f.created, in)
+}
+
+// setInertHeaders keeps a browser from sniffing a served file into a type it runs, and from
+// running anything in it should it be shown anyway.
+func setInertHeaders(h http.Header) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 }

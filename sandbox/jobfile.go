@@ -23,13 +23,20 @@ type keptAudio struct {
 	contentType string
 }
 
-// uploadAudio is the kept audio of a job made from an upload: the upload itself.
+// uploadAudio is the kept audio of a job made from an upload: the upload itself, which the
+// job holds (fileStore.acquire).
 func uploadAudio(f *storedFile) *keptAudio {
 	return &keptAudio{upload: f, name: f.name, contentType: f.contentType}
 }
 
+// remove frees what the job kept: its copy, or its hold on the upload (the upload goes with
+// the last job made from it).
 func (a *keptAudio) remove() {
-	if a != nil && a.path != "" {
+	switch {
+	case a == nil:
+	case a.upload != nil:
+		a.upload.release()
+	case a.path != "":
 		_ = os.Remove(a.path)
 	}
 }
@@ -118,27 +125,27 @@ func (s *Server) handleJobFile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("pre-recorded job %s has no audio file: its audio_url has not been read yet, or could not be", id), nil)
 		return
 	}
-	w.Header().Set("Content-Type", a.contentType)
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", a.name))
-	w.Header().Set("x-request-id", requestID(r))
+	path := a.path
 	if a.upload != nil {
-		http.ServeContent(w, r, a.name, a.upload.created, bytesReader(a.upload.data))
-		return
+		path = a.upload.path
 	}
-	f, err := os.Open(a.path)
+	f, err := os.Open(path)
 	if err != nil {
 		// Deleted between the lookup and now.
-		w.Header().Del("Content-Disposition")
 		s.writeError(w, r, http.StatusNotFound, notFoundMessage(api.KindPreRecorded, id), nil)
 		return
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		w.Header().Del("Content-Disposition")
 		s.writeError(w, r, http.StatusInternalServerError, "could not read the job's audio", nil)
 		return
 	}
+	// The bytes are the client's: audio/wav only when they are a WAV, and never sniffed.
+	setInertHeaders(w.Header())
+	w.Header().Set("Content-Type", a.contentType)
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", a.name))
+	w.Header().Set("x-request-id", requestID(r))
 	http.ServeContent(w, r, a.name, info.ModTime(), f)
 }
 

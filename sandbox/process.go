@@ -62,8 +62,13 @@ func (s *Server) process(ctx context.Context, id string) {
 	if !sleepCtx(ctx, s.cfg.ProcessingDelay) {
 		return
 	}
+	var upload *storedFile
+	if e.audio != nil {
+		// Set before the job was queued, and held by the job: the upload cannot go meanwhile.
+		upload = e.audio.upload
+	}
 	started := time.Now()
-	result, file, kept, err := s.transcribeSafely(ctx, id, e.prerecorded)
+	result, file, kept, err := s.transcribeSafely(ctx, id, e.prerecorded, upload)
 	if kept != nil && kept.upload == nil && !s.jobs.setAudio(id, kept) {
 		kept.remove() // the job was deleted meanwhile
 	}
@@ -102,20 +107,21 @@ func (s *Server) process(ctx context.Context, id string) {
 	s.sendJobCallback(e.prerecorded, job, failure)
 }
 
-func (s *Server) transcribeSafely(ctx context.Context, id string, req *api.PreRecordedRequest) (res *api.Result, file *api.File, kept *keptAudio, err error) {
+func (s *Server) transcribeSafely(ctx context.Context, id string, req *api.PreRecordedRequest, upload *storedFile) (res *api.Result, file *api.File, kept *keptAudio, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.WithField("job_id", id).Errorf("panic while processing: %v", p)
 			res, err = nil, fail(http.StatusInternalServerError, "internal error while processing the audio")
 		}
 	}()
-	return s.transcribe(ctx, s.log.WithField("job_id", id), id, req)
+	return s.transcribe(ctx, s.log.WithField("job_id", id), id, req, upload)
 }
 
-// transcribe runs the job's audio through the engine and the add-ons; it returns the audio it
-// kept for GET /v2/pre-recorded/{id}/file whether or not the rest succeeds.
-func (s *Server) transcribe(ctx context.Context, log logrus.FieldLogger, id string, req *api.PreRecordedRequest) (*api.Result, *api.File, *keptAudio, error) {
-	a, kept, err := s.loadAudio(ctx, log, id, req.AudioURL)
+// transcribe runs the job's audio (upload, else what req.AudioURL serves) through the engine
+// and the add-ons; it returns the audio it kept for GET /v2/pre-recorded/{id}/file whether or
+// not the rest succeeds.
+func (s *Server) transcribe(ctx context.Context, log logrus.FieldLogger, id string, req *api.PreRecordedRequest, upload *storedFile) (*api.Result, *api.File, *keptAudio, error) {
+	a, kept, err := s.loadAudio(ctx, log, id, req.AudioURL, upload)
 	if err != nil {
 		return nil, nil, kept, err
 	}
@@ -132,7 +138,7 @@ func (s *Server) transcribe(ctx context.Context, log logrus.FieldLogger, id stri
 		// segment of its URL (the id again).
 		file.ID, file.Filename = kept.upload.id, kept.upload.name
 	}
-	result, err := s.transcribeAudio(ctx, log, req, a)
+	result, err := s.transcribeAudio(ctx, log, req, a, upload != nil)
 	if err != nil {
 		return nil, file, kept, err
 	}
@@ -145,7 +151,7 @@ func (s *Server) transcribe(ctx context.Context, log logrus.FieldLogger, id stri
 }
 
 // transcribeAudio is the engine, then the add-ons, on decoded audio.
-func (s *Server) transcribeAudio(ctx context.Context, log logrus.FieldLogger, req *api.PreRecordedRequest, a *audio.Audio) (*api.Result, error) {
+func (s *Server) transcribeAudio(ctx context.Context, log logrus.FieldLogger, req *api.PreRecordedRequest, a *audio.Audio, uploaded bool) (*api.Result, error) {
 	channels, err := a.Resample16k()
 	if err != nil {
 		return nil, fail(http.StatusUnprocessableEntity, "audio could not be resampled: %v", err)
@@ -156,7 +162,7 @@ func (s *Server) transcribeAudio(ctx context.Context, log logrus.FieldLogger, re
 		SampleRate: 16000,
 		Languages:  langs,
 		Vocabulary: vocabularyWords(req.CustomVocabulary, req.CustomVocabularyConfig),
-		Sidecar:    s.fetchSidecar(ctx, log, req.AudioURL),
+		Sidecar:    s.fetchSidecar(ctx, log, req.AudioURL, uploaded),
 	})
 	if err != nil {
 		var unsupported *engine.UnsupportedError
@@ -172,8 +178,10 @@ func (s *Server) transcribeAudio(ctx context.Context, log logrus.FieldLogger, re
 	return addons.Apply(ctx, req, toTranscription(out, lang), addons.Options{})
 }
 
-// localFile resolves an audio_url that points at this sandbox's own uploads.
-func (s *Server) localFile(rawURL string) (*storedFile, bool) {
+// acquireUpload resolves an audio_url that points at this sandbox's own uploads, token
+// included, and holds the upload for the job made from it (release it with the job). Any
+// other URL, or one whose upload is gone, is fetched like any audio_url.
+func (s *Server) acquireUpload(rawURL string) (*storedFile, bool) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, false
@@ -182,7 +190,7 @@ func (s *Server) localFile(rawURL string) (*storedFile, bool) {
 	if !ok {
 		return nil, false
 	}
-	return s.files.get(id)
+	return s.files.acquire(id, u.Query().Get("token"))
 }
 
 func fileName(rawURL string) string {

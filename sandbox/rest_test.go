@@ -420,8 +420,9 @@ func TestUploadServesAudioURL(t *testing.T) {
 	if !strings.HasPrefix(up.AudioURL, e.svc.URL+"/v2/files/") || up.AudioMetadata.Filename != "meeting.wav" || up.AudioMetadata.Size != int64(len(wav)) {
 		t.Fatalf("upload response = %+v", up)
 	}
+	// The audio_url carries its token: it is read without the key, as bytes.
 	resp, err := http.Get(up.AudioURL)
-	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/wav" {
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/octet-stream" {
 		t.Fatalf("GET audio_url = %v %v", resp, err)
 	}
 	resp.Body.Close()

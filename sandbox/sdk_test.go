@@ -112,8 +112,8 @@ func TestPreRecordedFileIsTheOriginalBytes(t *testing.T) {
 	}
 	status, body, _ = getFile(t, e, "/v2/pre-recorded/"+created.ID+"/file")
 	checkEnvelope(t, status, body, 404, "/v2/pre-recorded/"+created.ID+"/file", "pre-recorded job "+created.ID+" not found")
-	if n := countFiles(t, dir); n != 0 {
-		t.Errorf("%d files left after the delete", n)
+	if n := countFiles(t, dir); n != 1 {
+		t.Errorf("%d files left after the delete, want the upload, which its job holds", n)
 	}
 	status, body, _ = e.raw("GET", "/v2/pre-recorded/"+fromUpload.ID+"/file", "", "", nil)
 	checkEnvelope(t, status, body, 401, "/v2/pre-recorded/"+fromUpload.ID+"/file", "")

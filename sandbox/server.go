@@ -40,10 +40,19 @@ type Config struct {
 	// (default 1000 MB, the real service's limit).
 	MaxBodyBytes   int64
 	MaxUploadBytes int64
-	// AllowFetch lists the ranges an audio_url may reach although they are loopback, private,
-	// link-local, CGNAT or metadata addresses (DESIGN.md rule 5): anyone who can create a job
-	// chooses the URL, and the sandbox must not become their way into this machine or its
-	// network. Empty: public addresses only. A sandbox fed by local files needs 127.0.0.0/8.
+	// MaxUploadStoreBytes bounds the uploads held at once, all together (default
+	// DefaultMaxUploadStoreBytes, 1 GiB); past it an upload is refused with a 413 naming the
+	// limit. Uploads are files in the sandbox's directory (TempDir), not memory.
+	MaxUploadStoreBytes int64
+	// UploadTTL is how long an upload that no job uses is kept (default DefaultUploadTTL, 1 h);
+	// one that a job uses stays until the last job made from it is deleted.
+	UploadTTL time.Duration
+	// AllowFetch lists the ranges the sandbox may connect to although they are loopback,
+	// private, link-local, CGNAT or metadata addresses (DESIGN.md rule 5): the audio_url and
+	// sidecar fetches, and the callbacks. Anyone who can create a job chooses those URLs, and the
+	// sandbox must not become their way into this machine or its network. Empty: public
+	// addresses only. A sandbox fed by local files, or calling back a receiver on this machine,
+	// needs 127.0.0.0/8.
 	AllowFetch []netip.Prefix
 	// MaxFetchBytes bounds the audio read from an audio_url (default 512 MiB); the body is
 	// decoded as it arrives, never held whole. A sidecar gets at most 16 MiB of it.
@@ -65,14 +74,17 @@ type Config struct {
 	Callbacks CallbackPolicy
 	// Faults injects misbehaviour for tests; off by default.
 	Faults Faults
-	// HTTPClient sends callbacks (default: a client with timeouts). Audio is fetched by a
-	// client of the sandbox's own, whose every connection goes through the AllowFetch guard.
+	// HTTPClient sends callbacks. Default: a client whose every connection, redirects
+	// included, goes through the AllowFetch guard, like the audio fetches. A client given here
+	// is used as it is: guarding its connections is then the caller's business. Audio is
+	// always fetched by the sandbox's own guarded client.
 	HTTPClient *http.Client
 	// Logger receives the sandbox's logs (default: logrus standard logger).
 	Logger *logrus.Entry
-	// TempDir is where the sandbox makes its directory for the audio that GET …/{id}/file
-	// serves: the copy of each fetched audio_url and the recording of each live session, kept
-	// on disk rather than in memory; Close removes it. Empty: the system's temporary directory.
+	// TempDir is where the sandbox makes its directory for the audio it holds: uploads, the
+	// copy of each fetched audio_url and the recording of each live session (which GET
+	// …/{id}/file serves), kept on disk rather than in memory; Close removes it. Empty: the
+	// system's temporary directory.
 	TempDir string
 }
 
@@ -114,6 +126,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 1000 << 20
 	}
+	if cfg.MaxUploadStoreBytes <= 0 {
+		cfg.MaxUploadStoreBytes = DefaultMaxUploadStoreBytes
+	}
+	if cfg.UploadTTL <= 0 {
+		cfg.UploadTTL = DefaultUploadTTL
+	}
 	if cfg.MaxFetchBytes <= 0 {
 		cfg.MaxFetchBytes = DefaultMaxFetchBytes
 	}
@@ -127,7 +145,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxLiveDuration = 3 * time.Hour
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+		// Callback URLs are chosen by whoever creates a job, like audio URLs: the same guard.
+		cfg.HTTPClient = newFetchClient(cfg.AllowFetch, 60*time.Second)
 	}
 	cfg.Logger = logx.OrStandard(cfg.Logger)
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
@@ -140,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		log:      cfg.Logger.WithField("component", "sandbox"),
 		jobs:     newJobStore(),
-		files:    newFileStore(),
+		files:    newFileStore(dir, cfg.MaxUploadStoreBytes, cfg.UploadTTL),
 		sessions: newSessionStore(),
 		queue:    make(chan string, 4096),
 		fetcher:  newFetchClient(cfg.AllowFetch, cfg.FetchTimeout),
@@ -154,13 +173,16 @@ func New(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go s.worker()
 	}
+	s.wg.Add(1)
+	go s.sweepUploads()
 	return s, nil
 }
 
 // Handler is the HTTP handler of every endpoint.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Close stops the workers, live sessions and pending callbacks.
+// Close stops the workers, live sessions and pending callbacks, and removes the sandbox's
+// directory: every upload and copy of audio with it.
 func (s *Server) Close() error {
 	s.cancel()
 	s.sessions.closeAll()
@@ -219,7 +241,8 @@ func (s *Server) routes() {
 		auth(s.listHandler(listLive)).ServeHTTP(w, r)
 	})
 	m.Handle("POST /v2/upload", auth(s.handleUpload))
-	// Uploaded files are read by unguessable id, without the key, like a signed URL.
+	// An upload is read with the key, or with the token of the audio_url the upload answered
+	// (a capability, like a signed URL): the sandbox's jobs use it without a key.
 	m.HandleFunc("GET /v2/files/{id}", s.handleFile)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "engine": s.cfg.Engine.Name()})

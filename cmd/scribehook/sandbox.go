@@ -25,7 +25,8 @@ func newSandboxCmd() *cobra.Command {
 		delay                                                               time.Duration
 		verbose                                                             bool
 		allowFetch                                                          []string
-		maxFetchBytes                                                       int64
+		maxFetchBytes, maxUploadStoreBytes                                  int64
+		uploadTTL                                                           time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "sandbox",
@@ -35,13 +36,18 @@ WebSocket, lists, callbacks, uploads, with a speech engine that needs no account
 
 The API key comes from --api-key or from the environment variable named by --api-key-env.
 
-Audio URLs are fetched from public addresses only: loopback (127.0.0.0/8, ::1, also written as
-::ffff:127.0.0.1), 0.0.0.0 and ::, private, link-local, carrier-grade NAT and cloud metadata
-addresses are refused when connecting, on every redirect, unless a range given with
---allow-fetch covers them. To transcribe files served on this machine, pass
---allow-fetch 127.0.0.0/8 (or upload them: POST /v2/upload). A job whose audio cannot be
-fetched, for whatever reason, fails with the same error 400 "audio_url could not be fetched";
-the reason is in the sandbox's log.`,
+Audio URLs are fetched, and callbacks sent, to public addresses only: loopback (127.0.0.0/8,
+::1, also written as ::ffff:127.0.0.1), 0.0.0.0 and ::, private, link-local, carrier-grade NAT
+and cloud metadata addresses are refused when connecting, on every redirect, unless a range
+given with --allow-fetch covers them. To transcribe files served on this machine, or to call
+back a receiver on it (scribehook serve), pass --allow-fetch 127.0.0.0/8. A job whose audio
+cannot be fetched, for whatever reason, fails with the same error 400 "audio_url could not be
+fetched"; the reason is in the sandbox's log, as is a refused callback's.
+
+Uploads (POST /v2/upload) are kept on disk, at most --max-upload-store-bytes of them together;
+one that no job uses goes after --upload-ttl, one a job uses with the last such job. Their
+audio_url carries a token: with it, or with the API key, GET /v2/files/{id} answers the bytes
+as application/octet-stream, an attachment.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			key := apiKey
 			if key == "" {
@@ -73,10 +79,17 @@ the reason is in the sandbox's log.`,
 			if maxFetchBytes <= 0 {
 				return fmt.Errorf("--max-fetch-bytes must be positive (got %d)", maxFetchBytes)
 			}
+			if maxUploadStoreBytes <= 0 {
+				return fmt.Errorf("--max-upload-store-bytes must be positive (got %d)", maxUploadStoreBytes)
+			}
+			if uploadTTL <= 0 {
+				return fmt.Errorf("--upload-ttl must be positive (got %s)", uploadTTL)
+			}
 			srv, err := sandbox.New(sandbox.Config{
 				APIKey: key, KeyHeader: keyHeader, PublicURL: publicURL, Engine: eng,
 				Workers: workers, ProcessingDelay: delay, Faults: f, Logger: logrus.NewEntry(log),
 				AllowFetch: allow, MaxFetchBytes: maxFetchBytes,
+				MaxUploadStoreBytes: maxUploadStoreBytes, UploadTTL: uploadTTL,
 			})
 			if err != nil {
 				return err
@@ -101,8 +114,10 @@ the reason is in the sandbox's log.`,
 	fl.IntVar(&workers, "workers", 2, "pre-recorded jobs processed at once")
 	fl.DurationVar(&delay, "processing-delay", 0, "time each job spends in queued and in processing")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "debug logs")
-	fl.StringArrayVar(&allowFetch, "allow-fetch", nil, "CIDR range (or address) audio URLs may reach although loopback, private or link-local, e.g. 127.0.0.0/8; repeatable (default: public addresses only)")
+	fl.StringArrayVar(&allowFetch, "allow-fetch", nil, "CIDR range (or address) audio URLs and callbacks may reach although loopback, private or link-local, e.g. 127.0.0.0/8; repeatable (default: public addresses only)")
 	fl.Int64Var(&maxFetchBytes, "max-fetch-bytes", sandbox.DefaultMaxFetchBytes, "largest audio file fetched from an audio URL, in bytes")
+	fl.Int64Var(&maxUploadStoreBytes, "max-upload-store-bytes", sandbox.DefaultMaxUploadStoreBytes, "bytes of uploads kept at once, all together")
+	fl.DurationVar(&uploadTTL, "upload-ttl", sandbox.DefaultUploadTTL, "how long an upload no job uses is kept")
 	return cmd
 }
 

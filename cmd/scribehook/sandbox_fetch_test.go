@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,9 +80,42 @@ func TestSandboxCommandAllowFetch(t *testing.T) {
 		t.Errorf("with --max-fetch-bytes 1000: status %s code %v %s, want 400 audio_url could not be fetched", job.Status, job.ErrorCode, job.PostSessionMetadata)
 	}
 
-	for _, bad := range [][]string{{"--allow-fetch", "localhost"}, {"--allow-fetch", "10.0.0.0/33"}, {"--max-fetch-bytes", "0"}} {
+	for _, bad := range [][]string{{"--allow-fetch", "localhost"}, {"--allow-fetch", "10.0.0.0/33"}, {"--max-fetch-bytes", "0"},
+		{"--max-upload-store-bytes", "0"}, {"--upload-ttl", "0s"}} {
 		if _, _, err := runCmd(context.Background(), nil, append([]string{"sandbox", "--listen", "127.0.0.1:0", "--api-key", "k"}, bad...)...); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("sandbox %v = %v, want an error naming %s", bad, err, bad[0])
 		}
 	}
+}
+
+// `scribehook sandbox` calls back a receiver on loopback only when --allow-fetch covers it, as
+// it fetches: the callback's URL is chosen by whoever creates the job too.
+func TestSandboxCommandCallbacksNeedTheAllowance(t *testing.T) {
+	audioURL := sandboxtest.NewFiles(t, sandboxtest.DemoSample(t)).AudioURL
+	var got atomic.Int32
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { got.Add(1) }))
+	t.Cleanup(receiver.Close)
+	create := func(client *submitter.Client) {
+		t.Helper()
+		_, err := client.CreatePreRecorded(context.Background(), api.PreRecordedRequest{
+			AudioURL: audioURL, Callback: api.Bool(true), CallbackConfig: &api.CallbackConfig{URL: receiver.URL + "/hook"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	closedSandbox, logs := startSandboxCmd(t)
+	create(closedSandbox)
+	testwait.For(t, "the callback to be refused", 20*time.Second, func() bool {
+		s := logs.String()
+		return strings.Contains(s, "callback attempt failed") && strings.Contains(s, "refused unless allow-listed")
+	})
+	if n := got.Load(); n != 0 {
+		t.Errorf("without --allow-fetch the receiver got %d requests, want none", n)
+	}
+
+	open, _ := startSandboxCmd(t, "--allow-fetch", "127.0.0.0/8")
+	create(open)
+	testwait.For(t, "the callback with --allow-fetch 127.0.0.0/8", 20*time.Second, func() bool { return got.Load() == 1 })
 }

@@ -74,6 +74,12 @@ func ParseHeader(b []byte) (Header, error) {
 	return readHeader(bufio.NewReader(bytes.NewReader(b)))
 }
 
+// ReadHeader is ParseHeader on a reader: it reads r up to the first sample only, so a file's
+// header is known without the file in memory.
+func ReadHeader(r io.Reader) (Header, error) {
+	return readHeader(bufio.NewReader(r))
+}
+
 func isEOF(err error) bool { return err == io.EOF || err == io.ErrUnexpectedEOF }
 
 func readHeader(br *bufio.Reader) (Header, error) {
