@@ -24,5 +24,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newBackupCmd())
 	root.AddCommand(newMigrateCmd())
 	root.AddCommand(newSinksCmd())
+	root.AddCommand(newSessionsCmd())
 	return root
 }
