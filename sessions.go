@@ -3,9 +3,9 @@ package scribehook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
-	"github.com/scribehook/scribehook/receiver/ui"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -20,5 +20,8 @@ func RevokeDashboardSessions(ctx context.Context, st store.Store, now time.Time)
 	if !ok {
 		return time.Time{}, errors.New("revoke dashboard sessions: the store keeps no sessions: change the read token to sign every browser out")
 	}
-	return ui.RevokeAll(ctx, s, now)
+	if err := s.RevokeAllSessions(ctx, now); err != nil {
+		return time.Time{}, fmt.Errorf("revoke dashboard sessions: %w", err)
+	}
+	return now, nil
 }

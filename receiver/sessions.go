@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-
-	"github.com/scribehook/scribehook/receiver/ui"
 )
 
 // revokeSessions is POST /v1/sessions/revoke: every dashboard session issued until now is
@@ -17,8 +15,10 @@ func (r *Receiver) revokeSessions(c *fiber.Ctx) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	before, err := ui.RevokeAll(ctx, r.cfg.Sessions, r.now())
-	if err != nil {
+	// A cookie's issue time has whole seconds: a session issued in the same second as the
+	// cutoff is refused too, and signing in works again from the next second.
+	before := r.now()
+	if err := r.cfg.Sessions.RevokeAllSessions(ctx, before); err != nil {
 		return r.storeFailed(c, err)
 	}
 	r.log.WithField("revoked_before", before.UTC().Format(time.RFC3339)).Info("read API: every dashboard session revoked")

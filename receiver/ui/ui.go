@@ -342,20 +342,6 @@ func (u *UI) Authorized(c *fiber.Ctx) error {
 	return nil
 }
 
-// RevokeAll signs every dashboard session issued until now out of s, for the read API's
-// POST /v1/sessions/revoke and the revoke-all command, and returns the cutoff stored. A
-// session issued in the same second as the cutoff is refused too: a cookie's issue time has
-// whole seconds.
-func RevokeAll(ctx context.Context, s Sessions, now time.Time) (time.Time, error) {
-	if s == nil {
-		return time.Time{}, errors.New("revoke all sessions: no session store")
-	}
-	if err := s.RevokeAllSessions(ctx, now); err != nil {
-		return time.Time{}, fmt.Errorf("revoke all sessions: %w", err)
-	}
-	return now, nil
-}
-
 // sign makes a session value for a new session issued at now:
 // "v2.<base64url id>.<unix issued-at>.<unix expiry>.<base64url HMAC of everything before>".
 func (u *UI) sign(now, exp time.Time) (string, error) {
