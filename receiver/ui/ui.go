@@ -101,7 +101,8 @@ type Config struct {
 	TTL time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Logger is where sign-outs that could not be kept are logged (discarded when nil).
+	// Logger is where sign-outs, and those the store could not keep, are logged (discarded
+	// when nil).
 	Logger *logrus.Entry
 }
 
