@@ -43,6 +43,8 @@ func WithLogger(l logrus.FieldLogger) Option { return func(o *options) { o.logge
 func WithSecrets(s configs.Secrets) Option { return func(o *options) { o.secrets = &s } }
 
 // WithStore runs on st instead of opening store.driver/store.dsn; the caller keeps closing it.
+// Dashboard sign-outs are kept in st when it implements store.Sessions (the SQLite and
+// PostgreSQL stores do); otherwise a sign-out only clears the browser's cookie.
 func WithStore(st store.Store) Option { return func(o *options) { o.store = st } }
 
 // WithService uses c to reach the service (resolving thin webhooks, submitting jobs) instead of

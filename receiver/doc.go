@@ -46,7 +46,9 @@
 //	GET /v1/live/:id/events         the same as server-sent events, then new ones (bearer)
 //	GET /v1/deadletters, /v1/sinks  dead letters and sink states (bearer); POST
 //	                                /v1/deadletters/:id/replay queues one again
-//	GET /ui/                        the dashboard (sign-in turns the read token into a cookie)
+//	POST /v1/sessions/revoke        signs every dashboard session out (bearer)
+//	GET /ui/                        the dashboard (sign-in turns the read token into a session
+//	                                cookie; sign-out revokes it in the store)
 //
 // Errors of the receiver's own API are plain JSON: {"error": "<message>", "status": N}.
 //

@@ -61,15 +61,28 @@ type harnessOption struct {
 	cfg   func(*Config)
 	rcv   func(*Receiver)
 	setup setupKind
+	store *sqlite.Store
 }
 
 func withConfig(f func(*Config)) harnessOption     { return harnessOption{cfg: f} }
 func withReceiver(f func(*Receiver)) harnessOption { return harnessOption{rcv: f} }
 func withSetup(s setupKind) harnessOption          { return harnessOption{setup: s} }
 
+// withStore runs the receiver on st instead of a new store (a restart: st opened again on the
+// file of an earlier harness).
+func withStore(st *sqlite.Store) harnessOption { return harnessOption{store: st} }
+
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
-	st := teststore.SQLite(t)
+	var st *sqlite.Store
+	for _, o := range opts {
+		if o.store != nil {
+			st = o.store
+		}
+	}
+	if st == nil {
+		st = teststore.SQLite(t)
+	}
 	h := &harness{
 		t:        t,
 		store:    st,

@@ -15,8 +15,9 @@ import (
 type MountOptions struct {
 	// ReadAPI registers the local read API: GET /v1/jobs, /v1/jobs/:id,
 	// /v1/jobs/:id/subtitles.:format, /v1/live/:id/messages, /v1/live/:id/events,
-	// /v1/deadletters, /v1/sinks, POST /v1/deadletters/:id/replay and POST
-	// /v1/sinks/:name/enable (Config.ReadToken as a bearer token, or the dashboard's cookie).
+	// /v1/deadletters, /v1/sinks, POST /v1/deadletters/:id/replay, POST
+	// /v1/sinks/:name/enable and POST /v1/sessions/revoke (Config.ReadToken as a bearer token,
+	// or the dashboard's cookie).
 	ReadAPI bool
 	// Health registers GET /healthz and GET /readyz.
 	Health bool
@@ -133,6 +134,7 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 		rt.Get("/v1/sinks", read(r.sinkStatus)...)
 		rt.Post("/v1/deadletters/:id/replay", read(r.replayDeadLetter)...)
 		rt.Post("/v1/sinks/:name/enable", read(r.enableSink)...)
+		rt.Post("/v1/sessions/revoke", read(r.revokeSessions)...)
 	}
 	if opts.Dashboard {
 		// The dashboard (receiver/ui): embedded assets, sign-in and sign-out.

@@ -66,6 +66,10 @@ type Config struct {
 	Routes []Route
 	// ReadToken is the bearer token of the local read API; empty disables the read API.
 	ReadToken string
+	// Sessions keeps the dashboard's sign-outs, for every replica sharing it. When nil, Store
+	// is used if it implements ui.Sessions (the SQLite and PostgreSQL stores do); otherwise a
+	// sign-out only clears the browser's cookie, and POST /v1/sessions/revoke answers 501.
+	Sessions ui.Sessions
 	// BodyLimit bounds a callback body in bytes, received and decoded; DefaultBodyLimit when 0.
 	BodyLimit int
 	// MaxConnsPerIP bounds the connections one client address (an IPv6 client's /64) holds
@@ -216,7 +220,14 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	if cfg.ReadToken != "" {
 		r.readToken, r.readOn = sha256.Sum256([]byte(cfg.ReadToken)), true
 	}
-	r.ui = ui.New(ui.Config{Token: cfg.ReadToken, Now: r.now})
+	if r.cfg.Sessions == nil {
+		if s, ok := cfg.Store.(ui.Sessions); ok {
+			r.cfg.Sessions = s
+		} else if cfg.ReadToken != "" {
+			r.log.Warn("the store keeps no dashboard sessions: a sign-out only clears the browser's cookie, and a copy of it stays valid until it expires")
+		}
+	}
+	r.ui = ui.New(ui.Config{Token: cfg.ReadToken, Sessions: r.cfg.Sessions, Now: r.now, Logger: r.log})
 	if r.cfg.Metrics == nil {
 		r.cfg.Metrics = prometheus.NewRegistry()
 	}
@@ -278,9 +289,16 @@ func (r *Receiver) checkReadAccess(c *fiber.Ctx) (ok bool, err error) {
 			return true, nil
 		case errors.Is(err, ui.ErrCrossOrigin):
 			return false, writeError(c, fiber.StatusForbidden, err.Error())
+		case errors.Is(err, ui.ErrSessionCheck):
+			// Not a 401: the session may well be valid, and the page would send its user to
+			// sign in again for the store's hiccup.
+			r.log.WithError(err).WithField("path", r.LogPath(c)).Error("read API: dashboard session not checked")
+			c.Set(fiber.HeaderRetryAfter, retryAfter)
+			return false, writeError(c, fiber.StatusServiceUnavailable, "dashboard session could not be checked: try again")
 		}
-		if c.Cookies(ui.CookieName) != "" {
-			// A cookie that is not a session: forged, or made with another token.
+		if v := c.Cookies(ui.CookieName); v != "" && !r.ui.Signed(v) {
+			// A forged cookie, or one made with another read token; an expired or signed-out
+			// session is no guess (a tab left open after a sign-out everywhere).
 			r.authFailed(key, surfaceRead)
 		}
 	}

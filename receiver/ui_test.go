@@ -2,6 +2,9 @@ package receiver
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -117,7 +120,7 @@ func TestDashboardSignIn(t *testing.T) {
 		t.Errorf("sign-in: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	raw := resp.Header.Get("Set-Cookie")
-	for _, attr := range []string{ui.CookieName + "=v1.", "path=/", "HttpOnly", "secure", "SameSite=Strict", "max-age=43200"} {
+	for _, attr := range []string{ui.CookieName + "=v2.", "path=/", "HttpOnly", "secure", "SameSite=Strict", "max-age=43200"} {
 		if !strings.Contains(raw, attr) {
 			t.Errorf("cookie %q lacks %q", raw, attr)
 		}
@@ -176,10 +179,18 @@ func TestDashboardCookieOnTheReadAPI(t *testing.T) {
 	if r.status != 401 || r.json(t)["error"] != "invalid bearer token" {
 		t.Errorf("wrong bearer with a good cookie: %d %s", r.status, r.body)
 	}
+	parts := strings.Split(cookie.Value, ".") // v2, id, issued-at, expiry, mac
+	if len(parts) != 5 {
+		t.Fatalf("cookie %q: want v2.<id>.<issued>.<expiry>.<mac>", cookie.Value)
+	}
+	later := strconv.FormatInt(testNow.Add(48*time.Hour).Unix(), 10)
 	for name, value := range map[string]string{
-		"forged":       "v1.9999999999.AAAA",
-		"tampered":     strings.Replace(cookie.Value, "v1.1", "v1.2", 1),
-		"other scheme": "v2." + strings.TrimPrefix(cookie.Value, "v1."),
+		"forged":          "v2.AAAAAAAAAAAAAAAAAAAAAA.1.9999999999.AAAA",
+		"tampered expiry": strings.Join([]string{parts[0], parts[1], parts[2], later, parts[4]}, "."),
+		"tampered id":     strings.Join([]string{parts[0], "AAAAAAAAAAAAAAAAAAAAAA", parts[2], parts[3], parts[4]}, "."),
+		"other scheme":    "v3." + strings.TrimPrefix(cookie.Value, "v2."),
+		// The first format, signed with the right key: it has no id to revoke, so it is refused.
+		"first format": firstFormatCookie(testReadToken, testNow.Add(time.Hour)),
 		"empty":        "",
 	} {
 		r := h.do(http.MethodGet, "/v1/jobs", nil, map[string]string{"Cookie": ui.CookieName + "=" + value})
@@ -250,4 +261,15 @@ func TestDashboardReplayAndSignOut(t *testing.T) {
 	if resp := h.form("/ui/logout", nil, map[string]string{"Sec-Fetch-Site": "cross-site"}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-site sign-out: %d", resp.StatusCode)
 	}
+}
+
+// firstFormatCookie is a session value of the first format, "v1.<unix expiry>.<mac>", as
+// earlier versions signed it for token.
+func firstFormatCookie(token string, exp time.Time) string {
+	k := hmac.New(sha256.New, []byte(token))
+	k.Write([]byte("scribehook dashboard session key v1"))
+	payload := "v1." + strconv.FormatInt(exp.Unix(), 10)
+	m := hmac.New(sha256.New, k.Sum(nil))
+	m.Write([]byte(payload))
+	return payload + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

@@ -34,8 +34,14 @@ import (
 // of pending rows) goes first.
 const DefaultFirstRun = time.Minute
 
+// SessionGrace is how long the revocation of a dashboard session is kept after the session
+// expired: its cookie is refused on its expiry alone by then, on a replica whose clock is no
+// more than this behind.
+const SessionGrace = time.Hour
+
 // PolicyOf is the policy of the configuration's retention section, with callback tokens
-// deleted once tokenTTL (receiver.token_ttl) has passed since they were minted; the files of
+// deleted once tokenTTL (receiver.token_ttl) has passed since they were minted, and the
+// revocations of dashboard sessions SessionGrace after the sessions expired; the files of
 // pruned jobs' artifacts are removed with RemoveFiles.
 func PolicyOf(r configs.RetentionConfig, tokenTTL time.Duration) store.RetentionPolicy {
 	live := map[api.MessageCategory]time.Duration{}
@@ -47,7 +53,7 @@ func PolicyOf(r configs.RetentionConfig, tokenTTL time.Duration) store.Retention
 	return store.RetentionPolicy{
 		Inbox: time.Duration(r.Inbox), Live: live, Jobs: time.Duration(r.Jobs),
 		SinkDelivered: time.Duration(r.SinkDelivered), DeadLetters: time.Duration(r.DeadLetters),
-		Quarantine: time.Duration(r.Quarantine), Tokens: tokenTTL, BatchSize: r.BatchSize, RemoveArtifacts: RemoveFiles,
+		Quarantine: time.Duration(r.Quarantine), Tokens: tokenTTL, Sessions: SessionGrace, BatchSize: r.BatchSize, RemoveArtifacts: RemoveFiles,
 	}
 }
 

@@ -39,6 +39,7 @@ func TestDurations(t *testing.T) {
 		store.PruneEvents:                              configs.Days(3), // with the sooner of the two
 		store.PruneQuarantine:                          configs.Days(5),
 		store.PruneTokens:                              configs.Days(6),
+		store.PruneSessions:                            configs.Keep(retention.SessionGrace),
 		store.LiveKind(api.CategoryPartialTranscripts): configs.Days(7),
 		store.LiveKind(api.CategoryErrors):             configs.Days(8),
 	}

@@ -41,6 +41,8 @@ const DefaultPruneBatch = 500
 //     (receiver.token_ttl), after which a token authenticates nothing. Jobs must be kept at
 //     least as long: a late delivery a token still authenticates for a pruned job would
 //     create its record again (configs checks it).
+//   - Sessions: revocations of dashboard sessions (Sessions), from the session's own expiry,
+//     after which its cookie is refused anyway. A revoke-all's cutoff is one row, kept.
 type RetentionPolicy struct {
 	Inbox         time.Duration
 	Live          map[api.MessageCategory]time.Duration
@@ -49,6 +51,7 @@ type RetentionPolicy struct {
 	DeadLetters   time.Duration
 	Quarantine    time.Duration
 	Tokens        time.Duration
+	Sessions      time.Duration
 	// BatchSize is the most rows one transaction deletes (default DefaultPruneBatch); rows
 	// with large values (bodies, events, job records) go in batches of about 8 MiB at most
 	// besides.
@@ -76,6 +79,7 @@ const (
 	PruneEvents        PruneKind = "events" // sink events no delivery refers to any more
 	PruneQuarantine    PruneKind = "quarantine"
 	PruneTokens        PruneKind = "tokens"
+	PruneSessions      PruneKind = "sessions" // revocations of dashboard sessions that expired
 )
 
 // LiveKind is the kind of the live messages of category c: live_messages.<category>.
@@ -87,7 +91,7 @@ func PruneKinds() []PruneKind {
 	for _, c := range api.Categories {
 		kinds = append(kinds, LiveKind(c))
 	}
-	return append(kinds, PruneJobs, PruneArtifacts, PruneSessionRest, PruneSinkDelivered, PruneDeadLetters, PruneEvents, PruneQuarantine, PruneTokens)
+	return append(kinds, PruneJobs, PruneArtifacts, PruneSessionRest, PruneSinkDelivered, PruneDeadLetters, PruneEvents, PruneQuarantine, PruneTokens, PruneSessions)
 }
 
 // Keep is how long p keeps the rows of kind k, the duration Prune measures that kind's cutoff
@@ -114,6 +118,8 @@ func (p RetentionPolicy) Keep(k PruneKind) time.Duration {
 		return p.Quarantine
 	case PruneTokens:
 		return p.Tokens
+	case PruneSessions:
+		return p.Sessions
 	}
 	if c, ok := strings.CutPrefix(string(k), string(PruneSessionRest)+"."); ok {
 		return p.Live[api.MessageCategory(c)]

@@ -13,7 +13,7 @@ import (
 func TestPolicyKeep(t *testing.T) {
 	p := store.RetentionPolicy{
 		Inbox: 1 * time.Hour, Jobs: 2 * time.Hour, SinkDelivered: 3 * time.Hour,
-		DeadLetters: 4 * time.Hour, Quarantine: 5 * time.Hour, Tokens: 6 * time.Hour,
+		DeadLetters: 4 * time.Hour, Quarantine: 5 * time.Hour, Tokens: 6 * time.Hour, Sessions: 9 * time.Hour,
 		Live: map[api.MessageCategory]time.Duration{
 			api.CategoryPartialTranscripts: 7 * time.Hour,
 			api.CategoryErrors:             8 * time.Hour,
@@ -30,6 +30,7 @@ func TestPolicyKeep(t *testing.T) {
 		store.PruneEvents:                              3 * time.Hour, // the shorter of the two above
 		store.PruneQuarantine:                          5 * time.Hour,
 		store.PruneTokens:                              6 * time.Hour,
+		store.PruneSessions:                            9 * time.Hour,
 		store.LiveKind(api.CategoryPartialTranscripts): 7 * time.Hour,
 		store.LiveKind(api.CategoryErrors):             8 * time.Hour,
 	}

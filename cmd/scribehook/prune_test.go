@@ -98,6 +98,7 @@ dead_letters                              30d   0
 events                                    7d    0
 quarantine                                30d   0
 tokens                                    7d    1
+sessions                                  1h    0
 would prune (dry run) 5 rows
 `
 	if out != want {
@@ -153,7 +154,7 @@ func TestPruneVacuum(t *testing.T) {
 		{nil, "pruned 0 rows\n" + note},
 		{[]string{"--dry-run", "--vacuum"}, "would prune (dry run) 0 rows\n" + note}, // a dry run changes nothing
 		{[]string{"--vacuum"}, "pruned 0 rows\ndatabase rewritten: pruning gives space back from now on\n"},
-		{nil, "quarantine                                30d      0\ntokens                                    7d       0\npruned 0 rows\n"},
+		{nil, "quarantine                                30d      0\ntokens                                    7d       0\nsessions                                  1h       0\npruned 0 rows\n"},
 	} {
 		out, errOut, err := runCmd(context.Background(), nil, append([]string{"--config", cfgPath, "prune"}, tc.args...)...)
 		if err != nil || !strings.HasSuffix(out, tc.tail) {

@@ -25,5 +25,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newMigrateCmd())
 	root.AddCommand(newSinksCmd())
 	root.AddCommand(newTokenCmd())
+	root.AddCommand(newSessionsCmd())
 	return root
 }

@@ -396,13 +396,39 @@ async function main() {
       for (const n of ['Jobs', 'Live', 'Sinks', 'Sign out']) assert.ok(names.includes(n), `Tab never reached ${n}: ${names}`);
     });
 
-    await step('signing out clears the session', async () => {
-      await page.getByRole('button', { name: 'Sign out' }).click();
+    await step('signing out clears the session, and ends it on the server', async () => {
+      const [kept] = await context.cookies(info.serve);
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
       await page.waitForURL(/signed_out=1/);
       await page.getByText('Signed out.').waitFor();
       assert.equal((await context.cookies(info.serve)).length, 0);
       const status = await page.evaluate(async () => (await fetch('../v1/jobs')).status);
       assert.equal(status, 401);
+      // A copy of the cookie, put back, reads nothing: the session is revoked, not only cleared.
+      await context.addCookies([kept]);
+      const copied = await page.evaluate(async () => (await fetch('../v1/jobs')).status);
+      assert.equal(copied, 401, 'the cookie of a signed-out session still reads the API');
+      await context.clearCookies();
+    });
+
+    await step('signing out everywhere ends the sessions of other browsers too', async () => {
+      await page.goto(`${info.ui}login`);
+      await page.getByLabel('Read API token').fill(info.token);
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/\/ui\/.*#\/jobs/);
+      // Another browser's session, signed in outside this one.
+      const form = await fetch(`${info.serve}/ui/login`, {
+        method: 'POST', redirect: 'manual', body: new URLSearchParams({ token: info.token }),
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      });
+      const other = form.headers.getSetCookie().map((c) => c.split(';')[0]).find((c) => c.startsWith('__Host-scribehook_ui='));
+      assert.ok(other, `no session cookie from the sign-in: ${form.status}`);
+      const reads = async () => (await fetch(`${info.serve}/v1/jobs`, { headers: { Cookie: other } })).status;
+      assert.equal(await reads(), 200);
+      await page.getByRole('button', { name: 'Sign out everywhere' }).click();
+      await page.waitForURL(/signed_out=1/);
+      assert.equal((await context.cookies(info.serve)).length, 0);
+      assert.equal(await reads(), 401, 'the other browser is still signed in');
     });
 
     assert.deepEqual(pageErrors, [], 'uncaught errors in the page');

@@ -95,7 +95,10 @@ type Store struct {
 	closeErr  error
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Sessions = (*Store)(nil)
+)
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS

@@ -210,3 +210,17 @@ func TestText(t *testing.T) {
 func sqlDB(s *Store) *sql.DB { return s.db }
 
 func keyOf(i int) string { return fmt.Sprintf("k%04d", i) }
+
+func TestSessions(t *testing.T) {
+	testinfra.PGDSN(t)
+	storetest.Sessions(t, func(t *testing.T) (storetest.SessionStore, func(t *testing.T) storetest.SessionStore) {
+		dsn := newSchema(t)
+		s := open(t, dsn)
+		return s, func(t *testing.T) storetest.SessionStore {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return open(t, dsn)
+		}
+	})
+}

@@ -343,3 +343,17 @@ func killedChild(path, mode string) {
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
 }
+
+func TestSessions(t *testing.T) {
+	storetest.Sessions(t, func(t *testing.T) (storetest.SessionStore, func(t *testing.T) storetest.SessionStore) {
+		path := filepath.Join(t.TempDir(), "scribehook.db")
+		s := openTemp(t, Options{Path: path})
+		return s, func(t *testing.T) storetest.SessionStore {
+			// On disk, closed and opened again: what a restart finds.
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return openTemp(t, Options{Path: path})
+		}
+	})
+}

@@ -158,9 +158,41 @@ func seededDeliveries() []legacyDelivery {
 	}
 }
 
+// seedEventDelivery writes d as the versions since events were stored apart (the migration
+// named *_events.sql) store it: its event once in events, the delivery referring to it.
+func seedEventDelivery(t *testing.T, db Database, raw *sql.DB, d legacyDelivery) {
+	t.Helper()
+	db.exec(t, raw, `INSERT INTO events (event_id, body) VALUES (?, ?) ON CONFLICT (event_id) DO NOTHING`,
+		d.eventID, db.Dialect.JSON([]byte(d.event)))
+	db.exec(t, raw, `INSERT INTO sink_deliveries (sink, event, order_key, status, attempts,
+		next_attempt_at, lease_until, last_error, created_at, failed_at, delivered_at)
+		VALUES (?, (SELECT id FROM events WHERE event_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.sink, d.eventID, d.orderKey, d.status, d.attempts, db.Dialect.Time(d.next),
+		db.Dialect.NullTime(d.lease), d.lastError, db.Dialect.Time(d.created), db.Dialect.NullTime(d.failed),
+		db.Dialect.NullTime(d.delivered))
+}
+
+// schemaAt is the version of a database being seeded, and the version of its migrations that
+// changed the shape of rows seeded at an earlier one.
+type schemaAt struct {
+	version int
+	// events is the version of the migration named *_events.sql (0: none).
+	events int
+}
+
+func schemaOf(ms []sqlcore.Migration, version int) schemaAt {
+	at := schemaAt{version: version}
+	for _, m := range ms {
+		if strings.HasSuffix(m.Name, "_events.sql") {
+			at.events = m.Version
+		}
+	}
+	return at
+}
+
 // seedVersion writes representative rows into the tables migration version created, on a
-// database at that version or later.
-func seedVersion(t *testing.T, db Database, raw *sql.DB, version int) {
+// database at schema's version, that version or later, in the shape that version has.
+func seedVersion(t *testing.T, db Database, raw *sql.DB, version int, schema schemaAt) {
 	t.Helper()
 	at := db.Dialect.Time(time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC))
 	switch version {
@@ -183,7 +215,11 @@ func seedVersion(t *testing.T, db Database, raw *sql.DB, version int) {
 	case 2:
 		for _, d := range seededDeliveries() {
 			d.event = legacyEvent(d.eventID)
-			seedLegacyDelivery(t, db, raw, d)
+			if schema.events > 0 && schema.version >= schema.events {
+				seedEventDelivery(t, db, raw, d)
+			} else {
+				seedLegacyDelivery(t, db, raw, d)
+			}
 		}
 	case 5:
 		db.exec(t, raw, `INSERT INTO sink_state (name, disabled, reason, since) VALUES ('seed-sink', ?, 'HTTP 410', ?)`, true, at)
@@ -309,7 +345,7 @@ func migrationsFromEveryVersion(t *testing.T, db Database) {
 			raw, open := db.New(t, from.Version)
 			for _, mg := range ms {
 				if mg.Version <= from.Version {
-					seedVersion(t, db, raw, mg.Version)
+					seedVersion(t, db, raw, mg.Version, schemaOf(ms, from.Version))
 				}
 			}
 			s := open(t)

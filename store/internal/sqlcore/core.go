@@ -41,6 +41,8 @@ const (
 	StSinkReplay                 // next_attempt_at, id
 	StSinkRelease                // no arguments
 	StSinkStatePut               // name, disabled, reason, since
+	StSessionRevoke              // id_hash, expires_at
+	StSessionsCutoff             // revoked_before
 	// The pruner's statements (prune.go).
 	StPruneInbox         // cutoff, limit
 	StPruneInboxFailed   // cutoff, limit
@@ -56,6 +58,7 @@ const (
 	StPruneEvents        // events.id, or ids (IDList) where Dialect.IDs is set
 	StPruneQuarantine    // cutoff, limit
 	StPruneTokens        // cutoff, limit
+	StPruneSessions      // cutoff, limit
 	NumStmts
 )
 
@@ -116,6 +119,13 @@ func Statements(d Dialect) [NumStmts]string {
 		StSinkStatePut: `INSERT INTO sink_state (name, disabled, reason, since) VALUES (?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET disabled = excluded.disabled, reason = excluded.reason,
 		since = excluded.since`,
+		StSessionRevoke: `INSERT INTO session_revocations (id_hash, expires_at) VALUES (?, ?)
+		ON CONFLICT (id_hash) DO NOTHING`,
+		// The cutoff only moves forward: replicas' clocks may disagree, and a revoke-all made on
+		// one that is behind must not let through sessions an earlier one refused.
+		StSessionsCutoff: `INSERT INTO session_cutoff (id, revoked_before) VALUES (1, ?)
+		ON CONFLICT (id) DO UPDATE SET revoked_before = excluded.revoked_before
+		WHERE excluded.revoked_before > session_cutoff.revoked_before`,
 	}
 	if d.IDs != "" {
 		q[StInboxDoneMany] = `UPDATE inbox SET status = 'done', processed_at = ?,

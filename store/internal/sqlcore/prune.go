@@ -27,6 +27,8 @@ const (
 	// A token stops authenticating token_ttl after it was minted (revoked or not), and its row
 	// is of no use from then on.
 	condTokens = `created_at < ?`
+	// A revoked session's cookie is refused anyway once the session expired.
+	condSessions = `expires_at < ?`
 	// keepLast keeps a session's last message (see store.RetentionPolicy.Live).
 	keepLast = `l.seq < (SELECT max(m.seq) FROM live_messages m WHERE m.session_id = l.session_id)`
 )
@@ -123,6 +125,8 @@ func pruneStatements(d Dialect, q *[NumStmts]string) {
 		SELECT l.session_id, l.seq FROM live_messages l WHERE ` + liveCond(d) + ` AND l.session_id = ? AND l.seq = ?)`
 	q[StPruneTokens] = `DELETE FROM tokens WHERE hash IN (
 		SELECT hash FROM tokens WHERE ` + condTokens + ` ORDER BY created_at LIMIT ?)`
+	q[StPruneSessions] = `DELETE FROM session_revocations WHERE id_hash IN (
+		SELECT id_hash FROM session_revocations WHERE ` + condSessions + ` ORDER BY expires_at LIMIT ?)`
 	q[StPruneJobsPick] = `SELECT j.id, octet_length(j.record) FROM jobs j WHERE ` + jobsCond(d) + ` ORDER BY j.completed_at LIMIT ?`
 	q[StPruneJob] = `DELETE FROM jobs WHERE id IN (SELECT j.id FROM jobs j WHERE j.id = ? AND ` + jobsCond(d) + `)`
 	q[StPruneJobArtifacts] = `DELETE FROM artifacts WHERE job_id = ?`
@@ -147,6 +151,7 @@ func (c *Core) Prune(ctx context.Context, p store.RetentionPolicy, now time.Time
 		r.jobs,
 		func(ctx context.Context) error { return r.idKinds(ctx, laterKinds) },
 		r.tokens,
+		r.sessions,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -413,6 +418,16 @@ func (r *pruneRun) tokens(ctx context.Context) error {
 		return r.count(ctx, "tokens", condTokens, cut)
 	}, func(cut any) (int64, error) {
 		return r.batches(ctx, store.PruneTokens, StPruneTokens, int64(r.batch), cut, r.c.d.Limit(r.batch))
+	})
+}
+
+// sessions deletes the revocations of dashboard sessions that expired more than p.Sessions
+// ago: their cookies are refused on their expiry alone.
+func (r *pruneRun) sessions(ctx context.Context) error {
+	return r.kind(store.PruneSessions, func(cut any) (int64, error) {
+		return r.count(ctx, "session_revocations", condSessions, cut)
+	}, func(cut any) (int64, error) {
+		return r.batches(ctx, store.PruneSessions, StPruneSessions, int64(r.batch), cut, r.c.d.Limit(r.batch))
 	})
 }
 

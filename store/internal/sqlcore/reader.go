@@ -32,6 +32,7 @@ const (
 	readSinkDepth
 	readToken
 	readSinkStatus
+	readSessionRevoked
 	numReads
 )
 
@@ -58,6 +59,8 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 		readSinkDepth:  `SELECT count(*) FROM sink_deliveries WHERE sink = ? AND status = 'queued'`,
 		readToken:      `SELECT ` + TokenColumns + ` FROM tokens WHERE hash = ?`,
 		readSinkStatus: `SELECT status FROM sink_deliveries WHERE id = ?`,
+		readSessionRevoked: `SELECT EXISTS (SELECT 1 FROM session_revocations WHERE id_hash = ?)
+		OR EXISTS (SELECT 1 FROM session_cutoff WHERE revoked_before >= ?)`,
 	} {
 		r.q[id] = d.Rebind(q)
 	}

@@ -5,7 +5,7 @@ const reasons = {
   disabled: 'The read API is disabled on this serve: set its read token and restart it.',
   origin: 'The sign-in form was posted from another site and was refused.',
   cookie: 'The token was right, but the browser did not keep the cookie. Secure cookies need HTTPS or a loopback address (127.0.0.1, localhost): put serve behind TLS, or open it through a loopback address.',
-  expired: 'Your session ended (it lasts 12 hours, and ends when the token changes). Sign in again.',
+  expired: 'Your session ended (it lasts 12 hours, and ends when the token changes or someone signs out everywhere). Sign in again.',
 };
 const message = document.getElementById('login-message');
 const reason = params.get('error') || (params.get('signed_out') ? 'signed_out' : '');
