@@ -6,7 +6,7 @@
 //
 // A program receives the service's callbacks in one of three ways:
 //
-//   - Run (or Start and ListenAndServe): the kit's own HTTP server, with its protections on the
+//   - Run (or Start and Serve): the kit's own HTTP server, with its protections on the
 //     connection (token and framing refused on the headers alone, a cap per client address);
 //   - Mount: the callback routes (and, if asked, the read API and dashboard) on a router of the
 //     program's own Fiber app, under any prefix;

@@ -10,10 +10,10 @@ import (
 // (Mount, Handler) on its listener (Listener) — until ctx ends or serve returns, then stops
 // both within DefaultShutdownTimeout in the order that loses nothing: the server first, with
 // shutdown, so that the callbacks it is receiving finish and commit while the kit still takes
-// them; then the kit (Shutdown). serve blocks while the server runs (http.Server.Serve, a
-// Fiber app's Listener); shutdown stops it gracefully (http.Server.Shutdown, a Fiber app's
-// ShutdownWithContext). Start must have been called. The error joins serve's failure, if it
-// stopped on its own, and both stops'.
+// them; then the kit (Shutdown). serve blocks while the server runs (http.Server.Serve,
+// fiber.App.Listener); shutdown stops it gracefully (http.Server.Shutdown,
+// fiber.App.ShutdownWithContext). Start must have been called. The error joins serve's
+// failure, if it stopped on its own, and both stops'.
 func (k *Kit) RunServer(ctx context.Context, serve func() error, shutdown func(context.Context) error) error {
 	served := make(chan error, 1)
 	go func() { served <- serve() }()

@@ -57,7 +57,7 @@ func (s CategorySet) Has(cats ...MessageCategory) bool {
 	return false
 }
 
-// DefaultMessagesConfig is what the WebSocket sends when a flag is absent (provider-facts.md).
+// defaultWebSocket is what the WebSocket sends when a flag is absent (docs/spec/provider-facts.md).
 var defaultWebSocket = CategorySet{
 	CategoryPartialTranscripts:       false,
 	CategoryFinalTranscripts:         true,
@@ -70,7 +70,7 @@ var defaultWebSocket = CategorySet{
 	CategoryLifecycleEvents:          false,
 }
 
-// defaultCallback is what the callback receives when a flag is absent (provider-facts.md).
+// defaultCallback is what the callback receives when a flag is absent (docs/spec/provider-facts.md).
 var defaultCallback = CategorySet{
 	CategoryPartialTranscripts:       false,
 	CategoryFinalTranscripts:         true,

@@ -2,8 +2,8 @@ package api
 
 import "encoding/json"
 
-// Event types scribehook publishes to its handlers and sinks (DESIGN.md, "Events that sinks
-// receive"). Live messages become "live.<message type>".
+// Event types scribehook publishes to its handlers and sinks (docs/design.md, "Events that
+// sinks receive"). Live messages become "live.<message type>".
 const (
 	EventJobCreated     = "job.created"
 	EventJobSucceeded   = "job.succeeded"

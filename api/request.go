@@ -406,7 +406,8 @@ type PostProcessing struct {
 }
 
 // MessagesConfig holds the nine category flags. Absent flags take the defaults of where the
-// flags are used (DefaultMessagesConfig for the WebSocket, DefaultCallbackFlags for callbacks).
+// flags are used: MessagesConfig.WebSocketCategories resolves them for the WebSocket,
+// LiveCallbackConfig.CallbackCategories for callbacks.
 type MessagesConfig struct {
 	ReceivePartialTranscripts       *bool `json:"receive_partial_transcripts,omitempty"`
 	ReceiveFinalTranscripts         *bool `json:"receive_final_transcripts,omitempty"`

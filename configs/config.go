@@ -10,7 +10,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Config is the whole configuration, in the shape of the YAML file (DESIGN.md, Configuration).
+// Config is the whole configuration, in the shape of the YAML file (docs/design.md,
+// Configuration).
 type Config struct {
 	// Listen is the address of the receiver and the local read API, host:port.
 	Listen string `yaml:"listen"`
@@ -136,7 +137,7 @@ type Sink struct {
 	// ordered sink has at most one per job or session among them.
 	Concurrency int `yaml:"concurrency"`
 	// Allow lists hosts, addresses or CIDR ranges a webhook sink may reach although they are
-	// private (rule 5 of DESIGN.md): self-hosted targets.
+	// private (rule 5 of docs/design.md): self-hosted targets.
 	Allow []string `yaml:"allow"`
 	// Timeout bounds one delivery attempt (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
@@ -181,7 +182,7 @@ type DebugConfig struct {
 	AllowRemote bool `yaml:"allow_remote"`
 }
 
-// Defaults of the configuration (DESIGN.md).
+// Defaults of the configuration (docs/design.md, Configuration).
 const (
 	DefaultListen        = "127.0.0.1:8787"
 	DefaultPublicURL     = "http://127.0.0.1:8787"

@@ -61,9 +61,9 @@ type BusOptions struct {
 	// subscription of the replica is Consumer-<n>.
 	Consumer string
 	// ClaimAfter is how long a delivered notice may stay unacknowledged before another replica
-	// takes it (default DefaultClaimAfter). Redis: the MaxIdleTime after which pending entries
-	// are claimed (XPENDING/XCLAIM, looked for every ClaimAfter/6). JetStream: the consumer's
-	// AckWait, after which the server redelivers.
+	// takes it (default DefaultClaimAfter). Redis: the redisstream.SubscriberConfig.MaxIdleTime after
+	// which pending entries are claimed (XPENDING/XCLAIM, looked for every ClaimAfter/6). JetStream: the consumer's
+	// jetstream.ConsumerConfig.AckWait, after which the server redelivers.
 	ClaimAfter time.Duration
 	// MaxLen bounds the Redis stream, approximately (default DefaultRedisMaxLen; negative: no
 	// bound).

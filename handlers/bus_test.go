@@ -240,7 +240,7 @@ func TestBusNoticeDrainsEarlierRowsFirst(t *testing.T) {
 
 // A replica dies with notices delivered to it and not acknowledged (its drains held mid-way):
 // the broker gives them to another replica after ClaimAfter (Redis: XCLAIM of the idle pending
-// entries; JetStream: redelivery after AckWait), which applies the rows. Each row is the only
+// entries; JetStream: redelivery after the consumer's jetstream.ConsumerConfig.AckWait), which applies the rows. Each row is the only
 // one of its key, so nothing but its own notice can lead to it, and the sweep is off (grace
 // and interval of an hour).
 func TestBusDeadReplicaNoticesAreClaimedByTheOther(t *testing.T) {

@@ -297,7 +297,7 @@ func (b *busMode) consume(ch <-chan *message.Message) {
 }
 
 // release lets a notice go unprocessed at a stop: it stays with the broker for another
-// replica. JetStream offers a nacked message again at once (after NakDelay); Redis would only
+// replica. JetStream offers a nacked message again at once (after nats.SubscriberConfig.NakDelay); Redis would only
 // offer it to this closing subscription, so there it waits for its claim. A crashed process
 // says nothing.
 func (b *busMode) release(msg *message.Message) {
@@ -318,7 +318,7 @@ func (b *busMode) handle(msg *message.Message) {
 	key := msg.Metadata.Get(metaPartitionKey)
 	b.received.Inc()
 	// The drain ends with the pipeline, not with the message: Watermill's JetStream subscriber
-	// cancels a message's context once it stops waiting for the ack (AckWaitTimeout), which a
+	// cancels a message's context once it stops waiting for the ack (nats.SubscriberConfig.AckWaitTimeout), which a
 	// long drain (a key's backlog) may outlast. Its late ack is harmless: the broker has
 	// offered the notice again, and that drain finds the rows done.
 	ctx, cancel := context.WithCancel(b.ctx)

@@ -23,8 +23,8 @@
 //     (app.Group("/hooks"), or an app later mounted with app.Mount). Every route carries its own
 //     limits, error answers, panic recovery and token redaction, since Fiber keeps none of a
 //     mounted app's settings; the parent server's settings are the parent's, and Mount's
-//     documentation says which ones to set (StreamRequestBody, BodyLimit,
-//     DisablePreParseMultipartForm, timeouts) and why.
+//     documentation says which ones to set (fiber.Config.StreamRequestBody, BodyLimit,
+//     fiber.Config.DisablePreParseMultipartForm, timeouts) and why.
 //   - Handler serves the same routes with net/http, for programs without Fiber: callbacks
 //     natively (the body streamed, the token checked before it is read), the rest through a
 //     Fiber app of the receiver's own. Mount it under a prefix with http.StripPrefix.

@@ -346,7 +346,7 @@ func (n *recordingNotifier) list() []notification {
 	return append([]notification(nil), n.calls...)
 }
 
-// testFeed is a LiveFeed the test pings by hand after storing a message.
+// testFeed is a SessionFeed the test pings by hand after storing a message.
 type testFeed struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]bool

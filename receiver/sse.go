@@ -144,7 +144,7 @@ func (r *Receiver) sendStored(w *bufio.Writer, st *stream) error {
 }
 
 // flush pushes buffered events to the client. fasthttp sets the connection's write deadline
-// once per response (Config.WriteTimeout), which would cut a stream after that long; each
+// once per response (fiber.Config.WriteTimeout), which would cut a stream after that long; each
 // flush moves the deadline forward instead, so only a client that stops reading times out.
 func (r *Receiver) flush(w *bufio.Writer, st *stream) error {
 	if st.conn != nil {

@@ -24,7 +24,7 @@ type CallbackPolicy struct {
 	Timeout time.Duration
 }
 
-// DefaultCallbackSchedule is the retry schedule when none is configured.
+// defaultCallbackSchedule is the retry schedule when none is configured.
 var defaultCallbackSchedule = []time.Duration{
 	1 * time.Second, 2 * time.Second, 5 * time.Second, 15 * time.Second, 60 * time.Second, 300 * time.Second,
 }

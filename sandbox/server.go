@@ -48,7 +48,7 @@ type Config struct {
 	// one that a job uses stays until the last job made from it is deleted.
 	UploadTTL time.Duration
 	// AllowFetch lists the ranges the sandbox may connect to although they are loopback,
-	// private, link-local, CGNAT or metadata addresses (DESIGN.md rule 5): the audio_url and
+	// private, link-local, CGNAT or metadata addresses (docs/design.md, rule 5): the audio_url and
 	// sidecar fetches, and the callbacks. Anyone who can create a job chooses those URLs, and the
 	// sandbox must not become their way into this machine or its network. Empty: public
 	// addresses only. A sandbox fed by local files, or calling back a receiver on this machine,

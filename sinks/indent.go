@@ -5,11 +5,11 @@ import (
 	"io"
 )
 
-// writeIndented writes compact JSON (its pieces one after the other) to w indented by two spaces and followed by a newline: the
-// bytes json.Encoder with SetIndent("", "  ") writes for the same value (empty objects and
-// arrays stay {} and []), produced as they are written instead of in a second buffer the size
-// of the indented whole. A 2-hour result's event is megabytes of nested words; indenting it
-// in memory cost several times its size.
+// writeIndented writes compact JSON (its pieces one after the other) to w indented by two
+// spaces and followed by a newline: the bytes a json.Encoder writes for the same value after
+// json.Encoder.SetIndent("", "  ") (empty objects and arrays stay {} and []), produced as they
+// are written instead of in a second buffer the size of the indented whole. A 2-hour result's
+// event is megabytes of nested words; indenting it in memory cost several times its size.
 func writeIndented(w io.Writer, compact ...[]byte) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var inString, escaped, needIndent bool

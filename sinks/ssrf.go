@@ -4,7 +4,7 @@ import "github.com/scribehook/scribehook/internal/netguard"
 
 // Outbound webhook URLs come from configuration and point wherever their author likes; the
 // guard, shared with the sandbox's audio fetches, keeps them off the machine itself, the private
-// network and the cloud's metadata service (DESIGN.md rule 5).
+// network and the cloud's metadata service (docs/design.md, rule 5).
 
 // Guard decides which addresses a webhook sink may connect to.
 type Guard = netguard.Guard

@@ -56,8 +56,8 @@ type Delivery struct {
 	// Message locates a live message (the callback's payload) in Body, as the receiver's scan
 	// found it, and MessageAt is its created_at: applying the message then reads neither again,
 	// and the store keeps the message as this span of the one stored body instead of a copy
-	// (DESIGN.md rule 8). Zero for other deliveries, and for rows stored by earlier versions,
-	// whose messages are decoded from the body.
+	// (docs/design.md, rule 8). Zero for other deliveries, and for rows stored by earlier
+	// versions, whose messages are decoded from the body.
 	Message   Span
 	MessageAt time.Time
 }
@@ -137,8 +137,8 @@ type Local struct {
 	Resolution string `json:"resolution,omitempty"`
 	// Final is the event of the delivery whose applying made the record final
 	// (transcription.success, transcription.error, or live.end_session for a session's own
-	// end_session message). Once set, later deliveries about the job change nothing (DESIGN.md,
-	// rule 7).
+	// end_session message). Once set, later deliveries about the job change nothing
+	// (docs/design.md, rule 7).
 	Final string `json:"final,omitempty"`
 	// EndedAt is the created_at of a live session's own end_session message. A message of the
 	// session created before it and received within an hour of it is still stored and forwarded
@@ -212,8 +212,8 @@ type SinkDelivery struct {
 	FailedAt time.Time
 	// DataFrom, when not zero, is the inbox row whose located live message (InboxRow.Message)
 	// is Event.Data: the event is stored without its data, which is read from that row when
-	// the delivery is claimed, so that a live message is stored once (DESIGN.md rule 8). The
-	// row then stays as long as the event. Only read by enqueueing.
+	// the delivery is claimed, so that a live message is stored once (docs/design.md, rule 8).
+	// The row then stays as long as the event. Only read by enqueueing.
 	DataFrom int64
 }
 

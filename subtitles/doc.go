@@ -9,8 +9,9 @@
 //
 // Segment normalises the words (order, missing and overlapping times, text that would break
 // a file), chooses cue and line breaks by minimum cost over break positions, then times the
-// cues. Rules and sources are in notes/subtitle-rules.md; the go-astisub quirks Render works
-// around are in notes/go-libs.md §3. The guarantees:
+// cues. The rules are a Profile's fields, each with its source (the presets of ProfileByName
+// follow the Netflix and BBC style guides); the go-astisub quirks Render works around are
+// commented where they are handled (render.go, escape.go). The guarantees:
 //
 //   - Hard limits (characters per line counted in runes, lines per cue, maximum duration) are
 //     never exceeded, except by a single word longer than a line, which Segment reports. Such

@@ -32,7 +32,7 @@ type word struct {
 const maxSeconds = 1e6
 
 // normalize flattens utterances into one word stream ordered by time, repairing what ASR
-// output gets wrong (see notes/subtitle-rules.md §2c):
+// output gets wrong:
 //
 //   - words without times (NaN, negative, huge, or 0–0 inside a timed utterance) get times
 //     interpolated between their neighbours, in proportion to their length;

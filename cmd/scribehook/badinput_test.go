@@ -26,8 +26,8 @@ import (
 // a message that says what is wrong, and exactly the stored rows listed (none for a reject).
 //
 // The answers, and why:
-//   - An authenticated callback is judged by its bytes, never by its headers (DESIGN.md, rules
-//     1 and 2): whatever cannot be classified — malformed, truncated or empty JSON, a body that
+//   - An authenticated callback is judged by its bytes, never by its headers (docs/design.md,
+//     rules 1 and 2): whatever cannot be classified — malformed, truncated or empty JSON, a body that
 //     is not an object, invalid UTF-8 (encoding/json would replace the bytes with U+FFFD and
 //     the record would differ from what was sent), nesting beyond encoding/json's depth limit,
 //     an unknown content encoding or a corrupt gzip, an event or live message type the model

@@ -129,7 +129,7 @@ func runCmd(ctx context.Context, stdin io.Reader, args ...string) (string, strin
 }
 
 // startCmd runs the root command with args in the background, writing to out and errOut
-// (sandboxtest.Buffers, which the test reads meanwhile); the channel yields its error.
+// (sandboxtest.Buffer values, which the test reads meanwhile); the channel yields its error.
 func startCmd(ctx context.Context, stdin io.Reader, out, errOut io.Writer, args ...string) <-chan error {
 	done := make(chan error, 1)
 	cmd := rootCmd(stdin, out, errOut, args...)

@@ -9,7 +9,7 @@ import (
 )
 
 // The program, built and run as a subprocess against a sandbox of the service: the test every
-// example passes (internal/exampletest), with the kit's routes behind net/http's StripPrefix in
+// example passes (internal/exampletest), with the kit's routes behind http.StripPrefix in
 // front of kit.Handler; and no Fiber in the program's own imports.
 func TestProgramEndToEnd(t *testing.T) {
 	// The point of the example: net/http only. (The kit itself uses Fiber inside; the program

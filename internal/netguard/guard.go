@@ -1,6 +1,6 @@
 // Package netguard keeps outbound HTTP requests whose URL someone else chose (webhook sinks, the
 // sandbox's audio fetches) off the machine itself, the private network and the cloud's metadata
-// service (DESIGN.md rule 5).
+// service (docs/design.md, rule 5).
 //
 // The decisive check runs in the dialer's Control hook, on the very address being connected to
 // after DNS resolution, so a name that resolves to 10.0.0.1 (or starts to, between two requests:

@@ -9,7 +9,7 @@ import (
 )
 
 // SampleRate is the rate of every sample an engine receives: the rate speech models are
-// trained at. Callers resample first (audio.Resample16k, audio.Resampler).
+// trained at. Callers resample first (audio.Resample, audio.Resampler).
 const SampleRate = 16000
 
 // Word is one recognised word. Times are seconds from the start of the audio.

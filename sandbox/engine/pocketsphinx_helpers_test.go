@@ -15,8 +15,8 @@ import (
 )
 
 // The test speech: flite's "slt" voice reading a fixed list of sentences, generated at test
-// time (flite is a Debian package; the audio is not committed). The first five are the
-// sentences of notes/offline-asr.md.
+// time (flite is a Debian package; the audio is not committed). The words of the first five
+// are also the scripted engine's vocabulary (wordList).
 var psSentences = []string{
 	"the quick brown fox jumps over the lazy dog",
 	"please call stella and ask her to bring these things with her from the store",

@@ -56,8 +56,8 @@ type ScriptedOptions struct {
 	MaxUtterance float64 // seconds; default 20
 }
 
-// wordList is the vocabulary of generated transcripts: the test sentences of
-// notes/offline-asr.md and some common words.
+// wordList is the vocabulary of generated transcripts: the first test sentences of the
+// pocketsphinx engine's tests (psSentences) and some common words.
 const wordList = `the quick brown fox jumps over lazy dog please call stella and ask her to bring these
 
 things with from store we will meet at train station nine tomorrow morning weather today is cloudy

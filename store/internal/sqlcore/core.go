@@ -226,7 +226,7 @@ type Core struct {
 	*Reader
 	d        Dialect
 	w        Writes
-	lockJobs bool // the dialect locks a job before Tx.Job reads it
+	lockJobs bool // the dialect locks a job before store.Tx.Job reads it
 	// now stamps what the store times itself (processed_at, delivered_at, revoked_at).
 	now func() time.Time
 }
