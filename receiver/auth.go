@@ -12,7 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/internal/whsec"
+	"github.com/scribehook/scribehook/signature"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -24,7 +24,7 @@ const jobRoute = "job"
 type staticRoute struct {
 	name      string
 	tokenHash [sha256.Size]byte
-	secrets   [][]byte
+	verifier  *signature.Verifier // nil: the route's deliveries are not signed
 }
 
 func compileRoutes(routes []Route) ([]staticRoute, error) {
@@ -43,13 +43,13 @@ func compileRoutes(routes []Route) ([]staticRoute, error) {
 		}
 		seen[rt.Name] = true
 		sr := staticRoute{name: rt.Name, tokenHash: sha256.Sum256([]byte(rt.Token))}
-		for j, s := range rt.SigningSecrets {
-			key, err := whsec.Key(s)
+		if len(rt.SigningSecrets) > 0 {
+			v, err := signature.NewVerifier(rt.SigningSecrets...)
 			if err != nil {
 				// The secret itself never goes into the message.
-				return nil, fmt.Errorf("route %q: signing secret %d: %w", rt.Name, j, err)
+				return nil, fmt.Errorf("route %q: signing %w", rt.Name, err)
 			}
-			sr.secrets = append(sr.secrets, key)
+			sr.verifier = v
 		}
 		out = append(out, sr)
 	}
@@ -58,8 +58,8 @@ func compileRoutes(routes []Route) ([]staticRoute, error) {
 
 // caller is who sent a delivery, as far as its token tells.
 type caller struct {
-	route   string
-	secrets [][]byte
+	route    string
+	verifier *signature.Verifier // set for a static route with signing secrets
 	// hash and token are set for per-job tokens.
 	hash  []byte
 	token store.Token
@@ -68,10 +68,15 @@ type caller struct {
 // msgUnknownToken is the answer to a token no route or job has: a guess.
 const msgUnknownToken = "unknown callback token"
 
-// authError is a 401: its message is safe to show (it never contains the token).
-type authError struct{ msg string }
+// authError is a 401: its message is safe to show (it never contains the token). err, when
+// set, is the refusal it reports (a signature's, whose reason errors.Is finds).
+type authError struct {
+	msg string
+	err error
+}
 
 func (e *authError) Error() string { return e.msg }
+func (e *authError) Unwrap() error { return e.err }
 
 func unauthorized(msg string) error { return &authError{msg: msg} }
 
@@ -92,7 +97,7 @@ func (r *Receiver) authenticate(ctx context.Context, token string) (caller, erro
 	}
 	if match >= 0 {
 		rt := r.routes[match]
-		return caller{route: rt.name, secrets: rt.secrets}, nil
+		return caller{route: rt.name, verifier: rt.verifier}, nil
 	}
 	hash := store.HashToken(token)
 	tok, err := r.cfg.Store.LookupToken(ctx, hash)

@@ -85,8 +85,8 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 		a.bodyFailed = true
 		return a
 	}
-	if len(who.secrets) > 0 {
-		if err := verifySignature(req.header, raw, who.secrets, r.now()); err != nil {
+	if who.verifier != nil {
+		if err := verifySignature(who.verifier, req.header, raw, r.now()); err != nil {
 			return r.reject(kindUnknown, logrus.Fields{"route": who.route}, err)
 		}
 	}
