@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 )
@@ -59,6 +61,9 @@ import (
 //     nonGoWords, the names of things that are not Go.
 //
 // The comments of this package are not read: they show the forms.
+//
+// Rules 3 and 4 skip the code blocks of comments (lines indented by a tab or three spaces),
+// which declare names of their own.
 //
 // A type's members are its struct fields, its methods and its interface's methods, and those
 // of the types it embeds (followed into other packages of ours); a type that embeds a type of
@@ -142,8 +147,37 @@ type index struct {
 	words   map[string]bool   // every top-level name and member of ours
 }
 
+// loaded is the index of the modules, read once for the tests of this package.
+var loaded struct {
+	sync.Mutex
+	idx *index
+}
+
 func loadModule(t *testing.T, root string) *index {
 	t.Helper()
+	loaded.Lock()
+	defer loaded.Unlock()
+	if loaded.idx == nil {
+		loaded.idx = readModule(t, root)
+	}
+	return loaded.idx
+}
+
+// readModule parses every Go file of the modules at root and asks go list where their
+// dependencies lie (the three go list run at once).
+func readModule(t *testing.T, root string) *index {
+	t.Helper()
+	var deps sync.WaitGroup
+	lists := map[string]map[string]string{}
+	var listsMu sync.Mutex
+	for _, dir := range moduleDirs(t, root) {
+		deps.Go(func() {
+			m := listDeps(t, dir)
+			listsMu.Lock()
+			lists[dir] = m
+			listsMu.Unlock()
+		})
+	}
 	idx := &index{
 		fset: token.NewFileSet(), pkgs: map[string]*goPkg{}, byName: map[string][]*goPkg{},
 		dirs: map[string]string{}, foreign: map[string]*goPkg{}, words: map[string]bool{},
@@ -153,7 +187,6 @@ func loadModule(t *testing.T, root string) *index {
 		if dir != root {
 			modPath = readModulePath(t, dir)
 		}
-		idx.listDeps(t, dir)
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -222,6 +255,13 @@ func loadModule(t *testing.T, root string) *index {
 			t.Fatal(err)
 		}
 	}
+	deps.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, m := range lists {
+		maps.Copy(idx.dirs, m)
+	}
 	for _, p := range idx.pkgs {
 		if !p.main {
 			idx.byName[p.name] = append(idx.byName[p.name], p)
@@ -259,23 +299,26 @@ func readModulePath(t *testing.T, dir string) string {
 	return ""
 }
 
-// listDeps records the folder of every package the module at dir depends on.
-func (idx *index) listDeps(t *testing.T, dir string) {
-	t.Helper()
+// listDeps is the folder of every package the module at dir depends on, by import path. It
+// may run on a goroutine of its own: it reports with Errorf.
+func listDeps(t *testing.T, dir string) map[string]string {
 	cmd := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}\t{{.Dir}}", "./...")
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list -deps in %s: %v\n%s", dir, err, stderr.Bytes())
+		t.Errorf("go list -deps in %s: %v\n%s", dir, err, stderr.Bytes())
+		return nil
 	}
+	dirs := map[string]string{}
 	for line := range strings.Lines(string(out)) {
 		path, d, ok := strings.Cut(strings.TrimSpace(line), "\t")
 		if ok && d != "" {
-			idx.dirs[path] = d
+			dirs[path] = d
 		}
 	}
+	return dirs
 }
 
 // importName is the name a package is imported under by default: its path's last element,
@@ -559,6 +602,9 @@ func (idx *index) checkGoFile(f *goFile) []string {
 			}
 			idx.checkQualified(line, f.foreign, report)
 			idx.checkMember(line, own, report)
+			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "   ") {
+				continue // a code block: it declares names of its own, and indexes with brackets
+			}
 			for _, m := range linkRE.FindAllStringSubmatchIndex(line, -1) {
 				link := line[m[2]:m[3]]
 				if defs[link] || strings.ToUpper(link) == link || !linkBoundary(line, m[0], m[1]) {
