@@ -7,7 +7,7 @@
 //	…
 //	body, _ := io.ReadAll(r.Body)                             // the exact bytes received
 //	if err := v.Verify(body, r.Header); err != nil {
-//		http.Error(w, err.Error(), http.StatusUnauthorized)      // the message quotes no header
+//		http.Error(w, err.Error(), http.StatusUnauthorized)      // the message quotes no header's value
 //		return
 //	}
 //
