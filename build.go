@@ -3,6 +3,7 @@ package scribehook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -71,7 +72,8 @@ func ServiceClient(cfg configs.Config, apiKey string, opts ...submitter.Option) 
 }
 
 // openBus connects to the broker cfg names; nil for the in-process bus. Its errors name
-// bus.url, redacted.
+// bus.url, redacted, or bus.driver for a driver the program does not link (the brokers are
+// opt-in: import _ "github.com/scribehook/scribehook/handlers/redisbus" or .../natsbus).
 func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handlers.Bus, error) {
 	if cfg.Bus.Driver == "" || cfg.Bus.Driver == "gochannel" {
 		return nil, nil
@@ -85,6 +87,9 @@ func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handl
 		Consumer: cfg.Bus.Consumer, ClaimAfter: cfg.Bus.ClaimAfter, MaxLen: maxLen,
 		Logger: log,
 	})
+	if errors.Is(err, handlers.ErrUnknownBusDriver) {
+		return nil, fmt.Errorf("bus.driver: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bus.url %s (bus.driver %s): %w", configs.RedactBusURL(cfg.Bus.URL), cfg.Bus.Driver, err)
 	}
