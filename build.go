@@ -122,14 +122,8 @@ func SinkSpecs(cfg configs.Config, secrets configs.Secrets) []sinks.Spec {
 	for _, c := range cfg.Sinks {
 		spec := sinks.Spec{
 			Name: c.Name, Kind: c.Kind, Ordered: c.Ordered, Concurrency: c.Concurrency, Dir: c.Dir, Timeout: c.Timeout,
-			Allow: c.Allow, Topic: c.Topic,
+			URL: c.URL, Allow: c.Allow, Topic: c.Topic,
 			Filter: sinks.Filter{Events: c.Events},
-		}
-		switch c.Kind {
-		case sinks.KindWebhook:
-			spec.URL = c.URL
-		case sinks.KindRedisStream, sinks.KindNATS:
-			spec.BrokerURL = c.URL
 		}
 		if secret := secrets.Sinks[c.Name]; secret != "" {
 			spec.SigningSecrets = strings.FieldsFunc(secret, func(r rune) bool { return r == ' ' || r == ',' })
