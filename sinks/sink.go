@@ -65,7 +65,9 @@ func AsFailure(err error) *Failure {
 // configuration's sink entries to Specs, so this package does not depend on configs).
 type Spec struct {
 	Name string
-	Kind string // file | webhook | redisstream | nats | log
+	// Kind is a registered kind (RegisterKind): file, webhook and log are built in,
+	// redisstream and nats registered by importing sinks/redissink and sinks/natssink.
+	Kind string
 	// Filter selects the events the sink receives.
 	Filter Filter
 	// Ordered keeps the events of one job or live session in order: the next waits until the
@@ -74,14 +76,18 @@ type Spec struct {
 
 	// file
 	Dir string
-	// webhook
+	// webhook: the endpoint; redisstream, nats: the broker
 	URL            string
 	SigningSecrets []string      // "whsec_<base64>" or raw; several during a rotation
 	Timeout        time.Duration // one attempt (default 10 s)
 	Allow          []string      // CIDRs allowed despite the private-address guard
-	// redisstream, nats
+	// BrokerURL is the broker of a redisstream or nats sink when URL is empty.
+	//
+	// Deprecated: set URL, which the broker kinds read first.
 	BrokerURL string
-	Topic     string // default "scribehook.events"; "{type}" is replaced by the event type
+	// Topic is the stream or subject of a broker sink (default "scribehook.events"); "{type}"
+	// is replaced by the event type.
+	Topic string
 
 	// Retry is the schedule of waits between attempts (default DefaultSchedule); after the
 	// last one a delivery is dead-lettered.
