@@ -298,11 +298,19 @@ func (v *validator) sink(i int, s Sink, names map[string]int) {
 func (v *validator) sinkKind(p string, s Sink) {
 	k, ok := sinkkind.Lookup(s.Kind)
 	if !ok {
-		if pkg, known := sinkkind.Import(s.Kind); known {
-			v.add(p+".kind", "%s needs import _ %q in the program, which does not link that kind (it links %s)", s.Kind, pkg, orList(sinkkind.Names()))
-			return
+		linked := "none"
+		if names := sinkkind.Names(); len(names) > 0 {
+			linked = strings.Join(names, ", ")
 		}
-		v.add(p+".kind", "must be %s (got %q)", orList(sinkkind.Names()), s.Kind)
+		switch pkg, known := sinkkind.Import(s.Kind); {
+		case known:
+			v.add(p+".kind", "%s needs import _ %q in the program, which does not link that kind (linked: %s)", s.Kind, pkg, linked)
+		case linked == "none":
+			// A program that reads the configuration without importing sinks.
+			v.add(p+".kind", "must be a kind the program links, and it links none (got %q)", s.Kind)
+		default:
+			v.add(p+".kind", "must be %s (got %q)", orList(sinkkind.Names()), s.Kind)
+		}
 		return
 	}
 	if k.Validate == nil {
