@@ -48,7 +48,8 @@ const BusConnectTimeout = 5 * time.Second
 
 // BusOptions says how to reach the broker that carries commit notices between replicas.
 type BusOptions struct {
-	// Driver is BusRedisStream or BusNATS (JetStream).
+	// Driver is a registered broker (RegisterBus): BusRedisStream once the program imports
+	// handlers/redisbus, BusNATS (JetStream) once it imports handlers/natsbus.
 	Driver string
 	// URL is the broker: redis://[:password@]host:6379/0, nats://[user:password@]host:4222.
 	URL string

@@ -3,6 +3,11 @@
 // their own (Queue, implemented by the store) worked by the sink's own workers, with a retry
 // schedule, a breaker and a dead-letter list, so one dead sink never delays another. The
 // package knows nothing of Fiber or of the store.
+//
+// Each kind is registered (RegisterKind) with its configuration's rules and its constructor.
+// File, webhook and log are built in; the broker kinds are packages of their own that register
+// themselves when a program imports them, sinks/redissink and sinks/natssink, so that only
+// such a program links a broker's client.
 package sinks
 
 import (
