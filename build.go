@@ -3,6 +3,7 @@ package scribehook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,30 +16,27 @@ import (
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
-	"github.com/scribehook/scribehook/store/postgres"
-	"github.com/scribehook/scribehook/store/sqlite"
+	// The embedded default store: linked by every program of the kit, as configs.Default
+	// names it. PostgreSQL is opt-in (store/postgres).
+	_ "github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
 	"github.com/scribehook/scribehook/subtitles"
 )
 
-// OpenStore opens the store cfg names (store.driver, store.dsn). The caller closes it.
+// OpenStore opens the store cfg names (store.driver, store.dsn) through the driver registered
+// under store.driver (store.Register). The root package links the sqlite driver; a program
+// that wants postgres imports it: import _ "github.com/scribehook/scribehook/store/postgres".
+// The caller closes the store.
 func OpenStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
-	switch cfg.Store.Driver {
-	case "sqlite":
-		st, err := sqlite.Open(ctx, sqlite.Options{Path: cfg.Store.DSN, Synchronous: cfg.Store.Synchronous})
-		if err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
-		}
-		return st, nil
-	case "postgres":
-		// Pool size: the DSN's pool_max_conns, else postgres.DefaultMaxConns.
-		st, err := postgres.Open(ctx, postgres.Options{DSN: cfg.Store.DSN})
-		if err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
-		}
-		return st, nil
+	d, err := storeDriver(cfg)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("store.driver %q: use sqlite or postgres", cfg.Store.Driver)
+	st, err := d.Open(ctx, cfg.Store.DSN, store.DriverOptions{Synchronous: cfg.Store.Synchronous})
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return st, nil
 }
 
 // MigrateStore is the migration plan of the store cfg names: the schema version it has, the one
@@ -46,20 +44,21 @@ func OpenStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
 // OpenStore does before anything else); without, nothing is written, for `scribehook migrate
 // --check` and any program that wants to say what an upgrade will do before doing it.
 func MigrateStore(ctx context.Context, cfg configs.Config, apply bool) (store.MigrationPlan, error) {
-	switch cfg.Store.Driver {
-	case "sqlite":
-		if apply {
-			return sqlite.Migrate(ctx, sqlite.Options{Path: cfg.Store.DSN, Synchronous: cfg.Store.Synchronous})
-		}
-		return sqlite.PendingMigrations(ctx, cfg.Store.DSN)
-	case "postgres":
-		opts := postgres.Options{DSN: cfg.Store.DSN}
-		if apply {
-			return postgres.Migrate(ctx, opts)
-		}
-		return postgres.PendingMigrations(ctx, opts)
+	d, err := storeDriver(cfg)
+	if err != nil {
+		return store.MigrationPlan{}, err
 	}
-	return store.MigrationPlan{}, fmt.Errorf("store.driver %q: use sqlite or postgres", cfg.Store.Driver)
+	return d.Migrate(ctx, cfg.Store.DSN, store.DriverOptions{Synchronous: cfg.Store.Synchronous, Apply: apply})
+}
+
+// storeDriver is the registered driver of store.driver; its error names the key and, for a
+// driver of this module the program did not import, the import that links it.
+func storeDriver(cfg configs.Config) (store.Driver, error) {
+	d, err := store.Lookup(cfg.Store.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("store.driver: %w", err)
+	}
+	return d, nil
 }
 
 // ServiceClient is a client of the configured service (service.base_url, service.key_header)
@@ -73,7 +72,8 @@ func ServiceClient(cfg configs.Config, apiKey string, opts ...submitter.Option) 
 }
 
 // openBus connects to the broker cfg names; nil for the in-process bus. Its errors name
-// bus.url, redacted.
+// bus.url, redacted, or bus.driver for a driver the program does not link (the brokers are
+// opt-in: import _ "github.com/scribehook/scribehook/handlers/redisbus" or .../natsbus).
 func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handlers.Bus, error) {
 	if cfg.Bus.Driver == "" || cfg.Bus.Driver == "gochannel" {
 		return nil, nil
@@ -87,6 +87,9 @@ func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handl
 		Consumer: cfg.Bus.Consumer, ClaimAfter: cfg.Bus.ClaimAfter, MaxLen: maxLen,
 		Logger: log,
 	})
+	if errors.Is(err, handlers.ErrUnknownBusDriver) {
+		return nil, fmt.Errorf("bus.driver: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bus.url %s (bus.driver %s): %w", configs.RedactBusURL(cfg.Bus.URL), cfg.Bus.Driver, err)
 	}
@@ -119,14 +122,8 @@ func SinkSpecs(cfg configs.Config, secrets configs.Secrets) []sinks.Spec {
 	for _, c := range cfg.Sinks {
 		spec := sinks.Spec{
 			Name: c.Name, Kind: c.Kind, Ordered: c.Ordered, Concurrency: c.Concurrency, Dir: c.Dir, Timeout: c.Timeout,
-			Allow: c.Allow, Topic: c.Topic,
+			URL: c.URL, Allow: c.Allow, Topic: c.Topic,
 			Filter: sinks.Filter{Events: c.Events},
-		}
-		switch c.Kind {
-		case sinks.KindWebhook:
-			spec.URL = c.URL
-		case sinks.KindRedisStream, sinks.KindNATS:
-			spec.BrokerURL = c.URL
 		}
 		if secret := secrets.Sinks[c.Name]; secret != "" {
 			spec.SigningSecrets = strings.FieldsFunc(secret, func(r rune) bool { return r == ' ' || r == ',' })

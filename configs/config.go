@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/scribehook/scribehook/sinks/sinkkind"
 )
 
 // Config is the whole configuration, in the shape of the YAML file (docs/design.md,
@@ -107,10 +109,14 @@ type SubtitlesConfig struct {
 	Dir string `yaml:"dir"`
 }
 
-// Sink is one destination of the events.
+// Sink is one destination of the events. Its kind (a package that registers it, sinkkind)
+// gives dir, url, topic and allow their meaning, their defaults and their rules; the other
+// keys mean the same for every kind.
 type Sink struct {
 	Name string `yaml:"name"`
-	Kind string `yaml:"kind"` // file, webhook, redisstream, nats, log
+	// Kind is one the program links: file, webhook and log always; redisstream and nats by
+	// importing sinks/redissink and sinks/natssink (the scribehook binary links both).
+	Kind string `yaml:"kind"`
 	// Dir is where a file sink writes (default ./out).
 	Dir string `yaml:"dir"`
 	// URL is the webhook endpoint, or the broker address of a redisstream or nats sink.
@@ -141,6 +147,16 @@ type Sink struct {
 	Allow []string `yaml:"allow"`
 	// Timeout bounds one delivery attempt (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
+}
+
+// entry is the part of s its kind reads.
+func (s Sink) entry() sinkkind.Entry {
+	return sinkkind.Entry{Name: s.Name, Dir: s.Dir, URL: s.URL, Topic: s.Topic, Allow: s.Allow}
+}
+
+// setEntry takes back what the kind's defaults filled.
+func (s *Sink) setEntry(e sinkkind.Entry) {
+	s.Dir, s.URL, s.Topic, s.Allow = e.Dir, e.URL, e.Topic, e.Allow
 }
 
 // ReceiverConfig tunes the callback endpoint.
@@ -259,11 +275,10 @@ func (c *Config) fillElementDefaults() {
 		if s.Timeout == 0 {
 			s.Timeout = DefaultSinkTimeout
 		}
-		if s.Kind == "file" && s.Dir == "" {
-			s.Dir = DefaultSinkDir
-		}
-		if (s.Kind == "redisstream" || s.Kind == "nats") && s.Topic == "" {
-			s.Topic = DefaultSinkTopic
+		if k, ok := sinkkind.Lookup(s.Kind); ok && k.Defaults != nil {
+			e := s.entry()
+			k.Defaults(&e)
+			s.setEntry(e)
 		}
 	}
 }
@@ -280,7 +295,7 @@ func (c Config) String() string {
 	r.Sinks = append([]Sink(nil), c.Sinks...)
 	for i := range r.Sinks {
 		r.Sinks[i].URL = redactURL(r.Sinks[i].URL)
-		if r.Sinks[i].Kind == "nats" {
+		if k, ok := sinkkind.Lookup(r.Sinks[i].Kind); ok && k.URLUserIsSecret {
 			r.Sinks[i].URL = RedactBusURL(c.Sinks[i].URL) // a NATS token is the URL's user part
 		}
 	}

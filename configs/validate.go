@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sinks/sinkkind"
 )
 
 // Problem is one violated rule: the key at fault and the rule with the bad value.
@@ -42,12 +43,12 @@ func (e *ValidationError) Sentences() []string {
 	return out
 }
 
-// Allowed values of the enumerated keys.
+// Allowed values of the enumerated keys. The kinds of sinks[].kind are those the program links,
+// sinkkind.Names: each kind's package registers it.
 var (
 	StoreDrivers    = []string{"sqlite", "postgres"}
 	SyncModes       = []string{"full", "normal"}
 	BusDrivers      = []string{"gochannel", "redisstream", "nats"}
-	SinkKinds       = []string{"file", "webhook", "redisstream", "nats", "log"}
 	SubtitleFormats = []string{"srt", "vtt", "ttml", "ssa", "ass", "stl"}
 	Profiles        = []string{"netflix-adult", "netflix-kids", "bbc"}
 )
@@ -249,20 +250,7 @@ func busSchemeOK(driver, scheme string) bool {
 func (v *validator) sink(i int, s Sink, names map[string]int) {
 	p := fmt.Sprintf("sinks[%d]", i)
 	v.name("sinks", i, s.Name, names)
-	if v.oneOf(p+".kind", s.Kind, SinkKinds) {
-		switch s.Kind {
-		case "file":
-			if s.Dir == "" {
-				v.add(p+".dir", "must not be empty for a file sink")
-			}
-		case "webhook":
-			v.httpURL(p+".url", s.URL)
-		case "redisstream", "nats":
-			if s.URL == "" {
-				v.add(p+".url", "is required for a %s sink", s.Kind)
-			}
-		}
-	}
+	v.sinkKind(p, s)
 	v.envName(p+".secret_env", s.SecretEnv, false)
 	if s.Concurrency < 0 {
 		v.add(p+".concurrency", "must not be negative (got %d; 0 is the default)", s.Concurrency)
@@ -302,6 +290,34 @@ func (v *validator) sink(i int, s Sink, names map[string]int) {
 	}
 	if s.Timeout <= 0 {
 		v.add(p+".timeout", "must be a positive duration (got %s)", s.Timeout)
+	}
+}
+
+// sinkKind checks the kind of the sink at p and, when the program links it, the keys the kind
+// reads, by the kind's own rules (sinkkind.Kind.Validate).
+func (v *validator) sinkKind(p string, s Sink) {
+	k, ok := sinkkind.Lookup(s.Kind)
+	if !ok {
+		linked := "none"
+		if names := sinkkind.Names(); len(names) > 0 {
+			linked = strings.Join(names, ", ")
+		}
+		switch pkg, known := sinkkind.Import(s.Kind); {
+		case known:
+			v.add(p+".kind", "%s needs import _ %q in the program, which does not link that kind (linked: %s)", s.Kind, pkg, linked)
+		case linked == "none":
+			// A program that reads the configuration without importing sinks.
+			v.add(p+".kind", "must be a kind the program links, and it links none (got %q)", s.Kind)
+		default:
+			v.add(p+".kind", "must be %s (got %q)", orList(sinkkind.Names()), s.Kind)
+		}
+		return
+	}
+	if k.Validate == nil {
+		return
+	}
+	for _, pr := range k.Validate(s.entry()) {
+		v.add(p+"."+pr.Key, "%s", pr.Rule)
 	}
 }
 

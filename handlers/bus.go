@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -42,12 +43,13 @@ const (
 	DefaultRedisMaxLen = configs.DefaultBusMaxLen
 )
 
-// busConnectTimeout bounds connecting to the broker at start, and each health check.
-const busConnectTimeout = 5 * time.Second
+// BusConnectTimeout bounds connecting to the broker at start, and each health check.
+const BusConnectTimeout = 5 * time.Second
 
 // BusOptions says how to reach the broker that carries commit notices between replicas.
 type BusOptions struct {
-	// Driver is BusRedisStream or BusNATS (JetStream).
+	// Driver is a registered broker (RegisterBus): BusRedisStream once the program imports
+	// handlers/redisbus, BusNATS (JetStream) once it imports handlers/natsbus.
 	Driver string
 	// URL is the broker: redis://[:password@]host:6379/0, nats://[user:password@]host:4222.
 	URL string
@@ -102,41 +104,108 @@ func (c *BusOptions) setDefaults() {
 // Config.Bus, and the pipeline closes it.
 type Bus struct {
 	cfg  BusOptions
-	drv  busDriver
+	drv  BusConn
 	once sync.Once
 	err  error
 }
 
-// busDriver is what the pipeline needs of a broker.
-type busDriver interface {
-	// publish sends one notice; the message's context bounds the wait where the driver can.
-	publish(msg *message.Message) error
-	// subscribe opens n subscriptions of the shared group. Closing them ends their channels and
+// BusConn is an open connection to one kind of broker, as the pipeline uses it. A bus driver
+// (handlers/redisbus, handlers/natsbus) implements it and registers its BusOpener.
+type BusConn interface {
+	// Publish sends one notice to the options' Topic; the message's context bounds the wait
+	// where the driver can.
+	Publish(msg *message.Message) error
+	// Subscribe opens n subscriptions of the shared group. Closing them ends their channels and
 	// leaves unacknowledged notices with the broker, for another subscription to take.
 	// onFatal is called when the broker drops a subscription for good.
-	subscribe(ctx context.Context, n int, onFatal func(error)) (*subscriptions, error)
-	// check reports whether the broker answers, and repairs what a broker restart can lose (a
+	Subscribe(ctx context.Context, n int, onFatal func(error)) (*Subscriptions, error)
+	// Check reports whether the broker answers, and repairs what a broker restart can lose (a
 	// Redis consumer group, a JetStream stream or consumer); resubscribe says the current
 	// subscriptions cannot recover by themselves.
-	check(ctx context.Context) (resubscribe bool, err error)
-	// nackOnStop says whether a nack hands a notice to another subscriber at once (JetStream),
+	Check(ctx context.Context) (resubscribe bool, err error)
+	// NackOnStop says whether a nack hands a notice to another subscriber at once (JetStream),
 	// rather than back to the same, closing, subscription (Redis).
-	nackOnStop() bool
-	// crash makes the driver behave like a killed process (tests): it nacks nothing more.
-	crash()
-	close() error
+	NackOnStop() bool
+	// Crash makes the driver behave like a killed process (tests): it nacks nothing more.
+	Crash()
+	// Close closes the publisher, the subscriptions' connections and the client.
+	Close() error
 }
 
-// subscriptions are the channels of one subscribe call and how to end them.
-type subscriptions struct {
+// BusOpener connects to the broker of opts, whose defaults are set and whose URL and topic
+// OpenBus checked, and makes sure its stream and consumer group exist. log is the bus's
+// Watermill logger, rate-limited. Its errors need not hide the URL: OpenBus scrubs them.
+type BusOpener func(ctx context.Context, opts BusOptions, log watermill.LoggerAdapter) (BusConn, error)
+
+// ErrUnknownBusDriver is wrapped by OpenBus's error for a driver no imported package
+// registered.
+var ErrUnknownBusDriver = errors.New("unknown bus driver")
+
+// The registry of bus drivers is one of the package's globals on purpose, as database/sql's
+// drivers are: a driver package registers itself from init, so that a program links the
+// broker clients (Redis, NATS) only by importing their driver.
+var (
+	busMu      sync.RWMutex
+	busDrivers = map[string]BusOpener{}
+)
+
+// busImports are the packages of this module that register a bus driver, for the error of a
+// driver the program did not import.
+var busImports = map[string]string{
+	BusRedisStream: "github.com/scribehook/scribehook/handlers/redisbus",
+	BusNATS:        "github.com/scribehook/scribehook/handlers/natsbus",
+}
+
+// RegisterBus makes a broker available to OpenBus as driver (bus.driver in the
+// configuration). It panics when driver is empty or "gochannel" (the in-process bus, which
+// needs no Bus), open is nil, or the driver is taken.
+func RegisterBus(driver string, open BusOpener) {
+	busMu.Lock()
+	defer busMu.Unlock()
+	if driver == "" || driver == "gochannel" || open == nil {
+		panic("handlers: RegisterBus needs a broker's driver name and an opener")
+	}
+	if _, dup := busDrivers[driver]; dup {
+		panic("handlers: RegisterBus called twice for driver " + driver)
+	}
+	busDrivers[driver] = open
+}
+
+// BusDrivers lists the registered bus drivers, sorted; "gochannel" is always there besides.
+func BusDrivers() []string {
+	busMu.RLock()
+	defer busMu.RUnlock()
+	names := make([]string, 0, len(busDrivers))
+	for n := range busDrivers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func lookupBus(driver string) (BusOpener, error) {
+	busMu.RLock()
+	open, ok := busDrivers[driver]
+	busMu.RUnlock()
+	if ok {
+		return open, nil
+	}
+	if pkg, known := busImports[driver]; known {
+		return nil, fmt.Errorf("%w %q: the program does not link it; add import _ %q", ErrUnknownBusDriver, driver, pkg)
+	}
+	return nil, fmt.Errorf("%w %q: use gochannel, %s or %s", ErrUnknownBusDriver, driver, BusRedisStream, BusNATS)
+}
+
+// Subscriptions are the channels of one Subscribe call and how to end them.
+type Subscriptions struct {
 	chans []<-chan *message.Message
 	close func() error
 }
 
-// openSubscriptions opens n subscriptions with open; when one fails, closeAll ends those
-// already open. closeAll is also how the subscriptions end.
-func openSubscriptions(n int, closeAll func() error, open func(i int) (<-chan *message.Message, error)) (*subscriptions, error) {
-	subs := &subscriptions{close: closeAll}
+// OpenSubscriptions opens n subscriptions with open, for a BusConn's Subscribe; when one
+// fails, closeAll ends those already open. closeAll is also how the subscriptions end.
+func OpenSubscriptions(n int, closeAll func() error, open func(i int) (<-chan *message.Message, error)) (*Subscriptions, error) {
+	subs := &Subscriptions{close: closeAll}
 	for i := range n {
 		ch, err := open(i)
 		if err != nil {
@@ -148,21 +217,10 @@ func openSubscriptions(n int, closeAll func() error, open func(i int) (<-chan *m
 	return subs, nil
 }
 
-// busBase is what the drivers share: the options, the publisher of notices and the logger.
-type busBase struct {
-	cfg  BusOptions
-	pub  message.Publisher
-	wlog watermill.LoggerAdapter
-}
-
-func (b *busBase) publish(msg *message.Message) error {
-	return b.pub.Publish(b.cfg.Topic, msg)
-}
-
-// recreated logs that a health check created again what a broker restart lost (what: the
-// Redis consumer group, the JetStream stream or consumer).
-func (b *busBase) recreated(what string, fields watermill.LogFields) {
-	b.wlog.Error("the "+what+" was missing (the broker lost its data?): created it again; rows whose notices were lost are found by the sweep",
+// LogRecreated logs, for a BusConn's Check, that it created again what a broker restart lost
+// (what: the Redis consumer group, the JetStream stream or consumer).
+func LogRecreated(log watermill.LoggerAdapter, what string, fields watermill.LogFields) {
+	log.Error("the "+what+" was missing (the broker lost its data?): created it again; rows whose notices were lost are found by the sweep",
 		nil, fields)
 }
 
@@ -171,6 +229,10 @@ func (b *busBase) recreated(what string, fields watermill.LogFields) {
 // bus.url, redacted); a password of the URL never appears in them.
 func OpenBus(ctx context.Context, cfg BusOptions) (*Bus, error) {
 	cfg.setDefaults()
+	open, err := lookupBus(cfg.Driver)
+	if err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(cfg.URL) == "" {
 		return nil, fmt.Errorf("the %s bus needs the broker's URL", cfg.Driver)
 	}
@@ -178,18 +240,7 @@ func OpenBus(ctx context.Context, cfg BusOptions) (*Bus, error) {
 		return nil, fmt.Errorf("topic %s", broken)
 	}
 	wlog := wmlog.NewLimited(cfg.Logger.WithFields(logrus.Fields{"component": "bus", "bus": cfg.Driver}), busLogEvery)
-	var (
-		drv busDriver
-		err error
-	)
-	switch cfg.Driver {
-	case BusRedisStream:
-		drv, err = openRedisBus(ctx, cfg, wlog)
-	case BusNATS:
-		drv, err = openNATSBus(ctx, cfg, wlog)
-	default:
-		return nil, fmt.Errorf("unknown bus driver %q: use %s or %s", cfg.Driver, BusRedisStream, BusNATS)
-	}
+	drv, err := open(ctx, cfg, wlog)
 	if err != nil {
 		return nil, scrubSecret(err, cfg.URL)
 	}
@@ -207,7 +258,7 @@ func (b *Bus) Redacted() string { return configs.RedactBusURL(b.cfg.URL) }
 
 // Close closes the broker connections. The pipeline calls it when it closes.
 func (b *Bus) Close() error {
-	b.once.Do(func() { b.err = b.drv.close() })
+	b.once.Do(func() { b.err = b.drv.Close() })
 	return b.err
 }
 

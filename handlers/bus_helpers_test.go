@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/handlers"
+	_ "github.com/scribehook/scribehook/handlers/natsbus"  // the brokers' drivers, linked as a program
+	_ "github.com/scribehook/scribehook/handlers/redisbus" // links them: by importing them
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/store"

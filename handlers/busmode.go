@@ -147,7 +147,7 @@ func (b *busMode) close() error {
 // crash stops like a killed process: no notice is acknowledged nor published any more.
 func (b *busMode) crash() {
 	b.crashed.Store(true)
-	b.bus.drv.crash()
+	b.bus.drv.Crash()
 }
 
 // notify queues a notice without blocking.
@@ -203,7 +203,7 @@ func (b *busMode) publish(n notice) {
 	msg := message.NewMessageWithContext(ctx, watermill.NewUUID(), nil)
 	msg.Metadata.Set(metaInboxID, strconv.FormatInt(n.id, 10))
 	msg.Metadata.Set(metaPartitionKey, n.key)
-	if err := b.bus.drv.publish(msg); err != nil {
+	if err := b.bus.drv.Publish(msg); err != nil {
 		b.dropped.Inc()
 		// Until the health check sees the broker again, notices are dropped at once instead of
 		// each waiting for its timeout.
@@ -221,7 +221,7 @@ func (b *busMode) supervise(n int) {
 	defer b.wg.Done()
 	wait := 500 * time.Millisecond
 	for b.ctx.Err() == nil {
-		subs, err := b.bus.drv.subscribe(b.ctx, n, func(err error) {
+		subs, err := b.bus.drv.Subscribe(b.ctx, n, func(err error) {
 			b.log.WithError(err).Warn("bus: the broker ended a subscription; subscribing again")
 			b.resubscribe()
 		})
@@ -301,7 +301,7 @@ func (b *busMode) consume(ch <-chan *message.Message) {
 // offer it to this closing subscription, so there it waits for its claim. A crashed process
 // says nothing.
 func (b *busMode) release(msg *message.Message) {
-	if !b.crashed.Load() && b.bus.drv.nackOnStop() {
+	if !b.crashed.Load() && b.bus.drv.NackOnStop() {
 		msg.Nack()
 	}
 }
@@ -489,8 +489,8 @@ func (b *busMode) healthLoop() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(b.ctx, busConnectTimeout)
-		resub, err := b.bus.drv.check(ctx)
+		ctx, cancel := context.WithTimeout(b.ctx, BusConnectTimeout)
+		resub, err := b.bus.drv.Check(ctx)
 		cancel()
 		if b.ctx.Err() != nil {
 			return

@@ -22,6 +22,8 @@ import (
 	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/signature"
 	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/sinks/natssink"
+	"github.com/scribehook/scribehook/sinks/redissink"
 	"github.com/scribehook/scribehook/sinks/sinktest"
 )
 
@@ -185,7 +187,7 @@ const conformanceTopic = "sinktest.events"
 func TestRedisStreamSinkConformance(t *testing.T) {
 	sinktest.Run(t, sinktest.Features{ExactBytes: true}, func(t *testing.T, name string) sinktest.Destination {
 		b := testinfra.Redis(t)
-		s, err := sinks.NewRedisStream(sinks.Spec{Name: name, Kind: sinks.KindRedisStream, BrokerURL: b.URL, Topic: conformanceTopic},
+		s, err := redissink.New(sinks.Spec{Name: name, Kind: sinks.KindRedisStream, URL: b.URL, Topic: conformanceTopic},
 			sinks.Deps{Logger: logx.Discard()})
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +227,7 @@ func TestRedisStreamSinkConformance(t *testing.T) {
 func TestNATSSinkConformance(t *testing.T) {
 	sinktest.Run(t, sinktest.Features{ExactBytes: true, Deduplicates: true}, func(t *testing.T, name string) sinktest.Destination {
 		b := testinfra.NATS(t)
-		s, err := sinks.NewNATS(sinks.Spec{Name: name, Kind: sinks.KindNATS, BrokerURL: b.URL, Topic: conformanceTopic},
+		s, err := natssink.New(sinks.Spec{Name: name, Kind: sinks.KindNATS, URL: b.URL, Topic: conformanceTopic},
 			sinks.Deps{Logger: logx.Discard()})
 		if err != nil {
 			t.Fatal(err)

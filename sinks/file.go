@@ -61,7 +61,7 @@ type FileSink struct {
 
 // NewFile builds a file sink from spec (kind file). The directory is created when missing.
 func NewFile(spec Spec, deps Deps) (*FileSink, error) {
-	deps = deps.withDefaults()
+	deps = deps.WithDefaults()
 	if spec.Dir == "" {
 		return nil, required(spec, "Dir", KindFile, "")
 	}

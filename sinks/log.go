@@ -18,7 +18,7 @@ type LogSink struct {
 
 // NewLog builds a log sink writing to deps.Stdout.
 func NewLog(spec Spec, deps Deps) *LogSink {
-	deps = deps.withDefaults()
+	deps = deps.WithDefaults()
 	return &LogSink{name: spec.Name, w: deps.Stdout}
 }
 

@@ -16,7 +16,8 @@ import (
 	"github.com/scribehook/scribehook/api"
 )
 
-// Kinds of sink.
+// Kinds of sink. File, webhook and log are built in; the broker kinds are registered by
+// importing their packages, sinks/redissink and sinks/natssink.
 const (
 	KindFile        = "file"
 	KindWebhook     = "webhook"
@@ -43,7 +44,9 @@ type Deps struct {
 	Now func() time.Time
 }
 
-func (d Deps) withDefaults() Deps {
+// WithDefaults fills the zero fields with the real world's: what a kind's constructor does
+// first.
+func (d Deps) WithDefaults() Deps {
 	if d.Logger == nil {
 		d.Logger = logrus.StandardLogger()
 	}
@@ -87,7 +90,7 @@ func required(spec Spec, field, kind, example string) error {
 	return specErr(spec, field, errors.New(msg))
 }
 
-// New builds the sink spec describes. It checks the configuration and connects nothing that
+// New builds the sink spec describes, with the constructor of its kind (RegisterKind). It checks the configuration and connects nothing that
 // could fail for a passing reason: a broker that is down at start makes deliveries fail and
 // retry, not the start itself.
 func New(spec Spec, deps Deps) (Sink, error) {
@@ -105,21 +108,11 @@ func New(spec Spec, deps Deps) (Sink, error) {
 	if err := spec.Filter.Validate(); err != nil {
 		return nil, specErr(spec, "Filter", err)
 	}
-	switch spec.Kind {
-	case KindFile:
-		return NewFile(spec, deps)
-	case KindWebhook:
-		return NewWebhook(spec, deps)
-	case KindRedisStream:
-		return NewRedisStream(spec, deps)
-	case KindNATS:
-		return NewNATS(spec, deps)
-	case KindLog:
-		return NewLog(spec, deps), nil
-	case "":
-		return nil, specErr(spec, "Kind", errors.New("is required: file, webhook, redisstream, nats or log"))
+	k, err := lookupKind(spec)
+	if err != nil {
+		return nil, err
 	}
-	return nil, specErr(spec, "Kind", fmt.Errorf("%q is not file, webhook, redisstream, nats or log", spec.Kind))
+	return k.New(spec, deps)
 }
 
 // eventJSON is the envelope as every sink sends it: plainjson.Marshal's bytes, compact and

@@ -3,6 +3,11 @@
 // their own (Queue, implemented by the store) worked by the sink's own workers, with a retry
 // schedule, a breaker and a dead-letter list, so one dead sink never delays another. The
 // package knows nothing of Fiber or of the store.
+//
+// Each kind is registered (RegisterKind) with its configuration's rules and its constructor.
+// File, webhook and log are built in; the broker kinds are packages of their own that register
+// themselves when a program imports them, sinks/redissink and sinks/natssink, so that only
+// such a program links a broker's client.
 package sinks
 
 import (
@@ -65,7 +70,9 @@ func AsFailure(err error) *Failure {
 // configuration's sink entries to Specs, so this package does not depend on configs).
 type Spec struct {
 	Name string
-	Kind string // file | webhook | redisstream | nats | log
+	// Kind is a registered kind (RegisterKind): file, webhook and log are built in,
+	// redisstream and nats registered by importing sinks/redissink and sinks/natssink.
+	Kind string
 	// Filter selects the events the sink receives.
 	Filter Filter
 	// Ordered keeps the events of one job or live session in order: the next waits until the
@@ -74,14 +81,18 @@ type Spec struct {
 
 	// file
 	Dir string
-	// webhook
+	// webhook: the endpoint; redisstream, nats: the broker
 	URL            string
 	SigningSecrets []string      // "whsec_<base64>" or raw; several during a rotation
 	Timeout        time.Duration // one attempt (default 10 s)
 	Allow          []string      // CIDRs allowed despite the private-address guard
-	// redisstream, nats
+	// BrokerURL is the broker of a redisstream or nats sink when URL is empty.
+	//
+	// Deprecated: set URL, which the broker kinds read first.
 	BrokerURL string
-	Topic     string // default "scribehook.events"; "{type}" is replaced by the event type
+	// Topic is the stream or subject of a broker sink (default "scribehook.events"); "{type}"
+	// is replaced by the event type.
+	Topic string
 
 	// Retry is the schedule of waits between attempts (default DefaultSchedule); after the
 	// last one a delivery is dead-lettered.

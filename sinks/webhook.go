@@ -52,7 +52,7 @@ type WebhookSink struct {
 
 // NewWebhook builds a webhook sink from spec (kind webhook).
 func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
-	deps = deps.withDefaults()
+	deps = deps.WithDefaults()
 	if spec.URL == "" {
 		return nil, required(spec, "URL", KindWebhook, "")
 	}

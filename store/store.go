@@ -2,7 +2,8 @@
 // records, live messages, artifacts, quarantine and callback tokens. The SQLite implementation
 // (store/sqlite) is the embedded default; a PostgreSQL one implements the same contract. Both
 // are one core (store/internal/sqlcore) over a dialect each, and the shared suite in
-// store/storetest runs against both.
+// store/storetest runs against both. Each registers itself as a Driver when imported
+// (Register), so that a program links only the databases it imports.
 package store
 
 import (

@@ -1,4 +1,7 @@
-package handlers
+// Package natsbus is the NATS JetStream driver of the pipeline's bus (bus.driver nats):
+// importing it registers the driver with handlers.RegisterBus, and links the NATS client; a
+// program that does not import it does not.
+package natsbus
 
 import (
 	"context"
@@ -15,14 +18,27 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/natsconn"
 )
+
+func init() {
+	handlers.RegisterBus(handlers.BusNATS, func(ctx context.Context, opts handlers.BusOptions, log watermill.LoggerAdapter) (handlers.BusConn, error) {
+		b, err := open(ctx, opts, log)
+		if err != nil {
+			return nil, err // a nil *natsBus must not become a non-nil BusConn
+		}
+		return b, nil
+	})
+}
 
 // natsBus carries notices on a JetStream stream (work-queue retention, on disk) read through
 // one durable pull consumer that every replica shares: the server gives each message to one
 // puller, and redelivers a message not acknowledged within AckWait (ClaimAfter) to another.
 type natsBus struct {
-	busBase
+	cfg     handlers.BusOptions
+	pub     message.Publisher
+	wlog    watermill.LoggerAdapter
 	conn    *nats.Conn // publisher and management
 	js      jetstream.JetStream
 	stream  string
@@ -41,10 +57,10 @@ const natsStreamMaxAge = 24 * time.Hour
 
 // natsTimeouts bound the bus's first connect and pace its reconnects.
 func natsTimeouts() []nats.Option {
-	return []nats.Option{nats.Timeout(busConnectTimeout), nats.ReconnectWait(time.Second)}
+	return []nats.Option{nats.Timeout(handlers.BusConnectTimeout), nats.ReconnectWait(time.Second)}
 }
 
-func openNATSBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapter) (*natsBus, error) {
+func open(ctx context.Context, cfg handlers.BusOptions, wlog watermill.LoggerAdapter) (*natsBus, error) {
 	// OpenBus checked the topic (configs.BusTopicRule).
 	if broken := configs.BusNameRule(cfg.Group); broken != "" {
 		return nil, fmt.Errorf("group %s", broken)
@@ -58,8 +74,8 @@ func openNATSBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapt
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	b := &natsBus{busBase: busBase{cfg: cfg, wlog: wlog}, conn: nc, js: js, stream: natsconn.StreamName(cfg.Topic, "scribehook_inbox"), durable: cfg.Group}
-	ctx, cancel := context.WithTimeout(ctx, busConnectTimeout)
+	b := &natsBus{cfg: cfg, wlog: wlog, conn: nc, js: js, stream: natsconn.StreamName(cfg.Topic, "scribehook_inbox"), durable: cfg.Group}
+	ctx, cancel := context.WithTimeout(ctx, handlers.BusConnectTimeout)
 	defer cancel()
 	if err := b.ensure(ctx, true); err != nil {
 		nc.Close()
@@ -113,7 +129,10 @@ func (b *natsBus) ensure(ctx context.Context, update bool) error {
 	return nil
 }
 
-// subscribe opens n pull subscriptions on one connection.
+// Publish implements handlers.BusConn.
+func (b *natsBus) Publish(msg *message.Message) error { return b.pub.Publish(b.cfg.Topic, msg) }
+
+// Subscribe opens n pull subscriptions on one connection.
 //
 // Watermill's JetStream subscriber (v2.1.3) closes a subscription's output channel as soon as
 // the subscriber closes or its context ends, while a message callback may be about to send on
@@ -121,7 +140,7 @@ func (b *natsBus) ensure(ctx context.Context, update bool) error {
 // never ends, and their consumer is wrapped in a guard that Close shuts first: no callback
 // starts after it (a message then is nacked, for another replica), and Close waits for those
 // under way, which the pipeline's consume loops see through, before closing the subscriber.
-func (b *natsBus) subscribe(_ context.Context, n int, onFatal func(error)) (*subscriptions, error) {
+func (b *natsBus) Subscribe(_ context.Context, n int, onFatal func(error)) (*handlers.Subscriptions, error) {
 	nc, err := natsconn.Connect(b.cfg.URL, "bus consumer", b.wlog, natsTimeouts()...)
 	if err != nil {
 		return nil, err
@@ -160,7 +179,7 @@ func (b *natsBus) subscribe(_ context.Context, n int, onFatal func(error)) (*sub
 		guard.closeAndWait()
 		return sub.Close()
 	}
-	return openSubscriptions(n, closeAll, func(int) (<-chan *message.Message, error) {
+	return handlers.OpenSubscriptions(n, closeAll, func(int) (<-chan *message.Message, error) {
 		ch, err := sub.Subscribe(context.Background(), b.cfg.Topic)
 		if err != nil {
 			return nil, fmt.Errorf("subscribe to %s: %w", b.cfg.Topic, err)
@@ -169,10 +188,10 @@ func (b *natsBus) subscribe(_ context.Context, n int, onFatal func(error)) (*sub
 	})
 }
 
-// check asks JetStream for the consumer, creating the stream and the consumer again when a
+// Check asks JetStream for the consumer, creating the stream and the consumer again when a
 // broker restart lost them (a server without its store directory); the subscriptions then
 // start again.
-func (b *natsBus) check(ctx context.Context) (bool, error) {
+func (b *natsBus) Check(ctx context.Context) (bool, error) {
 	if !b.conn.IsConnected() {
 		return false, fmt.Errorf("not connected to NATS (%s)", b.conn.Status())
 	}
@@ -181,19 +200,22 @@ func (b *natsBus) check(ctx context.Context) (bool, error) {
 		if err := b.ensure(ctx, false); err != nil {
 			return false, err
 		}
-		b.recreated("JetStream stream or consumer", watermill.LogFields{"stream": b.stream, "consumer": b.durable})
+		handlers.LogRecreated(b.wlog, "JetStream stream or consumer", watermill.LogFields{"stream": b.stream, "consumer": b.durable})
 		return true, nil
 	}
 	return false, err
 }
 
-func (b *natsBus) close() error {
+// Close implements handlers.BusConn.
+func (b *natsBus) Close() error {
 	return b.pub.Close() // closes the connection
 }
 
-func (b *natsBus) nackOnStop() bool { return true }
+// NackOnStop implements handlers.BusConn: JetStream gives a nacked notice to another puller.
+func (b *natsBus) NackOnStop() bool { return true }
 
-func (b *natsBus) crash() { b.crashed.Store(true) }
+// Crash implements handlers.BusConn: from now on nothing is nacked, as by a killed process.
+func (b *natsBus) Crash() { b.crashed.Store(true) }
 
 // guardedConsumer passes messages to Watermill's callback while its guard is open.
 type guardedConsumer struct {

@@ -1,4 +1,7 @@
-package handlers
+// Package redisbus is the Redis Streams driver of the pipeline's bus (bus.driver
+// redisstream): importing it registers the driver with handlers.RegisterBus, and links the
+// Redis client; a program that does not import it does not.
+package redisbus
 
 import (
 	"context"
@@ -11,14 +14,28 @@ import (
 	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/scribehook/scribehook/handlers"
 )
+
+func init() {
+	handlers.RegisterBus(handlers.BusRedisStream, func(ctx context.Context, opts handlers.BusOptions, log watermill.LoggerAdapter) (handlers.BusConn, error) {
+		b, err := open(ctx, opts, log)
+		if err != nil {
+			return nil, err // a nil *redisBus must not become a non-nil BusConn
+		}
+		return b, nil
+	})
+}
 
 // redisBus carries notices on a Redis stream read by one consumer group: XREADGROUP gives each
 // entry to one consumer, an entry stays in the group's pending list until acknowledged, and
 // the entries a consumer left pending longer than ClaimAfter (its replica died) are claimed by
 // the others (Watermill's XPENDING/XCLAIM loop).
 type redisBus struct {
-	busBase
+	cfg    handlers.BusOptions
+	pub    message.Publisher
+	wlog   watermill.LoggerAdapter
 	client *redis.Client
 }
 
@@ -28,14 +45,14 @@ type sharedRedis struct{ redis.UniversalClient }
 
 func (sharedRedis) Close() error { return nil }
 
-func openRedisBus(ctx context.Context, cfg BusOptions, wlog watermill.LoggerAdapter) (*redisBus, error) {
+func open(ctx context.Context, cfg handlers.BusOptions, wlog watermill.LoggerAdapter) (*redisBus, error) {
 	opts, err := redis.ParseURL(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("not a Redis URL (redis://[:password@]host:port/db): %w", err)
 	}
 	client := redis.NewClient(opts)
-	b := &redisBus{busBase: busBase{cfg: cfg, wlog: wlog}, client: client}
-	ctx, cancel := context.WithTimeout(ctx, busConnectTimeout)
+	b := &redisBus{cfg: cfg, wlog: wlog, client: client}
+	ctx, cancel := context.WithTimeout(ctx, handlers.BusConnectTimeout)
 	defer cancel()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
@@ -69,7 +86,11 @@ func (b *redisBus) ensureGroup(ctx context.Context) (bool, error) {
 	return false, fmt.Errorf("create the consumer group %s of stream %s: %w", b.cfg.Group, b.cfg.Topic, err)
 }
 
-func (b *redisBus) subscribe(ctx context.Context, n int, _ func(error)) (*subscriptions, error) {
+// Publish implements handlers.BusConn.
+func (b *redisBus) Publish(msg *message.Message) error { return b.pub.Publish(b.cfg.Topic, msg) }
+
+// Subscribe implements handlers.BusConn.
+func (b *redisBus) Subscribe(ctx context.Context, n int, _ func(error)) (*handlers.Subscriptions, error) {
 	claimEvery := max(b.cfg.ClaimAfter/6, 100*time.Millisecond)
 	var all []*redisstream.Subscriber
 	closeAll := func() error {
@@ -79,7 +100,7 @@ func (b *redisBus) subscribe(ctx context.Context, n int, _ func(error)) (*subscr
 		}
 		return errors.Join(errs...)
 	}
-	return openSubscriptions(n, closeAll, func(i int) (<-chan *message.Message, error) {
+	return handlers.OpenSubscriptions(n, closeAll, func(i int) (<-chan *message.Message, error) {
 		s, err := redisstream.NewSubscriber(redisstream.SubscriberConfig{
 			Client:        sharedRedis{b.client},
 			Consumer:      fmt.Sprintf("%s-%d", b.cfg.Consumer, i),
@@ -107,10 +128,10 @@ func (b *redisBus) subscribe(ctx context.Context, n int, _ func(error)) (*subscr
 	})
 }
 
-// check pings Redis and recreates the consumer group when a restart lost it (a Redis without
+// Check pings Redis and recreates the consumer group when a restart lost it (a Redis without
 // persistence): the subscriptions' reads fail with NOGROUP until then, and recover by
 // themselves after.
-func (b *redisBus) check(ctx context.Context) (bool, error) {
+func (b *redisBus) Check(ctx context.Context) (bool, error) {
 	if err := b.client.Ping(ctx).Err(); err != nil {
 		return false, err
 	}
@@ -119,16 +140,19 @@ func (b *redisBus) check(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if created {
-		b.recreated("consumer group", watermill.LogFields{"stream": b.cfg.Topic, "group": b.cfg.Group})
+		handlers.LogRecreated(b.wlog, "consumer group", watermill.LogFields{"stream": b.cfg.Topic, "group": b.cfg.Group})
 	}
 	return false, nil
 }
 
-func (b *redisBus) close() error {
+// Close implements handlers.BusConn.
+func (b *redisBus) Close() error {
 	err := b.pub.Close()
 	return errors.Join(err, b.client.Close())
 }
 
-func (b *redisBus) nackOnStop() bool { return false }
+// NackOnStop implements handlers.BusConn: a nack goes back to the same, closing, consumer.
+func (b *redisBus) NackOnStop() bool { return false }
 
-func (b *redisBus) crash() {}
+// Crash implements handlers.BusConn; a Redis consumer has nothing to stop.
+func (b *redisBus) Crash() {}
