@@ -2,7 +2,6 @@ package sinks_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -13,17 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/scribehook/scribehook/internal/logx"
-	"github.com/scribehook/scribehook/internal/testinfra"
 	"github.com/scribehook/scribehook/signature"
 	"github.com/scribehook/scribehook/sinks"
-	"github.com/scribehook/scribehook/sinks/natssink"
-	"github.com/scribehook/scribehook/sinks/redissink"
 	"github.com/scribehook/scribehook/sinks/sinktest"
 )
 
@@ -179,120 +170,4 @@ func TestWebhookSinkConformance(t *testing.T) {
 			},
 		}
 	})
-}
-
-// conformanceTopic is the one stream or subject of the broker sinks under the suite.
-const conformanceTopic = "sinktest.events"
-
-func TestRedisStreamSinkConformance(t *testing.T) {
-	sinktest.Run(t, sinktest.Features{ExactBytes: true}, func(t *testing.T, name string) sinktest.Destination {
-		b := testinfra.Redis(t)
-		s, err := redissink.New(sinks.Spec{Name: name, Kind: sinks.KindRedisStream, URL: b.URL, Topic: conformanceTopic},
-			sinks.Deps{Logger: logx.Discard()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sinktest.Destination{
-			Sink: s,
-			Received: func(t *testing.T) [][]byte {
-				opts, err := redis.ParseURL(b.URL)
-				if err != nil {
-					t.Fatal(err)
-				}
-				client := redis.NewClient(opts)
-				defer client.Close()
-				entries, err := client.XRange(context.Background(), conformanceTopic, "-", "+").Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var out [][]byte
-				for _, e := range entries {
-					msg, err := redisstream.DefaultMarshallerUnmarshaller{}.Unmarshal(e.Values)
-					if err != nil {
-						t.Fatalf("entry %s: %v", e.ID, err)
-					}
-					out = append(out, msg.Payload)
-				}
-				return out
-			},
-			Break: func(t *testing.T) {
-				if err := b.Stop(); err != nil {
-					t.Fatal(err)
-				}
-			},
-		}
-	})
-}
-
-func TestNATSSinkConformance(t *testing.T) {
-	sinktest.Run(t, sinktest.Features{ExactBytes: true, Deduplicates: true}, func(t *testing.T, name string) sinktest.Destination {
-		b := testinfra.NATS(t)
-		s, err := natssink.New(sinks.Spec{Name: name, Kind: sinks.KindNATS, URL: b.URL, Topic: conformanceTopic},
-			sinks.Deps{Logger: logx.Discard()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sinktest.Destination{
-			Sink: s,
-			Received: func(t *testing.T) [][]byte {
-				return natsMessages(t, b.URL)
-			},
-			Break: func(t *testing.T) {
-				if err := b.Stop(); err != nil {
-					t.Fatal(err)
-				}
-			},
-		}
-	})
-}
-
-// natsMessages reads every message of the stream that holds the suite's subject, if any.
-func natsMessages(t *testing.T, url string) [][]byte {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := js.StreamNameBySubject(ctx, conformanceTopic)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil // nothing was ever published
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for remaining := int(info.NumPending); remaining > 0; {
-		batch, err := cons.Fetch(remaining, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for msg := range batch.Messages() {
-			out = append(out, msg.Data())
-			n++
-		}
-		if err := batch.Error(); err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			t.Fatalf("the stream %s announced %d more messages and gave none", stream, remaining)
-		}
-		remaining -= n
-	}
-	return out
 }
