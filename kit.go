@@ -51,6 +51,8 @@ type Kit struct {
 	mu      sync.Mutex
 	started bool
 	stopped bool
+	// startErr is why a start failed once the pipeline had been run: it runs only once.
+	startErr error
 	cancel  context.CancelFunc
 	done    chan error // the pipeline's Run
 	served  []chan error
@@ -232,7 +234,9 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 
 // Start runs the sinks and the pipeline: deliveries queued or committed before the last stop
 // are processed at once. Routes mounted before Start already commit what they acknowledge; it
-// is processed once Start has run.
+// is processed once Start has run. ctx bounds the start, not what runs (Shutdown stops it):
+// cancelled before or while Start runs, it returns ctx.Err(). A start that failed once the
+// pipeline had run cannot be tried again; the kit is then only shut down.
 func (k *Kit) Start(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -241,37 +245,62 @@ func (k *Kit) Start(ctx context.Context) error {
 		return errors.New("scribehook: start after shutdown")
 	case k.started:
 		return nil
+	case k.startErr != nil:
+		return fmt.Errorf("scribehook: start after a failed start: %w", k.startErr)
+	}
+	// Nothing has run yet: a cancelled start leaves the kit as New left it, startable again.
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	// A process killed with deliveries in flight left their leases behind; on SQLite this
 	// process is the queue's only worker, so they go out now rather than when the leases end.
 	// (PostgreSQL does nothing here: other replicas' leases are alive.)
 	if n, err := k.store.ReleaseSinkLeases(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("release sink leases: %w", err)
 	} else if n > 0 {
 		k.log.WithField("deliveries", n).Info("released the sink leases of the previous run")
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The pipeline and sinks outlive Start's ctx (they stop with Shutdown), so they run on a
+	// context of their own; ctx only bounds the start itself.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	dispatched := make(chan struct{})
 	// Sinks start first: deliveries queued before the last stop go out at once.
 	go func() {
+		defer close(dispatched)
 		if err := k.dispatch.Run(runCtx); err != nil {
 			k.log.WithError(err).Error("sink dispatcher stopped")
 		}
 	}()
 	done := make(chan error, 1)
 	go func() { done <- k.pipeline.Run(runCtx) }()
+	// abort undoes a start that got this far: the pipeline and the dispatcher run only once,
+	// so the kit cannot be started again, only shut down.
+	abort := func(err error) error {
+		cancel()
+		<-done
+		<-dispatched
+		k.startErr = err
+		return err
+	}
 	select {
 	case <-k.pipeline.Running():
 	case err := <-done:
-		cancel()
-		return fmt.Errorf("start pipeline: %w", err)
+		done <- err // abort waits for it
+		return abort(fmt.Errorf("start pipeline: %w", err))
+	case <-ctx.Done():
+		return abort(ctx.Err())
 	}
 	// The profiling listener opens last, so a start that fails leaves no port behind.
 	if k.cfg.Debug.Listen != "" && k.debug == nil {
 		d, err := debugserver.Start(k.cfg.Debug.Listen)
 		if err != nil {
-			cancel()
-			<-done
-			return err
+			return abort(err)
 		}
 		k.debug = d
 		k.log.WithField("debug_listen", d.Addr()).Info("profiling endpoint /debug/pprof/ on (debug.listen)")
