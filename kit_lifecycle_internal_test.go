@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/teststore"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
@@ -128,5 +130,22 @@ func TestStartHonoursContext(t *testing.T) {
 	}
 	if took := time.Since(began); took > lifecycleBound {
 		t.Errorf("close took %s", took)
+	}
+}
+
+// A handler's filter with a misspelt event type is refused by New, naming the handler, the
+// field and the rule; it used to be taken, and the handler never ran.
+func TestEventHandlerUnknownEventType(t *testing.T) {
+	dir := t.TempDir()
+	ln := listen(t)
+	_ = ln.Close()
+	_, err := New(context.Background(), kitConfig(dir, ln, "http://127.0.0.1:1"), WithLogger(logx.Discard()),
+		WithSecrets(configs.Secrets{}), WithEventHandler(EventHandler{
+			Name: "billing", Filter: sinks.Filter{Events: []string{"job.succeded"}},
+			Func: func(context.Context, api.Event) error { return nil },
+		}))
+	want := `event handler billing: Filter: events[0]: "job.succeded" is not an event type nor a glob matching one`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("New with a misspelt event type: %v, want %q", err, want)
 	}
 }
