@@ -20,6 +20,13 @@ import (
 // Start has run.
 func (k *Kit) Mount(r fiber.Router, opts receiver.MountOptions) { k.recv.Mount(r, opts) }
 
+// FiberConfig is the fiber.Config a parent app that mounts the kit starts from: bodies streamed
+// (the token checked before a callback's body is received), BodyLimit receiver.body_limit, no
+// multipart parsing before the handlers, the server's timeouts, and the receiver's
+// ErrorHandler, which never quotes a path. Streaming turns the app's BodyLimit off for its own
+// routes too: bound their bodies with receiver.LimitBody.
+func (k *Kit) FiberConfig() fiber.Config { return k.recv.FiberConfig() }
+
 // Handler is the kit's routes as a net/http handler, for programs without Fiber: callbacks are
 // served natively (streamed, the token checked before the body is read), the rest as Mount
 // does. Under a prefix, strip it: mux.Handle("/hooks/", http.StripPrefix("/hooks", kit.Handler(opts))).

@@ -43,7 +43,7 @@ type MountOptions struct {
 // hold a token (the route that matched tells a callback, not the path); a streamed body gets
 // 60 s to arrive, a commit 15 s (then 503 and Retry-After), an event stream 30 s per event.
 //
-// What the parent app must set, and why:
+// What the parent app must set, and why (FiberConfig sets it all):
 //
 //   - StreamRequestBody: true, for the token to be checked before the body is received (all
 //     but the first 8 KiB, which fasthttp waits for before any handler runs). Without it
@@ -55,7 +55,8 @@ type MountOptions struct {
 //     streaming, a body over the parent's BodyLimit (Fiber's default is 4 MiB) is refused by
 //     the parent itself, with its own 413, before the receiver sees it, and a finished job's
 //     result can be larger than 4 MiB. With StreamRequestBody the parent's BodyLimit only bounds
-//     what fasthttp reads ahead, and the receiver's limit applies.
+//     what fasthttp reads ahead, and the receiver's limit applies. Streaming lifts BodyLimit
+//     from the parent's own routes as well: bound their bodies with LimitBody.
 //
 //   - DisablePreParseMultipartForm: true: otherwise fasthttp parses a multipart body, spilling
 //     its files to disk, before any handler runs, streamed or not.
