@@ -53,9 +53,9 @@ type Kit struct {
 	stopped bool
 	// startErr is why a start failed once the pipeline had been run: it runs only once.
 	startErr error
-	cancel  context.CancelFunc
-	done    chan error // the pipeline's Run
-	served  []chan error
+	cancel   context.CancelFunc
+	done     chan error // the pipeline's Run
+	served   []chan error
 }
 
 // New builds the kit cfg describes, with what only Go can give passed as options. Secrets

@@ -2,16 +2,20 @@ package scribehook
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/teststore"
+	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
@@ -147,5 +151,24 @@ func TestEventHandlerUnknownEventType(t *testing.T) {
 	want := `event handler billing: Filter: events[0]: "job.succeded" is not an event type nor a glob matching one`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("New with a misspelt event type: %v, want %q", err, want)
+	}
+}
+
+// A kit mounted under /hooks with a public_url without it says so through Check (and a
+// warning): the service would call back where nothing answers.
+func TestKitCheckFindsMountPrefixMissingFromPublicURL(t *testing.T) {
+	dir := t.TempDir()
+	ln := listen(t)
+	_ = ln.Close()
+	cfg := kitConfig(dir, ln, "http://127.0.0.1:1") // public_url http://127.0.0.1:<port>, no path
+	k, err := New(context.Background(), cfg, WithLogger(logx.Discard()), WithSecrets(configs.Secrets{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Close() })
+	k.Mount(fiber.New().Group("/hooks"), receiver.MountOptions{})
+	var perr *receiver.PrefixError
+	if err := k.Check(); !errors.As(err, &perr) || perr.Prefix != "/hooks" || perr.PublicPath != "" {
+		t.Errorf("Check() = %v, want a PrefixError naming /hooks", err)
 	}
 }

@@ -34,6 +34,9 @@ type MountOptions struct {
 // POST|PUT /v1/callbacks/:token, and the others opts asks for. The callback URLs the service
 // is given must then carry the prefix: Config.PublicURL is where the receiver is reached,
 // prefix included ("https://example.com/hooks"), which the read API's paging links start from.
+// When rt's prefix is known (a group, an app mounted already) and PublicURL's path does not
+// end with it, Mount logs a warning naming both and Check reports a *PrefixError: the
+// service's callbacks would miss the routes.
 //
 // Every route carries its own guarantees, since a parent app's settings do not come from the
 // receiver (Fiber's Mount keeps only routes): the callback token is checked before the body is
@@ -81,6 +84,7 @@ type MountOptions struct {
 // without quoting the request in fasthttp's own error answers); run Serve on a port of its own
 // for those.
 func (r *Receiver) Mount(rt fiber.Router, opts MountOptions) {
+	r.checkPrefix(rt)
 	r.register(rt, opts)
 }
 
