@@ -46,7 +46,10 @@ type Kit struct {
 	recv     *receiver.Receiver
 	pruner   *retention.Pruner
 	sinks    int
-	debug    *debugserver.Server // debug.listen's profiling endpoint, from Start
+	// registered are the program's own sinks and event handlers (WithSink, WithEventHandler),
+	// which the configuration does not name: SinkStatuses lists them.
+	registered []sinks.Spec
+	debug      *debugserver.Server // debug.listen's profiling endpoint, from Start
 
 	mu      sync.Mutex
 	started bool
@@ -150,6 +153,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		if err := add(c.spec, c.sink); err != nil {
 			return nil, err
 		}
+		k.registered = append(k.registered, c.spec)
 	}
 	for _, h := range o.handlers {
 		spec, sk, err := h.sink(log)
@@ -159,6 +163,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		if err := add(spec, sk); err != nil {
 			return nil, err
 		}
+		k.registered = append(k.registered, spec)
 	}
 	k.sinks = len(specs)
 
@@ -307,6 +312,7 @@ func (k *Kit) Start(ctx context.Context) error {
 	}
 	k.pruner.Start(runCtx)
 	k.started, k.cancel, k.done = true, cancel, done
+	k.warnOrphanedQueues(runCtx)
 	return nil
 }
 
