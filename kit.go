@@ -39,6 +39,7 @@ type Kit struct {
 	ownStore bool
 	service  *submitter.Client
 	secrets  configs.Secrets
+	names    secretNames // how messages name the secrets
 	reg      *prometheus.Registry
 	dispatch *sinks.Dispatcher
 	pipeline *handlers.Pipeline
@@ -86,7 +87,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		log = o.logger.WithFields(logrus.Fields{})
 	}
 	log = logx.OrStandard(log)
-	k := &Kit{cfg: cfg, log: log, secrets: *secrets}
+	k := &Kit{cfg: cfg, log: log, secrets: *secrets, names: secretNames{cfg: cfg, given: o.secrets != nil}}
 	// undo closes, newest first, what New opened when it fails half-way.
 	var undo []func()
 	built := false
@@ -118,7 +119,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		}
 	}
 	if k.service == nil {
-		log.Warnf("%s is not set: callbacks are stored as they come, account webhooks stay unresolved", cfg.Service.APIKeyEnv)
+		log.Warnf("%s is not set: callbacks are stored as they come, account webhooks stay unresolved", k.names.apiKey())
 	}
 	subs, err := SubtitleRendering(cfg)
 	if err != nil {
@@ -202,11 +203,11 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	k.batcher = store.NewBatcher(k.store, store.BatcherOptions{})
 	undo = append(undo, func() { _ = k.batcher.Close() })
 	if secrets.ReadToken == "" {
-		log.Warnf("%s is not set: the local read API is disabled", cfg.ReadTokenEnv)
+		log.Warnf("%s is not set: the local read API is disabled", k.names.readToken())
 	}
 	// serve refuses weak secrets; a program that builds the kit itself is told (the error
-	// names variables, never values) and decides.
-	if err := cfg.CheckStrength(*secrets); err != nil {
+	// names variables or WithSecrets' fields, never values) and decides.
+	if err := k.names.checkStrength(*secrets); err != nil {
 		log.WithError(err).Warn("weak secrets: serve would refuse to start with them")
 	}
 	pipeline, dispatch := k.pipeline, k.dispatch

@@ -41,7 +41,10 @@ type Submitter struct {
 // API key.
 func (k *Kit) Submitter() (*Submitter, error) {
 	if k.service == nil {
-		return nil, fmt.Errorf("no service client: set %s to the service API key", k.cfg.Service.APIKeyEnv)
+		if k.names.given {
+			return nil, fmt.Errorf("no service client: %s is not set", k.names.apiKey())
+		}
+		return nil, fmt.Errorf("no service client: set %s to the service API key", k.names.apiKey())
 	}
 	return &Submitter{Store: k.store, Service: k.service, PublicURL: k.cfg.PublicURL}, nil
 }
