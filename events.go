@@ -99,6 +99,13 @@ func JobSucceeded(fn func(ctx context.Context, ev api.Event, job api.Job) error)
 	return decodedData(fn)
 }
 
+// JobFailed adapts fn to an EventHandler's Func for job.failed events (filter Events:
+// []string{api.EventJobFailed}): fn gets the failed job's record, status error, with its
+// error_code and whatever the service said of the failure.
+func JobFailed(fn func(ctx context.Context, ev api.Event, job api.Job) error) func(context.Context, api.Event) error {
+	return decodedData(fn)
+}
+
 // LiveMessage adapts fn to an EventHandler's Func for live events (filter Events:
 // []string{"live.*"}, Categories to narrow them): fn gets the message as the service sent it.
 // FinalTranscripts() is the usual filter for the final transcript of each utterance.

@@ -47,13 +47,13 @@ func ExampleKit_RunServer() {
 	if err != nil {
 		panic(err)
 	}
-	id, err := sub.Submit(ctx, api.PreRecordedRequest{AudioURL: service.AudioURL}, "")
+	created, err := sub.Submit(ctx, api.PreRecordedRequest{AudioURL: service.AudioURL})
 	if err != nil {
 		panic(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	rec, err := scribehook.WaitJob(waitCtx, kit.Store(), id, 0, nil)
+	rec, err := scribehook.WaitJob(waitCtx, kit.Store(), created.ID, 0, nil)
 	if err != nil {
 		panic(err)
 	}

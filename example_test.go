@@ -58,14 +58,14 @@ func ExampleWithEventHandler() {
 	if err != nil {
 		panic(err)
 	}
-	id, err := sub.Submit(ctx, api.PreRecordedRequest{AudioURL: service.AudioURL}, "")
+	created, err := sub.Submit(ctx, api.PreRecordedRequest{AudioURL: service.AudioURL})
 	if err != nil {
 		panic(err)
 	}
 
 	select {
 	case job := <-succeeded:
-		fmt.Println("succeeded:", job.ID == id, job.Status)
+		fmt.Println("succeeded:", job.ID == created.ID, job.Status)
 		result, _ := job.DecodeResult()
 		first := result.Transcription.Utterances[0]
 		fmt.Printf("first utterance: %q at %.1f s\n", first.Text, first.Start)
@@ -100,17 +100,18 @@ func ExampleWaitJob() {
 	if err != nil {
 		panic(err)
 	}
-	id, err := sub.Submit(ctx, api.PreRecordedRequest{
+	created, err := sub.Submit(ctx, api.PreRecordedRequest{
 		AudioURL:       service.AudioURL,
 		CustomMetadata: json.RawMessage(`{"team":"docs"}`),
-	}, "PUT")
+		CallbackConfig: &api.CallbackConfig{Method: "PUT"}, // the callback's method; POST when empty
+	})
 	if err != nil {
 		panic(err)
 	}
 
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	rec, err := scribehook.WaitJob(waitCtx, kit.Store(), id, 0, nil)
+	rec, err := scribehook.WaitJob(waitCtx, kit.Store(), created.ID, 0, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -181,7 +182,7 @@ func ExampleWithSink() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := sub.Submit(ctx, api.PreRecordedRequest{AudioURL: service.AudioURL}, ""); err != nil {
+	if _, err := sub.Submit(ctx, api.PreRecordedRequest{AudioURL: service.AudioURL}); err != nil {
 		panic(err)
 	}
 	select {

@@ -39,6 +39,7 @@ type Kit struct {
 	ownStore bool
 	service  *submitter.Client
 	secrets  configs.Secrets
+	names    secretNames // how messages name the secrets
 	reg      *prometheus.Registry
 	dispatch *sinks.Dispatcher
 	pipeline *handlers.Pipeline
@@ -46,14 +47,19 @@ type Kit struct {
 	recv     *receiver.Receiver
 	pruner   *retention.Pruner
 	sinks    int
-	debug    *debugserver.Server // debug.listen's profiling endpoint, from Start
+	// registered are the program's own sinks and event handlers (WithSink, WithEventHandler),
+	// which the configuration does not name: SinkStatuses lists them.
+	registered []sinks.Spec
+	debug      *debugserver.Server // debug.listen's profiling endpoint, from Start
 
 	mu      sync.Mutex
 	started bool
 	stopped bool
-	cancel  context.CancelFunc
-	done    chan error // the pipeline's Run
-	served  []chan error
+	// startErr is why a start failed once the pipeline had been run: it runs only once.
+	startErr error
+	cancel   context.CancelFunc
+	done     chan error // the pipeline's Run
+	served   []chan error
 }
 
 // New builds the kit cfg describes, with what only Go can give passed as options. Secrets
@@ -81,7 +87,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		log = o.logger.WithFields(logrus.Fields{})
 	}
 	log = logx.OrStandard(log)
-	k := &Kit{cfg: cfg, log: log, secrets: *secrets}
+	k := &Kit{cfg: cfg, log: log, secrets: *secrets, names: secretNames{cfg: cfg, given: o.secrets != nil}}
 	// undo closes, newest first, what New opened when it fails half-way.
 	var undo []func()
 	built := false
@@ -113,7 +119,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		}
 	}
 	if k.service == nil {
-		log.Warnf("%s is not set: callbacks are stored as they come, account webhooks stay unresolved", cfg.Service.APIKeyEnv)
+		log.Warnf("%s is not set: callbacks are stored as they come, account webhooks stay unresolved", k.names.apiKey())
 	}
 	subs, err := SubtitleRendering(cfg)
 	if err != nil {
@@ -148,6 +154,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		if err := add(c.spec, c.sink); err != nil {
 			return nil, err
 		}
+		k.registered = append(k.registered, c.spec)
 	}
 	for _, h := range o.handlers {
 		spec, sk, err := h.sink(log)
@@ -157,6 +164,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		if err := add(spec, sk); err != nil {
 			return nil, err
 		}
+		k.registered = append(k.registered, spec)
 	}
 	k.sinks = len(specs)
 
@@ -195,11 +203,11 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	k.batcher = store.NewBatcher(k.store, store.BatcherOptions{})
 	undo = append(undo, func() { _ = k.batcher.Close() })
 	if secrets.ReadToken == "" {
-		log.Warnf("%s is not set: the local read API is disabled", cfg.ReadTokenEnv)
+		log.Warnf("%s is not set: the local read API is disabled", k.names.readToken())
 	}
 	// serve refuses weak secrets; a program that builds the kit itself is told (the error
-	// names variables, never values) and decides.
-	if err := cfg.CheckStrength(*secrets); err != nil {
+	// names variables or WithSecrets' fields, never values) and decides.
+	if err := k.names.checkStrength(*secrets); err != nil {
 		log.WithError(err).Warn("weak secrets: serve would refuse to start with them")
 	}
 	pipeline, dispatch := k.pipeline, k.dispatch
@@ -232,7 +240,9 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 
 // Start runs the sinks and the pipeline: deliveries queued or committed before the last stop
 // are processed at once. Routes mounted before Start already commit what they acknowledge; it
-// is processed once Start has run.
+// is processed once Start has run. ctx bounds the start, not what runs (Shutdown stops it):
+// cancelled before or while Start runs, it returns ctx.Err(). A start that failed once the
+// pipeline had run cannot be tried again; the kit is then only shut down.
 func (k *Kit) Start(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -241,43 +251,69 @@ func (k *Kit) Start(ctx context.Context) error {
 		return errors.New("scribehook: start after shutdown")
 	case k.started:
 		return nil
+	case k.startErr != nil:
+		return fmt.Errorf("scribehook: start after a failed start: %w", k.startErr)
+	}
+	// Nothing has run yet: a cancelled start leaves the kit as New left it, startable again.
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	// A process killed with deliveries in flight left their leases behind; on SQLite this
 	// process is the queue's only worker, so they go out now rather than when the leases end.
 	// (PostgreSQL does nothing here: other replicas' leases are alive.)
 	if n, err := k.store.ReleaseSinkLeases(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("release sink leases: %w", err)
 	} else if n > 0 {
 		k.log.WithField("deliveries", n).Info("released the sink leases of the previous run")
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The pipeline and sinks outlive Start's ctx (they stop with Shutdown), so they run on a
+	// context of their own; ctx only bounds the start itself.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	dispatched := make(chan struct{})
 	// Sinks start first: deliveries queued before the last stop go out at once.
 	go func() {
+		defer close(dispatched)
 		if err := k.dispatch.Run(runCtx); err != nil {
 			k.log.WithError(err).Error("sink dispatcher stopped")
 		}
 	}()
 	done := make(chan error, 1)
 	go func() { done <- k.pipeline.Run(runCtx) }()
+	// abort undoes a start that got this far: the pipeline and the dispatcher run only once,
+	// so the kit cannot be started again, only shut down.
+	abort := func(err error) error {
+		cancel()
+		<-done
+		<-dispatched
+		k.startErr = err
+		return err
+	}
 	select {
 	case <-k.pipeline.Running():
 	case err := <-done:
-		cancel()
-		return fmt.Errorf("start pipeline: %w", err)
+		done <- err // abort waits for it
+		return abort(fmt.Errorf("start pipeline: %w", err))
+	case <-ctx.Done():
+		return abort(ctx.Err())
 	}
 	// The profiling listener opens last, so a start that fails leaves no port behind.
 	if k.cfg.Debug.Listen != "" && k.debug == nil {
 		d, err := debugserver.Start(k.cfg.Debug.Listen)
 		if err != nil {
-			cancel()
-			<-done
-			return err
+			return abort(err)
 		}
 		k.debug = d
 		k.log.WithField("debug_listen", d.Addr()).Info("profiling endpoint /debug/pprof/ on (debug.listen)")
 	}
 	k.pruner.Start(runCtx)
 	k.started, k.cancel, k.done = true, cancel, done
+	k.warnOrphanedQueues(runCtx)
 	return nil
 }
 

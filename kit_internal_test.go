@@ -152,7 +152,8 @@ func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobID, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio}, "")
+	created, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio})
+	jobID := created.ID
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,8 @@ func TestEventHandlerRetriesDeadLettersAndReplays(t *testing.T) {
 	}))
 	ctx := context.Background()
 	subm, _ := k.Submitter()
-	jobID, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio}, "")
+	created, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio})
+	jobID := created.ID
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +365,8 @@ func TestEventHandlerCalledAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	subm := &Submitter{Store: st, Service: w.service, PublicURL: "http://" + addr}
-	jobID, err := subm.Submit(context.Background(), api.PreRecordedRequest{AudioURL: w.audio}, "")
+	created, err := subm.Submit(context.Background(), api.PreRecordedRequest{AudioURL: w.audio})
+	jobID := created.ID
 	_ = st.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -7,18 +7,29 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
 
-// SinkStatus is one sink as an operator sees it: whether the configuration names it, what
-// was decided about it (a 410 Gone, or an operator), and how many deliveries wait in its
-// queue. Its JSON form is what `scribehook sinks list -o json` prints.
+// SinkStatus is one sink as an operator sees it: whether the configuration names it (or the
+// program registered it), what was decided about it (a 410 Gone, or an operator), and how many
+// deliveries wait in its queue. Its JSON form is what `scribehook sinks list -o json` prints.
 type SinkStatus struct {
 	Name string `json:"name"`
-	// Configured is false for a sink with a recorded state that the configuration no longer
-	// names: its state and its queue outlive it, and it can still be enabled.
-	Configured bool      `json:"configured"`
+	// Kind is the configured kind, KindGo for an event handler, a custom sink's Spec.Kind; ""
+	// for a name only the store knows.
+	Kind string `json:"kind,omitempty"`
+	// Configured is false for a sink the configuration does not name: an event handler or a
+	// sink of the program's own, or one removed from the configuration (or renamed) whose
+	// recorded state or queue outlives it, and which can still be enabled.
+	Configured bool `json:"configured"`
+	// Registered is true for an event handler or sink the program gave the kit (WithEventHandler,
+	// WithSink). Only Kit.SinkStatuses knows them; SinkStatuses, which reads the configuration
+	// and the store, lists their queues with Registered false.
+	Registered bool      `json:"registered,omitempty"`
 	Disabled   bool      `json:"disabled"`
 	Reason     string    `json:"reason,omitempty"`
 	Since      time.Time `json:"since,omitzero"`
@@ -26,11 +37,29 @@ type SinkStatus struct {
 	Queued int64 `json:"queued"`
 }
 
-// SinkStatuses lists the sinks cfg configures and every sink with a recorded state, by name,
-// each with its queue. It only reads the store, so it answers beside a running serve
-// (PostgreSQL, or SQLite on the same machine).
+// Orphaned reports queued deliveries for a sink that is neither configured nor registered: a
+// handler renamed or a sink removed left them under the old name, where nothing delivers them.
+// (From SinkStatuses, which knows no Go code, an event handler's queue looks orphaned too.)
+func (s SinkStatus) Orphaned() bool { return !s.Configured && !s.Registered && s.Queued > 0 }
+
+// SinkStatuses lists the sinks cfg configures, every sink with a recorded state, and every
+// queue the store holds deliveries in (an event handler's, or one a rename left behind), by
+// name, each with its queue. It only reads the store, so it answers beside a running serve
+// (PostgreSQL, or SQLite on the same machine). Kit.SinkStatuses knows the program's event
+// handlers and sinks too.
 func SinkStatuses(ctx context.Context, cfg configs.Config, st store.Store) ([]SinkStatus, error) {
-	all, err := knownSinks(ctx, cfg, st)
+	return sinkStatuses(ctx, cfg, nil, st)
+}
+
+// SinkStatuses is the package's SinkStatuses with the event handlers and sinks the program
+// gave this kit marked Registered, with their kind: what is left Orphaned is a queue nothing
+// here delivers.
+func (k *Kit) SinkStatuses(ctx context.Context) ([]SinkStatus, error) {
+	return sinkStatuses(ctx, k.cfg, k.registered, k.store)
+}
+
+func sinkStatuses(ctx context.Context, cfg configs.Config, registered []sinks.Spec, st store.Store) ([]SinkStatus, error) {
+	all, err := knownSinks(ctx, cfg, registered, st)
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +69,22 @@ func SinkStatuses(ctx context.Context, cfg configs.Config, st store.Store) ([]Si
 		}
 	}
 	return all, nil
+}
+
+// warnOrphanedQueues logs each queue nothing configured or registered delivers, at Start:
+// after a handler's rename its events would otherwise wait unseen.
+func (k *Kit) warnOrphanedQueues(ctx context.Context) {
+	all, err := k.SinkStatuses(ctx)
+	if err != nil {
+		k.log.WithError(err).Warn("could not list the sink queues to look for orphaned ones")
+		return
+	}
+	for _, s := range all {
+		if s.Orphaned() {
+			k.log.WithFields(logrus.Fields{"sink": s.Name, "queued": s.Queued}).
+				Warn("deliveries queued for a sink neither configured nor registered (renamed or removed?): nothing delivers them until a sink or handler of that name is back")
+		}
+	}
 }
 
 // UnknownSinkError is SetSinkState's answer for a name that is neither configured nor
@@ -60,7 +105,7 @@ func (e *UnknownSinkError) Error() string {
 // *UnknownSinkError. The store keeps the state across restarts; a running dispatcher follows
 // it within sinks.DefaultStateInterval.
 func SetSinkState(ctx context.Context, cfg configs.Config, st store.Store, state store.SinkState) (SinkStatus, error) {
-	all, err := knownSinks(ctx, cfg, st)
+	all, err := knownSinks(ctx, cfg, nil, st)
 	if err != nil {
 		return SinkStatus{}, err
 	}
@@ -75,7 +120,7 @@ func SetSinkState(ctx context.Context, cfg configs.Config, st store.Store, state
 		return SinkStatus{}, err // the store's error names the sink
 	}
 	// Read it back: the store gives the time of the change, and now holds the sink's state.
-	if all, err = knownSinks(ctx, cfg, st); err != nil {
+	if all, err = knownSinks(ctx, cfg, nil, st); err != nil {
 		return SinkStatus{}, err
 	}
 	s := all[slices.IndexFunc(all, named(state.Name))]
@@ -86,12 +131,19 @@ func named(name string) func(SinkStatus) bool {
 	return func(s SinkStatus) bool { return s.Name == name }
 }
 
-// knownSinks is SinkStatuses without the queues: the configured sinks and the recorded
-// states, merged by name and sorted.
-func knownSinks(ctx context.Context, cfg configs.Config, st store.Store) ([]SinkStatus, error) {
+// knownSinks is SinkStatuses without the queue depths: the configured sinks, the registered
+// ones, the recorded states and the names of the queues the store holds (when it lists them,
+// store.SinkQueues), merged by name and sorted.
+func knownSinks(ctx context.Context, cfg configs.Config, registered []sinks.Spec, st store.Store) ([]SinkStatus, error) {
 	states, err := st.SinkStates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read sink states: %w", err)
+	}
+	var queues map[string]int64
+	if sq, ok := st.(store.SinkQueues); ok {
+		if queues, err = sq.SinkQueues(ctx); err != nil {
+			return nil, fmt.Errorf("list sink queues: %w", err)
+		}
 	}
 	var all []SinkStatus
 	at := map[string]int{}
@@ -105,7 +157,15 @@ func knownSinks(ctx context.Context, cfg configs.Config, st store.Store) ([]Sink
 		return &all[i]
 	}
 	for _, s := range cfg.Sinks {
-		status(s.Name).Configured = true
+		r := status(s.Name)
+		r.Configured, r.Kind = true, s.Kind
+	}
+	for _, s := range registered {
+		r := status(s.Name)
+		r.Registered, r.Kind = true, s.Kind
+	}
+	for name := range queues {
+		status(name)
 	}
 	for _, s := range states {
 		r := status(s.Name)

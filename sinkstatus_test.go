@@ -34,7 +34,9 @@ func TestSinkStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ds []store.SinkDelivery
-	for i, sink := range []string{"hook", "hook", "old"} {
+	// "handler" is the queue of an event handler (or of a sink renamed since): neither
+	// configured nor with a state, it used to be left out.
+	for i, sink := range []string{"hook", "hook", "old", "handler"} {
 		ev := api.Event{ID: fmt.Sprintf("ev-%d", i), Type: api.EventSubtitlesReady, CreatedAt: api.Time{Time: gone},
 			JobID: "job-1", Kind: api.KindPreRecorded, Data: json.RawMessage(`{}`)}
 		ds = append(ds, store.SinkDelivery{Sink: sink, EventID: ev.ID, Event: ev, OrderKey: "job-1", NextAttempt: gone, CreatedAt: gone})
@@ -46,6 +48,7 @@ func TestSinkStatuses(t *testing.T) {
 	got, err := scribehook.SinkStatuses(ctx, cfg, st)
 	want := []scribehook.SinkStatus{
 		{Name: "files", Configured: true},
+		{Name: "handler", Queued: 1},
 		{Name: "hook", Configured: true, Queued: 2},
 		{Name: "old", Disabled: true, Reason: "answered 410 Gone", Since: gone, Queued: 1},
 	}
@@ -55,8 +58,8 @@ func TestSinkStatuses(t *testing.T) {
 
 	_, err = scribehook.SetSinkState(ctx, cfg, st, store.SinkState{Name: "nope"})
 	var unknown *scribehook.UnknownSinkError
-	if !errors.As(err, &unknown) || unknown.Name != "nope" || !slices.Equal(unknown.Known, []string{"files", "hook", "old"}) ||
-		err.Error() != `no sink "nope" in the configuration (sinks: files, hook, old)` {
+	if !errors.As(err, &unknown) || unknown.Name != "nope" || !slices.Equal(unknown.Known, []string{"files", "handler", "hook", "old"}) ||
+		err.Error() != `no sink "nope" in the configuration (sinks: files, handler, hook, old)` {
 		t.Errorf("SetSinkState of an unknown sink: %v", err)
 	}
 	if sts, err := st.SinkStates(ctx); err != nil || len(sts) != 1 {

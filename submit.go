@@ -41,7 +41,10 @@ type Submitter struct {
 // API key.
 func (k *Kit) Submitter() (*Submitter, error) {
 	if k.service == nil {
-		return nil, fmt.Errorf("no service client: set %s to the service API key", k.cfg.Service.APIKeyEnv)
+		if k.names.given {
+			return nil, fmt.Errorf("no service client: %s is not set", k.names.apiKey())
+		}
+		return nil, fmt.Errorf("no service client: set %s to the service API key", k.names.apiKey())
 	}
 	return &Submitter{Store: k.store, Service: k.service, PublicURL: k.cfg.PublicURL}, nil
 }
@@ -64,16 +67,19 @@ func (s *Submitter) callbackURL(token string) string {
 	return configs.Config{PublicURL: s.PublicURL}.CallbackURL(token)
 }
 
-// Submit creates a pre-recorded job whose callback (sent with method, POST or PUT; "" is POST)
-// comes back to the kit, and returns its id. The request's own callback settings are replaced;
-// its other fields go to the service as they are. A token that serves no job (the service
-// refused it) is revoked.
-func (s *Submitter) Submit(ctx context.Context, req api.PreRecordedRequest, method string) (string, error) {
-	if method == "" {
-		method = http.MethodPost
+// Submit creates a pre-recorded job whose callback comes back to the kit, and returns the
+// service's answer (the job's id and result URL), as StartLive returns the session's. The
+// callback is sent with req.CallbackConfig.Method, POST or PUT (POST when empty); the
+// request's callback URLs are replaced, and its other fields go to the service as they are. A
+// token that serves no job (the service refused it) is revoked. When the job was created but
+// recording it locally failed, the answer comes with the error: the job exists.
+func (s *Submitter) Submit(ctx context.Context, req api.PreRecordedRequest) (api.CreateJobResponse, error) {
+	method := http.MethodPost
+	if req.CallbackConfig != nil && req.CallbackConfig.Method != "" {
+		method = req.CallbackConfig.Method
 	}
 	if method != http.MethodPost && method != http.MethodPut {
-		return "", fmt.Errorf("callback method %q: use POST or PUT", method)
+		return api.CreateJobResponse{}, fmt.Errorf("callback_config.method %q: use POST or PUT", method)
 	}
 	if req.CallbackURL != "" {
 		s.warnf("callback_url of the request is dropped: the callback goes to scribehook")
@@ -84,7 +90,7 @@ func (s *Submitter) Submit(ctx context.Context, req api.PreRecordedRequest, meth
 	}
 	token, hash, err := s.mint(ctx, api.KindPreRecorded)
 	if err != nil {
-		return "", err
+		return api.CreateJobResponse{}, err
 	}
 	req.Callback = api.Bool(true)
 	req.CallbackConfig = &api.CallbackConfig{URL: s.callbackURL(token), Method: method}
@@ -92,17 +98,17 @@ func (s *Submitter) Submit(ctx context.Context, req api.PreRecordedRequest, meth
 	if err != nil {
 		// The token serves no job: revoke it so that it never authenticates anything.
 		_ = s.Store.RevokeToken(context.WithoutCancel(ctx), hash)
-		return "", err
+		return api.CreateJobResponse{}, err
 	}
 	if err := s.bind(ctx, hash, created.ID); err != nil {
-		return created.ID, err
+		return created, err
 	}
 	params := req
 	params.CustomMetadata = nil // the service keeps it at the top of the record
 	if err := s.record(ctx, created.ID, api.KindPreRecorded, api.NewTime(s.now()), params, req.CustomMetadata); err != nil {
-		return created.ID, err
+		return created, err
 	}
-	return created.ID, nil
+	return created, nil
 }
 
 // StartLive creates a live session whose callbacks (the categories of

@@ -234,6 +234,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.mu.Unlock()
 		return errors.New("handlers: pipeline already running")
 	}
+	select {
+	case <-p.done:
+		// Close came first and left the router alone (see Close): it must not run now.
+		p.mu.Unlock()
+		return errors.New("handlers: run after close")
+	default:
+	}
 	p.started = true
 	p.mu.Unlock()
 	p.runCtx.Store(&ctx)
@@ -309,7 +316,8 @@ func (p *Pipeline) BrokerUp() bool {
 }
 
 // Close stops queueing, lets the handlers finish their current rows, and closes the bus. Rows
-// still pending stay in the inbox for the next start.
+// still pending stay in the inbox for the next start. A pipeline never run closes at once, and
+// Run does nothing after it.
 func (p *Pipeline) Close() error {
 	p.mu.Lock()
 	select {
@@ -317,6 +325,7 @@ func (p *Pipeline) Close() error {
 	default:
 		close(p.done)
 	}
+	ran := p.started
 	p.mu.Unlock()
 	var busErr error
 	if p.bus != nil {
@@ -325,7 +334,13 @@ func (p *Pipeline) Close() error {
 	for _, part := range p.parts {
 		part.close()
 	}
-	err := p.router.Close()
+	var err error
+	if ran {
+		// Watermill's Close waits for every handler added to the router to stop, and a handler
+		// only stops once it ran: on a router never run, it would wait for its whole close
+		// timeout and leave its waiting goroutines behind.
+		err = p.router.Close()
+	}
 	p.wg.Wait()
 	_ = p.inbox.Close()
 	_ = p.events.Close()

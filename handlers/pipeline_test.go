@@ -527,3 +527,23 @@ func TestNewOnATakenRegistry(t *testing.T) {
 		t.Errorf("the pipeline counted %v rows, want 1", got)
 	}
 }
+
+// A pipeline closed without Run (a program that built the kit and returned early) closes at
+// once and without an error; it used to wait for Watermill's 10 s close timeout and fail
+// "router close timeout". Run after it does nothing.
+func TestCloseWithoutRun(t *testing.T) {
+	p, err := handlers.New(handlers.Config{Store: teststore.SQLite(t), Logger: logx.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := p.Close(); err != nil {
+		t.Errorf("close without run: %v", err)
+	}
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("close without run took %s", took)
+	}
+	if err := p.Run(context.Background()); err == nil {
+		t.Error("run after close: no error")
+	}
+}

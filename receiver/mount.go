@@ -34,6 +34,9 @@ type MountOptions struct {
 // POST|PUT /v1/callbacks/:token, and the others opts asks for. The callback URLs the service
 // is given must then carry the prefix: Config.PublicURL is where the receiver is reached,
 // prefix included ("https://example.com/hooks"), which the read API's paging links start from.
+// When rt's prefix is known (a group, an app mounted already) and PublicURL's path does not
+// end with it, Mount logs a warning naming both and Check reports a *PrefixError: the
+// service's callbacks would miss the routes.
 //
 // Every route carries its own guarantees, since a parent app's settings do not come from the
 // receiver (Fiber's Mount keeps only routes): the callback token is checked before the body is
@@ -43,7 +46,7 @@ type MountOptions struct {
 // hold a token (the route that matched tells a callback, not the path); a streamed body gets
 // 60 s to arrive, a commit 15 s (then 503 and Retry-After), an event stream 30 s per event.
 //
-// What the parent app must set, and why:
+// What the parent app must set, and why (FiberConfig sets it all):
 //
 //   - StreamRequestBody: true, for the token to be checked before the body is received (all
 //     but the first 8 KiB, which fasthttp waits for before any handler runs). Without it
@@ -55,7 +58,8 @@ type MountOptions struct {
 //     streaming, a body over the parent's BodyLimit (Fiber's default is 4 MiB) is refused by
 //     the parent itself, with its own 413, before the receiver sees it, and a finished job's
 //     result can be larger than 4 MiB. With StreamRequestBody the parent's BodyLimit only bounds
-//     what fasthttp reads ahead, and the receiver's limit applies.
+//     what fasthttp reads ahead, and the receiver's limit applies. Streaming lifts BodyLimit
+//     from the parent's own routes as well: bound their bodies with LimitBody.
 //
 //   - DisablePreParseMultipartForm: true: otherwise fasthttp parses a multipart body, spilling
 //     its files to disk, before any handler runs, streamed or not.
@@ -80,6 +84,7 @@ type MountOptions struct {
 // without quoting the request in fasthttp's own error answers); run Serve on a port of its own
 // for those.
 func (r *Receiver) Mount(rt fiber.Router, opts MountOptions) {
+	r.checkPrefix(rt)
 	r.register(rt, opts)
 }
 

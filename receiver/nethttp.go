@@ -356,3 +356,26 @@ func ignoreUnsupported(err error) error {
 type fasthttpLogger struct{ log *logrus.Entry }
 
 func (l fasthttpLogger) Printf(format string, args ...any) { l.log.Debugf(format, args...) }
+
+// LogPathHTTP is LogPath for a program's own net/http server (the receiver under Handler): the
+// request's path fit for its access log, cut after "callbacks" (…/v1/callbacks/…), so that a
+// callback token never reaches the log, whatever the spelling or the escaping (a path no
+// route took may hold one too). Log it instead of r.URL or r.RequestURI, which hold the
+// token; it works before or after http.StripPrefix, on any request of the server.
+func (r *Receiver) LogPathHTTP(req *http.Request) string {
+	p := req.URL.Path
+	if esc := req.URL.EscapedPath(); esc != p {
+		// Escaped letters ("%63allbacks", or escaped twice) are decoded until the word shows.
+		for range 3 {
+			if red := redactPath(esc); red != esc {
+				return red
+			}
+			un, err := url.PathUnescape(esc)
+			if err != nil || un == esc {
+				break
+			}
+			esc = un
+		}
+	}
+	return redactPath(p)
+}

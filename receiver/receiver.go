@@ -171,6 +171,9 @@ type Receiver struct {
 	// authLimit counts failed authentications per client address; nil when off.
 	authLimit *authLimiter
 
+	// mounts is what Mount found wrong, for Check.
+	mounts mountChecks
+
 	// perAddr counts connections per client address for Serve; nil when unbounded.
 	perAddr *addrCounter
 	// conns are Serve's connections, for Shutdown (stopServer).

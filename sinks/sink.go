@@ -126,7 +126,22 @@ type Filter struct {
 	CustomMetadata json.RawMessage
 }
 
-// Validate reports a filter that can never work.
+// eventTypeRule is what Validate says of an event pattern that matches no type.
+const eventTypeRule = "job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard"
+
+// EventTypes lists every event type a sink can be sent: the job events, subtitles.ready, and
+// live.<type> for each live message type (the sixteen documented ones and the top-level
+// error). A Filter's Events must each match at least one of them.
+func EventTypes() []string {
+	out := []string{api.EventJobCreated, api.EventJobSucceeded, api.EventJobFailed, api.EventSubtitlesReady}
+	for _, t := range api.MessageTypes {
+		out = append(out, api.LiveEvent(t))
+	}
+	return append(out, api.LiveEvent(api.MessageError))
+}
+
+// Validate reports a filter that can never work: an unknown category or kind, an event pattern
+// that matches no event type (EventTypes), custom_metadata that is not a JSON object.
 func (f Filter) Validate() error {
 	for _, c := range f.Categories {
 		if !c.Valid() {
@@ -138,9 +153,14 @@ func (f Filter) Validate() error {
 			return fmt.Errorf("kinds: %q is not pre-recorded or live", k)
 		}
 	}
-	for _, e := range f.Events {
+	for i, e := range f.Events {
 		if e == "" {
 			return errors.New("events: an empty pattern matches nothing")
+		}
+		// A misspelt type ("job.succeded") would be taken and match nothing, ever: the sink or
+		// handler would wait for events that never come.
+		if !slices.ContainsFunc(EventTypes(), func(t string) bool { return globMatch(e, t) }) {
+			return fmt.Errorf("events[%d]: %q is not an event type nor a glob matching one (%s)", i, e, eventTypeRule)
 		}
 	}
 	if len(f.CustomMetadata) > 0 {

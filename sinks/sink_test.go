@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,6 +128,11 @@ func TestFilterValidate(t *testing.T) {
 		{Filter{Categories: []api.MessageCategory{"finals"}}, `categories: "finals" is not one of the nine`},
 		{Filter{Kinds: []api.JobKind{"batch"}}, `kinds: "batch" is not pre-recorded or live`},
 		{Filter{Events: []string{"job.*", ""}}, "events: an empty pattern matches nothing"},
+		// A misspelt type used to be taken, and the sink or handler never got an event.
+		{Filter{Events: []string{"job.succeded"}}, `events[0]: "job.succeded" is not an event type nor a glob matching one (` + eventTypeRuleText + `)`},
+		{Filter{Events: []string{"job.*", "live.transcripts"}}, `events[1]: "live.transcripts" is not an event type nor a glob matching one (` + eventTypeRuleText + `)`},
+		{Filter{Events: []string{"jobs.*"}}, `events[0]: "jobs.*" is not an event type nor a glob matching one (` + eventTypeRuleText + `)`},
+		{Filter{Events: []string{"job.failed", "subtitles.ready", "job.created", "live.error", "live.post_*", "*.ready", "job.*ed"}}, ""},
 	}
 	for _, tt := range tests {
 		err := tt.filter.Validate()
@@ -181,5 +187,22 @@ func TestFailure(t *testing.T) {
 	}
 	if f := AsFailure(base); f.Err != base || f.Permanent || f.Disable || f.RetryAfter != 0 {
 		t.Errorf("AsFailure(plain) = %+v, want a plain retryable failure", f)
+	}
+}
+
+// eventTypeRuleText is the rule Validate states for an unknown event type.
+const eventTypeRuleText = "job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard"
+
+// Every type EventTypes lists is a type the sinks can be sent, and one Validate takes.
+func TestEventTypes(t *testing.T) {
+	types := EventTypes()
+	for _, want := range []string{api.EventJobCreated, api.EventJobSucceeded, api.EventJobFailed, api.EventSubtitlesReady,
+		api.LiveEvent(api.MessageTranscript), api.LiveEvent(api.MessageError)} {
+		if !slices.Contains(types, want) {
+			t.Errorf("EventTypes() lacks %s", want)
+		}
+	}
+	if err := (Filter{Events: types}).Validate(); err != nil {
+		t.Error(err)
 	}
 }

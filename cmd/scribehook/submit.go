@@ -111,7 +111,16 @@ replaced.`,
 func submitJob(ctx context.Context, cfg configs.Config, st store.Store, client *submitter.Client,
 	req *api.PreRecordedRequest, method string, warn func(string, ...any)) (string, error) {
 	s := &scribehook.Submitter{Store: st, Service: client, PublicURL: cfg.PublicURL, Warnf: warn}
-	return s.Submit(ctx, *req, method)
+	r := *req
+	if r.CallbackConfig == nil {
+		r.CallbackConfig = &api.CallbackConfig{}
+	} else {
+		cc := *r.CallbackConfig // the caller's request is left as it was
+		r.CallbackConfig = &cc
+	}
+	r.CallbackConfig.Method = method
+	created, err := s.Submit(ctx, r)
+	return created.ID, err
 }
 
 // waitForJob reads the local store (every scribehook.DefaultWaitEvery) until the job is done or failed, with

@@ -172,7 +172,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		// fasthttp's context is not cancelled when the client leaves: bound the call instead.
 		sctx, cancel := context.WithTimeout(c.UserContext(), 30*time.Second)
 		defer cancel()
-		id, err := sub.Submit(sctx, api.PreRecordedRequest{AudioURL: audioURL}, "")
+		created, err := sub.Submit(sctx, api.PreRecordedRequest{AudioURL: audioURL})
+		id := created.ID
 		if err != nil {
 			// A job may exist even though recording it failed; its id is worth returning.
 			return c.Status(fiber.StatusBadGateway).JSON(fiber.Map{"id": id, "error": err.Error()})

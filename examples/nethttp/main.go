@@ -157,7 +157,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		}
 		sctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 		defer cancel()
-		id, err := sub.Submit(sctx, api.PreRecordedRequest{AudioURL: audioURL}, "")
+		created, err := sub.Submit(sctx, api.PreRecordedRequest{AudioURL: audioURL})
+		id := created.ID
 		if err != nil {
 			// A job may exist even though recording it failed; its id is worth returning.
 			writeJSON(w, http.StatusBadGateway, map[string]string{"id": id, "error": err.Error()})

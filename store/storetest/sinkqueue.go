@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -488,6 +489,33 @@ func testSinkCompleteMany(t *testing.T, s store.Store) {
 	}
 	if next, err := s.CompleteAndClaimSinkDeliveries(t.Context(), nil, "both", false, base, sinkLease, 1); err != nil || len(next) != 0 {
 		t.Errorf("CompleteAndClaimSinkDeliveries(nothing due) = %v, %v; want none", EventIDs(next), err)
+	}
+}
+
+// testSinkQueues: a store that lists its sink queues (store.SinkQueues) counts each sink's
+// queued deliveries, not the delivered nor the dead ones, and leaves out a sink with none.
+func testSinkQueues(t *testing.T, s store.Store) {
+	sq, ok := s.(store.SinkQueues)
+	if !ok {
+		t.Skip("the store does not list its sink queues")
+	}
+	enqueue(t, s, queued("hook", "h1", "job-1", 0), queued("hook", "h2", "job-2", 0), queued("hook", "h3", "job-3", 0),
+		queued("files", "f1", "job-1", 0), queued("gone", "g1", "job-1", 0))
+	ids := map[string]int64{}
+	for _, sink := range []string{"hook", "gone"} {
+		for _, d := range claim(t, s, sink, false, base, 0) {
+			ids[d.EventID] = d.ID
+		}
+	}
+	if err := s.CompleteSinkDelivery(t.Context(), ids["h1"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.KillSinkDelivery(t.Context(), ids["g1"], "410 Gone", base); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sq.SinkQueues(t.Context())
+	if want := map[string]int64{"hook": 2, "files": 1}; err != nil || !maps.Equal(got, want) {
+		t.Errorf("SinkQueues = %v, %v; want %v", got, err, want)
 	}
 }
 

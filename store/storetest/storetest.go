@@ -80,6 +80,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"SinkRetry", testSinkRetry},
 		{"SinkComplete", testSinkComplete},
 		{"SinkDeadLetters", testSinkDeadLetters},
+		{"SinkQueues", testSinkQueues},
 		{"SinkReplay", testSinkReplay},
 		{"SinkClaimConcurrent", testSinkClaimConcurrent},
 		{"ReleaseSinkLeases", func(t *testing.T, s store.Store) { testReleaseSinkLeases(t, s, f.ReleasesLeases) }},

@@ -203,13 +203,14 @@ func (e *env) seedHostile(ctx context.Context) error {
 // submit creates a pre-recorded job whose callback comes back to serve, as `scribehook submit`
 // does.
 func (e *env) submit(ctx context.Context, audioURL string, metadata json.RawMessage) (string, error) {
-	return e.submitter.Submit(ctx, api.PreRecordedRequest{
+	created, err := e.submitter.Submit(ctx, api.PreRecordedRequest{
 		AudioURL:  audioURL,
 		Subtitles: api.Bool(true), SubtitlesConfig: &api.SubtitlesConfig{Formats: []string{"srt", "vtt"}},
 		Diarization: api.Bool(true), Sentences: api.Bool(true), Summarization: api.Bool(true),
 		SentimentAnalysis: api.Bool(true), // the sandbox has no model for it: a failed add-on
 		CustomMetadata:    metadata,
-	}, http.MethodPost)
+	})
+	return created.ID, err
 }
 
 func (e *env) waitDone(ctx context.Context, id string) error {

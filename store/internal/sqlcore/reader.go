@@ -30,6 +30,7 @@ const (
 	readLive
 	readArtifacts
 	readSinkDepth
+	readSinkQueues
 	readToken
 	readSinkStatus
 	readSessionRevoked
@@ -57,6 +58,7 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 		WHERE l.session_id = ? AND l.seq > ? ORDER BY l.seq LIMIT ?`,
 		readArtifacts:  `SELECT ` + ArtifactColumns + ` FROM artifacts WHERE job_id = ? ORDER BY name`,
 		readSinkDepth:  `SELECT count(*) FROM sink_deliveries WHERE sink = ? AND status = 'queued'`,
+		readSinkQueues: `SELECT sink, count(*) FROM sink_deliveries WHERE status = 'queued' GROUP BY sink ORDER BY sink`,
 		readToken:      `SELECT ` + TokenColumns + ` FROM tokens WHERE hash = ?`,
 		readSinkStatus: `SELECT status FROM sink_deliveries WHERE id = ?`,
 		readSessionRevoked: `SELECT EXISTS (SELECT 1 FROM session_revocations WHERE id_hash = ?)
@@ -190,6 +192,28 @@ func (r *Reader) SinkDepth(ctx context.Context, sink string) (int64, error) {
 		return 0, fmt.Errorf("sink depth of %s: %w", sink, err)
 	}
 	return n, nil
+}
+
+// SinkQueues counts the queued deliveries of every sink that has some, by sink name.
+func (r *Reader) SinkQueues(ctx context.Context) (map[string]int64, error) {
+	rows, err := r.db.QueryContext(ctx, r.q[readSinkQueues])
+	if err != nil {
+		return nil, fmt.Errorf("sink queues: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, fmt.Errorf("sink queues: %w", err)
+		}
+		out[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sink queues: %w", err)
+	}
+	return out, nil
 }
 
 // LookupToken finds a token by hash, revoked or not; store.ErrNotFound when unknown.
