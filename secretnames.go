@@ -32,7 +32,7 @@ func (n secretNames) readToken() string {
 	return n.cfg.ReadTokenEnv
 }
 
-// checkStrength is configs.CheckStrength, or for secrets the program gave, the same checks of
+// checkStrength is configs.Config.CheckStrength, or for secrets the program gave, the same checks of
 // every route and sink secret it gave, named by their fields.
 func (n secretNames) checkStrength(s configs.Secrets) error {
 	if !n.given {
