@@ -1,6 +1,9 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Event types scribehook publishes to its handlers and sinks (docs/design.md, "Events that
 // sinks receive"). Live messages become "live.<message type>".
@@ -10,6 +13,53 @@ const (
 	EventJobFailed      = "job.failed"
 	EventSubtitlesReady = "subtitles.ready"
 )
+
+// EventTypes lists every event type a handler or sink can be sent: the job events,
+// subtitles.ready, and live.<type> for each live message type (the sixteen documented ones and
+// the top-level error). A filter's event patterns must each match at least one of them.
+func EventTypes() []string {
+	out := []string{EventJobCreated, EventJobSucceeded, EventJobFailed, EventSubtitlesReady}
+	for _, t := range MessageTypes {
+		out = append(out, LiveEvent(t))
+	}
+	return append(out, LiveEvent(MessageError))
+}
+
+// EventTypeRule says which patterns KnownEventPattern takes, for the messages that refuse one.
+const EventTypeRule = "job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard"
+
+// KnownEventPattern reports whether pattern matches at least one of EventTypes: a misspelt type
+// ("job.succeded") matches none, and a filter holding it would wait for events that never come.
+func KnownEventPattern(pattern string) bool {
+	return slices.ContainsFunc(EventTypes(), func(t string) bool { return MatchEventType(pattern, t) })
+}
+
+// MatchEventType reports whether the event type typ matches pattern, in which * stands for any
+// run of characters (dots included): "*", "live.*", "job.succeeded".
+func MatchEventType(pattern, typ string) bool {
+	// Iterative matching with one backtrack point: linear for the patterns we see.
+	p, i, star, mark := 0, 0, -1, 0
+	for i < len(typ) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, i
+			p++
+		case p < len(pattern) && pattern[p] == typ[i]:
+			p++
+			i++
+		case star >= 0:
+			p = star + 1
+			mark++
+			i = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
 
 // Event is the one envelope every sink receives. ID is stable across retries and replays of
 // the same delivery, so receivers can deduplicate on it.

@@ -321,7 +321,7 @@ func TestValidationSentences(t *testing.T) {
 				c.Sinks = []Sink{
 					{Name: "files", Kind: "file", Dir: "./out", Events: []string{"*"}, Timeout: time.Second},
 					{Name: "files", Kind: "email", Events: nil, Timeout: 0, Concurrency: -1},
-					{Name: "hook", Kind: "webhook", URL: "not a url", Events: []string{"", "live.[x"}, Categories: []string{"final_transcripts", "finals"}, Kinds: []string{"live", "recorded"}, Allow: []string{"10.0.0.0/8", "http://x"}, Timeout: time.Second},
+					{Name: "hook", Kind: "webhook", URL: "not a url", Events: []string{"", "live.[x", "job.succeded", "jobs.*"}, Categories: []string{"final_transcripts", "finals"}, Kinds: []string{"live", "recorded"}, Allow: []string{"10.0.0.0/8", "http://x"}, Timeout: time.Second},
 					{Name: "", Kind: "nats", Events: []string{"*"}, Timeout: time.Second},
 				}
 				c.Receiver = ReceiverConfig{BodyLimit: 0, Partitions: 1000, TokenTTL: time.Minute, MaxConnsPerIP: -5,
@@ -352,6 +352,8 @@ func TestValidationSentences(t *testing.T) {
 				`sinks[2].url must be an absolute http or https URL (got "not a url")`,
 				`sinks[2].events[0] must not be empty`,
 				`sinks[2].events[1] may use only * as a wildcard (got "live.[x")`,
+				`sinks[2].events[2] must be an event type or a glob matching one: job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard (got "job.succeded"; did you mean "job.succeeded"?)`,
+				`sinks[2].events[3] must be an event type or a glob matching one: job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard (got "jobs.*")`,
 				`sinks[2].categories[1] must be one of partial_transcripts, final_transcripts, speech_events, pre_processing_events, realtime_processing_events, post_processing_events, acknowledgments, errors, lifecycle_events (got "finals")`,
 				`sinks[2].kinds[1] must be pre-recorded or live (got "recorded")`,
 				`sinks[2].allow[1] must be a host name, an IP address or a CIDR range (got "http://x")`,
@@ -596,5 +598,15 @@ func TestDebugListen(t *testing.T) {
 	cfg, err := Load("", []string{"SCRIBEHOOK_DEBUG_LISTEN=127.0.0.1:6061"})
 	if err != nil || cfg.Debug.Listen != "127.0.0.1:6061" {
 		t.Fatalf("debug from the environment = %+v, %v", cfg.Debug, err)
+	}
+}
+
+// A sink of the file whose events hold a misspelt type is refused by Load, naming the entry,
+// rather than only when a kit is built from it.
+func TestLoadRefusesUnknownEventTypes(t *testing.T) {
+	_, err := Load(writeFile(t, "sinks:\n  - {name: hook, kind: log, events: [\"live.*\", \"job.succeded\"]}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), `sinks[0].events[1] must be an event type or a glob matching one`) ||
+		!strings.Contains(err.Error(), `did you mean "job.succeeded"?`) {
+		t.Fatalf("err = %v", err)
 	}
 }

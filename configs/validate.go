@@ -265,6 +265,10 @@ func (v *validator) sink(i int, s Sink, names map[string]int) {
 		} else if strings.ContainsAny(g, `[]?\`) {
 			// The sinks match * only; other glob syntax would be taken literally.
 			v.add(key, "may use only * as a wildcard (got %q)", g)
+		} else if !api.KnownEventPattern(g) {
+			// A misspelt type would match nothing, ever: the sink would wait for events that
+			// never come.
+			v.add(key, "must be an event type or a glob matching one: %s (got %q%s)", api.EventTypeRule, g, suggestEventType(g))
 		}
 	}
 	for j, c := range s.Categories {
@@ -319,6 +323,21 @@ func (v *validator) sinkKind(p string, s Sink) {
 	for _, pr := range k.Validate(s.entry()) {
 		v.add(p+"."+pr.Key, "%s", pr.Rule)
 	}
+}
+
+// suggestEventType proposes the event type closest to a pattern that matches none, when one is
+// a typo away.
+func suggestEventType(pattern string) string {
+	best, bestDist := "", 3
+	for _, t := range api.EventTypes() {
+		if d := levenshtein(strings.ToLower(pattern), t); d < bestDist {
+			best, bestDist = t, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
 }
 
 func categoryList() string {

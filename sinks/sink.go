@@ -126,19 +126,10 @@ type Filter struct {
 	CustomMetadata json.RawMessage
 }
 
-// eventTypeRule is what Validate says of an event pattern that matches no type.
-const eventTypeRule = "job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard"
-
 // EventTypes lists every event type a sink can be sent: the job events, subtitles.ready, and
 // live.<type> for each live message type (the sixteen documented ones and the top-level
 // error). A Filter's Events must each match at least one of them.
-func EventTypes() []string {
-	out := []string{api.EventJobCreated, api.EventJobSucceeded, api.EventJobFailed, api.EventSubtitlesReady}
-	for _, t := range api.MessageTypes {
-		out = append(out, api.LiveEvent(t))
-	}
-	return append(out, api.LiveEvent(api.MessageError))
-}
+func EventTypes() []string { return api.EventTypes() }
 
 // Validate reports a filter that can never work: an unknown category or kind, an event pattern
 // that matches no event type (EventTypes), custom_metadata that is not a JSON object.
@@ -159,8 +150,8 @@ func (f Filter) Validate() error {
 		}
 		// A misspelt type ("job.succeded") would be taken and match nothing, ever: the sink or
 		// handler would wait for events that never come.
-		if !slices.ContainsFunc(EventTypes(), func(t string) bool { return globMatch(e, t) }) {
-			return fmt.Errorf("events[%d]: %q is not an event type nor a glob matching one (%s)", i, e, eventTypeRule)
+		if !api.KnownEventPattern(e) {
+			return fmt.Errorf("events[%d]: %q is not an event type nor a glob matching one (%s)", i, e, api.EventTypeRule)
 		}
 	}
 	if len(f.CustomMetadata) > 0 {
@@ -174,7 +165,7 @@ func (f Filter) Validate() error {
 
 // Match reports whether ev passes the filter.
 func (f Filter) Match(ev *api.Event) bool {
-	if len(f.Events) > 0 && !slices.ContainsFunc(f.Events, func(pattern string) bool { return globMatch(pattern, ev.Type) }) {
+	if len(f.Events) > 0 && !slices.ContainsFunc(f.Events, func(pattern string) bool { return api.MatchEventType(pattern, ev.Type) }) {
 		return false
 	}
 	// An event without a category (not a live message) is not narrowed by Categories.
@@ -191,32 +182,6 @@ func (f Filter) Match(ev *api.Event) bool {
 		}
 	}
 	return true
-}
-
-// globMatch matches a pattern where * stands for any run of characters (dots included).
-func globMatch(pattern, s string) bool {
-	// Iterative matching with one backtrack point: linear for the patterns we see.
-	p, i, star, mark := 0, 0, -1, 0
-	for i < len(s) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, i
-			p++
-		case p < len(pattern) && pattern[p] == s[i]:
-			p++
-			i++
-		case star >= 0:
-			p = star + 1
-			mark++
-			i = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
 }
 
 // Delivery is one event queued for one sink.
