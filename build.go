@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,11 +18,26 @@ import (
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	// The embedded default store: linked by every program of the kit, as configs.Default
-	// names it. PostgreSQL is opt-in (store/postgres).
+	// and ServeDefaults name it. PostgreSQL is opt-in (store/postgres).
 	_ "github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
 	"github.com/scribehook/scribehook/subtitles"
 )
+
+// validateConfig is cfg.Validate, without its rule of store.dsn when the program gives the
+// store itself (WithStore): the kit then opens none.
+func validateConfig(cfg configs.Config, ownStore bool) error {
+	err := cfg.Validate()
+	var ve *configs.ValidationError
+	if !ownStore || !errors.As(err, &ve) {
+		return err
+	}
+	rest := slices.DeleteFunc(slices.Clone(ve.Problems), func(p configs.Problem) bool { return p.Key == "store.dsn" })
+	if len(rest) == 0 {
+		return nil
+	}
+	return &configs.ValidationError{Problems: rest}
+}
 
 // OpenStore opens the store cfg names (store.driver, store.dsn) through the driver registered
 // under store.driver (store.Register). The root package links the sqlite driver; a program

@@ -154,12 +154,14 @@ func (s *shelf) Deliver(ctx context.Context, ev api.Event) error {
 func (s *shelf) Close() error { return nil }
 
 // Add a sink of your own: here one that takes the subtitle files the kit renders for each
-// finished job (configs' subtitles.formats, srt and vtt by default).
+// finished job, in the formats of subtitles.formats.
 func ExampleWithSink() {
 	ctx := context.Background()
 	service := startSandbox("Subtitles are rendered", "from the words of the result")
 	defer service.Close()
 	cfg, ln := service.kitConfig()
+	cfg.Subtitles.Dir = service.artifacts() // where the files are written; none by default
+	cfg.Subtitles.Formats = []string{"srt", "vtt"}
 
 	sink := &shelf{files: make(chan []sinks.SubtitleFile, 1)}
 	kit, err := scribehook.New(ctx, cfg, scribehook.WithLogger(quietLogger()),

@@ -51,9 +51,9 @@ func startSandbox(sentences ...string) *sandboxWorld {
 
 // kitConfig is the kit's configuration for this sandbox, listening on the returned listener
 // (a free loopback port): public_url is where the kit listens, since the service calls it
-// back there (in production, a tunnel or load balancer in front of it); the database and the
-// subtitles are in a temporary directory; and there is no file sink, which would write under
-// ./out, so that the example's own handler or sink is the only consumer.
+// back there (in production, a tunnel or load balancer in front of it), and the database is
+// in a temporary directory. configs.Default has no sink and renders no subtitles, so that the
+// example's own handler or sink is the only consumer.
 func (w *sandboxWorld) kitConfig() (configs.Config, net.Listener) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -64,10 +64,11 @@ func (w *sandboxWorld) kitConfig() (configs.Config, net.Listener) {
 	cfg.PublicURL = "http://" + ln.Addr().String()
 	cfg.Service.BaseURL = w.URL
 	cfg.Store.DSN = filepath.Join(w.dir, "scribehook.db")
-	cfg.Subtitles.Dir = filepath.Join(w.dir, "artifacts")
-	cfg.Sinks = nil
 	return cfg, ln
 }
+
+// artifacts is a directory for the subtitles the kit renders, removed by Close.
+func (w *sandboxWorld) artifacts() string { return filepath.Join(w.dir, "artifacts") }
 
 // Close stops the file server and the sandbox, cutting its connections (to the kit among
 // them) rather than waiting for idle ones, and removes the kit's data.

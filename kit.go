@@ -71,7 +71,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := validateConfig(cfg, o.store != nil); err != nil {
 		return nil, err
 	}
 	secrets := o.secrets

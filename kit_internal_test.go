@@ -57,7 +57,7 @@ func kitConfig(dir string, ln net.Listener, serviceURL string) configs.Config {
 	cfg.Service.BaseURL = serviceURL
 	cfg.Store.DSN = filepath.Join(dir, "scribehook.db")
 	cfg.Subtitles.Dir = filepath.Join(dir, "artifacts")
-	cfg.Sinks = nil
+	cfg.Subtitles.Formats = []string{"srt", "vtt"}
 	return cfg
 }
 
@@ -312,7 +312,7 @@ func runChild(spec string) int {
 	}
 	cfg := configs.Default()
 	cfg.Listen, cfg.PublicURL, cfg.Service.BaseURL = parts[1], "http://"+parts[1], parts[2]
-	cfg.Store.DSN, cfg.Sinks, cfg.Subtitles.Formats = parts[0], nil, nil
+	cfg.Store.DSN = parts[0]
 	k, err := New(context.Background(), cfg, WithLogger(logx.Discard()), WithSecrets(configs.Secrets{APIKey: testKey}),
 		WithEventHandler(EventHandler{Name: "billing", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}},
 			Func: func(ctx context.Context, ev api.Event) error {

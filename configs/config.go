@@ -104,8 +104,8 @@ type Route struct {
 type SubtitlesConfig struct {
 	Profile string   `yaml:"profile"` // netflix-adult, netflix-kids or bbc
 	Formats []string `yaml:"formats"` // srt, vtt, ttml, ssa, ass, stl; empty renders none
-	// Dir is where subtitle artifacts are written, as <dir>/<job_id>/<name> (default
-	// ./artifacts).
+	// Dir is where subtitle artifacts are written, as <dir>/<job_id>/<name> (serve's default
+	// ./artifacts; Default's empty: nothing rendered).
 	Dir string `yaml:"dir"`
 }
 
@@ -198,7 +198,9 @@ type DebugConfig struct {
 	AllowRemote bool `yaml:"allow_remote"`
 }
 
-// Defaults of the configuration (docs/design.md, Configuration).
+// Defaults of the configuration (docs/design.md, Configuration). DefaultStoreDSN,
+// DefaultArtifactsDir and DefaultSinkDir are the binary's (ServeDefaults); Default leaves the
+// store's DSN empty and writes no artifacts nor sink files.
 const (
 	DefaultListen        = "127.0.0.1:8787"
 	DefaultPublicURL     = "http://127.0.0.1:8787"
@@ -233,7 +235,12 @@ const (
 	callbackPathOfRoutes     = "/v1/callbacks/"
 )
 
-// Default returns the configuration used when there is no file and no environment.
+// Default returns the configuration of a program that builds a kit: the defaults of every
+// key, with nothing written that the program does not ask for. Its store.dsn is empty (the
+// program names its database, or gives its own store with scribehook.WithStore; Validate
+// refuses it empty otherwise), it has no sink, and it renders no subtitles (set subtitles.dir
+// and subtitles.formats for them). The scribehook binary's defaults, which write
+// ./scribehook.db, ./artifacts and ./out, are ServeDefaults.
 func Default() Config {
 	return Config{
 		Listen:       DefaultListen,
@@ -244,22 +251,34 @@ func Default() Config {
 			APIKeyEnv: DefaultAPIKeyEnv,
 			KeyHeader: DefaultKeyHeader,
 		},
-		Store: StoreConfig{Driver: DefaultStoreDriver, DSN: DefaultStoreDSN, Synchronous: DefaultSynchronous},
+		Store: StoreConfig{Driver: DefaultStoreDriver, Synchronous: DefaultSynchronous},
 		Bus: BusConfig{
 			Driver: DefaultBusDriver, Topic: DefaultBusTopic, Group: DefaultBusGroup,
 			ClaimAfter: DefaultClaimAfter, SweepInterval: DefaultSweepInterval, SweepGrace: DefaultSweepGrace,
 			Queue: DefaultBusQueue, MaxLen: DefaultBusMaxLen,
 		},
-		Subtitles: SubtitlesConfig{Profile: DefaultProfile, Formats: []string{"srt", "vtt"}, Dir: DefaultArtifactsDir},
-		Sinks: []Sink{{
-			Name: "files", Kind: "file", Dir: DefaultSinkDir, Events: []string{"*"}, Timeout: DefaultSinkTimeout,
-		}},
+		Subtitles: SubtitlesConfig{Profile: DefaultProfile},
 		Receiver: ReceiverConfig{
 			BodyLimit: DefaultBodyLimit, Partitions: DefaultPartitions, TokenTTL: DefaultTokenTTL, MaxConnsPerIP: DefaultMaxConnsPerIP,
 			AuthFailureBurst: DefaultAuthFailureBurst, AuthFailureRefill: DefaultAuthFailureRefill,
 		},
 		Retention: DefaultRetention(),
 	}
+}
+
+// ServeDefaults returns the configuration `scribehook serve` and `scribehook demo` run with when
+// there is no file and no environment, which configs/scribehook.example.yaml documents: Default,
+// with the SQLite database ./scribehook.db (DefaultStoreDSN), SRT and WebVTT rendered for every
+// finished job under ./artifacts (DefaultArtifactsDir), and the "files" sink writing every event
+// under ./out (DefaultSinkDir). Load starts from it.
+func ServeDefaults() Config {
+	c := Default()
+	c.Store.DSN = DefaultStoreDSN
+	c.Subtitles = SubtitlesConfig{Profile: DefaultProfile, Formats: []string{"srt", "vtt"}, Dir: DefaultArtifactsDir}
+	c.Sinks = []Sink{{
+		Name: "files", Kind: "file", Dir: DefaultSinkDir, Events: []string{"*"}, Timeout: DefaultSinkTimeout,
+	}}
+	return c
 }
 
 // CallbackURL is the URL the service calls for token: public_url + /v1/callbacks/ + token.

@@ -28,7 +28,7 @@ func TestEmptyFileKeepsDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", body, err)
 		}
-		if !reflect.DeepEqual(cfg, Default()) {
+		if !reflect.DeepEqual(cfg, ServeDefaults()) {
 			t.Fatalf("%q: config = %#v", body, cfg)
 		}
 	}
@@ -170,7 +170,7 @@ func TestExampleFileLoads(t *testing.T) {
 		t.Fatalf("example = %+v", cfg)
 	}
 	// The example documents the defaults: the keys it shares with Default hold the same values.
-	def := Default()
+	def := ServeDefaults()
 	if cfg.Listen != def.Listen || cfg.PublicURL != def.PublicURL || cfg.ReadTokenEnv != def.ReadTokenEnv ||
 		cfg.Service != def.Service || cfg.Store != def.Store || cfg.Bus != def.Bus || cfg.Debug != def.Debug ||
 		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || !reflect.DeepEqual(cfg.Receiver, def.Receiver) || cfg.Retention != def.Retention ||
@@ -335,7 +335,7 @@ func TestValidationSentences(t *testing.T) {
 				`service.api_key_env must be the name of an environment variable, letters, digits and _ (got "MY-KEY")`,
 				`service.key_header must be an HTTP header name (got "x key")`,
 				`store.driver must be sqlite or postgres (got "mysql")`,
-				`store.dsn must not be empty`,
+				`store.dsn must name the database: a SQLite file path or a PostgreSQL URL (configs.Default leaves it empty; a program with a store of its own gives it with scribehook.WithStore)`,
 				`bus.url is required when bus.driver is redisstream`,
 				`routes[0].name must not be empty`,
 				`routes[1].token_env is required: the name of an environment variable`,
@@ -407,7 +407,7 @@ func TestValidationSentences(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Default()
+			cfg := ServeDefaults()
 			tc.breaks(&cfg)
 			err := cfg.Validate()
 			var ve *ValidationError
@@ -425,7 +425,7 @@ func TestValidationSentences(t *testing.T) {
 			}
 		})
 	}
-	if err := Default().Validate(); err != nil {
+	if err := ServeDefaults().Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
 }
@@ -439,7 +439,7 @@ func TestLoadValidates(t *testing.T) {
 }
 
 func TestSecrets(t *testing.T) {
-	cfg := Default()
+	cfg := ServeDefaults()
 	cfg.Routes = []Route{
 		{Name: "account", TokenEnv: "ACCOUNT_TOKEN", SigningSecretEnv: "ACCOUNT_SECRET"},
 		{Name: "partner", TokenEnv: "PARTNER_TOKEN"},
@@ -484,7 +484,7 @@ func TestSecrets(t *testing.T) {
 }
 
 func TestSecretsErrorsNameTheVariable(t *testing.T) {
-	cfg := Default()
+	cfg := ServeDefaults()
 	cfg.Routes = []Route{{Name: "account", TokenEnv: "ACCOUNT_TOKEN", SigningSecretEnv: "ACCOUNT_SECRET"}, {Name: "b", TokenEnv: "B_TOKEN"}}
 	_, err := cfg.Secrets([]string{"B_TOKEN=x", "B_TOKEN_FILE=/etc/b"})
 	want := "route account: environment variable ACCOUNT_TOKEN is empty: set it to the route's callback token\n" +
@@ -500,7 +500,7 @@ func TestSecretsErrorsNameTheVariable(t *testing.T) {
 }
 
 func TestStringHidesPasswords(t *testing.T) {
-	cfg := Default()
+	cfg := ServeDefaults()
 	cfg.Store = StoreConfig{Driver: "postgres", DSN: "postgres://app:hunter2@db:5432/s?sslmode=disable"}
 	cfg.Bus.Driver, cfg.Bus.URL = "redisstream", "redis://:s3cret@cache:6379/0"
 	cfg.Sinks = append(cfg.Sinks, Sink{Name: "n", Kind: "nats", URL: "nats://u:natspw@n:4222", Events: []string{"*"}},
@@ -576,7 +576,7 @@ func TestDebugListen(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s remote=%t", tc.listen, tc.remote), func(t *testing.T) {
-			cfg := Default()
+			cfg := ServeDefaults()
 			cfg.Debug = DebugConfig{Listen: tc.listen, AllowRemote: tc.remote}
 			err := cfg.Validate()
 			if tc.want == "" {
@@ -592,7 +592,7 @@ func TestDebugListen(t *testing.T) {
 		})
 	}
 	// Off by default, and settable from the environment like every key.
-	if d := Default().Debug; d != (DebugConfig{}) {
+	if d := ServeDefaults().Debug; d != (DebugConfig{}) {
 		t.Fatalf("default debug = %+v", d)
 	}
 	cfg, err := Load("", []string{"SCRIBEHOOK_DEBUG_LISTEN=127.0.0.1:6061"})
@@ -608,5 +608,47 @@ func TestLoadRefusesUnknownEventTypes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `sinks[0].events[1] must be an event type or a glob matching one`) ||
 		!strings.Contains(err.Error(), `did you mean "job.succeeded"?`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Default, a library's, names nothing that writes: no database file (store.dsn is the
+// program's to give, and the only key Validate then refuses), no sink, no subtitles.
+// ServeDefaults is Default with the binary's database, artifacts and file sink.
+func TestDefaultWritesNothingServeDefaultsDo(t *testing.T) {
+	d := Default()
+	if d.Store.DSN != "" || len(d.Sinks) != 0 || d.Subtitles.Dir != "" || len(d.Subtitles.Formats) != 0 {
+		t.Errorf("Default names something that writes: store.dsn %q, %d sinks, subtitles %+v", d.Store.DSN, len(d.Sinks), d.Subtitles)
+	}
+	var ve *ValidationError
+	if err := d.Validate(); !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Key != "store.dsn" {
+		t.Errorf("Default().Validate() = %v, want store.dsn alone", err)
+	}
+	d.Store.DSN = "kit.db"
+	if err := d.Validate(); err != nil {
+		t.Errorf("Default with store.dsn: %v", err)
+	}
+
+	s := ServeDefaults()
+	if s.Store.DSN != DefaultStoreDSN || s.Subtitles.Dir != DefaultArtifactsDir || !slices.Equal(s.Subtitles.Formats, []string{"srt", "vtt"}) ||
+		len(s.Sinks) != 1 || s.Sinks[0].Dir != DefaultSinkDir {
+		t.Errorf("ServeDefaults = %s", s)
+	}
+	s.Store.DSN, s.Subtitles, s.Sinks = "kit.db", Default().Subtitles, nil
+	if !reflect.DeepEqual(s, d) {
+		t.Errorf("ServeDefaults differs from Default in more than the store, subtitles and sinks:\n%s\n%s", s, d)
+	}
+}
+
+// LoadOnto(Default(), …) applies a file and the environment over the library's defaults.
+func TestLoadOntoDefault(t *testing.T) {
+	cfg, err := LoadOnto(Default(), writeFile(t, "store: {dsn: kit.db}\n"), []string{"SCRIBEHOOK_LISTEN=127.0.0.1:9999"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store.DSN != "kit.db" || cfg.Listen != "127.0.0.1:9999" || len(cfg.Sinks) != 0 || len(cfg.Subtitles.Formats) != 0 {
+		t.Errorf("LoadOnto(Default()) = %s", cfg)
+	}
+	if _, err := LoadOnto(Default(), "", nil); err == nil || !strings.Contains(err.Error(), "store.dsn must name the database") {
+		t.Errorf("LoadOnto(Default()) without store.dsn = %v", err)
 	}
 }

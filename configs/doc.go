@@ -3,9 +3,12 @@
 //
 // # Layers
 //
-// Load starts from Default (which runs with no file at all: SQLite in the working directory,
-// the in-process bus, a file sink under ./out), applies the YAML file when one is given, then
-// the environment. The file is strict: a key the configuration does not have is an error that
+// Load starts from ServeDefaults, the scribehook binary's (which runs with no file at all:
+// SQLite in the working directory, the in-process bus, SRT and WebVTT under ./artifacts, a file
+// sink under ./out), applies the YAML file when one is given, then the environment. A program
+// that builds a kit starts from Default instead: the same keys, with nothing written that the
+// program does not configure (store.dsn is its to give, no sink, no subtitles); LoadOnto
+// applies a file and the environment over it. The file is strict: a key the configuration does not have is an error that
 // names its path and line, with a suggestion when a known key is close; a value of the wrong
 // type names its key.
 //

@@ -15,11 +15,19 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Load builds the configuration: Default, then the YAML file at path (none when path is ""),
-// then the overrides among environ (KEY=VALUE entries, as os.Environ gives them), then
-// Validate. Its errors name the key at fault, with the line for mistakes in the file.
+// Load builds the configuration `scribehook serve` reads: ServeDefaults, then the YAML file at
+// path (none when path is ""), then the overrides among environ (KEY=VALUE entries, as
+// os.Environ gives them), then Validate. Its errors name the key at fault, with the line for
+// mistakes in the file. It is LoadOnto(ServeDefaults(), path, environ).
 func Load(path string, environ []string) (Config, error) {
-	cfg := Default()
+	return LoadOnto(ServeDefaults(), path, environ)
+}
+
+// LoadOnto is Load starting from base instead of ServeDefaults: LoadOnto(Default(), path,
+// environ) gives a program the keys of a file and the environment over the library's defaults,
+// which write nothing the program did not configure.
+func LoadOnto(base Config, path string, environ []string) (Config, error) {
+	cfg := base
 	if path != "" {
 		raw, err := os.ReadFile(path)
 		if err != nil {

@@ -66,7 +66,7 @@ func TestRetentionJobsOutlastTokens(t *testing.T) {
 		{hour(36), 48 * time.Hour, "config: retention.jobs must be at least receiver.token_ttl (2d), or forever: a late delivery its callback token still authenticates would create a pruned job's record again and send its events again (got 36h)"},
 	}
 	for _, tc := range cases {
-		cfg := Default()
+		cfg := ServeDefaults()
 		cfg.Receiver.TokenTTL, cfg.Retention.Jobs = tc.ttl, tc.jobs
 		cfg.Retention.Live = LiveRetention{} // every category for ever: fine while jobs are
 		if tc.jobs != Forever {

@@ -87,7 +87,7 @@ func TestCheckSigningSecret(t *testing.T) {
 
 // TestCheckStrength: every weak secret serve would use is named by its variable, never shown.
 func TestCheckStrength(t *testing.T) {
-	cfg := Default()
+	cfg := ServeDefaults()
 	cfg.Routes = []Route{{Name: "partner", TokenEnv: "PARTNER_TOKEN", SigningSecretEnv: "PARTNER_SECRET"}}
 	cfg.Sinks = append(cfg.Sinks, Sink{Name: "hook", Kind: "webhook", SecretEnv: "HOOK_SECRET"})
 	s := Secrets{

@@ -53,6 +53,10 @@ var (
 	Profiles        = []string{"netflix-adult", "netflix-kids", "bbc"}
 )
 
+// StoreDSNRule is what Validate says of an empty store.dsn, which Default leaves to the
+// program.
+const StoreDSNRule = "must name the database: a SQLite file path or a PostgreSQL URL (configs.Default leaves it empty; a program with a store of its own gives it with scribehook.WithStore)"
+
 // RouteJob is the route name of per-job tokens in the store; a static route may not take it.
 const RouteJob = "job"
 
@@ -81,7 +85,7 @@ func (c Config) Validate() error {
 
 	v.oneOf("store.driver", c.Store.Driver, StoreDrivers)
 	if c.Store.DSN == "" {
-		v.add("store.dsn", "must not be empty")
+		v.add("store.dsn", "%s", StoreDSNRule)
 	}
 	if c.Store.Driver == "sqlite" {
 		v.oneOf("store.synchronous", c.Store.Synchronous, SyncModes)

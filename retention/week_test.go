@@ -169,7 +169,7 @@ func (w *week) start(stuckHeld bool) {
 	cfg := configs.Default()
 	cfg.Store.DSN = w.dbPath
 	cfg.Subtitles.Dir = filepath.Join(w.dir, "artifacts")
-	cfg.Sinks = nil
+	cfg.Subtitles.Formats = []string{"srt", "vtt"}
 	cfg.Routes = []configs.Route{{Name: "week", TokenEnv: "SCRIBEHOOK_WEEK_UNUSED"}}
 	cfg.Retention = weekRetention()
 	cfg.Receiver.TokenTTL = weekTokenTTL

@@ -260,10 +260,10 @@ func builtWithTag(tag string) bool {
 	return false
 }
 
-// demoConfig is `serve`'s configuration with no file (configs.Default), with this run's
+// demoConfig is `serve`'s configuration with no file (configs.ServeDefaults), with this run's
 // addresses and everything stored under the output directory.
 func demoConfig(p demoPaths, listen, serviceURL string) configs.Config {
-	cfg := configs.Default()
+	cfg := configs.ServeDefaults()
 	cfg.Listen = listen
 	cfg.PublicURL = "http://" + listen
 	cfg.Service.BaseURL = serviceURL

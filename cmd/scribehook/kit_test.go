@@ -43,7 +43,6 @@ type sinkSetup struct {
 // closes after the kit's Shutdown).
 func startServer(ctx context.Context, o serverOptions) (*scribehook.Kit, error) {
 	cfg := configs.Default()
-	cfg.Sinks = nil
 	cfg.PublicURL = "http://" + o.Listener.Addr().String()
 	cfg.Subtitles = configs.SubtitlesConfig{Profile: configs.DefaultProfile}
 	if o.Subtitles.Dir != "" {

@@ -113,10 +113,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	kcfg.PublicURL = publicURL
 	kcfg.Service.BaseURL = cfg.ServiceURL
 	kcfg.Store.DSN = cfg.Store
+	// configs.Default writes nothing the program does not ask for: no sink, no subtitles, no
+	// database but the one named here. This program renders SRT and WebVTT for every job.
 	kcfg.Subtitles.Dir = cfg.Artifacts
-	// The default configuration also writes every event to files under ./out; here the Go
-	// handler below is the only consumer.
-	kcfg.Sinks = nil
+	kcfg.Subtitles.Formats = []string{"srt", "vtt"}
 
 	// Handlers run concurrently: a log.Logger (no prefix, no timestamp) serialises its writes, so
 	// that each block of lines comes out whole.

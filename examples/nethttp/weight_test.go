@@ -46,8 +46,6 @@ func TestConfigurationOfWhatIsNotLinked(t *testing.T) {
 
 	cfg = configs.Default()
 	cfg.Store.DSN = t.TempDir() + "/scribehook.db"
-	cfg.Subtitles.Dir = t.TempDir()
-	cfg.Sinks = nil
 	cfg.Bus.Driver, cfg.Bus.URL = "nats", "nats://127.0.0.1:1"
 	kit, err := scribehook.New(ctx, cfg, scribehook.WithSecrets(configs.Secrets{ReadToken: strings.Repeat("k7Qw", 8)}))
 	if err == nil {

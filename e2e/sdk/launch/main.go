@@ -70,7 +70,7 @@ func run(sample string) error {
 	defer files.Close()
 
 	// serve: the kit, as `scribehook serve` runs it, fetching jobs from the sandbox.
-	serveURL, closeKit, err := env.ServeKit(ctx, "127.0.0.1:0", configs.Default(), scribehook.WithService(service),
+	serveURL, closeKit, err := env.ServeKit(ctx, "127.0.0.1:0", configs.ServeDefaults(), scribehook.WithService(service),
 		scribehook.WithSecrets(configs.Secrets{APIKey: apiKey, ReadToken: readToken}))
 	if err != nil {
 		return err
