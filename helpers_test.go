@@ -9,8 +9,8 @@ import (
 
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
-	"github.com/scribehook/scribehook/internal/sandboxtest"
 	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sandbox/sandboxtest"
 )
 
 // The examples' stand-ins: a sandbox of the service and a file server holding one recording,

@@ -8,45 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/scribehook/scribehook/sandbox"
 )
-
-// NewService starts a sandbox (StartService) that is closed at the end of the test.
-func NewService(tb testing.TB, cfg sandbox.Config) *Service {
-	tb.Helper()
-	s := must(StartService(cfg))(tb)
-	tb.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
-// NewFiles starts a file server with rec (StartFiles) that is closed at the end of the test.
-func NewFiles(tb testing.TB, rec Recording) *Files {
-	tb.Helper()
-	f := StartFiles(rec)
-	tb.Cleanup(f.Close)
-	return f
-}
-
-// NewWorld starts a sandbox and a file server with rec (StartWorld), closed at the end of the
-// test.
-func NewWorld(tb testing.TB, cfg sandbox.Config, rec Recording) *World {
-	tb.Helper()
-	w := must(StartWorld(cfg, rec))(tb)
-	tb.Cleanup(func() { _ = w.Close() })
-	return w
-}
 
 // DemoSample reads the demo's recording (ReadDemoSample).
 func DemoSample(tb testing.TB) Recording {
 	tb.Helper()
 	return must(ReadDemoSample())(tb)
-}
-
-// LoadRecording reads the WAV at path and its sidecar (ReadRecording).
-func LoadRecording(tb testing.TB, path string) Recording {
-	tb.Helper()
-	return must(ReadRecording(path))(tb)
 }
 
 // RunProgram builds the main package in dir with buildFlags and starts it with args in env

@@ -1,137 +1,89 @@
-// Package sandboxtest starts the "world" that the kit's tests, examples and end-to-end
-// launchers run against, all on loopback: a sandbox of the transcription service whose
-// scripted engine returns the words of a recording's .json sidecar, and a file server with
-// that recording and its sidecar. It also builds and runs a program as a subprocess, for the
-// example programs' end-to-end tests.
-//
-// The plain functions (StartService, StartFiles, StartWorld, ReadRecording, Synthesize,
-// StartProgram) return errors and a Close, for programs such as e2e/*/launch and for examples,
-// which have no testing.TB; the functions that take a testing.TB (NewService, NewFiles,
-// NewWorld, DemoSample, RunProgram) fail the test on error and close at its end, so that every
-// test sets its world up alike.
+// Package sandboxtest is what the kit's own tests and end-to-end launchers add to the public
+// sandbox/sandboxtest: the demo's recording, and a program built and run as a subprocess (the
+// example programs' end-to-end tests). The world itself (a sandbox of the service and a file
+// server with a recording) is sandbox/sandboxtest's, named here again so that callers import
+// one package.
 package sandboxtest
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
-	"os"
 	"path/filepath"
 	"runtime"
-	"time"
+	"testing"
 
-	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/sandbox"
-	"github.com/scribehook/scribehook/sandbox/engine"
-	"github.com/scribehook/scribehook/submitter"
+	"github.com/scribehook/scribehook/sandbox/sandboxtest"
 )
 
-// Loopback is the range the sandbox must be allowed to fetch from: the recordings are served
-// on loopback, which it refuses by default (sandbox.Config.AllowFetch).
-var Loopback = netip.MustParsePrefix("127.0.0.0/8")
+// The world, from sandbox/sandboxtest.
+type (
+	// Server is sandboxtest.Server.
+	Server = sandboxtest.Server
+	// Service is sandboxtest.Service.
+	Service = sandboxtest.Service
+	// Recording is sandboxtest.Recording.
+	Recording = sandboxtest.Recording
+	// Files is sandboxtest.Files.
+	Files = sandboxtest.Files
+	// World is sandboxtest.World.
+	World = sandboxtest.World
+)
 
-// QuickRetries retries a refused callback within about a second and a half, rather than on
-// the service's schedule of minutes, so that a test whose kit is not up yet still finishes.
-var QuickRetries = sandbox.CallbackPolicy{Schedule: []time.Duration{
-	50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, time.Second,
-}}
+var (
+	// Loopback is sandboxtest.Loopback.
+	Loopback = sandboxtest.Loopback
+	// QuickRetries is sandboxtest.QuickRetries.
+	QuickRetries = sandboxtest.QuickRetries
+)
 
-// Server is an HTTP server on a free loopback port.
-type Server struct {
-	URL string // http://127.0.0.1:port
-	hs  *httptest.Server
+// Serve is sandboxtest.Serve.
+func Serve(h http.Handler) *Server { return sandboxtest.Serve(h) }
+
+// StartService is sandboxtest.StartService.
+func StartService(cfg sandbox.Config) (*Service, error) { return sandboxtest.StartService(cfg) }
+
+// StartFiles is sandboxtest.StartFiles.
+func StartFiles(rec Recording) *Files { return sandboxtest.StartFiles(rec) }
+
+// ServeFiles is sandboxtest.ServeFiles.
+func ServeFiles(rec Recording, h http.Handler) *Files { return sandboxtest.ServeFiles(rec, h) }
+
+// StartWorld is sandboxtest.StartWorld.
+func StartWorld(cfg sandbox.Config, rec Recording) (*World, error) {
+	return sandboxtest.StartWorld(cfg, rec)
 }
 
-// Serve serves h on a free loopback port. httptest's server, also in the launchers: it picks
-// the port, and its Close waits for the handlers it started.
-func Serve(h http.Handler) *Server {
-	hs := httptest.NewServer(h)
-	return &Server{URL: hs.URL, hs: hs}
+// ReadRecording is sandboxtest.ReadRecording.
+func ReadRecording(path string) (Recording, error) { return sandboxtest.ReadRecording(path) }
+
+// Synthesize is sandboxtest.Synthesize.
+func Synthesize(name string, sentences ...string) (Recording, error) {
+	return sandboxtest.Synthesize(name, sentences...)
 }
 
-// Close cuts the server's connections (the kit's keep-alive ones among them) rather than
-// waiting for idle ones to time out, then stops it.
-func (s *Server) Close() {
-	s.hs.CloseClientConnections()
-	s.hs.Close()
+// NewService is sandboxtest.NewService.
+func NewService(tb testing.TB, cfg sandbox.Config) *Service {
+	tb.Helper()
+	return sandboxtest.NewService(tb, cfg)
 }
 
-// Service is a sandbox of the service, reached with APIKey at URL.
-type Service struct {
-	URL     string
-	APIKey  string
-	Sandbox *sandbox.Server
-
-	keyHeader string
-	srv       *Server
+// NewFiles is sandboxtest.NewFiles.
+func NewFiles(tb testing.TB, rec Recording) *Files {
+	tb.Helper()
+	return sandboxtest.NewFiles(tb, rec)
 }
 
-// StartService starts a sandbox with cfg on loopback. What cfg leaves unset is filled in as
-// every world here needs it: the scripted engine (the words come from the sidecar, so results
-// are known in advance), fetches allowed to Loopback, and logs discarded.
-func StartService(cfg sandbox.Config) (*Service, error) {
-	if cfg.Engine == nil {
-		eng, err := engine.NewRegistry().New(engine.ScriptedName)
-		if err != nil {
-			return nil, fmt.Errorf("scripted engine: %w", err)
-		}
-		cfg.Engine = eng
-	}
-	if cfg.AllowFetch == nil {
-		cfg.AllowFetch = []netip.Prefix{Loopback}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = logx.Discard()
-	}
-	sb, err := sandbox.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	srv := Serve(sb.Handler())
-	return &Service{URL: srv.URL, APIKey: cfg.APIKey, Sandbox: sb, keyHeader: cfg.KeyHeader, srv: srv}, nil
+// NewWorld is sandboxtest.NewWorld.
+func NewWorld(tb testing.TB, cfg sandbox.Config, rec Recording) *World {
+	tb.Helper()
+	return sandboxtest.NewWorld(tb, cfg, rec)
 }
 
-// Client is a client of the service with its key, in its key header.
-func (s *Service) Client() (*submitter.Client, error) {
-	var opts []submitter.Option
-	if s.keyHeader != "" {
-		opts = append(opts, submitter.WithKeyHeader(s.keyHeader))
-	}
-	c, err := submitter.New(s.URL, s.APIKey, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("service client: %w", err)
-	}
-	return c, nil
-}
-
-// Close stops the HTTP server first, so that no request reaches a closed sandbox, then the
-// sandbox.
-func (s *Service) Close() error {
-	s.srv.Close()
-	return s.Sandbox.Close()
-}
-
-// Recording is a WAV and its sidecar, served as Name and Name + ".json".
-type Recording struct {
-	Name    string // a file name such as "sample.wav"
-	WAV     []byte
-	Sidecar []byte
-}
-
-// ReadRecording reads the WAV at path and its sidecar, path + ".json".
-func ReadRecording(path string) (Recording, error) {
-	wav, err := os.ReadFile(path)
-	if err != nil {
-		return Recording{}, fmt.Errorf("read the recording: %w", err)
-	}
-	sidecar, err := os.ReadFile(path + ".json")
-	if err != nil {
-		return Recording{}, fmt.Errorf("read the recording's sidecar: %w", err)
-	}
-	return Recording{Name: filepath.Base(path), WAV: wav, Sidecar: sidecar}, nil
+// LoadRecording is sandboxtest.LoadRecording.
+func LoadRecording(tb testing.TB, path string) Recording {
+	tb.Helper()
+	return sandboxtest.LoadRecording(tb, path)
 }
 
 // DemoSamplePath is the demo's recording, cmd/scribehook/demodata/sample.wav, found from this
@@ -152,58 +104,4 @@ func ReadDemoSample() (Recording, error) {
 		return Recording{}, err
 	}
 	return ReadRecording(path)
-}
-
-// Handler serves the recording at /Name (with ranges, as a file server would) and its sidecar
-// at /Name.json. It is a ServeMux so that a caller can add routes of its own beside them.
-func (r Recording) Handler() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /"+r.Name, func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("Content-Type", "audio/wav")
-		http.ServeContent(w, req, r.Name, time.Time{}, bytes.NewReader(r.WAV))
-	})
-	mux.HandleFunc("GET /"+r.Name+".json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(r.Sidecar)
-	})
-	return mux
-}
-
-// Files is a file server on loopback with one recording.
-type Files struct {
-	*Server
-	Recording
-	AudioURL string // the WAV's URL; its sidecar is AudioURL + ".json"
-}
-
-// StartFiles serves rec on loopback.
-func StartFiles(rec Recording) *Files {
-	return ServeFiles(rec, rec.Handler())
-}
-
-// ServeFiles serves h, which serves rec (rec.Handler with routes added), on loopback.
-func ServeFiles(rec Recording, h http.Handler) *Files {
-	srv := Serve(h)
-	return &Files{Server: srv, Recording: rec, AudioURL: srv.URL + "/" + rec.Name}
-}
-
-// World is a sandbox of the service and a file server with the recording it transcribes.
-type World struct {
-	Service *Service
-	Files   *Files
-}
-
-// StartWorld starts a sandbox with cfg (see StartService) and a file server with rec.
-func StartWorld(cfg sandbox.Config, rec Recording) (*World, error) {
-	svc, err := StartService(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &World{Service: svc, Files: StartFiles(rec)}, nil
-}
-
-// Close stops the file server and the sandbox.
-func (w *World) Close() error {
-	w.Files.Close()
-	return w.Service.Close()
 }
