@@ -162,7 +162,7 @@ func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := subm.Stream(ctx, session, bytes.NewReader(w.wav), submitter.StreamOptions{SampleRate: 16000}, nil); err != nil {
+	if err := subm.Stream(ctx, session, bytes.NewReader(w.wav), submitter.StreamOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)

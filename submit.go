@@ -111,10 +111,43 @@ func (s *Submitter) Submit(ctx context.Context, req api.PreRecordedRequest) (api
 	return created, nil
 }
 
+// LiveSession is a live session StartLive created: the service's answer (its ID and the URL of
+// its WebSocket) and the settings it was created with, whose audio format Stream sends in.
+type LiveSession struct {
+	api.CreateLiveResponse
+	// Settings are the session's effective settings: the request's encoding, bit depth, sample
+	// rate and channels (and endpointing, model…), with the service's defaults for those it
+	// left out (api.LiveRequest.Settings).
+	Settings api.LiveSettings
+}
+
+// StreamOptions are opts with the session's audio format: the sample rate, bit depth and
+// channels opts leaves at zero are the session's; one it gives that differs from the session's
+// is an error naming both (the service would read the audio in the session's format).
+func (l LiveSession) StreamOptions(opts submitter.StreamOptions) (submitter.StreamOptions, error) {
+	for _, f := range []struct {
+		name      string
+		given     *int
+		ofSession int
+	}{
+		{"SampleRate", &opts.SampleRate, l.Settings.SampleRate},
+		{"BitDepth", &opts.BitDepth, l.Settings.BitDepth},
+		{"Channels", &opts.Channels, l.Settings.Channels},
+	} {
+		switch {
+		case *f.given == 0:
+			*f.given = f.ofSession
+		case *f.given != f.ofSession:
+			return opts, fmt.Errorf("StreamOptions.%s is %d, the session's is %d: leave it zero, Stream takes the session's", f.name, *f.given, f.ofSession)
+		}
+	}
+	return opts, nil
+}
+
 // StartLive creates a live session whose callbacks (the categories of
 // req.CallbackConfig.MessagesConfig, or the service's defaults) come back to the kit. Stream
-// its audio with Service.StreamLive(ctx, session.URL, …).
-func (s *Submitter) StartLive(ctx context.Context, req api.LiveRequest, region string) (api.CreateLiveResponse, error) {
+// sends its audio, in the format of req.
+func (s *Submitter) StartLive(ctx context.Context, req api.LiveRequest, region string) (LiveSession, error) {
 	var mc api.MessagesConfig
 	if req.CallbackConfig != nil {
 		if req.CallbackConfig.URL != "" {
@@ -124,14 +157,15 @@ func (s *Submitter) StartLive(ctx context.Context, req api.LiveRequest, region s
 	}
 	token, hash, err := s.mint(ctx, api.KindLive)
 	if err != nil {
-		return api.CreateLiveResponse{}, err
+		return LiveSession{}, err
 	}
 	req.Callback = api.Bool(true)
 	req.CallbackConfig = &api.LiveCallbackConfig{URL: s.callbackURL(token), MessagesConfig: mc}
-	created, err := s.Service.CreateLive(ctx, req, region)
+	resp, err := s.Service.CreateLive(ctx, req, region)
+	created := LiveSession{CreateLiveResponse: resp, Settings: req.Settings()}
 	if err != nil {
 		_ = s.Store.RevokeToken(context.WithoutCancel(ctx), hash)
-		return api.CreateLiveResponse{}, err
+		return LiveSession{}, err
 	}
 	if err := s.bind(ctx, hash, created.ID); err != nil {
 		return created, err
@@ -145,8 +179,14 @@ func (s *Submitter) StartLive(ctx context.Context, req api.LiveRequest, region s
 }
 
 // Stream sends audio to a live session StartLive created and ends the recording: the
-// submitter package's StreamLive with this submitter's client.
-func (s *Submitter) Stream(ctx context.Context, session api.CreateLiveResponse, audio io.Reader, opts submitter.StreamOptions, onMessage func(api.LiveMessage)) error {
+// submitter package's StreamLive with this submitter's client, the audio in the session's
+// format (LiveSession.StreamOptions): opts says how to send it (chunks, pacing, resuming) and
+// leaves SampleRate, BitDepth and Channels at zero.
+func (s *Submitter) Stream(ctx context.Context, session LiveSession, audio io.Reader, opts submitter.StreamOptions, onMessage func(api.LiveMessage)) error {
+	opts, err := session.StreamOptions(opts)
+	if err != nil {
+		return err
+	}
 	return s.Service.StreamLive(ctx, session.URL, audio, opts, onMessage)
 }
 

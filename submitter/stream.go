@@ -35,7 +35,8 @@ const (
 
 // StreamOptions describes the audio given to StreamLive and how it is sent. Zero fields take
 // the service's live defaults (16 kHz, 16 bits, mono) and 100 ms chunks; they must match the
-// LiveRequest the session was created with.
+// LiveRequest the session was created with. The root package's Submitter.Stream fills
+// SampleRate, BitDepth and Channels from the session StartLive created.
 type StreamOptions struct {
 	SampleRate    int           // samples per second per channel; default 16000
 	BitDepth      int           // bits per sample; default 16 (8 for a-law and µ-law)

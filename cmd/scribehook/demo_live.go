@@ -90,9 +90,7 @@ func demoLive(ctx context.Context, cfg configs.Config, st store.Store, client *s
 	}
 	var mu sync.Mutex // onMessage runs on the stream's reader goroutine
 	var serviceErrs []string
-	err = client.StreamLive(ctx, created.URL, bytes.NewReader(wav), submitter.StreamOptions{
-		SampleRate: f.SampleRate, BitDepth: f.BitDepth, Channels: f.Channels, Realtime: realtime,
-	}, func(m api.LiveMessage) {
+	err = subm.Stream(ctx, created, bytes.NewReader(wav), submitter.StreamOptions{Realtime: realtime}, func(m api.LiveMessage) {
 		switch {
 		case m.Type == api.MessageError || m.HasError() || (m.Acknowledged != nil && !*m.Acknowledged):
 			msg := m.ErrorMessage()

@@ -161,13 +161,13 @@ func runLive(cmd *cobra.Command, lf *liveFlags) error {
 			}
 		}()
 
-		eff := req.Settings()
-		opts := submitter.StreamOptions{SampleRate: eff.SampleRate, BitDepth: eff.BitDepth, Channels: eff.Channels, Realtime: lf.realtime}
 		sum := &liveSummary{}
 		start := time.Now()
 		audioSrc := newInterruptibleReader(ctx, src)
 		defer audioSrc.Close()
-		err = client.StreamLive(streamCtx, created.URL, audioSrc, opts, func(m api.LiveMessage) {
+		// The audio goes in the session's format, which the request (the flags, the WAV header)
+		// set.
+		err = subm.Stream(streamCtx, created, audioSrc, submitter.StreamOptions{Realtime: lf.realtime}, func(m api.LiveMessage) {
 			sum.observe(out, errOut, m)
 		})
 		if err != nil {

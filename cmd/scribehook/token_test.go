@@ -87,7 +87,7 @@ func TestE2ECallbackTokenNeverWrittenOrSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := subm.Stream(ctx, created, bytes.NewReader(l.wav), submitter.StreamOptions{SampleRate: 8000}, nil); err != nil {
+	if err := subm.Stream(ctx, created, bytes.NewReader(l.wav), submitter.StreamOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	rec := l.waitJob(jobID)

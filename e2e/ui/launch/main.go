@@ -264,7 +264,7 @@ func (e *env) handleLive(w http.ResponseWriter, r *http.Request) {
 		defer e.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		err := e.service.StreamLive(ctx, created.URL, bytes.NewReader(e.wav), submitter.StreamOptions{SampleRate: 16000, Realtime: true}, nil)
+		err := e.submitter.Stream(ctx, created, bytes.NewReader(e.wav), submitter.StreamOptions{Realtime: true}, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "launch: live session:", err)
 		}
