@@ -143,23 +143,13 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		return fmt.Errorf("start the kit: %w", err)
 	}
 
-	// The settings receiver.Receiver.Mount's documentation asks of a parent app.
-	app := fiber.New(fiber.Config{
-		// The callback token is checked before the body is received, and a sender with a bad
-		// token cannot make the app read and hold a whole body.
-		StreamRequestBody: true,
-		// With streaming this only bounds fasthttp's read-ahead; the kit's routes enforce
-		// receiver.body_limit themselves. At least that much, so that the app never refuses a
-		// finished job's large result before the kit sees it.
-		BodyLimit: int(kcfg.Receiver.BodyLimit),
-		// Otherwise fasthttp parses multipart bodies, spilling files to disk, before any handler.
-		DisablePreParseMultipartForm: true,
-		// Fiber's defaults are no limits at all.
-		ReadTimeout:           10 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           time.Minute,
-		DisableStartupMessage: true,
-	})
+	// The settings the kit's routes need of a parent app: bodies streamed (a callback's token
+	// is checked before its body is received), BodyLimit at least receiver.body_limit, no
+	// multipart parsing before the handlers, the server's timeouts (Fiber's defaults are none),
+	// and the receiver's error handler. The rest is the app's to set.
+	fcfg := kit.FiberConfig()
+	fcfg.DisableStartupMessage = true
+	app := fiber.New(fcfg)
 	app.Get("/hello", func(c *fiber.Ctx) error {
 		return c.SendString("hello from the app's own route\n")
 	})
