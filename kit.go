@@ -82,11 +82,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		}
 		secrets = &s
 	}
-	var log *logrus.Entry
-	if o.logger != nil {
-		log = o.logger.WithFields(logrus.Fields{})
-	}
-	log = logx.OrStandard(log)
+	log := logx.OrStandard(o.logger)
 	k := &Kit{cfg: cfg, log: log, secrets: *secrets, names: secretNames{cfg: cfg, given: o.secrets != nil}}
 	// undo closes, newest first, what New opened when it fails half-way.
 	var undo []func()

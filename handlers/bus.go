@@ -71,7 +71,7 @@ type BusOptions struct {
 	// bound).
 	MaxLen int64
 	// Logger receives the broker's connection troubles (rate-limited).
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 }
 
 func (c *BusOptions) setDefaults() {

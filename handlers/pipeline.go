@@ -73,8 +73,11 @@ type Config struct {
 	// SweepInterval is how often rows that are pending but not queued are picked up again
 	// (default 30 s): a safety net behind the startup scan and the commit notifications.
 	SweepInterval time.Duration
-	Metrics       prometheus.Registerer
-	Logger        *logrus.Entry
+	// Metrics registers the pipeline's metrics; nil registers none.
+	Metrics prometheus.Registerer
+	// Logger receives the pipeline's logs and Watermill's (default: logrus's standard
+	// logger).
+	Logger logrus.FieldLogger
 	// Subtitles renders subtitle artifacts when a job succeeds (Dir empty: none).
 	Subtitles SubtitleRendering
 	// Sinks are the configured sinks; each event is queued for every sink whose filter takes

@@ -52,7 +52,7 @@ type DispatcherConfig struct {
 	// Clock defaults to the system clock.
 	Clock Clock
 	// Logger defaults to discarding.
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 	// Metrics registers the sink metrics when set.
 	Metrics prometheus.Registerer
 	// Lease is how long a claimed delivery is reserved for its attempt (default 1 min). A

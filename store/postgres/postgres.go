@@ -77,7 +77,7 @@ type Options struct {
 	// connection while its function runs.
 	MaxConns int
 	// Logger receives migration and setup messages; nil discards them.
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 	// Clock stamps the times the store takes itself (a row processed, a delivery delivered);
 	// nil is time.Now. Tests on a fake clock set it to prune what they made.
 	Clock func() time.Time
@@ -122,7 +122,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// Connections are recycled now and then so that a replica follows a failover or a
 	// configuration reload of the server without being restarted.
 	db.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, log: opts.Logger}
+	s := &Store{db: db, log: logx.Entry(opts.Logger)}
 	s.core = sqlcore.NewCore(db, dialect, writes{s})
 	s.core.SetClock(opts.Clock)
 	if err := s.setup(ctx, cfg, maxConns); err != nil {

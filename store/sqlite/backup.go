@@ -36,7 +36,7 @@ type BackupOptions struct {
 	// (default 5 s).
 	BusyTimeout time.Duration
 	// Logger receives a line per finished backup; nil discards it.
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 }
 
 // BackupResult says what Backup copied.

@@ -124,7 +124,7 @@ type Options struct {
 	// write fail, so a load balancer should stop sending deliveries before that.
 	MinFreeBytes int64
 	// Logger receives migration and setup messages; nil discards them.
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 	// Clock stamps the times the store takes itself (a row processed, a delivery delivered);
 	// nil is time.Now. Tests on a fake clock set it to prune what they made.
 	Clock func() time.Time
@@ -188,7 +188,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w, log: opts.Logger, path: opts.Path, sync: opts.Synchronous,
+	s := &Store{w: w, log: logx.Entry(opts.Logger), path: opts.Path, sync: opts.Synchronous,
 		minFree: opts.MinFreeBytes, fsys: opts.fsys, wsem: make(chan struct{}, 1)}
 	if err := s.setup(ctx, opts); err != nil {
 		_ = s.Close()
