@@ -78,9 +78,9 @@ type Options struct {
 	MaxConns int
 	// Logger receives migration and setup messages; nil discards them.
 	Logger logrus.FieldLogger
-	// Clock stamps the times the store takes itself (a row processed, a delivery delivered);
-	// nil is time.Now. Tests on a fake clock set it to prune what they made.
-	Clock func() time.Time
+	// Now is the clock of the times the store stamps itself (a row processed, a delivery
+	// delivered); nil is time.Now. Tests on a fake clock set it to prune what they made.
+	Now func() time.Time
 }
 
 // Store is the PostgreSQL store.Store. Every method is safe for concurrent use, from any
@@ -124,7 +124,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	db.SetConnMaxLifetime(30 * time.Minute)
 	s := &Store{db: db, log: logx.Entry(opts.Logger)}
 	s.core = sqlcore.NewCore(db, dialect, writes{s})
-	s.core.SetClock(opts.Clock)
+	s.core.SetClock(opts.Now)
 	if err := s.setup(ctx, cfg, maxConns); err != nil {
 		_ = s.Close()
 		return nil, err

@@ -125,9 +125,9 @@ type Options struct {
 	MinFreeBytes int64
 	// Logger receives migration and setup messages; nil discards them.
 	Logger logrus.FieldLogger
-	// Clock stamps the times the store takes itself (a row processed, a delivery delivered);
-	// nil is time.Now. Tests on a fake clock set it to prune what they made.
-	Clock func() time.Time
+	// Now is the clock of the times the store stamps itself (a row processed, a delivery
+	// delivered); nil is time.Now. Tests on a fake clock set it to prune what they made.
+	Now func() time.Time
 
 	fsys fileSystem // the operating system's answers; tests replace them
 }
@@ -228,7 +228,7 @@ func (s *Store) setup(ctx context.Context, opts Options) error {
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
 	s.core = sqlcore.NewCore(r, dialect, writes{s})
-	s.core.SetClock(opts.Clock)
+	s.core.SetClock(opts.Now)
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("open sqlite readers: %w", err)
 	}
