@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -28,11 +29,16 @@ import (
 // that wants postgres imports it: import _ "github.com/scribehook/scribehook/store/postgres".
 // The caller closes the store.
 func OpenStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
+	return openStore(ctx, cfg, nil)
+}
+
+// openStore is OpenStore with the clock of the times the store stamps (nil: time.Now).
+func openStore(ctx context.Context, cfg configs.Config, now func() time.Time) (store.Store, error) {
 	d, err := storeDriver(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := d.Open(ctx, cfg.Store.DSN, store.DriverOptions{Synchronous: cfg.Store.Synchronous})
+	st, err := d.Open(ctx, cfg.Store.DSN, store.DriverOptions{Synchronous: cfg.Store.Synchronous, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}

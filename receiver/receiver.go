@@ -111,7 +111,8 @@ type Config struct {
 	// Logger is where rejected callbacks, failed store writes and panics are logged; logrus's standard logger
 	// when nil, as for the pipeline, since an operator must see them.
 	Logger logrus.FieldLogger
-	// Now is the clock for signature timestamps; time.Now when nil.
+	// Now is the receiver's clock: deliveries' received_at, token lifetimes, signature
+	// timestamps, dead-letter replays and dashboard sessions; time.Now when nil.
 	Now func() time.Time
 }
 
