@@ -88,7 +88,7 @@ func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handl
 	if maxLen == 0 {
 		maxLen = -1 // bus.max_len 0 is unbounded; the handlers' 0 is their default
 	}
-	bus, err := handlers.OpenBus(ctx, handlers.BusOptions{
+	bus, err := handlers.OpenBus(ctx, handlers.BusConfig{
 		Driver: cfg.Bus.Driver, URL: cfg.Bus.URL, Topic: cfg.Bus.Topic, Group: cfg.Bus.Group,
 		Consumer: cfg.Bus.Consumer, ClaimAfter: cfg.Bus.ClaimAfter, MaxLen: maxLen,
 		Logger: log,

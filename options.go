@@ -43,7 +43,7 @@ func WithLogger(l logrus.FieldLogger) Option { return func(o *options) { o.logge
 func WithSecrets(s configs.Secrets) Option { return func(o *options) { o.secrets = &s } }
 
 // WithStore runs on st instead of opening store.driver/store.dsn; the caller keeps closing it,
-// and gives it its clock (sqlite.Options.Now, postgres.Options.Now).
+// and gives it its clock (sqlite.Config.Now, postgres.Config.Now).
 // Dashboard sign-outs are kept in st when it implements store.Sessions (the SQLite and
 // PostgreSQL stores do); otherwise a sign-out only clears the browser's cookie.
 func WithStore(st store.Store) Option { return func(o *options) { o.store = st } }

@@ -203,7 +203,7 @@ func newDispEnv(t *testing.T) *dispEnv {
 
 // open (re)opens the store at e.path, as a restarted process would.
 func (e *dispEnv) open() {
-	s := teststore.OpenSQLite(e.t, sqlite.Options{Path: e.path})
+	s := teststore.OpenSQLite(e.t, sqlite.Config{Path: e.path})
 	e.store = s
 	e.spy = &dispSpy{Queue: handlers.SinkQueue(s), clock: e.clock}
 }
