@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -44,11 +45,16 @@ func validateConfig(cfg configs.Config, ownStore bool) error {
 // that wants postgres imports it: import _ "github.com/scribehook/scribehook/store/postgres".
 // The caller closes the store.
 func OpenStore(ctx context.Context, cfg configs.Config) (store.Store, error) {
+	return openStore(ctx, cfg, nil)
+}
+
+// openStore is OpenStore with the clock of the times the store stamps (nil: time.Now).
+func openStore(ctx context.Context, cfg configs.Config, now func() time.Time) (store.Store, error) {
 	d, err := storeDriver(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := d.Open(ctx, cfg.Store.DSN, store.DriverOptions{Synchronous: cfg.Store.Synchronous})
+	st, err := d.Open(ctx, cfg.Store.DSN, store.DriverOptions{Synchronous: cfg.Store.Synchronous, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -98,7 +104,7 @@ func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handl
 	if maxLen == 0 {
 		maxLen = -1 // bus.max_len 0 is unbounded; the handlers' 0 is their default
 	}
-	bus, err := handlers.OpenBus(ctx, handlers.BusOptions{
+	bus, err := handlers.OpenBus(ctx, handlers.BusConfig{
 		Driver: cfg.Bus.Driver, URL: cfg.Bus.URL, Topic: cfg.Bus.Topic, Group: cfg.Bus.Group,
 		Consumer: cfg.Bus.Consumer, ClaimAfter: cfg.Bus.ClaimAfter, MaxLen: maxLen,
 		Logger: log,

@@ -35,6 +35,7 @@ const DefaultShutdownTimeout = 20 * time.Second
 type Kit struct {
 	cfg      configs.Config
 	log      *logrus.Entry
+	now      func() time.Time // WithClock's, given to every part
 	store    store.Store
 	ownStore bool
 	service  *submitter.Client
@@ -82,12 +83,11 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		}
 		secrets = &s
 	}
-	var log *logrus.Entry
-	if o.logger != nil {
-		log = o.logger.WithFields(logrus.Fields{})
+	log := logx.OrStandard(o.logger)
+	if o.now == nil {
+		o.now = time.Now
 	}
-	log = logx.OrStandard(log)
-	k := &Kit{cfg: cfg, log: log, secrets: *secrets, names: secretNames{cfg: cfg, given: o.secrets != nil}}
+	k := &Kit{cfg: cfg, log: log, now: o.now, secrets: *secrets, names: secretNames{cfg: cfg, given: o.secrets != nil}}
 	// undo closes, newest first, what New opened when it fails half-way.
 	var undo []func()
 	built := false
@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 
 	k.store = o.store
 	if k.store == nil {
-		if k.store, err = OpenStore(ctx, cfg); err != nil {
+		if k.store, err = openStore(ctx, cfg, o.now); err != nil {
 			return nil, err
 		}
 		k.ownStore = true
@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	}
 	k.service = o.service
 	if k.service == nil && secrets.APIKey != "" {
-		copts := []submitter.Option{submitter.WithLogger(log.WithField("component", "submitter"))}
+		copts := []submitter.Option{submitter.WithLogger(log.WithField("component", "submitter")), submitter.WithClock(o.now)}
 		if o.httpClient != nil {
 			copts = append(copts, submitter.WithHTTPClient(o.httpClient))
 		}
@@ -129,7 +129,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	k.reg = prometheus.NewRegistry()
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.dispatch = sinks.NewDispatcher(sinks.DispatcherConfig{
-		Queue: handlers.SinkQueue(k.store), Metrics: k.reg, Logger: log.WithField("component", "sinks"),
+		Queue: handlers.SinkQueue(k.store), Now: o.now, Metrics: k.reg, Logger: log.WithField("component", "sinks"),
 	})
 	undo = append(undo, func() { _ = k.dispatch.Close() })
 	var specs []sinks.Spec
@@ -142,7 +142,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		return nil
 	}
 	for i, spec := range SinkSpecs(cfg, *secrets) {
-		sk, err := sinks.New(spec, sinks.Deps{Logger: log.WithField("sink", spec.Name), Transport: o.sinkTransport, Stdout: o.sinkOutput})
+		sk, err := sinks.New(spec, sinks.Deps{Logger: log.WithField("sink", spec.Name), Transport: o.sinkTransport, Stdout: o.sinkOutput, Now: o.now})
 		if err != nil {
 			return nil, fmt.Errorf("sinks[%d] (%s): %w", i, spec.Name, err)
 		}
@@ -186,7 +186,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	}
 	k.pipeline, err = handlers.New(handlers.Config{
 		Store: k.store, Resolver: resolver, Partitions: cfg.Receiver.Partitions, Metrics: k.reg, Logger: log,
-		Subtitles: subs, Sinks: specs, Wake: k.dispatch.Wake,
+		Subtitles: subs, Sinks: specs, Wake: k.dispatch.Wake, Now: o.now,
 		Bus: bus, SweepInterval: cfg.Bus.SweepInterval, SweepGrace: cfg.Bus.SweepGrace, NoticeQueue: cfg.Bus.Queue,
 	})
 	if err != nil {

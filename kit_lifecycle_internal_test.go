@@ -111,7 +111,7 @@ func TestStartHonoursContext(t *testing.T) {
 	dir := t.TempDir()
 	ln := listen(t)
 	_ = ln.Close()
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: filepath.Join(dir, "scribehook.db")})
 	ctx, cancel := context.WithCancel(context.Background())
 	k, err := New(context.Background(), kitConfig(dir, ln, "http://127.0.0.1:1"), WithLogger(logx.Discard()),
 		WithSecrets(configs.Secrets{}), WithStore(cancellingStore{Store: st, cancel: cancel}))

@@ -42,7 +42,8 @@ func WithLogger(l logrus.FieldLogger) Option { return func(o *options) { o.logge
 // names (for a program that keeps them elsewhere).
 func WithSecrets(s configs.Secrets) Option { return func(o *options) { o.secrets = &s } }
 
-// WithStore runs on st instead of opening store.driver/store.dsn; the caller keeps closing it.
+// WithStore runs on st instead of opening store.driver/store.dsn; the caller keeps closing it,
+// and gives it its clock (sqlite.Config.Now, postgres.Config.Now).
 // Dashboard sign-outs are kept in st when it implements store.Sessions (the SQLite and
 // PostgreSQL stores do); otherwise a sign-out only clears the browser's cookie.
 func WithStore(st store.Store) Option { return func(o *options) { o.store = st } }
@@ -61,7 +62,12 @@ func WithSinkTransport(t *http.Transport) Option { return func(o *options) { o.s
 // WithSinkOutput is where log sinks write (default standard output).
 func WithSinkOutput(w io.Writer) Option { return func(o *options) { o.sinkOutput = w } }
 
-// WithClock is the clock of signature timestamps and token lifetimes (default time.Now).
+// WithClock is the kit's clock (default time.Now), given to every part that reads the time of
+// day: the receiver (received_at, token lifetimes, signature timestamps, dashboard sessions),
+// the store (the times it stamps itself), the pipeline (records' updated_at, events' queueing),
+// the sinks' dispatcher (due and retry times, breaker cooldowns, dead letters' failed_at), the
+// sinks (webhook timestamps, Retry-After dates), the pruner, the service client and the
+// Submitter. Waits, timeouts and durations measured are real time.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // WithSink adds a sink the program built: one of the sinks package's kinds, or its own

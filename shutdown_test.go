@@ -48,7 +48,7 @@ func stopKit(t *testing.T, dir string, st store.Store) (*Kit, net.Listener) {
 func openStopStore(t *testing.T) (string, store.Store) {
 	t.Helper()
 	dir := t.TempDir()
-	return dir, teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	return dir, teststore.OpenSQLite(t, sqlite.Config{Path: filepath.Join(dir, "scribehook.db")})
 }
 
 // liveCallback is a distinct live transcript message: n numbers it across the whole test.

@@ -30,7 +30,7 @@ func TestKitSinkStatusesHandlersAndOrphans(t *testing.T) {
 	dir := t.TempDir()
 	ln := listen(t)
 	_ = ln.Close()
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: filepath.Join(dir, "scribehook.db")})
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	var ds []store.SinkDelivery
 	for i, sink := range []string{"billing", "billing", "billing-v2"} {

@@ -46,7 +46,7 @@ func (k *Kit) Submitter() (*Submitter, error) {
 		}
 		return nil, fmt.Errorf("no service client: set %s to the service API key", k.names.apiKey())
 	}
-	return &Submitter{Store: k.store, Service: k.service, PublicURL: k.cfg.PublicURL}, nil
+	return &Submitter{Store: k.store, Service: k.service, PublicURL: k.cfg.PublicURL, Now: k.now}, nil
 }
 
 func (s *Submitter) now() time.Time {

@@ -27,8 +27,8 @@ const (
 	BusNATS        = "nats"
 )
 
-// Defaults of BusOptions: the configuration's (bus section), so that a program building the
-// options itself gets what serve gets.
+// Defaults of BusConfig: the configuration's (bus section), so that a program building the
+// configuration itself gets what serve gets.
 const (
 	// DefaultBusTopic is the Redis stream, or the NATS subject, of commit notices.
 	DefaultBusTopic = configs.DefaultBusTopic
@@ -46,8 +46,14 @@ const (
 // BusConnectTimeout bounds connecting to the broker at start, and each health check.
 const BusConnectTimeout = 5 * time.Second
 
-// BusOptions says how to reach the broker that carries commit notices between replicas.
-type BusOptions struct {
+// BusOptions is BusConfig's former name.
+//
+// Deprecated: use BusConfig; BusOptions goes in the next release.
+type BusOptions = BusConfig
+
+// BusConfig says how to reach the broker that carries commit notices between replicas; its
+// optional fields take the defaults when zero.
+type BusConfig struct {
 	// Driver is a registered broker (RegisterBus): BusRedisStream once the program imports
 	// handlers/redisbus, BusNATS (JetStream) once it imports handlers/natsbus.
 	Driver string
@@ -71,10 +77,10 @@ type BusOptions struct {
 	// bound).
 	MaxLen int64
 	// Logger receives the broker's connection troubles (rate-limited).
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 }
 
-func (c *BusOptions) setDefaults() {
+func (c *BusConfig) setDefaults() {
 	if c.Topic == "" {
 		c.Topic = DefaultBusTopic
 	}
@@ -103,7 +109,7 @@ func (c *BusOptions) setDefaults() {
 // Bus is an open connection to the broker of commit notices. handlers.New takes it in
 // Config.Bus, and the pipeline closes it.
 type Bus struct {
-	cfg  BusOptions
+	cfg  BusConfig
 	drv  BusConn
 	once sync.Once
 	err  error
@@ -112,7 +118,7 @@ type Bus struct {
 // BusConn is an open connection to one kind of broker, as the pipeline uses it. A bus driver
 // (handlers/redisbus, handlers/natsbus) implements it and registers its BusOpener.
 type BusConn interface {
-	// Publish sends one notice to the options' Topic; the message's context bounds the wait
+	// Publish sends one notice to the configuration's Topic; the message's context bounds the wait
 	// where the driver can.
 	Publish(msg *message.Message) error
 	// Subscribe opens n subscriptions of the shared group. Closing them ends their channels and
@@ -135,7 +141,7 @@ type BusConn interface {
 // BusOpener connects to the broker of opts, whose defaults are set and whose URL and topic
 // OpenBus checked, and makes sure its stream and consumer group exist. log is the bus's
 // Watermill logger, rate-limited. Its errors need not hide the URL: OpenBus scrubs them.
-type BusOpener func(ctx context.Context, opts BusOptions, log watermill.LoggerAdapter) (BusConn, error)
+type BusOpener func(ctx context.Context, opts BusConfig, log watermill.LoggerAdapter) (BusConn, error)
 
 // ErrUnknownBusDriver is wrapped by OpenBus's error for a driver no imported package
 // registered.
@@ -227,7 +233,7 @@ func LogRecreated(log watermill.LoggerAdapter, what string, fields watermill.Log
 // OpenBus connects to the broker, makes sure the stream and the consumer group exist, and
 // returns the bus for Config.Bus. Its errors say what failed without the URL (the caller names
 // bus.url, redacted); a password of the URL never appears in them.
-func OpenBus(ctx context.Context, cfg BusOptions) (*Bus, error) {
+func OpenBus(ctx context.Context, cfg BusConfig) (*Bus, error) {
 	cfg.setDefaults()
 	open, err := lookupBus(cfg.Driver)
 	if err != nil {

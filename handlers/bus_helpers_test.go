@@ -74,7 +74,7 @@ func forEachBrokerOnPG(t *testing.T, fn func(t *testing.T, b *broker, dsn string
 // openBus connects a replica to the broker; the pipeline closes it.
 func openBus(t *testing.T, b *broker, claimAfter time.Duration) *handlers.Bus {
 	t.Helper()
-	bus, err := handlers.OpenBus(context.Background(), handlers.BusOptions{
+	bus, err := handlers.OpenBus(context.Background(), handlers.BusConfig{
 		Driver: b.Kind, URL: b.URL, ClaimAfter: claimAfter, Logger: logx.Discard(),
 	})
 	if err != nil {
@@ -93,7 +93,7 @@ func pgDSN(t *testing.T) string {
 // openPG opens one replica's own connection pool to the shared database.
 func openPG(t *testing.T, dsn string) store.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+	s, err := postgres.Open(context.Background(), postgres.Config{DSN: dsn})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}

@@ -443,7 +443,7 @@ func TestOpenBusUnreachable(t *testing.T) {
 		{handlers.BusNATS, "nats://user:s3cret-pw@127.0.0.1:" + freePort(t)},
 		{handlers.BusNATS, "nats://s3cret-token@127.0.0.1:" + freePort(t)},
 	} {
-		_, err := handlers.OpenBus(context.Background(), handlers.BusOptions{Driver: tc.driver, URL: tc.url, Logger: logx.Discard()})
+		_, err := handlers.OpenBus(context.Background(), handlers.BusConfig{Driver: tc.driver, URL: tc.url, Logger: logx.Discard()})
 		if err == nil {
 			t.Fatalf("%s: OpenBus on a closed port succeeded", tc.driver)
 		}
@@ -454,7 +454,7 @@ func TestOpenBusUnreachable(t *testing.T) {
 			t.Errorf("redacted %q", red)
 		}
 	}
-	if _, err := handlers.OpenBus(context.Background(), handlers.BusOptions{Driver: "kafka", URL: "x"}); err == nil {
+	if _, err := handlers.OpenBus(context.Background(), handlers.BusConfig{Driver: "kafka", URL: "x"}); err == nil {
 		t.Error("unknown driver accepted")
 	}
 }
@@ -464,12 +464,12 @@ func TestOpenBusUnreachable(t *testing.T) {
 func TestOpenBusChecksNames(t *testing.T) {
 	redis, nats := "redis://127.0.0.1:"+freePort(t)+"/0", "nats://127.0.0.1:"+freePort(t)
 	for _, tc := range []struct {
-		opts handlers.BusOptions
+		opts handlers.BusConfig
 		want string
 	}{
-		{handlers.BusOptions{Driver: handlers.BusRedisStream, URL: redis, Topic: "a b"}, `topic must not contain white space, '*' or '>' (got "a b")`},
-		{handlers.BusOptions{Driver: handlers.BusNATS, URL: nats, Topic: "a..b"}, `topic must be a NATS subject, dot-separated tokens none of them empty (got "a..b")`},
-		{handlers.BusOptions{Driver: handlers.BusNATS, URL: nats, Group: "my group"}, `group must be letters, digits, '-' and '_' (got "my group")`},
+		{handlers.BusConfig{Driver: handlers.BusRedisStream, URL: redis, Topic: "a b"}, `topic must not contain white space, '*' or '>' (got "a b")`},
+		{handlers.BusConfig{Driver: handlers.BusNATS, URL: nats, Topic: "a..b"}, `topic must be a NATS subject, dot-separated tokens none of them empty (got "a..b")`},
+		{handlers.BusConfig{Driver: handlers.BusNATS, URL: nats, Group: "my group"}, `group must be letters, digits, '-' and '_' (got "my group")`},
 	} {
 		tc.opts.Logger = logx.Discard()
 		if _, err := handlers.OpenBus(context.Background(), tc.opts); err == nil || err.Error() != tc.want {

@@ -414,7 +414,7 @@ func jitter(d time.Duration) time.Duration {
 // such row, with Partitions drains at once, in a random order of keys.
 func (b *busMode) sweep() {
 	ctx := b.ctx
-	cutoff := time.Now().Add(-b.p.cfg.SweepGrace)
+	cutoff := b.p.cfg.Now().Add(-b.p.cfg.SweepGrace) // received_at is on the kit's clock
 	tops := map[string]int64{}
 	var after int64
 	for {

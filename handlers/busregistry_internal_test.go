@@ -23,18 +23,18 @@ func TestOpenBusDriverNotLinked(t *testing.T) {
 		}
 		busMu.Unlock()
 	})
-	_, err := OpenBus(context.Background(), BusOptions{Driver: BusNATS, URL: "nats://127.0.0.1:1"})
+	_, err := OpenBus(context.Background(), BusConfig{Driver: BusNATS, URL: "nats://127.0.0.1:1"})
 	if !errors.Is(err, ErrUnknownBusDriver) || !strings.Contains(err.Error(), `import _ "github.com/scribehook/scribehook/handlers/natsbus"`) {
 		t.Errorf("OpenBus(nats, not linked) = %v, want ErrUnknownBusDriver naming the import", err)
 	}
-	_, err = OpenBus(context.Background(), BusOptions{Driver: "kafka", URL: "x"})
+	_, err = OpenBus(context.Background(), BusConfig{Driver: "kafka", URL: "x"})
 	if !errors.Is(err, ErrUnknownBusDriver) || !strings.Contains(err.Error(), `"kafka"`) {
 		t.Errorf("OpenBus(kafka) = %v, want ErrUnknownBusDriver", err)
 	}
 }
 
 func TestRegisterBusRefusesDuplicatesAndGoChannel(t *testing.T) {
-	open := func(context.Context, BusOptions, watermill.LoggerAdapter) (BusConn, error) { return nil, nil }
+	open := func(context.Context, BusConfig, watermill.LoggerAdapter) (BusConn, error) { return nil, nil }
 	RegisterBus("test-broker", open)
 	t.Cleanup(func() { busMu.Lock(); delete(busDrivers, "test-broker"); busMu.Unlock() })
 	if !strings.Contains(strings.Join(BusDrivers(), ","), "test-broker") {

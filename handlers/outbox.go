@@ -42,7 +42,7 @@ func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, 
 	if len(p.cfg.Sinks) == 0 {
 		return nil
 	}
-	now := time.Now().UTC()
+	now := p.cfg.Now().UTC()
 	message, located := row.Message.Of(row.Body)
 	var queued []store.SinkDelivery
 	for i := range *events {
@@ -108,7 +108,7 @@ func (p *Pipeline) subtitlesFor(ctx context.Context, id string, fetched *api.Job
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("read job %s: %w", id, err)
 	}
-	subs, err := renderSubtitles(p.cfg.Subtitles, &job)
+	subs, err := renderSubtitles(p.cfg.Subtitles, &job, p.cfg.Now())
 	if err != nil {
 		// A result we cannot render is no reason to lose the delivery: the job is stored,
 		// without subtitles, and the reason is logged for `scribehook export` to retry.

@@ -172,7 +172,7 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 		}
 		rec.Local.Resolution = resolution
 		rec.Local.Final = row.Event
-		touch(&rec, row)
+		p.touch(&rec, row)
 		// One encoding of the record for the store and the job event: its result is the
 		// callback's bytes (or the service record's), spliced in, not re-encoded.
 		if rec.Encoded, err = api.EncodeJob(&rec.Job, false); err != nil {
@@ -336,7 +336,7 @@ func (p *Pipeline) liveTx(row store.InboxRow, lr *liveRow, fin finalRecord) func
 		if fin.resolution != "" {
 			rec.Local.Resolution = fin.resolution
 		}
-		touch(&rec, row)
+		p.touch(&rec, row)
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
@@ -427,7 +427,7 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 			// message only, which comes after its last messages.
 			rec.Local.Final = wh.Event
 		}
-		touch(&rec, row)
+		p.touch(&rec, row)
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
@@ -639,11 +639,11 @@ func loadOrNew(ctx context.Context, tx store.Tx, id string, kind api.JobKind, re
 }
 
 // touch counts the delivery on the record.
-func touch(rec *store.JobRecord, row store.InboxRow) {
+func (p *Pipeline) touch(rec *store.JobRecord, row store.InboxRow) {
 	if rec.Local.ReceivedAt.IsZero() {
 		rec.Local.ReceivedAt = row.ReceivedAt
 	}
-	rec.Local.UpdatedAt = time.Now().UTC()
+	rec.Local.UpdatedAt = p.cfg.Now().UTC()
 	rec.Local.Deliveries++
 }
 

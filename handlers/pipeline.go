@@ -73,8 +73,14 @@ type Config struct {
 	// SweepInterval is how often rows that are pending but not queued are picked up again
 	// (default 30 s): a safety net behind the startup scan and the commit notifications.
 	SweepInterval time.Duration
-	Metrics       prometheus.Registerer
-	Logger        *logrus.Entry
+	// Now is the clock of the times the pipeline stamps (a record's local.updated_at, an
+	// event's queueing, an artifact's creation) and of the sweep's grace (default time.Now).
+	Now func() time.Time
+	// Metrics registers the pipeline's metrics; nil registers none.
+	Metrics prometheus.Registerer
+	// Logger receives the pipeline's logs and Watermill's (default: logrus's standard
+	// logger).
+	Logger logrus.FieldLogger
 	// Subtitles renders subtitle artifacts when a job succeeds (Dir empty: none).
 	Subtitles SubtitleRendering
 	// Sinks are the configured sinks; each event is queued for every sink whose filter takes
@@ -155,6 +161,9 @@ func New(cfg Config) (_ *Pipeline, err error) {
 	}
 	if cfg.NoticeQueue <= 0 {
 		cfg.NoticeQueue = DefaultNoticeQueue
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	cfg.Logger = logx.OrStandard(cfg.Logger)
 	wlog := wmlog.New(cfg.Logger.WithField("component", "watermill"))

@@ -39,8 +39,9 @@ type renderedSubtitles struct {
 // translation) in the configured formats plus the job's own, and keeps the service's own
 // subtitles too. Files are written atomically and their content is a function of the result
 // alone, so rendering the same job again (a retry after a crash) rewrites identical files.
-// It runs before the store transaction: rendering never holds the writer.
-func renderSubtitles(cfg SubtitleRendering, job *api.Job) (*renderedSubtitles, error) {
+// It runs before the store transaction: rendering never holds the writer. now stamps the
+// artifacts' creation.
+func renderSubtitles(cfg SubtitleRendering, job *api.Job, now time.Time) (*renderedSubtitles, error) {
 	if cfg.Dir == "" || len(job.Result) == 0 {
 		return nil, nil
 	}
@@ -66,7 +67,7 @@ func renderSubtitles(cfg SubtitleRendering, job *api.Job) (*renderedSubtitles, e
 		return nil, fmt.Errorf("subtitles of job %s: %w", job.ID, err)
 	}
 	out := &renderedSubtitles{event: sinks.SubtitlesReadyData{JobID: job.ID}}
-	now := time.Now().UTC()
+	now = now.UTC()
 	add := func(name, format, lang string, content []byte) error {
 		path := filepath.Join(cfg.Dir, sinks.PathSegment(job.ID), name)
 		if err := writeArtifact(path, content); err != nil {

@@ -124,7 +124,7 @@ func exampleStore() (store.Store, *store.Batcher, func(), error) {
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("temporary directory: %w", err)
 	}
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, "scribehook.db")})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, nil, fmt.Errorf("open the store: %w", err)

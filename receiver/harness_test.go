@@ -418,7 +418,7 @@ func signHeaders(prefix string, key []byte, id string, ts time.Time, body []byte
 // newClosedStore opens a SQLite store and closes it: every Ingest then fails.
 func newClosedStore(t *testing.T) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), "closed.db")})
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "closed.db")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,8 +110,9 @@ type Config struct {
 	Metrics *prometheus.Registry
 	// Logger is where rejected callbacks, failed store writes and panics are logged; logrus's standard logger
 	// when nil, as for the pipeline, since an operator must see them.
-	Logger *logrus.Entry
-	// Now is the clock for signature timestamps; time.Now when nil.
+	Logger logrus.FieldLogger
+	// Now is the receiver's clock: deliveries' received_at, token lifetimes, signature
+	// timestamps, dead-letter replays and dashboard sessions; time.Now when nil.
 	Now func() time.Time
 }
 
@@ -194,7 +195,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	}
 	r := &Receiver{
 		cfg:          cfg,
-		log:          cfg.Logger,
+		log:          logx.Entry(cfg.Logger),
 		now:          cfg.Now,
 		bodyLimit:    cfg.BodyLimit,
 		tokenTTL:     cfg.TokenTTL,

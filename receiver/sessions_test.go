@@ -101,12 +101,12 @@ func TestDashboardSessionSignOutSurvivesRestart(t *testing.T) {
 	var gone, kept *http.Cookie
 	t.Run("before the restart", func(t *testing.T) {
 		// The subtest's cleanup stops the receiver and closes the store.
-		h := newHarness(t, withStore(teststore.OpenSQLite(t, sqlite.Options{Path: path})))
+		h := newHarness(t, withStore(teststore.OpenSQLite(t, sqlite.Config{Path: path})))
 		gone = h.signIn()
 		kept = h.signIn()
 		h.signOut(gone, false)
 	})
-	h := newHarness(t, withStore(teststore.OpenSQLite(t, sqlite.Options{Path: path})))
+	h := newHarness(t, withStore(teststore.OpenSQLite(t, sqlite.Config{Path: path})))
 	if h.readsJobs(gone) {
 		t.Error("after a restart, the cookie of a signed-out session reads /v1/jobs")
 	}

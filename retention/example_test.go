@@ -22,7 +22,7 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "retention-example")
 	defer os.RemoveAll(dir)
 	eightDaysAgo := time.Now().Add(-8 * 24 * time.Hour)
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db"), Clock: func() time.Time { return eightDaysAgo }})
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "scribehook.db"), Now: func() time.Time { return eightDaysAgo }})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -123,7 +123,8 @@ type Config struct {
 	Now func() time.Time
 	// Metrics registers the pruner's metrics; nil registers none.
 	Metrics prometheus.Registerer
-	Logger  *logrus.Entry
+	// Logger receives a line per run; nil discards it.
+	Logger logrus.FieldLogger
 }
 
 // Pruner runs store.Store.Prune now and then. Its methods are safe for concurrent use; two

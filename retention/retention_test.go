@@ -99,7 +99,7 @@ func TestRemoveFilesElsewhere(t *testing.T) {
 func TestPrunerStartCounts(t *testing.T) {
 	ctx := context.Background()
 	weekAgo := time.Now().Add(-7 * 24 * time.Hour)
-	s := teststore.OpenSQLite(t, sqlite.Options{Clock: func() time.Time { return weekAgo }})
+	s := teststore.OpenSQLite(t, sqlite.Config{Now: func() time.Time { return weekAgo }})
 	res, err := s.Ingest(ctx, []store.Delivery{
 		{DedupeKey: "a", Route: "job", Kind: api.CallbackJobSuccess, JobID: "a", PartitionKey: "a", Body: []byte("{}")},
 		{DedupeKey: "b", Route: "job", Kind: api.CallbackJobSuccess, JobID: "b", PartitionKey: "b", Body: []byte("{}")},

@@ -158,7 +158,7 @@ func newWeek(t *testing.T, name string) *week {
 	}
 	w := &week{t: t, clock: &fakeClock{t: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}, dir: dir,
 		dbPath: filepath.Join(dir, "scribehook.db"), result: job.Result}
-	w.st = teststore.OpenSQLite(t, sqlite.Options{Path: w.dbPath, Synchronous: sqlite.SynchronousNormal, Clock: w.clock.Now})
+	w.st = teststore.OpenSQLite(t, sqlite.Config{Path: w.dbPath, Synchronous: sqlite.SynchronousNormal, Now: w.clock.Now})
 	w.start(true)
 	return w
 }

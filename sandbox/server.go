@@ -80,7 +80,7 @@ type Config struct {
 	// always fetched by the sandbox's own guarded client.
 	HTTPClient *http.Client
 	// Logger receives the sandbox's logs (default: logrus standard logger).
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 	// TempDir is where the sandbox makes its directory for the audio it holds: uploads, the
 	// copy of each fetched audio_url and the recording of each live session (which GET
 	// …/{id}/file serves), kept on disk rather than in memory; Close removes it. Empty: the

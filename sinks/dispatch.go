@@ -15,20 +15,6 @@ import (
 	"github.com/scribehook/scribehook/internal/logx"
 )
 
-// Clock is the dispatcher's time: real in production, driven by hand in tests. Due times,
-// retry times, breaker cooldowns and the reads of the sinks' states follow it; attempt
-// timeouts are real time.
-type Clock interface {
-	Now() time.Time
-	// After delivers once, when d has passed on this clock.
-	After(d time.Duration) <-chan time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // Defaults of DispatcherConfig.
 const (
 	DefaultLease        = time.Minute
@@ -49,10 +35,12 @@ const (
 // DispatcherConfig holds a Dispatcher's dependencies; zero values take the defaults.
 type DispatcherConfig struct {
 	Queue Queue
-	// Clock defaults to the system clock.
-	Clock Clock
+	// Now is the dispatcher's clock (default time.Now): due times, retry times, breaker
+	// cooldowns, dead letters' failed_at and the sinks' states follow it; waits and attempt
+	// timeouts are real time.
+	Now func() time.Time
 	// Logger defaults to discarding.
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 	// Metrics registers the sink metrics when set.
 	Metrics prometheus.Registerer
 	// Lease is how long a claimed delivery is reserved for its attempt (default 1 min). A
@@ -66,8 +54,12 @@ type DispatcherConfig struct {
 	// math/rand/v2). The dispatcher serialises its calls.
 	Rand func() float64
 	// StateInterval is how often the sinks' states are read again from a Queue that is a
-	// StateStore (default DefaultStateInterval), on the Clock.
+	// StateStore (default DefaultStateInterval).
 	StateInterval time.Duration
+
+	// after is the dispatcher's timer (default time.After); tests that drive Now by hand
+	// set it (export_test.go) to wake the waits when they move their clock.
+	after func(time.Duration) <-chan time.Time
 }
 
 // SinkStats is a snapshot of one sink's delivery state.
@@ -110,7 +102,8 @@ type SinkStats struct {
 // and attempts in flight run to their end and are settled.
 type Dispatcher struct {
 	queue Queue
-	clock Clock
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
 	log   *logrus.Entry
 	lease time.Duration
 	poll  time.Duration
@@ -138,15 +131,19 @@ type Dispatcher struct {
 func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	d := &Dispatcher{
 		queue:  cfg.Queue,
-		clock:  cfg.Clock,
+		now:    cfg.Now,
+		after:  cfg.after,
 		log:    logx.OrDiscard(cfg.Logger),
 		lease:  cfg.Lease,
 		poll:   cfg.PollInterval,
 		rand:   cfg.Rand,
 		byName: map[string]*sinkWorker{},
 	}
-	if d.clock == nil {
-		d.clock = systemClock{}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.after == nil {
+		d.after = time.After
 	}
 	if d.lease <= 0 {
 		d.lease = DefaultLease

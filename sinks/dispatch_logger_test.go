@@ -17,3 +17,11 @@ func TestNewDispatcherLogger(t *testing.T) {
 		t.Fatalf("given Logger: the dispatcher logs through %p, want %p", got, given)
 	}
 }
+
+// Any logrus.FieldLogger is taken: a *logrus.Logger logs through itself.
+func TestNewDispatcherFieldLogger(t *testing.T) {
+	l := logrus.New()
+	if got := NewDispatcher(DispatcherConfig{Logger: l}).log; got == nil || got.Logger != l {
+		t.Fatalf("a *logrus.Logger: the dispatcher logs through %v, want an entry of it", got)
+	}
+}

@@ -36,7 +36,7 @@ const dispWait = 30 * time.Second // bound of every wait; a passing test never r
 
 var dispT0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
-// dispClock is a sinks.Clock that moves only when told.
+// dispClock is a clock that moves only when told, and the timer that follows it.
 type dispClock struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -203,7 +203,7 @@ func newDispEnv(t *testing.T) *dispEnv {
 
 // open (re)opens the store at e.path, as a restarted process would.
 func (e *dispEnv) open() {
-	s := teststore.OpenSQLite(e.t, sqlite.Options{Path: e.path})
+	s := teststore.OpenSQLite(e.t, sqlite.Config{Path: e.path})
 	e.store = s
 	e.spy = &dispSpy{Queue: handlers.SinkQueue(s), clock: e.clock}
 }
@@ -220,8 +220,8 @@ func (e *dispEnv) run(cfg sinks.DispatcherConfig, specs []sinks.Spec, ss ...sink
 	if cfg.Queue == nil {
 		cfg.Queue = e.spy
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = e.clock
+	if cfg.Now == nil {
+		cfg = e.clocked(cfg)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = dispQuiet()
@@ -749,7 +749,7 @@ func TestDispatchDeadSinkIsolation(t *testing.T) {
 			specs = append(specs, sinks.Spec{Name: "dead", BreakerThreshold: -1, Retry: make([]time.Duration, 1_000_000)})
 			ss = append(ss, bad)
 		}
-		cfg := sinks.DispatcherConfig{Clock: dispRealClock{}, PollInterval: 50 * time.Millisecond}
+		cfg := sinks.DispatcherConfig{Now: time.Now, PollInterval: 50 * time.Millisecond}
 		d := e.run(cfg, specs, ss...)
 		if dead != "" {
 			// The dead sink is busy before the healthy one gets work.
@@ -799,11 +799,6 @@ func TestDispatchDeadSinkIsolation(t *testing.T) {
 	// to docs/benchmarks.md).
 }
 
-type dispRealClock struct{}
-
-func (dispRealClock) Now() time.Time                         { return time.Now() }
-func (dispRealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // TestDispatchRestart: a new dispatcher on a reopened store delivers what an earlier one left
 // queued, waiting for retries to come due and for the leases of a crashed one to end.
 func TestDispatchRestart(t *testing.T) {
@@ -812,7 +807,7 @@ func TestDispatchRestart(t *testing.T) {
 
 	// A first dispatcher fails r1 and r2 once, and is shut down.
 	first := newDispSink("hook", func(context.Context, api.Event, int) error { return errors.New("503") })
-	d1 := sinks.NewDispatcher(sinks.DispatcherConfig{Queue: e.spy, Clock: e.clock, Logger: dispQuiet()})
+	d1 := sinks.NewDispatcher(e.clocked(sinks.DispatcherConfig{Queue: e.spy, Logger: dispQuiet()}))
 	if err := d1.Add(sinks.Spec{Name: "hook", Jitter: -1, Concurrency: 2, Retry: []time.Duration{0, 5 * time.Second, 5 * time.Second}}, first); err != nil {
 		t.Fatal(err)
 	}
@@ -881,7 +876,7 @@ func TestDispatchShutdownSettles(t *testing.T) {
 		return nil
 	})
 	e.enqueue("hook", "ev")
-	d := sinks.NewDispatcher(sinks.DispatcherConfig{Queue: e.spy, Clock: e.clock, Logger: dispQuiet()})
+	d := sinks.NewDispatcher(e.clocked(sinks.DispatcherConfig{Queue: e.spy, Logger: dispQuiet()}))
 	if err := d.Add(sinks.Spec{Name: "hook"}, sink); err != nil {
 		t.Fatal(err)
 	}
@@ -944,4 +939,10 @@ func TestDispatchPanickingSink(t *testing.T) {
 	if c := e.spy.ops("retry")[0]; c.msg != "sink panicked: nil map" {
 		t.Errorf("error = %q", c.msg)
 	}
+}
+
+// clocked is cfg on the environment's clock, its waits woken when the test advances it.
+func (e *dispEnv) clocked(cfg sinks.DispatcherConfig) sinks.DispatcherConfig {
+	cfg.Now = e.clock.Now
+	return sinks.WithTimer(cfg, e.clock.After)
 }

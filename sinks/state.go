@@ -40,13 +40,13 @@ type StateStore interface {
 // Enable resumes a disabled sink: its queued deliveries are claimed at once. The state is
 // recorded first, so an enabling that cannot be recorded changes nothing.
 func (d *Dispatcher) Enable(ctx context.Context, name string) error {
-	return d.setState(ctx, SinkState{Name: name, Since: d.clock.Now()})
+	return d.setState(ctx, SinkState{Name: name, Since: d.now()})
 }
 
 // Disable stops a sink until Enable: nothing more is claimed for it, its deliveries stay
 // queued, attempts in flight finish.
 func (d *Dispatcher) Disable(ctx context.Context, name, reason string) error {
-	return d.setState(ctx, SinkState{Name: name, Disabled: true, Reason: reason, Since: d.clock.Now()})
+	return d.setState(ctx, SinkState{Name: name, Disabled: true, Reason: reason, Since: d.now()})
 }
 
 func (d *Dispatcher) setState(ctx context.Context, st SinkState) error {
@@ -101,13 +101,13 @@ func (d *Dispatcher) loadStates(ctx context.Context) {
 	}
 }
 
-// followStates reads the states every interval of the dispatcher's clock until ctx ends.
+// followStates reads the states every interval (on the dispatcher's timer) until ctx ends.
 func (d *Dispatcher) followStates(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-d.clock.After(d.stateEvery):
+		case <-d.after(d.stateEvery):
 		}
 		d.loadStates(ctx)
 	}
@@ -173,7 +173,7 @@ func (w *sinkWorker) applyState(st SinkState, gen uint64, from stateSource) {
 // (HTTP 410). The state is also recorded in the StateStore, so a restart does not enable it; a
 // failure to record it is logged: the sink is disabled in this process all the same.
 func (w *sinkWorker) disable(reason string) {
-	st := SinkState{Name: w.name, Disabled: true, Reason: reason, Since: w.d.clock.Now()}
+	st := SinkState{Name: w.name, Disabled: true, Reason: reason, Since: w.d.now()}
 	// Disabled here first: no more attempts are claimed while the state is being recorded. A
 	// read of the states until the record is written does not have it and would enable the
 	// sink again: such a read applies nothing while recording, and one that ends after it is

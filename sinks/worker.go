@@ -69,7 +69,7 @@ func (w *sinkWorker) run(ctx context.Context) {
 		w.recordDone(ctx)
 	}()
 	for ctx.Err() == nil {
-		now := w.d.clock.Now()
+		now := w.d.now()
 		w.mu.Lock()
 		if w.disabled {
 			// Enable (here or through the StateStore) pokes the worker. Meanwhile what the
@@ -120,7 +120,7 @@ func (w *sinkWorker) run(ctx context.Context) {
 		case <-ctx.Done():
 		case <-w.wake:
 		case <-w.settled:
-		case <-w.d.clock.After(wait):
+		case <-w.d.after(wait):
 		}
 	}
 }
@@ -137,7 +137,7 @@ func (w *sinkWorker) recordDone(ctx context.Context) {
 
 // finish settles an attempt that ended with err and accounts for it.
 func (w *sinkWorker) finish(ctx context.Context, dl Delivery, probe bool, err error) {
-	now := w.d.clock.Now()
+	now := w.d.now()
 	qctx, qcancel := context.WithTimeout(ctx, queueTimeout)
 	defer qcancel()
 	res := w.settle(qctx, dl, err, now)

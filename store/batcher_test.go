@@ -44,7 +44,7 @@ func delivery(key string) store.Delivery {
 // goroutines, all get the right row, and they share far fewer transactions than submits.
 func TestBatcherConcurrent(t *testing.T) {
 	const goroutines, perG = 64, 200
-	cs := &countingStore{Store: teststore.OpenSQLite(t, sqlite.Options{Synchronous: "full"})}
+	cs := &countingStore{Store: teststore.OpenSQLite(t, sqlite.Config{Synchronous: "full"})}
 	b := store.NewBatcher(cs, store.BatcherOptions{})
 	defer b.Close()
 
@@ -399,7 +399,7 @@ func TestBatcherCloseDrains(t *testing.T) {
 func TestBatcherMaxBatch(t *testing.T) {
 	var sizes []int
 	var mu sync.Mutex
-	cs := &countingStore{Store: teststore.OpenSQLite(t, sqlite.Options{Synchronous: "normal"})}
+	cs := &countingStore{Store: teststore.OpenSQLite(t, sqlite.Config{Synchronous: "normal"})}
 	b := store.NewBatcher(cs, store.BatcherOptions{MaxBatch: 8, OnCommit: func(n int, _ time.Duration, err error) {
 		if err != nil {
 			t.Errorf("OnCommit error: %v", err)
@@ -457,7 +457,7 @@ func BenchmarkBatcherIngest(b *testing.B) {
 	for _, mode := range []string{"full", "normal"} {
 		for _, clients := range []int{64, 256} {
 			b.Run(fmt.Sprintf("sync=%s/clients=%d", mode, clients), func(b *testing.B) {
-				s := teststore.OpenSQLite(b, sqlite.Options{Synchronous: mode})
+				s := teststore.OpenSQLite(b, sqlite.Config{Synchronous: mode})
 				var batches atomic.Int64
 				bat := store.NewBatcher(s, store.BatcherOptions{OnCommit: func(int, time.Duration, error) { batches.Add(1) }})
 				benchSubmit(b, clients, func(ctx context.Context, d store.Delivery) error {
@@ -479,7 +479,7 @@ func BenchmarkBatcherIngest(b *testing.B) {
 func BenchmarkIngestUnbatched(b *testing.B) {
 	for _, mode := range []string{"full", "normal"} {
 		b.Run("sync="+mode+"/clients=64", func(b *testing.B) {
-			s := teststore.OpenSQLite(b, sqlite.Options{Synchronous: mode})
+			s := teststore.OpenSQLite(b, sqlite.Config{Synchronous: mode})
 			benchSubmit(b, 64, func(ctx context.Context, d store.Delivery) error {
 				_, err := s.Ingest(ctx, []store.Delivery{d})
 				return err

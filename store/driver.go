@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Driver opens one kind of database as a Store, the way a database/sql driver does for sql.DB.
@@ -28,6 +29,9 @@ type DriverOptions struct {
 	Synchronous string
 	// Apply makes Migrate run the migrations instead of only planning them.
 	Apply bool
+	// Now is the clock of the times the store stamps itself (a row processed, a delivery
+	// delivered); nil is time.Now.
+	Now func() time.Time
 }
 
 // ErrUnknownDriver is wrapped by Lookup's error for a name no imported package registered.

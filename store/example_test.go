@@ -21,7 +21,7 @@ func ExampleAllJobs() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	st, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "scribehook.db")})
 	if err != nil {
 		panic(err)
 	}

@@ -45,7 +45,7 @@ type Option func(*Client)
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithLogger sets the logger; the default discards everything.
-func WithLogger(l *logrus.Entry) Option { return func(c *Client) { c.log = l } }
+func WithLogger(l logrus.FieldLogger) Option { return func(c *Client) { c.log = logx.Entry(l) } }
 
 // WithKeyHeader sets the name of the API key header (default x-service-key).
 func WithKeyHeader(name string) Option { return func(c *Client) { c.keyHeader = name } }

@@ -142,7 +142,7 @@ func (l *callbackLoad) acked() []ackedDelivery {
 func TestBackupDuringLoadRestores(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: live})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: live})
 	route := []receiver.Route{{Name: "load", Token: backupRouteToken}}
 	srv := serveOn(t, st, "", serverOptions{Routes: route, Logger: logx.Discard(),
 		Sinks: []sinkSetup{fileSink(t, filepath.Join(dir, "out"))}})
@@ -179,7 +179,7 @@ func TestBackupDuringLoadRestores(t *testing.T) {
 	// holds pending and delivers what it holds queued.
 	restored := filepath.Join(t.TempDir(), "scribehook.db")
 	writeFile(t, restored, readFile(t, copyPath))
-	st2 := teststore.OpenSQLite(t, sqlite.Options{Path: restored})
+	st2 := teststore.OpenSQLite(t, sqlite.Config{Path: restored})
 	srv2 := serveOn(t, st2, "", serverOptions{Routes: route, Logger: logx.Discard(),
 		Sinks: []sinkSetup{fileSink(t, filepath.Join(dir, "out-restored"))}})
 	testwait.For(t, "the restored serve to process and deliver everything", 30*time.Second, func() bool {

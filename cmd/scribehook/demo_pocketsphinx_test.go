@@ -40,7 +40,7 @@ func TestDemoHearsItsSample(t *testing.T) {
 	}
 	ref := strings.Join(sampleScript(t), " ")
 
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: filepath.Join(dir, "scribehook.db")})
 	rec, err := st.GetJob(context.Background(), rep.JobID)
 	if err != nil || len(rec.Job.Result) == 0 || apitest.MustResult(&rec.Job).Transcription == nil {
 		t.Fatalf("stored job: %+v, %v", rec.Job, err)

@@ -130,7 +130,7 @@ func TestDemoRunsTheWholeLoop(t *testing.T) {
 	}
 
 	// The store: the job done with its result, the session done with its messages.
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: filepath.Join(dir, "scribehook.db")})
 	rec, err := st.GetJob(context.Background(), rep.JobID)
 	if err != nil || rec.Job.Status != api.StatusDone || len(rec.Job.Result) == 0 || apitest.MustResult(&rec.Job).Transcription == nil {
 		t.Fatalf("stored job: %+v, %v", rec.Job, err)

@@ -202,7 +202,7 @@ type replicaServer struct {
 
 func startReplicaServer(t *testing.T, name, dsn, driver, brokerURL string, client *submitter.Client, out, hookURL, secret string) *replicaServer {
 	t.Helper()
-	st, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn})
+	st, err := postgres.Open(context.Background(), postgres.Config{DSN: dsn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func startLoop(t *testing.T, cfg sandbox.Config, with func(*serverOptions)) *loo
 // start opens the store and starts serve on a fresh loopback port (the same one on a restart).
 func (l *loop) start() {
 	l.t.Helper()
-	st := teststore.OpenSQLite(l.t, sqlite.Options{Path: l.dbPath})
+	st := teststore.OpenSQLite(l.t, sqlite.Config{Path: l.dbPath})
 	opts := serverOptions{
 		Service: l.service, ReadToken: "read-token", Logger: logx.Discard(),
 		Routes: []receiver.Route{{Name: "account", Token: "account-route-token", SigningSecrets: []string{accountRouteSecret}}},
@@ -353,7 +353,7 @@ func TestE2ERestartBetweenCommitAndProcessing(t *testing.T) {
 	l := newLoop(t, sandbox.Faults{})
 	l.stop()
 	// Deliveries committed by a receiver that died before processing them.
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: l.dbPath})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: l.dbPath})
 	body := []byte(`{"id":"0a1b2c3d-0000-4000-8000-000000000001","event":"transcription.error","error":{"code":422,"message":"audio could not be decoded"},"custom_metadata":{"k":1}}`)
 	res, err := st.Ingest(context.Background(), []store.Delivery{{
 		DedupeKey: "job:0a1b2c3d-0000-4000-8000-000000000001:transcription.error", Route: "job",

@@ -23,7 +23,7 @@ func TestRestartReleasesSinkLeases(t *testing.T) {
 	dir, dbPath := tempDB(t)
 	out := filepath.Join(dir, "out")
 	ctx := context.Background()
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: dbPath})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: dbPath})
 	ev := api.Event{
 		ID: "ev-leased-1", Type: "live.transcript", JobID: "session-1", Kind: api.KindLive,
 		CreatedAt: api.Time{Time: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)},

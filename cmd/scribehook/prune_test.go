@@ -25,7 +25,7 @@ func pruneEnv(t *testing.T) (cfgPath, dbPath, srt string) {
 	cfgPath = writeSQLiteConfig(t, dir, dbPath, "retention: {jobs: 30d, live: {final_transcripts: 30d}}\n")
 	ctx := context.Background()
 	tenDaysAgo, fortyDaysAgo := time.Now().Add(-10*24*time.Hour), time.Now().Add(-40*24*time.Hour)
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: dbPath, Clock: func() time.Time { return tenDaysAgo }})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: dbPath, Now: func() time.Time { return tenDaysAgo }})
 	defer st.Close()
 	srt = filepath.Join(dir, "artifacts", "job-1", "subtitles.en.srt")
 	if err := os.MkdirAll(filepath.Dir(srt), 0o755); err != nil {
@@ -128,7 +128,7 @@ would prune (dry run) 5 rows
 		t.Errorf("second run printed\n%s", out)
 	}
 
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: dbPath})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: dbPath})
 	if n, err := st.InboxBacklog(context.Background()); err != nil || n != 1 {
 		t.Errorf("pending rows = %d, %v; want the one not yet processed", n, err)
 	}

@@ -45,7 +45,7 @@ func readsJobsWith(t *testing.T, base, cookie string) int {
 // `scribehook sessions revoke-all` ran beside it on the same store, read nothing after it.
 func TestSessionsRevokeAllSignsEveryBrowserOut(t *testing.T) {
 	dir, db := tempDB(t)
-	srv := serveOn(t, teststore.OpenSQLite(t, sqlite.Options{Path: db}), "", serverOptions{ReadToken: sessionsReadToken, Logger: logx.Discard()})
+	srv := serveOn(t, teststore.OpenSQLite(t, sqlite.Config{Path: db}), "", serverOptions{ReadToken: sessionsReadToken, Logger: logx.Discard()})
 	defer srv.stop(t)
 	base := "http://" + srv.addr
 	a, b := signInTo(t, base), signInTo(t, base)

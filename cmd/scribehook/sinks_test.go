@@ -36,7 +36,7 @@ func TestSinkDisabledAcrossRestart(t *testing.T) {
 		Filter: sinks.Filter{Events: []string{"*"}}, Timeout: 2 * time.Second}
 	route := []receiver.Route{{Name: "load", Token: backupRouteToken}}
 	start := func() *served {
-		st := teststore.OpenSQLite(t, sqlite.Options{Path: db})
+		st := teststore.OpenSQLite(t, sqlite.Config{Path: db})
 		return serveOn(t, st, "", serverOptions{Routes: route, Logger: logx.Discard(), Sinks: []sinkSetup{newSink(t, spec, logx.Discard())}})
 	}
 	const session = "5e55d000-0000-4000-8000-00000000000d"

@@ -78,7 +78,7 @@ func (e *cliEnv) run(stdin io.Reader, args ...string) (string, string, error) {
 
 func (e *cliEnv) openStore() *sqlite.Store {
 	e.t.Helper()
-	st := teststore.OpenSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
+	st := teststore.OpenSQLite(e.t, sqlite.Config{Path: e.dbPath, Synchronous: "normal"})
 	return st
 }
 
@@ -104,7 +104,7 @@ type fakeServe struct {
 
 func newFakeServe(t *testing.T, dbPath string) *fakeServe {
 	t.Helper()
-	st := teststore.OpenSQLite(t, sqlite.Options{Path: dbPath, Synchronous: "normal"})
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: dbPath, Synchronous: "normal"})
 	// teststore closes st after the server, which newRecorder starts later: cleanups run last first.
 	f := &fakeServe{st: st, store: true}
 	f.recorder = newRecorder(t, f.answer)
@@ -302,7 +302,7 @@ func TestConfigErrorsReachTheCommand(t *testing.T) {
 // public_url at it.
 func (e *cliEnv) useRealServe() {
 	e.t.Helper()
-	st := teststore.OpenSQLite(e.t, sqlite.Options{Path: e.dbPath, Synchronous: "normal"})
+	st := teststore.OpenSQLite(e.t, sqlite.Config{Path: e.dbPath, Synchronous: "normal"})
 	srv := serveOn(e.t, st, "", serverOptions{Service: e.client, Partitions: 2, BodyLimit: 32 << 20, Logger: logx.Discard()})
 	e.t.Cleanup(func() { srv.stop(e.t) })
 	e.writeConfig("http://"+srv.addr, e.sandbox.URL)

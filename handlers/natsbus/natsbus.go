@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	handlers.RegisterBus(handlers.BusNATS, func(ctx context.Context, opts handlers.BusOptions, log watermill.LoggerAdapter) (handlers.BusConn, error) {
+	handlers.RegisterBus(handlers.BusNATS, func(ctx context.Context, opts handlers.BusConfig, log watermill.LoggerAdapter) (handlers.BusConn, error) {
 		b, err := open(ctx, opts, log)
 		if err != nil {
 			return nil, err // a nil *natsBus must not become a non-nil BusConn
@@ -36,7 +36,7 @@ func init() {
 // one durable pull consumer that every replica shares: the server gives each message to one
 // puller, and redelivers a message not acknowledged within AckWait (ClaimAfter) to another.
 type natsBus struct {
-	cfg     handlers.BusOptions
+	cfg     handlers.BusConfig
 	pub     message.Publisher
 	wlog    watermill.LoggerAdapter
 	conn    *nats.Conn // publisher and management
@@ -60,7 +60,7 @@ func natsTimeouts() []nats.Option {
 	return []nats.Option{nats.Timeout(handlers.BusConnectTimeout), nats.ReconnectWait(time.Second)}
 }
 
-func open(ctx context.Context, cfg handlers.BusOptions, wlog watermill.LoggerAdapter) (*natsBus, error) {
+func open(ctx context.Context, cfg handlers.BusConfig, wlog watermill.LoggerAdapter) (*natsBus, error) {
 	// OpenBus checked the topic (configs.BusTopicRule).
 	if broken := configs.BusNameRule(cfg.Group); broken != "" {
 		return nil, fmt.Errorf("group %s", broken)

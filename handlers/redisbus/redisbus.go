@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	handlers.RegisterBus(handlers.BusRedisStream, func(ctx context.Context, opts handlers.BusOptions, log watermill.LoggerAdapter) (handlers.BusConn, error) {
+	handlers.RegisterBus(handlers.BusRedisStream, func(ctx context.Context, opts handlers.BusConfig, log watermill.LoggerAdapter) (handlers.BusConn, error) {
 		b, err := open(ctx, opts, log)
 		if err != nil {
 			return nil, err // a nil *redisBus must not become a non-nil BusConn
@@ -33,7 +33,7 @@ func init() {
 // the entries a consumer left pending longer than ClaimAfter (its replica died) are claimed by
 // the others (Watermill's XPENDING/XCLAIM loop).
 type redisBus struct {
-	cfg    handlers.BusOptions
+	cfg    handlers.BusConfig
 	pub    message.Publisher
 	wlog   watermill.LoggerAdapter
 	client *redis.Client
@@ -45,7 +45,7 @@ type sharedRedis struct{ redis.UniversalClient }
 
 func (sharedRedis) Close() error { return nil }
 
-func open(ctx context.Context, cfg handlers.BusOptions, wlog watermill.LoggerAdapter) (*redisBus, error) {
+func open(ctx context.Context, cfg handlers.BusConfig, wlog watermill.LoggerAdapter) (*redisBus, error) {
 	opts, err := redis.ParseURL(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("not a Redis URL (redis://[:password@]host:port/db): %w", err)

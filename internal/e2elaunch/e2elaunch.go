@@ -62,7 +62,7 @@ func Start(prefix, sample string) (context.Context, *Env, error) {
 		stop()
 		return nil, nil, fmt.Errorf("data directory: %w", err)
 	}
-	if e.Store, err = sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(e.Dir, "scribehook.db")}); err != nil {
+	if e.Store, err = sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(e.Dir, "scribehook.db")}); err != nil {
 		e.Close()
 		return nil, nil, fmt.Errorf("store: %w", err)
 	}

@@ -1,8 +1,9 @@
 // Package logx holds the defaults of an optional logger, shared by every part whose
-// constructor takes one. Two policies, each written once: the store, the pruner, the client and
-// the sinks' dispatcher take a nil logger as silence (OrDiscard); the kit, the receiver, the
-// pipeline, the bus and the sandbox, whose logs an operator must see, as logrus's standard
-// logger (OrStandard).
+// constructor takes one. Public signatures take a logrus.FieldLogger; the parts convert it once,
+// here, to the *logrus.Entry they log through. Two policies, each written once: the store, the
+// pruner, the client and the sinks' dispatcher take a nil logger as silence (OrDiscard); the
+// kit, the receiver, the pipeline, the bus and the sandbox, whose logs an operator must see, as
+// logrus's standard logger (OrStandard).
 package logx
 
 import (
@@ -19,18 +20,37 @@ func Discard() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-// OrDiscard is l, or Discard() when l is nil.
-func OrDiscard(l *logrus.Entry) *logrus.Entry {
-	if l == nil {
-		return Discard()
+// Entry is l as an entry: l itself when it is one, an entry of it when it is a *logrus.Logger,
+// and otherwise the entry l.WithFields gives (every FieldLogger makes entries); nil when l is
+// nil, or a nil *logrus.Entry or *logrus.Logger.
+func Entry(l logrus.FieldLogger) *logrus.Entry {
+	switch v := l.(type) {
+	case nil:
+		return nil
+	case *logrus.Entry:
+		return v
+	case *logrus.Logger:
+		if v == nil {
+			return nil
+		}
+		return logrus.NewEntry(v)
+	default:
+		return l.WithFields(logrus.Fields{})
 	}
-	return l
 }
 
-// OrStandard is l, or logrus's standard logger when l is nil.
-func OrStandard(l *logrus.Entry) *logrus.Entry {
-	if l == nil {
-		return logrus.NewEntry(logrus.StandardLogger())
+// OrDiscard is l as an entry (Entry), or Discard() when l is nil.
+func OrDiscard(l logrus.FieldLogger) *logrus.Entry {
+	if e := Entry(l); e != nil {
+		return e
 	}
-	return l
+	return Discard()
+}
+
+// OrStandard is l as an entry (Entry), or an entry of logrus's standard logger when l is nil.
+func OrStandard(l logrus.FieldLogger) *logrus.Entry {
+	if e := Entry(l); e != nil {
+		return e
+	}
+	return logrus.NewEntry(logrus.StandardLogger())
 }

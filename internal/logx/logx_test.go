@@ -36,3 +36,23 @@ func TestOrStandard(t *testing.T) {
 		t.Fatalf("OrStandard(nil) = %v, want an entry of logrus's standard logger", got)
 	}
 }
+
+func TestEntry(t *testing.T) {
+	if logx.Entry(nil) != nil || logx.Entry((*logrus.Entry)(nil)) != nil || logx.Entry((*logrus.Logger)(nil)) != nil {
+		t.Fatal("Entry of a nil logger is not nil")
+	}
+	l := logrus.New()
+	if e := logx.Entry(l); e == nil || e.Logger != l {
+		t.Fatalf("Entry(*logrus.Logger) = %v, want an entry of it", e)
+	}
+	if e := logx.OrDiscard((*logrus.Entry)(nil)); e == nil || e.Logger.Out != io.Discard {
+		t.Fatal("OrDiscard of a typed nil entry does not discard")
+	}
+	var custom logrus.FieldLogger = fieldLogger{l.WithField("from", "custom")}
+	if e := logx.Entry(custom); e == nil || e.Logger != l || e.Data["from"] != "custom" {
+		t.Fatalf("Entry(custom FieldLogger) = %v, want the entry its WithFields gives", e)
+	}
+}
+
+// fieldLogger is a FieldLogger of a program's own (an adapter), neither an Entry nor a Logger.
+type fieldLogger struct{ *logrus.Entry }

@@ -14,13 +14,13 @@ import (
 // closed when the test ends.
 func SQLite(tb testing.TB) *sqlite.Store {
 	tb.Helper()
-	return OpenSQLite(tb, sqlite.Options{})
+	return OpenSQLite(tb, sqlite.Config{})
 }
 
 // OpenSQLite opens the SQLite store o describes and closes it when the test ends; an empty
 // o.Path is a new file in tb's temporary directory. A test that opens the same path again, as a
 // restarted process would, gets a second store over the same database.
-func OpenSQLite(tb testing.TB, o sqlite.Options) *sqlite.Store {
+func OpenSQLite(tb testing.TB, o sqlite.Config) *sqlite.Store {
 	tb.Helper()
 	if o.Path == "" {
 		o.Path = filepath.Join(tb.TempDir(), "scribehook.db")

@@ -103,7 +103,7 @@ type Config struct {
 	Now func() time.Time
 	// Logger is where sign-outs, and those the store could not keep, are logged (discarded
 	// when nil).
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 }
 
 // UI serves the dashboard and checks its sessions.

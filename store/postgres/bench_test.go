@@ -39,7 +39,7 @@ func benchIngest(b *testing.B, replicas, clients int) {
 	dsn := newSchema(b)
 	var batchers []*store.Batcher
 	for range replicas {
-		s, err := Open(b.Context(), Options{DSN: dsn})
+		s, err := Open(b.Context(), Config{DSN: dsn})
 		if err != nil {
 			b.Fatal(err)
 		}

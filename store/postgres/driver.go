@@ -14,8 +14,8 @@ func init() { store.Register("postgres", driver{}) }
 // pool_max_conns, else DefaultMaxConns.
 type driver struct{}
 
-func (driver) Open(ctx context.Context, dsn string, _ store.DriverOptions) (store.Store, error) {
-	st, err := Open(ctx, Options{DSN: dsn})
+func (driver) Open(ctx context.Context, dsn string, opts store.DriverOptions) (store.Store, error) {
+	st, err := Open(ctx, Config{DSN: dsn, Now: opts.Now})
 	if err != nil {
 		return nil, err // a nil *Store must not become a non-nil store.Store
 	}
@@ -24,7 +24,7 @@ func (driver) Open(ctx context.Context, dsn string, _ store.DriverOptions) (stor
 
 func (driver) Migrate(ctx context.Context, dsn string, opts store.DriverOptions) (store.MigrationPlan, error) {
 	if opts.Apply {
-		return Migrate(ctx, Options{DSN: dsn})
+		return Migrate(ctx, Config{DSN: dsn})
 	}
-	return PendingMigrations(ctx, Options{DSN: dsn})
+	return PendingMigrations(ctx, Config{DSN: dsn})
 }

@@ -76,7 +76,7 @@ func migrationLockKey(schema string) int64 { return sqlcore.LockKey("migrate", s
 // doing it: it only reads the schema version, so replicas may be running on the database
 // meanwhile. A database written by a newer scribehook gives the plan and an error wrapping
 // ErrSchemaTooNew.
-func PendingMigrations(ctx context.Context, opts Options) (store.MigrationPlan, error) {
+func PendingMigrations(ctx context.Context, opts Config) (store.MigrationPlan, error) {
 	cfg, _, err := parseDSN(opts)
 	if err != nil {
 		return store.MigrationPlan{}, err
@@ -93,7 +93,7 @@ func PendingMigrations(ctx context.Context, opts Options) (store.MigrationPlan, 
 
 // Migrate applies the migrations the database of opts lacks, as Open does, and returns the
 // plan it carried out (PendingMigrations just before).
-func Migrate(ctx context.Context, opts Options) (store.MigrationPlan, error) {
+func Migrate(ctx context.Context, opts Config) (store.MigrationPlan, error) {
 	return sqlcore.Migrate(func() (store.MigrationPlan, error) { return PendingMigrations(ctx, opts) },
 		func() (io.Closer, error) { return Open(ctx, opts) })
 }

@@ -18,7 +18,7 @@ func TestMigrations(t *testing.T) {
 		Files:   migrationFiles,
 		New: func(t *testing.T, version int) (*sql.DB, func(*testing.T) store.Store) {
 			dsn := newSchema(t)
-			cfg, _, err := parseDSN(Options{DSN: dsn})
+			cfg, _, err := parseDSN(Config{DSN: dsn})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -59,7 +59,7 @@ import (
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
-// DefaultMaxConns is the pool size when neither Options.MaxConns nor the DSN's pool_max_conns
+// DefaultMaxConns is the pool size when neither Config.MaxConns nor the DSN's pool_max_conns
 // sets one.
 const DefaultMaxConns = 10
 
@@ -67,8 +67,13 @@ const DefaultMaxConns = 10
 // has migrations this binary does not know, and writing to it could corrupt them.
 var ErrSchemaTooNew = sqlcore.ErrSchemaTooNew
 
-// Options configures Open.
-type Options struct {
+// Options is Config's former name.
+//
+// Deprecated: use Config; Options goes in the next release.
+type Options = Config
+
+// Config configures Open; zero fields take the defaults.
+type Config struct {
 	// DSN is a PostgreSQL connection string, URL (postgres://user@host:5432/db?sslmode=…) or
 	// key=value form, as pgx reads it. Its search_path parameter selects the schema. A
 	// pool_max_conns parameter sets the pool size when MaxConns is zero.
@@ -77,10 +82,10 @@ type Options struct {
 	// connection while its function runs.
 	MaxConns int
 	// Logger receives migration and setup messages; nil discards them.
-	Logger *logrus.Entry
-	// Clock stamps the times the store takes itself (a row processed, a delivery delivered);
-	// nil is time.Now. Tests on a fake clock set it to prune what they made.
-	Clock func() time.Time
+	Logger logrus.FieldLogger
+	// Now is the clock of the times the store stamps itself (a row processed, a delivery
+	// delivered); nil is time.Now. Tests on a fake clock set it to prune what they made.
+	Now func() time.Time
 }
 
 // Store is the PostgreSQL store.Store. Every method is safe for concurrent use, from any
@@ -104,7 +109,7 @@ var (
 var migrationFiles embed.FS
 
 // Open connects to the database, applies pending migrations and returns the store.
-func Open(ctx context.Context, opts Options) (*Store, error) {
+func Open(ctx context.Context, opts Config) (*Store, error) {
 	if opts.DSN == "" {
 		return nil, errors.New("postgres: DSN is required")
 	}
@@ -122,9 +127,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// Connections are recycled now and then so that a replica follows a failover or a
 	// configuration reload of the server without being restarted.
 	db.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, log: opts.Logger}
+	s := &Store{db: db, log: logx.Entry(opts.Logger)}
 	s.core = sqlcore.NewCore(db, dialect, writes{s})
-	s.core.SetClock(opts.Clock)
+	s.core.SetClock(opts.Now)
 	if err := s.setup(ctx, cfg, maxConns); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -146,7 +151,7 @@ func (s *Store) setup(ctx context.Context, cfg *pgx.ConnConfig, maxConns int) er
 }
 
 // parseDSN reads opts.DSN and the pool size it and opts give.
-func parseDSN(opts Options) (*pgx.ConnConfig, int, error) {
+func parseDSN(opts Config) (*pgx.ConnConfig, int, error) {
 	cfg, err := pgx.ParseConfig(opts.DSN)
 	if err != nil {
 		// pgx's message never repeats the password.

@@ -28,7 +28,7 @@ func newSchema(t testing.TB) string {
 
 func open(t testing.TB, dsn string) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), Options{DSN: dsn})
+	s, err := Open(t.Context(), Config{DSN: dsn})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -53,7 +53,7 @@ func TestConcurrentOpen(t *testing.T) {
 	errs := make([]error, replicas)
 	var wg sync.WaitGroup
 	for i := range replicas {
-		wg.Go(func() { stores[i], errs[i] = Open(t.Context(), Options{DSN: dsn, MaxConns: 2}) })
+		wg.Go(func() { stores[i], errs[i] = Open(t.Context(), Config{DSN: dsn, MaxConns: 2}) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -79,7 +79,7 @@ func TestSchemaTooNew(t *testing.T) {
 	if _, err := s.db.ExecContext(t.Context(), `INSERT INTO schema_migrations (version, applied_at) VALUES (9999, now())`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(t.Context(), Options{DSN: dsn})
+	_, err := Open(t.Context(), Config{DSN: dsn})
 	if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "9999") {
 		t.Fatalf("Open of a newer schema error = %v, want ErrSchemaTooNew naming 9999", err)
 	}
@@ -93,7 +93,7 @@ func TestOpenRejects(t *testing.T) {
 	}
 	closed := l.Addr().String()
 	_ = l.Close()
-	for name, opts := range map[string]Options{
+	for name, opts := range map[string]Config{
 		"no DSN":          {},
 		"bad DSN":         {DSN: "postgres://%zz"},
 		"negative conns":  {DSN: "postgres://x@" + closed + "/db", MaxConns: -1},
@@ -116,7 +116,7 @@ func TestOpenOptions(t *testing.T) {
 	}
 	s2 := open(t, dsn+"&pool_max_conns=3")
 	_ = s2.Close()
-	s3, err := Open(t.Context(), Options{DSN: dsn + "&pool_max_conns=3", MaxConns: 5})
+	s3, err := Open(t.Context(), Config{DSN: dsn + "&pool_max_conns=3", MaxConns: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestOpenOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Open(t.Context(), Options{DSN: missing}); err == nil {
+	if s, err := Open(t.Context(), Config{DSN: missing}); err == nil {
 		_ = s.Close()
 		t.Error("Open with a search_path naming no schema succeeded")
 	} else if !strings.Contains(err.Error(), "search_path") {

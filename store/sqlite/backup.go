@@ -32,11 +32,11 @@ type BackupOptions struct {
 	PagesPerStep int
 	// Pause is the sleep between two steps (default 5 ms), which leaves the disk to ingest.
 	Pause time.Duration
-	// BusyTimeout bounds the wait for a lock held by the running serve, as Options.BusyTimeout
+	// BusyTimeout bounds the wait for a lock held by the running serve, as Config.BusyTimeout
 	// (default 5 s).
 	BusyTimeout time.Duration
 	// Logger receives a line per finished backup; nil discards it.
-	Logger *logrus.Entry
+	Logger logrus.FieldLogger
 }
 
 // BackupResult says what Backup copied.

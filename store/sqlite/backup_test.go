@@ -21,7 +21,7 @@ import (
 func backupSource(t *testing.T, keys ...string) (*Store, string) {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "live.db")
-	s := openTemp(t, Options{Path: src})
+	s := openTemp(t, Config{Path: src})
 	for _, k := range keys {
 		if _, err := s.Ingest(t.Context(), []store.Delivery{delivery(k)}); err != nil {
 			t.Fatal(err)
@@ -37,7 +37,7 @@ func backupSource(t *testing.T, keys ...string) (*Store, string) {
 func TestBackupUnderWrites(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "live.db")
-	s := openTemp(t, Options{Path: src})
+	s := openTemp(t, Config{Path: src})
 	for i := range 500 {
 		if _, err := s.Ingest(t.Context(), []store.Delivery{delivery(fmt.Sprintf("before-%d", i))}); err != nil {
 			t.Fatal(err)
@@ -89,7 +89,7 @@ func TestBackupUnderWrites(t *testing.T) {
 	if raw[18] != 1 || raw[19] != 1 {
 		t.Errorf("header format bytes %d %d, want 1 1: the copy is not one self-contained file", raw[18], raw[19])
 	}
-	c := openTemp(t, Options{Path: dst})
+	c := openTemp(t, Config{Path: dst})
 	n := writerInt(t, c, `SELECT count(*) FROM inbox WHERE dedupe_key LIKE 'before-%'`)
 	if n != 500 {
 		t.Errorf("the copy holds %d of the 500 rows committed before the backup", n)
@@ -113,7 +113,7 @@ func TestBackupWhileStopped(t *testing.T) {
 	if _, err := Backup(t.Context(), src, dst, BackupOptions{}); err != nil {
 		t.Fatalf("Backup: %v", err)
 	}
-	if n := writerInt(t, openTemp(t, Options{Path: dst}), `SELECT count(*) FROM inbox`); n != 1 {
+	if n := writerInt(t, openTemp(t, Config{Path: dst}), `SELECT count(*) FROM inbox`); n != 1 {
 		t.Errorf("copy holds %d rows, want 1", n)
 	}
 }

@@ -42,7 +42,7 @@ func openLocated(b *testing.B, n, sessions int) (*Store, []int64) {
 
 func openDeliveries(b *testing.B, sync string, n, sessions int, located bool) (*Store, []int64) {
 	b.Helper()
-	s, err := Open(b.Context(), Options{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: sync})
+	s, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: sync})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func BenchmarkSinkQueueBytes(b *testing.B) {
 }
 
 func benchSinkQueueBytes(b *testing.B, sinks int) {
-	s, err := Open(b.Context(), Options{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: SynchronousNormal})
+	s, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "bench.db"), Synchronous: SynchronousNormal})
 	if err != nil {
 		b.Fatal(err)
 	}

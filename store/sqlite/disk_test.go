@@ -22,23 +22,23 @@ func TestPingDiskSpace(t *testing.T) {
 	writable := func(string) error { return nil }
 	for _, tc := range []struct {
 		name    string
-		opts    Options
+		opts    Config
 		fsys    fileSystem
 		wantErr string // "" for success
 	}{
-		{"plenty", Options{}, fileSystem{free: free(1 << 30), canWrite: writable}, ""},
-		{"exactly the default minimum", Options{}, fileSystem{free: free(64 << 20), canWrite: writable}, ""},
-		{"below the default minimum", Options{}, fileSystem{free: free(3 << 20), canWrite: writable},
+		{"plenty", Config{}, fileSystem{free: free(1 << 30), canWrite: writable}, ""},
+		{"exactly the default minimum", Config{}, fileSystem{free: free(64 << 20), canWrite: writable}, ""},
+		{"below the default minimum", Config{}, fileSystem{free: free(3 << 20), canWrite: writable},
 			"database file system is nearly full: 3.0 MiB free in "},
-		{"below a set minimum", Options{MinFreeBytes: 1 << 30}, fileSystem{free: free(512 << 20), canWrite: writable},
+		{"below a set minimum", Config{MinFreeBytes: 1 << 30}, fileSystem{free: free(512 << 20), canWrite: writable},
 			"512.0 MiB free in %DIR%, below the minimum of 1024.0 MiB"},
-		{"check turned off", Options{MinFreeBytes: -1}, fileSystem{free: free(0), canWrite: writable}, ""},
-		{"unknown on this platform", Options{}, fileSystem{free: func(string) (uint64, bool, error) { return 0, false, nil }, canWrite: writable}, ""},
-		{"statfs fails", Options{}, fileSystem{free: func(string) (uint64, bool, error) { return 0, false, syscall.EIO }, canWrite: writable},
+		{"check turned off", Config{MinFreeBytes: -1}, fileSystem{free: free(0), canWrite: writable}, ""},
+		{"unknown on this platform", Config{}, fileSystem{free: func(string) (uint64, bool, error) { return 0, false, nil }, canWrite: writable}, ""},
+		{"statfs fails", Config{}, fileSystem{free: func(string) (uint64, bool, error) { return 0, false, syscall.EIO }, canWrite: writable},
 			"free space of the database's file system (%DIR%): input/output error"},
-		{"read-only file system", Options{}, fileSystem{free: free(1 << 30), canWrite: func(string) error { return syscall.EROFS }},
+		{"read-only file system", Config{}, fileSystem{free: free(1 << 30), canWrite: func(string) error { return syscall.EROFS }},
 			"database file %PATH% is not writable: read-only file system"},
-		{"file not writable", Options{}, fileSystem{free: free(1 << 30), canWrite: func(string) error { return syscall.EACCES }},
+		{"file not writable", Config{}, fileSystem{free: free(1 << 30), canWrite: func(string) error { return syscall.EACCES }},
 			"database file %PATH% is not writable: permission denied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestPingDiskSpace(t *testing.T) {
 
 // TestPingRealFileSystem: the real free-space and access checks pass on a writable temp dir.
 func TestPingRealFileSystem(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	if err := s.Ping(t.Context()); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
@@ -143,7 +143,7 @@ func TestOpenNamesTheCause(t *testing.T) {
 			}
 			dir := t.TempDir()
 			path := tc.setup(t, dir)
-			s, err := Open(t.Context(), Options{Path: path, fsys: tc.fsys})
+			s, err := Open(t.Context(), Config{Path: path, fsys: tc.fsys})
 			if err == nil {
 				s.Close()
 				t.Fatal("Open succeeded")

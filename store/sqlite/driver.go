@@ -13,7 +13,7 @@ func init() { store.Register("sqlite", driver{}) }
 type driver struct{}
 
 func (driver) Open(ctx context.Context, dsn string, opts store.DriverOptions) (store.Store, error) {
-	st, err := Open(ctx, Options{Path: dsn, Synchronous: opts.Synchronous})
+	st, err := Open(ctx, Config{Path: dsn, Synchronous: opts.Synchronous, Now: opts.Now})
 	if err != nil {
 		return nil, err // a nil *Store must not become a non-nil store.Store
 	}
@@ -22,7 +22,7 @@ func (driver) Open(ctx context.Context, dsn string, opts store.DriverOptions) (s
 
 func (driver) Migrate(ctx context.Context, dsn string, opts store.DriverOptions) (store.MigrationPlan, error) {
 	if opts.Apply {
-		return Migrate(ctx, Options{Path: dsn, Synchronous: opts.Synchronous})
+		return Migrate(ctx, Config{Path: dsn, Synchronous: opts.Synchronous})
 	}
 	return PendingMigrations(ctx, dsn)
 }

@@ -17,7 +17,7 @@ func ExampleBackup() {
 	dir, _ := os.MkdirTemp("", "scribehook-backup")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	live, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "scribehook.db")})
+	live, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "scribehook.db")})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -33,7 +33,7 @@ func ExampleBackup() {
 	}
 	fmt.Println("backup written:", filepath.Base(res.Path))
 
-	restored, err := sqlite.Open(ctx, sqlite.Options{Path: res.Path})
+	restored, err := sqlite.Open(ctx, sqlite.Config{Path: res.Path})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -75,7 +75,7 @@ func PendingMigrations(ctx context.Context, path string) (store.MigrationPlan, e
 
 // Migrate applies the migrations the database of opts lacks, as Open does, and returns the
 // plan it carried out (PendingMigrations just before).
-func Migrate(ctx context.Context, opts Options) (store.MigrationPlan, error) {
+func Migrate(ctx context.Context, opts Config) (store.MigrationPlan, error) {
 	return sqlcore.Migrate(func() (store.MigrationPlan, error) { return PendingMigrations(ctx, opts.Path) },
 		func() (io.Closer, error) { return Open(ctx, opts) })
 }

@@ -15,7 +15,7 @@ import (
 // oldDatabase creates a database at path with the migrations up to version applied.
 func oldDatabase(t *testing.T, path string, version int) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite3", writerDSN(Options{Path: path, Synchronous: SynchronousFull, BusyTimeout: DefaultBusyTimeout}))
+	db, err := sql.Open("sqlite3", writerDSN(Config{Path: path, Synchronous: SynchronousFull, BusyTimeout: DefaultBusyTimeout}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestMigrations(t *testing.T) {
 		Files:   migrationFiles,
 		New: func(t *testing.T, version int) (*sql.DB, func(*testing.T) store.Store) {
 			path := filepath.Join(t.TempDir(), "old.db")
-			return oldDatabase(t, path, version), func(t *testing.T) store.Store { return openTemp(t, Options{Path: path}) }
+			return oldDatabase(t, path, version), func(t *testing.T) store.Store { return openTemp(t, Config{Path: path}) }
 		},
 	})
 }
@@ -77,7 +77,7 @@ func TestPendingMigrations(t *testing.T) {
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Errorf("the check created the database: %v", err)
 	}
-	applied, err := Migrate(t.Context(), Options{Path: missing})
+	applied, err := Migrate(t.Context(), Config{Path: missing})
 	if err != nil || len(applied.Pending) != len(ms) {
 		t.Errorf("Migrate of a new database: %+v, %v", applied, err)
 	}

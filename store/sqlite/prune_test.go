@@ -45,7 +45,7 @@ func fileSize(t *testing.T, path string) int64 {
 // A new database gives the pages pruning frees back to the file system: the file shrinks.
 func TestPruneReclaimsSpace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scribehook.db")
-	s := openTemp(t, Options{Path: path})
+	s := openTemp(t, Config{Path: path})
 	if ok, err := s.IncrementalVacuum(t.Context()); err != nil || !ok {
 		t.Fatalf("IncrementalVacuum = %v, %v; want true for a new database", ok, err)
 	}
@@ -71,7 +71,7 @@ func TestPruneReclaimsSpace(t *testing.T) {
 func TestPruneOldDatabaseNeedsVacuum(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scribehook.db")
 	sqlitetest.ForeignDatabase(t, path)
-	s := openTemp(t, Options{Path: path})
+	s := openTemp(t, Config{Path: path})
 	if ok, err := s.IncrementalVacuum(t.Context()); err != nil || ok {
 		t.Fatalf("IncrementalVacuum = %v, %v; want false for a database made before", ok, err)
 	}
@@ -92,7 +92,7 @@ func TestPruneOldDatabaseNeedsVacuum(t *testing.T) {
 // the batch size, so that one transaction does not hold the writer while it frees gigabytes
 // (a batch of 500 job results of a few MB each did); every row still goes.
 func TestPruneBatchBytes(t *testing.T) {
-	s := openTemp(t, Options{Path: filepath.Join(t.TempDir(), "scribehook.db")})
+	s := openTemp(t, Config{Path: filepath.Join(t.TempDir(), "scribehook.db")})
 	const size = 3 << 20
 	fillInbox(t, s, 12, size)
 	var deleted []int64 // rows each prune transaction of the inbox deleted
@@ -175,7 +175,7 @@ func explain(t *testing.T, s *Store, query string, args ...any) []string {
 // pruner reads only the rows it deletes, one seek each, and the picks walk the kept messages
 // once per run, each pick starting where the one before stopped.
 func TestPruneLiveWriterReadsByKey(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	const sessions, batch = 2000, 100
 	endedSessions(t, s, sessions)
 
@@ -222,7 +222,7 @@ func TestPruneLiveWriterReadsByKey(t *testing.T) {
 // The reads of pending rows take the one index of statuses (migration 0010): a seek and an
 // ordered range, no scan of the table nor a sort, with many done rows around them.
 func TestPendingReadsUseStatusIndex(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	for i, query := range s.PendingReads() {
 		plan := explain(t, s, query, int64(0), 10)
 		if i == 2 {
@@ -246,7 +246,7 @@ func TestPendingReadsUseStatusIndex(t *testing.T) {
 // refer to reach about sqlcore.PruneBatchBytes, and the events that no delivery refers to any
 // more go in the same transaction: none is left behind.
 func TestPruneEventBatchBytes(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	const n, size = 12, 3 << 20
 	ctx := t.Context()
 	data := []byte(`"` + strings.Repeat("x", size-2) + `"`)
@@ -301,7 +301,7 @@ func TestPruneEventBatchBytes(t *testing.T) {
 // TestSinkQueuePlans: the queue's statements read what they need through the indexes of
 // migration 0011, never the whole table, and a delivered row is in none of the claim's.
 func TestSinkQueuePlans(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	now := formatTime(time.Now())
 	for _, c := range []struct {
 		name, query string

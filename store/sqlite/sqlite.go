@@ -22,7 +22,7 @@
 //
 // # Durability
 //
-// Options.Synchronous chooses SQLite's synchronous setting, in WAL mode:
+// Config.Synchronous chooses SQLite's synchronous setting, in WAL mode:
 //
 //   - "full" (the default): a COMMIT that records something which exists nowhere else is
 //     fsynced to the WAL before it returns, so it survives a power loss or an OS crash.
@@ -90,13 +90,13 @@ import (
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
-// Synchronous settings Options.Synchronous accepts.
+// Synchronous settings Config.Synchronous accepts.
 const (
 	SynchronousFull   = "full"
 	SynchronousNormal = "normal"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	DefaultBusyTimeout  = 5 * time.Second
 	DefaultReadConns    = 4
@@ -107,8 +107,13 @@ const (
 // has migrations this binary does not know, and writing to it could corrupt them.
 var ErrSchemaTooNew = sqlcore.ErrSchemaTooNew
 
-// Options configures Open.
-type Options struct {
+// Options is Config's former name.
+//
+// Deprecated: use Config; Options goes in the next release.
+type Options = Config
+
+// Config configures Open; zero fields take the defaults.
+type Config struct {
 	// Path is the database file, created when missing. In-memory databases (":memory:",
 	// mode=memory) are not supported: the writer and reader pools must share one database.
 	Path string
@@ -124,10 +129,10 @@ type Options struct {
 	// write fail, so a load balancer should stop sending deliveries before that.
 	MinFreeBytes int64
 	// Logger receives migration and setup messages; nil discards them.
-	Logger *logrus.Entry
-	// Clock stamps the times the store takes itself (a row processed, a delivery delivered);
-	// nil is time.Now. Tests on a fake clock set it to prune what they made.
-	Clock func() time.Time
+	Logger logrus.FieldLogger
+	// Now is the clock of the times the store stamps itself (a row processed, a delivery
+	// delivered); nil is time.Now. Tests on a fake clock set it to prune what they made.
+	Now func() time.Time
 
 	fsys fileSystem // the operating system's answers; tests replace them
 }
@@ -141,7 +146,7 @@ type Store struct {
 	r    *sql.DB // query_only connections
 	log  *logrus.Entry
 	path string
-	// sync is Options.Synchronous, the setting of durable transactions.
+	// sync is Config.Synchronous, the setting of durable transactions.
 	sync    string
 	minFree int64
 	fsys    fileSystem
@@ -173,7 +178,7 @@ var migrationFiles embed.FS
 
 // Open opens (creating if needed) the database at opts.Path, applies pending migrations and
 // returns the store.
-func Open(ctx context.Context, opts Options) (*Store, error) {
+func Open(ctx context.Context, opts Config) (*Store, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -188,7 +193,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w, log: opts.Logger, path: opts.Path, sync: opts.Synchronous,
+	s := &Store{w: w, log: logx.Entry(opts.Logger), path: opts.Path, sync: opts.Synchronous,
 		minFree: opts.MinFreeBytes, fsys: opts.fsys, wsem: make(chan struct{}, 1)}
 	if err := s.setup(ctx, opts); err != nil {
 		_ = s.Close()
@@ -200,7 +205,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) setup(ctx context.Context, opts Options) error {
+func (s *Store) setup(ctx context.Context, opts Config) error {
 	if err := s.w.PingContext(ctx); err != nil {
 		return fmt.Errorf("open sqlite %s: %w", opts.Path, err)
 	}
@@ -228,7 +233,7 @@ func (s *Store) setup(ctx context.Context, opts Options) error {
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
 	s.core = sqlcore.NewCore(r, dialect, writes{s})
-	s.core.SetClock(opts.Clock)
+	s.core.SetClock(opts.Now)
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("open sqlite readers: %w", err)
 	}
@@ -238,7 +243,7 @@ func (s *Store) setup(ctx context.Context, opts Options) error {
 	return nil
 }
 
-func (o Options) withDefaults() (Options, error) {
+func (o Config) withDefaults() (Config, error) {
 	if o.Path == "" {
 		return o, errors.New("sqlite: path is required")
 	}
@@ -280,7 +285,7 @@ func fileURI(p string) string {
 	return "file:" + (&url.URL{Path: p}).EscapedPath()
 }
 
-func writerDSN(o Options) string {
+func writerDSN(o Config) string {
 	v := url.Values{}
 	v.Set("_journal_mode", "WAL")
 	// Takes effect in a new database only (before its first table): freed pages are then given
@@ -293,7 +298,7 @@ func writerDSN(o Options) string {
 	return fileURI(o.Path) + "?" + v.Encode()
 }
 
-func readerDSN(o Options) string {
+func readerDSN(o Config) string {
 	v := url.Values{}
 	v.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
 	v.Set("_query_only", "1")
@@ -302,7 +307,7 @@ func readerDSN(o Options) string {
 }
 
 // Ping checks that both pools answer a query, that the database file can be written, and
-// that its file system has at least Options.MinFreeBytes free: a store that answers queries
+// that its file system has at least Config.MinFreeBytes free: a store that answers queries
 // but cannot store a delivery is not ready.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int

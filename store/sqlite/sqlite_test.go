@@ -19,7 +19,7 @@ import (
 	"github.com/scribehook/scribehook/store/storetest"
 )
 
-func openTemp(t *testing.T, opts Options) *Store {
+func openTemp(t *testing.T, opts Config) *Store {
 	t.Helper()
 	if opts.Path == "" {
 		opts.Path = filepath.Join(t.TempDir(), "scribehook.db")
@@ -56,14 +56,14 @@ func writerInt(t *testing.T, s *Store, query string) int {
 }
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, storetest.Features{ReleasesLeases: true}, func(t *testing.T) store.Store { return openTemp(t, Options{}) })
+	storetest.Run(t, storetest.Features{ReleasesLeases: true}, func(t *testing.T) store.Store { return openTemp(t, Config{}) })
 }
 
 func TestContractSynchronousNormal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	storetest.Run(t, storetest.Features{ReleasesLeases: true}, func(t *testing.T) store.Store { return openTemp(t, Options{Synchronous: "NORMAL"}) })
+	storetest.Run(t, storetest.Features{ReleasesLeases: true}, func(t *testing.T) store.Store { return openTemp(t, Config{Synchronous: "NORMAL"}) })
 }
 
 func delivery(key string) store.Delivery {
@@ -79,7 +79,7 @@ func TestReopenKeepsRows(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(t.Context(), Options{Path: path})
+	s, err := Open(t.Context(), Config{Path: path})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -98,7 +98,7 @@ func TestReopenKeepsRows(t *testing.T) {
 		t.Fatalf("database file not at the escaped path: %v", err)
 	}
 
-	s2 := openTemp(t, Options{Path: path})
+	s2 := openTemp(t, Config{Path: path})
 	for i, key := range []string{"a", "b"} {
 		row, err := s2.InboxRow(t.Context(), res[i].ID)
 		if err != nil || row.DedupeKey != key {
@@ -122,7 +122,7 @@ func TestReadOnlyFile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ro.db")
-	s, err := Open(t.Context(), Options{Path: path})
+	s, err := Open(t.Context(), Config{Path: path})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -133,7 +133,7 @@ func TestReadOnlyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Chmod(path, 0o644) })
-	s, err = Open(t.Context(), Options{Path: path})
+	s, err = Open(t.Context(), Config{Path: path})
 	if err != nil {
 		t.Logf("Open refused the read-only file: %v", err) // an error surfaced too
 		return
@@ -151,7 +151,7 @@ func TestReadOnlyFile(t *testing.T) {
 // TestQueryOnlyWriter makes the writer connection read-only, which works as root as well:
 // every write method must return the error.
 func TestQueryOnlyWriter(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	ctx := t.Context()
 	res, err := s.Ingest(ctx, []store.Delivery{delivery("before")})
 	if err != nil {
@@ -178,7 +178,7 @@ func TestQueryOnlyWriter(t *testing.T) {
 
 // TestDiskFull: SQLITE_FULL must surface from Ingest and leave nothing half-written.
 func TestDiskFull(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	ctx := t.Context()
 	pages := writerInt(t, s, `PRAGMA page_count`)
 	writerExec(t, s, `PRAGMA max_page_count = `+strconv.Itoa(pages+2))
@@ -204,8 +204,8 @@ func TestDiskFull(t *testing.T) {
 // with "database is locked" instead of waiting forever or succeeding.
 func TestBusy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "busy.db")
-	s := openTemp(t, Options{Path: path, BusyTimeout: 50 * time.Millisecond})
-	other := openTemp(t, Options{Path: path})
+	s := openTemp(t, Config{Path: path, BusyTimeout: 50 * time.Millisecond})
+	other := openTemp(t, Config{Path: path})
 	ctx := t.Context()
 	tx, err := other.begin(ctx, "hold the lock", sqlcore.Durable) // BEGIN IMMEDIATE: holds the write lock
 	if err != nil {
@@ -235,9 +235,9 @@ func TestBusy(t *testing.T) {
 
 func TestSchemaTooNew(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "new.db")
-	s := openTemp(t, Options{Path: path})
+	s := openTemp(t, Config{Path: path})
 	writerExec(t, s, `INSERT INTO schema_migrations (version, applied_at) VALUES (9999, 'x')`)
-	_, err := Open(t.Context(), Options{Path: path})
+	_, err := Open(t.Context(), Config{Path: path})
 	if !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("Open of a newer schema error = %v, want ErrSchemaTooNew", err)
 	}
@@ -247,7 +247,7 @@ func TestSchemaTooNew(t *testing.T) {
 }
 
 func TestMigrationsRecorded(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	storetest.MigrationsRecorded(t, migrationFiles, s.r)
 	var mode string
 	if err := s.r.QueryRowContext(t.Context(), `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
@@ -264,7 +264,7 @@ func TestSynchronousSetting(t *testing.T) {
 		opt  string
 		want int // PRAGMA synchronous: 1 NORMAL, 2 FULL
 	}{{"", 2}, {"full", 2}, {"normal", 1}, {"NORMAL", 1}} {
-		s := openTemp(t, Options{Synchronous: tc.opt})
+		s := openTemp(t, Config{Synchronous: tc.opt})
 		got := writerInt(t, s, `PRAGMA synchronous`)
 		if got != tc.want {
 			t.Errorf("Synchronous %q: PRAGMA synchronous = %d, want %d", tc.opt, got, tc.want)
@@ -273,7 +273,7 @@ func TestSynchronousSetting(t *testing.T) {
 }
 
 func TestOptionsRejected(t *testing.T) {
-	for _, opts := range []Options{
+	for _, opts := range []Config{
 		{},
 		{Path: ":memory:"},
 		{Path: "file::memory:?cache=shared"},
@@ -316,7 +316,7 @@ func TestCommitSurvivesKill(t *testing.T) {
 			if len(ids) != 100 {
 				t.Fatalf("child reported %d ids, want 100", len(ids))
 			}
-			s := openTemp(t, Options{Path: path})
+			s := openTemp(t, Config{Path: path})
 			for i, id := range ids {
 				row, err := s.InboxRow(t.Context(), id)
 				if err != nil || row.DedupeKey != "kill-"+strconv.Itoa(i) {
@@ -328,7 +328,7 @@ func TestCommitSurvivesKill(t *testing.T) {
 }
 
 func killedChild(path, mode string) {
-	s, err := Open(context.Background(), Options{Path: path, Synchronous: mode})
+	s, err := Open(context.Background(), Config{Path: path, Synchronous: mode})
 	if err != nil {
 		os.Exit(3)
 	}
@@ -347,13 +347,13 @@ func killedChild(path, mode string) {
 func TestSessions(t *testing.T) {
 	storetest.Sessions(t, func(t *testing.T) (storetest.SessionStore, func(t *testing.T) storetest.SessionStore) {
 		path := filepath.Join(t.TempDir(), "scribehook.db")
-		s := openTemp(t, Options{Path: path})
+		s := openTemp(t, Config{Path: path})
 		return s, func(t *testing.T) storetest.SessionStore {
 			// On disk, closed and opened again: what a restart finds.
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			return openTemp(t, Options{Path: path})
+			return openTemp(t, Config{Path: path})
 		}
 	})
 }

@@ -48,7 +48,7 @@ func TestSynchronousPerTransaction(t *testing.T) {
 		wantDurable, wantDeriv int
 	}{{"", 2, 1}, {"normal", 1, 1}} {
 		t.Run("sync="+tc.sync, func(t *testing.T) {
-			s := openTemp(t, Options{Synchronous: tc.sync})
+			s := openTemp(t, Config{Synchronous: tc.sync})
 			rec := recordSync(t, s)
 			ctx := t.Context()
 			ingest := func(key string) int64 {
@@ -117,7 +117,7 @@ func TestSynchronousPerTransaction(t *testing.T) {
 // TestApplyCancelled: a context that ends while Apply's function runs rolls the row back, and
 // the writer stays usable.
 func TestApplyCancelled(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	res, err := s.Ingest(t.Context(), []store.Delivery{delivery("a")})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestApplyCancelled(t *testing.T) {
 // TestWriterLeftInTransaction: should a transaction stay open on the writer connection after
 // a failure, the next write must not run inside it.
 func TestWriterLeftInTransaction(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	writerExec(t, s, `BEGIN IMMEDIATE`) // as if a failed COMMIT had left it open
 	w, err := s.begin(t.Context(), "test", sqlcore.Durable)
 	if err == nil {
@@ -168,7 +168,7 @@ func TestWriterLeftInTransaction(t *testing.T) {
 
 // TestWriteAfterClose: a write after Close fails instead of opening the writer again.
 func TestWriteAfterClose(t *testing.T) {
-	s := openTemp(t, Options{})
+	s := openTemp(t, Config{})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
