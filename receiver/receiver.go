@@ -56,9 +56,23 @@ type SessionFeed interface {
 	Subscribe(sessionID string) (notify <-chan struct{}, cancel func())
 }
 
+// Store is what the receiver needs of the store: callback tokens to check, and what the read
+// API, the dashboard and the health and metrics routes read (jobs, dead letters and their
+// replay, the inbox's backlog, readiness). Deliveries go in through Config.Ingester, never
+// through Store. A store.Store is one.
+type Store interface {
+	store.TokenChecker
+	store.JobReader
+	store.DeadLetterQueue
+	// InboxBacklog counts pending inbox rows (the backlog gauge).
+	InboxBacklog(ctx context.Context) (int64, error)
+	// Ping checks the store is reachable (readiness).
+	Ping(ctx context.Context) error
+}
+
 // Config configures New. Store and Ingester are required.
 type Config struct {
-	Store    store.Store
+	Store    Store
 	Ingester Ingester
 	Notifier Notifier    // optional
 	Feed     SessionFeed // optional: without it the event stream polls the store every second
