@@ -129,7 +129,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	k.reg = prometheus.NewRegistry()
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.dispatch = sinks.NewDispatcher(sinks.DispatcherConfig{
-		Queue: handlers.SinkQueue(k.store), Metrics: k.reg, Logger: log.WithField("component", "sinks"),
+		Queue: k.store, States: k.store, Metrics: k.reg, Logger: log.WithField("component", "sinks"),
 	})
 	undo = append(undo, func() { _ = k.dispatch.Close() })
 	var specs []sinks.Spec

@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/store"
 )
 
 // Clock is the dispatcher's time: real in production, driven by hand in tests. Due times,
@@ -48,7 +49,14 @@ const (
 
 // DispatcherConfig holds a Dispatcher's dependencies; zero values take the defaults.
 type DispatcherConfig struct {
-	Queue Queue
+	// Queue is the sinks' durable queue (a store.Store is one); required.
+	Queue store.SinkQueue
+	// States keeps the sinks' states (disabled by a 410 answer or Disable, enabled by Enable)
+	// beyond the dispatcher's life, when set (a store.Store is one): every change is recorded
+	// there, and the states are read when Run starts and every StateInterval after, so a
+	// disabled sink stays disabled across restarts, and on every replica, until it is enabled
+	// again. When nil, a disabled sink stays disabled until Enable or the end of the dispatcher.
+	States store.SinkStateStore
 	// Clock defaults to the system clock.
 	Clock Clock
 	// Logger defaults to discarding.
@@ -65,8 +73,8 @@ type DispatcherConfig struct {
 	// Rand returns a number in [0, 1) that places each retry wait within its jitter (default
 	// math/rand/v2). The dispatcher serialises its calls.
 	Rand func() float64
-	// StateInterval is how often the sinks' states are read again from a Queue that is a
-	// StateStore (default DefaultStateInterval), on the Clock.
+	// StateInterval is how often the sinks' states are read again from States (default
+	// DefaultStateInterval), on the Clock.
 	StateInterval time.Duration
 }
 
@@ -99,7 +107,7 @@ type SinkStats struct {
 //   - success: Complete.
 //   - Failure.Disable (the destination is gone, HTTP 410): the delivery is dead-lettered with
 //     the reason and the sink is disabled until Enable; its other deliveries stay queued. The
-//     state is recorded in the queue when it is a StateStore, and so survives restarts.
+//     state is recorded in DispatcherConfig.States when set, and so survives restarts.
 //   - Failure.Permanent: dead-lettered at once.
 //   - anything else: retried after Policy.Wait (schedule, jitter, Retry-After), dead-lettered
 //     after the last attempt.
@@ -109,15 +117,15 @@ type SinkStats struct {
 // deduplicate on. On shutdown (Run's context ends, or Close) no more deliveries are claimed,
 // and attempts in flight run to their end and are settled.
 type Dispatcher struct {
-	queue Queue
+	queue store.SinkQueue
 	clock Clock
 	log   *logrus.Entry
 	lease time.Duration
 	poll  time.Duration
 	m     *dispatchMetrics
-	// states is the queue as a StateStore, nil when it is not one; stateEvery how often Run
+	// states is DispatcherConfig.States, nil when not kept; stateEvery how often Run
 	// reads it.
-	states     StateStore
+	states     store.SinkStateStore
 	stateEvery time.Duration
 
 	randMu sync.Mutex
@@ -157,7 +165,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if d.rand == nil {
 		d.rand = rand.Float64
 	}
-	d.states, _ = cfg.Queue.(StateStore)
+	d.states = cfg.States
 	d.stateEvery = cmp.Or(cfg.StateInterval, DefaultStateInterval)
 	d.m = newDispatchMetrics(cfg.Metrics)
 	return d
@@ -195,7 +203,6 @@ func (d *Dispatcher) Add(spec Spec, sink Sink) error {
 		settled:  make(chan struct{}, 1),
 		br:       newSinkBreaker(pol.BreakerThreshold, pol.BreakerCooldown),
 	}
-	w.batch, _ = d.queue.(BatchQueue)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
