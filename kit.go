@@ -228,7 +228,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 			}
 			return nil
 		},
-		Sinks:      func() []receiver.SinkStatus { return sinkStatus(dispatch.Stats()) },
+		Sinks:      dispatch.Stats,
 		EnableSink: dispatch.Enable,
 	})
 	if err != nil {

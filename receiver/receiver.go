@@ -21,6 +21,7 @@ import (
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/receiver/ui"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -114,8 +115,9 @@ type Config struct {
 	// Notes lists conditions worth a look that do not stop this replica from taking
 	// deliveries (the broker being away: deliveries are stored and swept); /readyz shows them.
 	Notes func() []string
-	// Sinks reads the state of the configured sinks for GET /v1/sinks (nil: none).
-	Sinks func() []SinkStatus
+	// Sinks reads the state of the sinks for GET /v1/sinks (nil: none): the dispatcher's
+	// Stats.
+	Sinks func() []sinks.SinkStats
 	// EnableSink enables a disabled sink again, durably, for POST /v1/sinks/:name/enable
 	// (the dispatcher's Enable); nil answers that route 501.
 	EnableSink func(ctx context.Context, name string) error

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scribehook/scribehook/sinks"
 )
 
 // TestEnableSink: POST /v1/sinks/:name/enable calls EnableSink for a known sink (bearer token
@@ -16,7 +18,7 @@ func TestEnableSink(t *testing.T) {
 	var enabled []string
 	fail := false
 	h := newHarness(t, withConfig(func(c *Config) {
-		c.Sinks = func() []SinkStatus { return []SinkStatus{{Name: "captions hook", Disabled: true}} }
+		c.Sinks = func() []sinks.SinkStats { return []sinks.SinkStats{{Name: "captions hook", Disabled: true}} }
 		c.EnableSink = func(_ context.Context, name string) error {
 			if fail {
 				return errors.New("store down")
@@ -66,8 +68,8 @@ func TestEnableSink(t *testing.T) {
 func TestSinkListJSON(t *testing.T) {
 	until := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	h := newHarness(t, withConfig(func(c *Config) {
-		c.Sinks = func() []SinkStatus {
-			return []SinkStatus{
+		c.Sinks = func() []sinks.SinkStats {
+			return []sinks.SinkStats{
 				{Name: "hook", Depth: 3, InFlight: 1, ConsecutiveFailures: 5, Breaker: "open", BreakerOpenUntil: until,
 					Disabled: true, DisabledReason: "410 Gone", Delivered: 7, Failed: 6, Dead: 2},
 				{Name: "files", Depth: -1, Breaker: "closed"},

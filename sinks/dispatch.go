@@ -78,24 +78,27 @@ type DispatcherConfig struct {
 	StateInterval time.Duration
 }
 
-// SinkStats is a snapshot of one sink's delivery state.
+// SinkStats is a snapshot of one sink's delivery state, as Dispatcher.Stats reports it; its
+// JSON form is one sink of the read API's GET /v1/sinks.
 type SinkStats struct {
-	Name string
+	Name string `json:"name"`
 	// Depth counts the sink's queued deliveries (in flight or waiting); -1 when the queue
 	// could not be read.
-	Depth               int64
-	InFlight            int
-	ConsecutiveFailures int
-	Breaker             BreakerState
+	Depth               int64        `json:"depth"`
+	InFlight            int          `json:"in_flight"`
+	ConsecutiveFailures int          `json:"consecutive_failures"`
+	Breaker             BreakerState `json:"breaker"` // closed, open or half-open
 	// BreakerOpenUntil is when an open breaker lets a probe through.
-	BreakerOpenUntil time.Time
+	BreakerOpenUntil time.Time `json:"breaker_open_until,omitzero"`
 	// Disabled sinks claim nothing (their destination answered that it is gone, or they were
 	// disabled by hand) until they are enabled again; their queued deliveries wait.
-	Disabled       bool
-	DisabledReason string
+	Disabled       bool   `json:"disabled"`
+	DisabledReason string `json:"disabled_reason,omitempty"`
 	// Delivered and Failed count attempts since the dispatcher started; Dead counts the
 	// deliveries it dead-lettered (a subset of Failed).
-	Delivered, Failed, Dead uint64
+	Delivered uint64 `json:"delivered"`
+	Failed    uint64 `json:"failed"`
+	Dead      uint64 `json:"dead"`
 }
 
 // Dispatcher works the sinks' queues: each sink has its own worker, claims, concurrency, retry
