@@ -47,6 +47,8 @@ type Kit struct {
 	recv     *receiver.Receiver
 	pruner   *retention.Pruner
 	sinks    int
+	// clock is WithClock's, or time.Now: what Records' replays are due at.
+	clock func() time.Time
 	// registered are the program's own sinks and event handlers (WithSink, WithEventHandler),
 	// which the configuration does not name: SinkStatuses lists them.
 	registered []sinks.Spec
@@ -87,7 +89,10 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		log = o.logger.WithFields(logrus.Fields{})
 	}
 	log = logx.OrStandard(log)
-	k := &Kit{cfg: cfg, log: log, secrets: *secrets, names: secretNames{cfg: cfg, given: o.secrets != nil}}
+	k := &Kit{cfg: cfg, log: log, secrets: *secrets, names: secretNames{cfg: cfg, given: o.secrets != nil}, clock: o.now}
+	if k.clock == nil {
+		k.clock = time.Now
+	}
 	// undo closes, newest first, what New opened when it fails half-way.
 	var undo []func()
 	built := false
@@ -431,8 +436,7 @@ func (k *Kit) Close() error {
 // kit's clock and with its metrics.
 func (k *Kit) Pruner() *retention.Pruner { return k.pruner }
 
-// Store is the kit's store: jobs, live messages, artifacts, dead letters.
-func (k *Kit) Store() store.Store { return k.store }
+func (k *Kit) now() time.Time { return k.clock() }
 
 // Config is the configuration the kit was built from.
 func (k *Kit) Config() configs.Config { return k.cfg }

@@ -213,10 +213,10 @@ func (s *Submitter) record(ctx context.Context, id string, kind api.JobKind, cre
 // is never asked.
 const DefaultWaitEvery = 200 * time.Millisecond
 
-// WaitJob reads st (any store.JobReader) every `every` (DefaultWaitEvery when 0) until the job (or live session) id
-// has a final status there — its callback was received and applied — or ctx ends. progress,
-// when set, is called at each read with the status seen ("" while the job is not stored). It
-// never polls the service.
+// WaitJob reads st (Kit.Records, or any store.JobReader) every `every` (DefaultWaitEvery
+// when 0) until the job (or live session) id has a final status there — its callback was
+// received and applied — or ctx ends. progress, when set, is called at each read with the
+// status seen ("" while the job is not stored). It never polls the service.
 func WaitJob(ctx context.Context, st store.JobReader, id string, every time.Duration, progress func(api.JobStatus)) (store.JobRecord, error) {
 	if every <= 0 {
 		every = DefaultWaitEvery
