@@ -280,6 +280,7 @@ type Inbox interface {
 	// oldest pending row of its job or session (another replica's notice of an earlier row can
 	// be late or lost with its process): processing the key's earlier rows first keeps order.
 	PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]InboxRow, error)
+	// InboxRow reads one row, whatever its status; ErrNotFound when unknown.
 	InboxRow(ctx context.Context, id int64) (InboxRow, error)
 	// InboxRows reads the rows of ids that exist, by id.
 	InboxRows(ctx context.Context, ids []int64) ([]InboxRow, error)
@@ -308,12 +309,14 @@ type InboxReader interface {
 // JobReader reads what the pipeline stored about jobs: records, live messages, artifacts. The
 // read API, WaitJob and the kit's Records read through it.
 type JobReader interface {
+	// GetJob reads a job's (or live session's) record; ErrNotFound when unknown.
 	GetJob(ctx context.Context, id string) (JobRecord, error)
 	// ListJobs filters like the service's lists (status, kind, dates, custom_metadata subset)
 	// and pages with q's offset and limit, newest first.
 	ListJobs(ctx context.Context, q api.ListQuery) (JobPage, error)
 	// LiveMessages lists a session's messages with Seq > afterSeq in order, at most limit.
 	LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]LiveMessage, error)
+	// Artifacts lists the files made for a job, by name.
 	Artifacts(ctx context.Context, jobID string) ([]Artifact, error)
 }
 
@@ -389,7 +392,9 @@ type TokenChecker interface {
 // checks them.
 type Tokens interface {
 	TokenChecker
+	// CreateToken stores a new token (its hash); an existing hash is an error.
 	CreateToken(ctx context.Context, t Token) error
+	// RevokeToken refuses the token from now on, keeping the first revocation time.
 	RevokeToken(ctx context.Context, hash []byte) error
 }
 
