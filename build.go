@@ -178,16 +178,3 @@ func routesOf(secrets configs.Secrets) []receiver.Route {
 	}
 	return routes
 }
-
-// sinkStatus shows the dispatcher's statistics on the read API.
-func sinkStatus(stats []sinks.SinkStats) []receiver.SinkStatus {
-	out := make([]receiver.SinkStatus, 0, len(stats))
-	for _, st := range stats {
-		out = append(out, receiver.SinkStatus{
-			Name: st.Name, Depth: st.Depth, InFlight: st.InFlight, ConsecutiveFailures: st.ConsecutiveFailures,
-			Breaker: string(st.Breaker), BreakerOpenUntil: st.BreakerOpenUntil, Disabled: st.Disabled,
-			DisabledReason: st.DisabledReason, Delivered: st.Delivered, Failed: st.Failed, Dead: st.Dead,
-		})
-	}
-	return out
-}

@@ -38,14 +38,14 @@ func TestWithClockReachesEveryPart(t *testing.T) {
 	}
 	var dead []store.SinkDelivery
 	testwait.For(t, "the dead letter", 30*time.Second, func() bool {
-		dead, _ = k.Store().DeadLetters(ctx, "refusing", time.Time{}, 0)
+		dead, _ = k.store.DeadLetters(ctx, "refusing", time.Time{}, 0)
 		return len(dead) == 1
 	})
-	rec, err := k.Store().GetJob(ctx, created.ID)
+	rec, err := k.store.GetJob(ctx, created.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := k.Store().InboxRow(ctx, 1)
+	row, err := k.store.InboxRow(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

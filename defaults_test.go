@@ -54,7 +54,7 @@ func TestDefaultWritesNothingUnasked(t *testing.T) {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	rec, err := scribehook.WaitJob(waitCtx, kit.Store(), created.ID, 0, nil)
+	rec, err := scribehook.WaitJob(waitCtx, kit.Records(), created.ID, 0, nil)
 	if err != nil || rec.Job.Status != api.StatusDone {
 		t.Fatalf("WaitJob: %v (status %s)", err, rec.Job.Status)
 	}

@@ -160,7 +160,7 @@ func diskRun(b *testing.B, bodies [][]byte, open func(*testing.B, *configs.Confi
 	if err := diskPost("http://"+ln.Addr().String()+"/v1/callbacks/"+diskToken, bodies); err != nil {
 		b.Fatal(err)
 	}
-	st := k.Store()
+	st := k.store
 	deadline := time.Now().Add(diskDrain)
 	for {
 		backlog, err := st.InboxBacklog(ctx)

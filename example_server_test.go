@@ -53,7 +53,7 @@ func ExampleKit_RunServer() {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	rec, err := scribehook.WaitJob(waitCtx, kit.Store(), created.ID, 0, nil)
+	rec, err := scribehook.WaitJob(waitCtx, kit.Records(), created.ID, 0, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -111,7 +111,7 @@ func ExampleWaitJob() {
 
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	rec, err := scribehook.WaitJob(waitCtx, kit.Store(), created.ID, 0, nil)
+	rec, err := scribehook.WaitJob(waitCtx, kit.Records(), created.ID, 0, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -129,7 +129,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	k.reg = prometheus.NewRegistry()
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.dispatch = sinks.NewDispatcher(sinks.DispatcherConfig{
-		Queue: handlers.SinkQueue(k.store), Now: o.now, Metrics: k.reg, Logger: log.WithField("component", "sinks"),
+		Queue: k.store, States: k.store, Now: o.now, Metrics: k.reg, Logger: log.WithField("component", "sinks"),
 	})
 	undo = append(undo, func() { _ = k.dispatch.Close() })
 	var specs []sinks.Spec
@@ -228,7 +228,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 			}
 			return nil
 		},
-		Sinks:      func() []receiver.SinkStatus { return sinkStatus(dispatch.Stats()) },
+		Sinks:      dispatch.Stats,
 		EnableSink: dispatch.Enable,
 	})
 	if err != nil {
@@ -430,9 +430,6 @@ func (k *Kit) Close() error {
 // Pruner is the kit's retention pruner (retention.interval): Prune runs it at once, on the
 // kit's clock and with its metrics.
 func (k *Kit) Pruner() *retention.Pruner { return k.pruner }
-
-// Store is the kit's store: jobs, live messages, artifacts, dead letters.
-func (k *Kit) Store() store.Store { return k.store }
 
 // Config is the configuration the kit was built from.
 func (k *Kit) Config() configs.Config { return k.cfg }

@@ -167,13 +167,13 @@ func TestEventHandlersGetEveryEventOnceInOrder(t *testing.T) {
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if rec, err := WaitJob(waitCtx, k.Store(), jobID, 0, nil); err != nil || rec.Job.Status != api.StatusDone {
+	if rec, err := WaitJob(waitCtx, k.Records(), jobID, 0, nil); err != nil || rec.Job.Status != api.StatusDone {
 		t.Fatalf("job: %v %s", err, rec.Job.Status)
 	}
-	if _, err := WaitJob(waitCtx, k.Store(), session.ID, 0, nil); err != nil {
+	if _, err := WaitJob(waitCtx, k.Records(), session.ID, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := k.Store().LiveMessages(ctx, session.ID, 0, 100000)
+	msgs, err := k.Records().LiveMessages(ctx, session.ID, 0, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestEventHandlerRetriesDeadLettersAndReplays(t *testing.T) {
 	}
 	var dead []store.SinkDelivery
 	testwait.For(t, "the dead letter", 30*time.Second, func() bool {
-		dead, _ = k.Store().DeadLetters(ctx, "flaky", time.Time{}, 0)
+		dead, _ = k.Records().DeadLetters(ctx, "flaky", time.Time{}, 0)
 		return len(dead) == 1
 	})
 	if dead[0].Attempts != 3 || dead[0].LastError != "database down" || dead[0].Event.JobID != jobID {
@@ -271,10 +271,9 @@ func TestEventHandlerRetriesDeadLettersAndReplays(t *testing.T) {
 	}
 	failing = false
 	mu.Unlock()
-	if err := k.Store().ReplayDeadLetter(ctx, dead[0].ID, time.Now()); err != nil {
+	if err := k.Records().ReplayDeadLetter(ctx, dead[0].ID); err != nil { // wakes the sinks
 		t.Fatal(err)
 	}
-	k.dispatch.Wake("flaky")
 	testwait.For(t, "the replayed delivery", 30*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -285,7 +284,7 @@ func TestEventHandlerRetriesDeadLettersAndReplays(t *testing.T) {
 	if calls[3] != dead[0].EventID {
 		t.Errorf("replayed event %s, the dead letter's %s", calls[3], dead[0].EventID)
 	}
-	if d, _ := k.Store().DeadLetters(ctx, "flaky", time.Time{}, 0); len(d) != 0 {
+	if d, _ := k.Records().DeadLetters(ctx, "flaky", time.Time{}, 0); len(d) != 0 {
 		t.Errorf("dead letters after the replay: %d", len(d))
 	}
 }

@@ -25,8 +25,8 @@ const SourceSubmit = "submit"
 // kit's store, not a running kit: `scribehook submit` runs beside `scribehook serve`.
 type Submitter struct {
 	// Store is where tokens and job records go: the store of the kit that receives the
-	// callbacks.
-	Store store.Store
+	// callbacks (a store.Store, or a SubmitterStore of the program's).
+	Store SubmitterStore
 	// Service is the client of the service.
 	Service *submitter.Client
 	// PublicURL is the base the service calls back (configs public_url).
@@ -35,6 +35,14 @@ type Submitter struct {
 	Warnf func(format string, args ...any)
 	// Now is the clock of token creation (default time.Now).
 	Now func() time.Time
+}
+
+// SubmitterStore is what a Submitter needs of the store: it mints, binds and revokes callback
+// tokens, and records the jobs it creates and reads them back. A store.Store is one.
+type SubmitterStore interface {
+	store.Tokens
+	store.JobWriter
+	GetJob(ctx context.Context, id string) (store.JobRecord, error)
 }
 
 // Submitter is a Submitter for this kit's store, service and public URL; an error without an
@@ -245,11 +253,11 @@ func (s *Submitter) record(ctx context.Context, id string, kind api.JobKind, cre
 // is never asked.
 const DefaultWaitEvery = 200 * time.Millisecond
 
-// WaitJob reads st every `every` (DefaultWaitEvery when 0) until the job (or live session) id
-// has a final status there — its callback was received and applied — or ctx ends. progress,
-// when set, is called at each read with the status seen ("" while the job is not stored). It
-// never polls the service.
-func WaitJob(ctx context.Context, st store.Store, id string, every time.Duration, progress func(api.JobStatus)) (store.JobRecord, error) {
+// WaitJob reads st (Kit.Records, or any store.JobReader) every `every` (DefaultWaitEvery
+// when 0) until the job (or live session) id has a final status there — its callback was
+// received and applied — or ctx ends. progress, when set, is called at each read with the
+// status seen ("" while the job is not stored). It never polls the service.
+func WaitJob(ctx context.Context, st store.JobReader, id string, every time.Duration, progress func(api.JobStatus)) (store.JobRecord, error) {
 	if every <= 0 {
 		every = DefaultWaitEvery
 	}

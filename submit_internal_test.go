@@ -25,7 +25,7 @@ func TestSubmitAnswersAndTakesTheMethodFromTheRequest(t *testing.T) {
 	if err != nil || created.ID == "" {
 		t.Fatalf("Submit = %+v, %v", created, err)
 	}
-	rec, err := k.Store().GetJob(ctx, created.ID)
+	rec, err := k.Records().GetJob(ctx, created.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

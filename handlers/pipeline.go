@@ -55,9 +55,17 @@ type Resolver interface {
 	GetJob(ctx context.Context, id string, kind api.JobKind) (api.Job, error)
 }
 
+// Store is what the pipeline needs of the store: the Inbox it works (events are queued inside
+// its Applies, through the Tx), and the job records it reads outside an Apply. A store.Store
+// has both.
+type Store interface {
+	store.Inbox
+	GetJob(ctx context.Context, id string) (store.JobRecord, error)
+}
+
 // Config holds the pipeline's dependencies; zero values take the documented defaults.
 type Config struct {
-	Store store.Store
+	Store Store
 	// Resolver is nil when no API key is configured: records then hold what deliveries carry,
 	// with a note saying why.
 	Resolver Resolver

@@ -21,6 +21,7 @@ import (
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/receiver/ui"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -56,9 +57,23 @@ type SessionFeed interface {
 	Subscribe(sessionID string) (notify <-chan struct{}, cancel func())
 }
 
+// Store is what the receiver needs of the store: callback tokens to check, and what the read
+// API, the dashboard and the health and metrics routes read (jobs, dead letters and their
+// replay, the inbox's backlog, readiness). Deliveries go in through Config.Ingester, never
+// through Store. A store.Store is one.
+type Store interface {
+	store.TokenChecker
+	store.JobReader
+	store.DeadLetterQueue
+	// InboxBacklog counts pending inbox rows (the backlog gauge).
+	InboxBacklog(ctx context.Context) (int64, error)
+	// Ping checks the store is reachable (readiness).
+	Ping(ctx context.Context) error
+}
+
 // Config configures New. Store and Ingester are required.
 type Config struct {
-	Store    store.Store
+	Store    Store
 	Ingester Ingester
 	Notifier Notifier    // optional
 	Feed     SessionFeed // optional: without it the event stream polls the store every second
@@ -100,8 +115,9 @@ type Config struct {
 	// Notes lists conditions worth a look that do not stop this replica from taking
 	// deliveries (the broker being away: deliveries are stored and swept); /readyz shows them.
 	Notes func() []string
-	// Sinks reads the state of the configured sinks for GET /v1/sinks (nil: none).
-	Sinks func() []SinkStatus
+	// Sinks reads the state of the sinks for GET /v1/sinks (nil: none): the dispatcher's
+	// Stats.
+	Sinks func() []sinks.SinkStats
 	// EnableSink enables a disabled sink again, durably, for POST /v1/sinks/:name/enable
 	// (the dispatcher's Enable); nil answers that route 501.
 	EnableSink func(ctx context.Context, name string) error

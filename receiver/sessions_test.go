@@ -13,7 +13,6 @@ import (
 
 	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/receiver/ui"
-	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
 
@@ -221,7 +220,7 @@ func TestDashboardSessionSignOutEverywhereNeedsASession(t *testing.T) {
 }
 
 // plainStore is a store that keeps no sessions.
-type plainStore struct{ store.Store }
+type plainStore struct{ Store }
 
 // Without a session store, a sign-out still clears the cookie, and the receiver says that a
 // copy stays valid; signing out everywhere is refused rather than pretended.

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/sinks"
 )
 
 // TestEnableSink: POST /v1/sinks/:name/enable calls EnableSink for a known sink (bearer token
@@ -14,7 +18,7 @@ func TestEnableSink(t *testing.T) {
 	var enabled []string
 	fail := false
 	h := newHarness(t, withConfig(func(c *Config) {
-		c.Sinks = func() []SinkStatus { return []SinkStatus{{Name: "captions hook", Disabled: true}} }
+		c.Sinks = func() []sinks.SinkStats { return []sinks.SinkStats{{Name: "captions hook", Disabled: true}} }
 		c.EnableSink = func(_ context.Context, name string) error {
 			if fail {
 				return errors.New("store down")
@@ -55,5 +59,27 @@ func TestEnableSink(t *testing.T) {
 	fail = true
 	if r := h.do(http.MethodPost, path, nil, bearer); r.status != http.StatusServiceUnavailable {
 		t.Errorf("enable while the store fails: %d %s", r.status, r.body)
+	}
+}
+
+// TestSinkListJSON pins GET /v1/sinks's bytes: every field of a sink's state, named as the
+// read API has always named them, an open breaker's time and a disabled sink's reason shown,
+// and left out when zero.
+func TestSinkListJSON(t *testing.T) {
+	until := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	h := newHarness(t, withConfig(func(c *Config) {
+		c.Sinks = func() []sinks.SinkStats {
+			return []sinks.SinkStats{
+				{Name: "hook", Depth: 3, InFlight: 1, ConsecutiveFailures: 5, Breaker: "open", BreakerOpenUntil: until,
+					Disabled: true, DisabledReason: "410 Gone", Delivered: 7, Failed: 6, Dead: 2},
+				{Name: "files", Depth: -1, Breaker: "closed"},
+			}
+		}
+	}))
+	r := h.do(http.MethodGet, "/v1/sinks", nil, map[string]string{"Authorization": "Bearer " + testReadToken})
+	const want = `[{"name":"hook","depth":3,"in_flight":1,"consecutive_failures":5,"breaker":"open","breaker_open_until":"2025-03-04T05:06:07Z","disabled":true,"disabled_reason":"410 Gone","delivered":7,"failed":6,"dead":2},` +
+		`{"name":"files","depth":-1,"in_flight":0,"consecutive_failures":0,"breaker":"closed","disabled":false,"delivered":0,"failed":0,"dead":0}]`
+	if got := strings.TrimSpace(string(r.body)); r.status != http.StatusOK || got != want {
+		t.Errorf("GET /v1/sinks: %d\n got %s\nwant %s", r.status, got, want)
 	}
 }

@@ -1,5 +1,5 @@
 // Package retention keeps a long-running serve from filling its disk: a Pruner deletes, every
-// interval, what the store has kept long enough (store.Store.Prune, under a
+// interval, what the store has kept long enough (store.Retention.Prune, under a
 // store.RetentionPolicy built from the configuration's retention section by PolicyOf), counts
 // what went in Prometheus metrics, and removes the subtitle files of the jobs it prunes.
 //
@@ -113,7 +113,8 @@ func RemoveFiles(_ context.Context, arts []store.Artifact) error {
 
 // Config configures a Pruner.
 type Config struct {
-	Store  store.Store
+	// Store is the store to prune: only its Retention role (a store.Store has it).
+	Store  store.Retention
 	Policy store.RetentionPolicy
 	// Interval is the time between two runs; 0: Start runs nothing (Prune still prunes).
 	Interval time.Duration
@@ -127,7 +128,7 @@ type Config struct {
 	Logger logrus.FieldLogger
 }
 
-// Pruner runs store.Store.Prune now and then. Its methods are safe for concurrent use; two
+// Pruner runs store.Retention.Prune now and then. Its methods are safe for concurrent use; two
 // runs never overlap.
 type Pruner struct {
 	cfg     Config

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
 )
 
 // BatchSink is a Sink that delivers several events at once and makes them durable together:
@@ -20,7 +21,7 @@ type BatchSink interface {
 
 // start runs the attempts of claimed deliveries: one batch for a BatchSink, one attempt each
 // otherwise.
-func (w *sinkWorker) start(ctx context.Context, attempts *sync.WaitGroup, ds []Delivery, probe bool) {
+func (w *sinkWorker) start(ctx context.Context, attempts *sync.WaitGroup, ds []store.SinkDelivery, probe bool) {
 	if bs, ok := w.sink.(BatchSink); ok && len(ds) > 1 {
 		attempts.Go(func() { w.attempt(ctx, bs, ds, probe) })
 		return
@@ -33,7 +34,7 @@ func (w *sinkWorker) start(ctx context.Context, attempts *sync.WaitGroup, ds []D
 // attempt delivers claimed deliveries, as one batch when bs is set, else one delivery through
 // Deliver, bounded by one attempt timeout; each is settled on its own. Neither the attempt nor
 // its settlement is cut short by shutdown: a settled attempt is not repeated after a restart.
-func (w *sinkWorker) attempt(ctx context.Context, bs BatchSink, ds []Delivery, probe bool) {
+func (w *sinkWorker) attempt(ctx context.Context, bs BatchSink, ds []store.SinkDelivery, probe bool) {
 	ctx = context.WithoutCancel(ctx)
 	attemptCtx, cancel := context.WithTimeout(ctx, w.pol.Timeout)
 	errs := w.deliver(attemptCtx, bs, ds)
@@ -45,7 +46,7 @@ func (w *sinkWorker) attempt(ctx context.Context, bs BatchSink, ds []Delivery, p
 
 // deliver runs the sink, turning a panic, or a batch's short answer, into a retryable error for
 // every delivery: one bad event must not take the process down.
-func (w *sinkWorker) deliver(ctx context.Context, bs BatchSink, ds []Delivery) (errs []error) {
+func (w *sinkWorker) deliver(ctx context.Context, bs BatchSink, ds []store.SinkDelivery) (errs []error) {
 	defer func() {
 		if p := recover(); p != nil {
 			errs = sameErrors(len(ds), fmt.Errorf("sink panicked: %v", p))

@@ -5,38 +5,28 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/store"
 )
 
-// BatchQueue is a Queue that records several delivered deliveries in one transaction, and can
-// claim in that same transaction: the store's queue is one. A dispatcher on it pays one commit
-// per round of a sink (what was delivered since the last round, and the next deliveries)
-// instead of one per delivery and one per claim; on SQLite's single writer those commits are
-// what the applies of new rows wait behind.
-type BatchQueue interface {
-	Queue
-	// CompleteMany is Complete for each of ids, in one transaction, all or nothing.
-	CompleteMany(ctx context.Context, ids []int64) error
-	// CompleteAndClaim is CompleteMany(done) then Claim in one transaction, all or nothing;
-	// the claim sees the completions.
-	CompleteAndClaim(ctx context.Context, done []int64, sink string, ordered bool, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
-}
-
 // round records the deliveries done since the last round and claims up to n more (none when n
-// is 0), in one transaction when it can. Recording is not cut short by shutdown; when the
+// is 0), in one transaction when it can (store.SinkQueue.CompleteAndClaimSinkDeliveries): one
+// commit per round of a sink instead of one per delivery and one per claim; on SQLite's single
+// writer those commits are what the applies of new rows wait behind. Recording is not cut short by shutdown; when the
 // transaction fails, what was delivered is recorded on its own (one at a time if need be) and
 // the claim is tried alone.
-func (w *sinkWorker) round(ctx context.Context, done []int64, now time.Time, n int) []Delivery {
+func (w *sinkWorker) round(ctx context.Context, done []int64, now time.Time, n int) []store.SinkDelivery {
 	if n > 0 {
-		var ds []Delivery
+		var ds []store.SinkDelivery
 		var err error
-		if w.batch != nil && len(done) > 0 {
-			if ds, err = w.batch.CompleteAndClaim(ctx, done, w.name, w.pol.Ordered, now, w.lease, n); err == nil {
+		if len(done) > 0 {
+			if ds, err = w.d.queue.CompleteAndClaimSinkDeliveries(ctx, done, w.name, w.pol.Ordered, now, w.lease, n); err == nil {
 				return ds
 			}
 			w.log.WithError(err).WithField("deliveries", len(done)).Warn("sinks: recording and claiming together failed; recording apart")
 		}
 		w.record(ctx, done)
-		ds, err = w.d.queue.Claim(ctx, w.name, w.pol.Ordered, now, w.lease, n)
+		ds, err = w.d.queue.ClaimSinkDeliveries(ctx, w.name, w.pol.Ordered, now, w.lease, n)
 		if err != nil && ctx.Err() == nil {
 			w.log.WithError(err).Warn("sinks: claim failed")
 		}
@@ -55,11 +45,11 @@ func (w *sinkWorker) record(ctx context.Context, done []int64) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queueTimeout)
 	defer cancel()
-	if w.batch != nil && len(done) > 1 && w.batch.CompleteMany(ctx, done) == nil {
+	if len(done) > 1 && w.d.queue.CompleteSinkDeliveries(ctx, done) == nil {
 		return
 	}
 	for _, id := range done {
-		if err := w.d.queue.Complete(ctx, id); err != nil {
+		if err := w.d.queue.CompleteSinkDelivery(ctx, id); err != nil {
 			w.log.WithError(err).WithFields(logrus.Fields{"delivery": id}).
 				Error("sinks: delivered, but recording it failed; it will be delivered again")
 		}

@@ -10,17 +10,15 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
 
-// batchSpy is the store's queue counting how deliveries are completed: in groups (CompleteMany,
-// CompleteAndClaim) or one by one; failMany makes every group fail, as one unknown id would.
+// batchSpy is the store's queue counting how deliveries are completed: in groups
+// (CompleteSinkDeliveries, CompleteAndClaimSinkDeliveries) or one by one; failMany makes every group fail, as one unknown id would.
 type batchSpy struct {
-	sinks.Queue
-	many     sinks.BatchQueue
+	store.SinkQueue
 	failMany bool
 
 	mu      sync.Mutex
@@ -31,12 +29,11 @@ type batchSpy struct {
 }
 
 func newBatchSpy(s store.Store, failMany bool) *batchSpy {
-	q := handlers.SinkQueue(s)
-	return &batchSpy{Queue: q, many: q.(sinks.BatchQueue), failMany: failMany}
+	return &batchSpy{SinkQueue: s, failMany: failMany}
 }
 
-func (q *batchSpy) Claim(ctx context.Context, sink string, ordered bool, now time.Time, lease time.Duration, limit int) ([]sinks.Delivery, error) {
-	ds, err := q.Queue.Claim(ctx, sink, ordered, now, lease, limit)
+func (q *batchSpy) ClaimSinkDeliveries(ctx context.Context, sink string, ordered bool, now time.Time, lease time.Duration, limit int) ([]store.SinkDelivery, error) {
+	ds, err := q.SinkQueue.ClaimSinkDeliveries(ctx, sink, ordered, now, lease, limit)
 	q.mu.Lock()
 	q.claims++
 	q.claimed += len(ds)
@@ -44,18 +41,18 @@ func (q *batchSpy) Claim(ctx context.Context, sink string, ordered bool, now tim
 	return ds, err
 }
 
-func (q *batchSpy) CompleteMany(ctx context.Context, ids []int64) error {
+func (q *batchSpy) CompleteSinkDeliveries(ctx context.Context, ids []int64) error {
 	q.mu.Lock()
 	q.groups = append(q.groups, len(ids))
 	q.mu.Unlock()
 	if q.failMany {
 		return errors.New("batch refused")
 	}
-	return q.many.CompleteMany(ctx, ids)
+	return q.SinkQueue.CompleteSinkDeliveries(ctx, ids)
 }
 
-func (q *batchSpy) CompleteAndClaim(ctx context.Context, done []int64, sink string, ordered bool, now time.Time,
-	lease time.Duration, limit int) ([]sinks.Delivery, error) {
+func (q *batchSpy) CompleteAndClaimSinkDeliveries(ctx context.Context, done []int64, sink string, ordered bool, now time.Time,
+	lease time.Duration, limit int) ([]store.SinkDelivery, error) {
 	q.mu.Lock()
 	q.claims++
 	if len(done) > 0 {
@@ -65,18 +62,18 @@ func (q *batchSpy) CompleteAndClaim(ctx context.Context, done []int64, sink stri
 	if q.failMany && len(done) > 0 {
 		return nil, errors.New("batch refused")
 	}
-	ds, err := q.many.CompleteAndClaim(ctx, done, sink, ordered, now, lease, limit)
+	ds, err := q.SinkQueue.CompleteAndClaimSinkDeliveries(ctx, done, sink, ordered, now, lease, limit)
 	q.mu.Lock()
 	q.claimed += len(ds)
 	q.mu.Unlock()
 	return ds, err
 }
 
-func (q *batchSpy) Complete(ctx context.Context, id int64) error {
+func (q *batchSpy) CompleteSinkDelivery(ctx context.Context, id int64) error {
 	q.mu.Lock()
 	q.single++
 	q.mu.Unlock()
-	return q.Queue.Complete(ctx, id)
+	return q.SinkQueue.CompleteSinkDelivery(ctx, id)
 }
 
 func (q *batchSpy) counts() (groups []int, single int) {

@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/store"
 )
 
 // Defaults of DispatcherConfig.
@@ -34,7 +35,14 @@ const (
 
 // DispatcherConfig holds a Dispatcher's dependencies; zero values take the defaults.
 type DispatcherConfig struct {
-	Queue Queue
+	// Queue is the sinks' durable queue (a store.Store is one); required.
+	Queue store.SinkQueue
+	// States keeps the sinks' states (disabled by a 410 answer or Disable, enabled by Enable)
+	// beyond the dispatcher's life, when set (a store.Store is one): every change is recorded
+	// there, and the states are read when Run starts and every StateInterval after, so a
+	// disabled sink stays disabled across restarts, and on every replica, until it is enabled
+	// again. When nil, a disabled sink stays disabled until Enable or the end of the dispatcher.
+	States store.SinkStateStore
 	// Now is the dispatcher's clock (default time.Now): due times, retry times, breaker
 	// cooldowns, dead letters' failed_at and the sinks' states follow it; waits and attempt
 	// timeouts are real time.
@@ -53,8 +61,8 @@ type DispatcherConfig struct {
 	// Rand returns a number in [0, 1) that places each retry wait within its jitter (default
 	// math/rand/v2). The dispatcher serialises its calls.
 	Rand func() float64
-	// StateInterval is how often the sinks' states are read again from a Queue that is a
-	// StateStore (default DefaultStateInterval).
+	// StateInterval is how often the sinks' states are read again from States (default
+	// DefaultStateInterval).
 	StateInterval time.Duration
 
 	// after is the dispatcher's timer (default time.After); tests that drive Now by hand
@@ -62,24 +70,27 @@ type DispatcherConfig struct {
 	after func(time.Duration) <-chan time.Time
 }
 
-// SinkStats is a snapshot of one sink's delivery state.
+// SinkStats is a snapshot of one sink's delivery state, as Dispatcher.Stats reports it; its
+// JSON form is one sink of the read API's GET /v1/sinks.
 type SinkStats struct {
-	Name string
+	Name string `json:"name"`
 	// Depth counts the sink's queued deliveries (in flight or waiting); -1 when the queue
 	// could not be read.
-	Depth               int64
-	InFlight            int
-	ConsecutiveFailures int
-	Breaker             BreakerState
+	Depth               int64        `json:"depth"`
+	InFlight            int          `json:"in_flight"`
+	ConsecutiveFailures int          `json:"consecutive_failures"`
+	Breaker             BreakerState `json:"breaker"` // closed, open or half-open
 	// BreakerOpenUntil is when an open breaker lets a probe through.
-	BreakerOpenUntil time.Time
+	BreakerOpenUntil time.Time `json:"breaker_open_until,omitzero"`
 	// Disabled sinks claim nothing (their destination answered that it is gone, or they were
 	// disabled by hand) until they are enabled again; their queued deliveries wait.
-	Disabled       bool
-	DisabledReason string
+	Disabled       bool   `json:"disabled"`
+	DisabledReason string `json:"disabled_reason,omitempty"`
 	// Delivered and Failed count attempts since the dispatcher started; Dead counts the
 	// deliveries it dead-lettered (a subset of Failed).
-	Delivered, Failed, Dead uint64
+	Delivered uint64 `json:"delivered"`
+	Failed    uint64 `json:"failed"`
+	Dead      uint64 `json:"dead"`
 }
 
 // Dispatcher works the sinks' queues: each sink has its own worker, claims, concurrency, retry
@@ -91,7 +102,7 @@ type SinkStats struct {
 //   - success: Complete.
 //   - Failure.Disable (the destination is gone, HTTP 410): the delivery is dead-lettered with
 //     the reason and the sink is disabled until Enable; its other deliveries stay queued. The
-//     state is recorded in the queue when it is a StateStore, and so survives restarts.
+//     state is recorded in DispatcherConfig.States when set, and so survives restarts.
 //   - Failure.Permanent: dead-lettered at once.
 //   - anything else: retried after Policy.Wait (schedule, jitter, Retry-After), dead-lettered
 //     after the last attempt.
@@ -101,16 +112,16 @@ type SinkStats struct {
 // deduplicate on. On shutdown (Run's context ends, or Close) no more deliveries are claimed,
 // and attempts in flight run to their end and are settled.
 type Dispatcher struct {
-	queue Queue
+	queue store.SinkQueue
 	now   func() time.Time
 	after func(time.Duration) <-chan time.Time
 	log   *logrus.Entry
 	lease time.Duration
 	poll  time.Duration
 	m     *dispatchMetrics
-	// states is the queue as a StateStore, nil when it is not one; stateEvery how often Run
+	// states is DispatcherConfig.States, nil when not kept; stateEvery how often Run
 	// reads it.
-	states     StateStore
+	states     store.SinkStateStore
 	stateEvery time.Duration
 
 	randMu sync.Mutex
@@ -154,7 +165,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	if d.rand == nil {
 		d.rand = rand.Float64
 	}
-	d.states, _ = cfg.Queue.(StateStore)
+	d.states = cfg.States
 	d.stateEvery = cmp.Or(cfg.StateInterval, DefaultStateInterval)
 	d.m = newDispatchMetrics(cfg.Metrics)
 	return d
@@ -192,7 +203,6 @@ func (d *Dispatcher) Add(spec Spec, sink Sink) error {
 		settled:  make(chan struct{}, 1),
 		br:       newSinkBreaker(pol.BreakerThreshold, pol.BreakerCooldown),
 	}
-	w.batch, _ = d.queue.(BatchQueue)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {

@@ -105,7 +105,7 @@ func benchDispatch(b *testing.B, spec sinks.Spec, sink sinks.Sink) {
 	go func() { done <- d.Run(runCtx) }()
 	d.Wake("")
 	for {
-		n, err := q.Depth(ctx, spec.Name)
+		n, err := q.SinkDepth(ctx, spec.Name)
 		if err != nil {
 			b.Fatal(err)
 		}

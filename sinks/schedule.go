@@ -32,7 +32,7 @@ const (
 //     normally 0, and it is the enqueuer's to apply (FirstAttempt gives the due time to queue
 //     with): a claimed delivery is attempted at once.
 //   - Schedule[n], n ≥ 1, is the wait after attempt n failed before attempt n+1, counted from
-//     the failure. Delivery.Attempts holds the failed attempts so far, so a delivery that fails
+//     the failure. store.SinkDelivery.Attempts holds the failed attempts so far, so a delivery that fails
 //     its attempt Attempts+1 = n waits Schedule[n].
 //   - When attempt len(Schedule) fails, the delivery is dead-lettered.
 //

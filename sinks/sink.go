@@ -1,8 +1,9 @@
 // Package sinks forwards scribehook's events to other systems: files, signed webhooks, brokers
 // and logs. Each configured sink has a filter, and its deliveries go through a durable queue of
-// their own (Queue, implemented by the store) worked by the sink's own workers, with a retry
-// schedule, a breaker and a dead-letter list, so one dead sink never delays another. The
-// package knows nothing of Fiber or of the store.
+// their own (store.SinkQueue, whose store.SinkDelivery is a queued event) worked by the sink's
+// own workers, with a retry schedule, a breaker and a dead-letter list, so one dead sink never
+// delays another. The package knows nothing of Fiber, and of the store only its sink queue's
+// role and types.
 //
 // Each kind is registered (RegisterKind) with its configuration's rules and its constructor.
 // File, webhook and log are built in; the broker kinds are packages of their own that register
@@ -184,44 +185,28 @@ func (f Filter) Match(ev *api.Event) bool {
 	return true
 }
 
-// Delivery is one event queued for one sink.
-type Delivery struct {
-	ID       int64
-	Sink     string
-	EventID  string
-	Event    api.Event
-	OrderKey string // the job or session id, for ordered sinks
-	Attempts int
-	// NextAttempt is when the delivery is due.
-	NextAttempt time.Time
-	LastError   string
-	CreatedAt   time.Time
-}
-
-// DeadLetter is a delivery that failed its last attempt.
-type DeadLetter struct {
-	Delivery
-	FailedAt time.Time
-}
-
-// Queue is the durable store of sink deliveries; the store implements it. Enqueueing happens
-// inside the transaction that applies an inbox row (the store's Tx), so an event and its
-// deliveries commit together.
-type Queue interface {
-	// Claim leases up to limit due deliveries of the sink (NextAttempt ≤ now), oldest first,
-	// for lease; a claimed delivery is not claimed again until its lease expires. For an
-	// ordered sink only the oldest undelivered delivery of each order key is eligible.
-	Claim(ctx context.Context, sink string, ordered bool, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
-	// Complete removes a delivered delivery.
-	Complete(ctx context.Context, id int64) error
-	// Retry records a failed attempt and when to try again.
-	Retry(ctx context.Context, id int64, next time.Time, errMsg string) error
-	// Kill moves a delivery to the dead-letter list with its last error.
-	Kill(ctx context.Context, id int64, errMsg string, at time.Time) error
-	// DeadLetters lists dead letters, newest first; sink "" is every sink, zero since is all.
-	DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]DeadLetter, error)
-	// Replay puts a dead letter back in its sink's queue, due now, with its attempts reset.
-	Replay(ctx context.Context, id int64, now time.Time) error
-	// Depth counts the sink's queued (not dead) deliveries.
-	Depth(ctx context.Context, sink string) (int64, error)
+// globMatch matches a pattern where * stands for any run of characters (dots included).
+func globMatch(pattern, s string) bool {
+	// Iterative matching with one backtrack point: linear for the patterns we see.
+	p, i, star, mark := 0, 0, -1, 0
+	for i < len(s) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, i
+			p++
+		case p < len(pattern) && pattern[p] == s[i]:
+			p++
+			i++
+		case star >= 0:
+			p = star + 1
+			mark++
+			i = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/scribehook/scribehook/store"
 )
 
 // DefaultStateInterval is how often a running dispatcher reads the sinks' states again, so
@@ -15,41 +17,19 @@ const DefaultStateInterval = 5 * time.Second
 // ErrUnknownSink is returned by Enable and Disable for a name the dispatcher has no sink of.
 var ErrUnknownSink = errors.New("no such sink")
 
-// SinkState is a sink's disabled state as a StateStore keeps it.
-type SinkState struct {
-	Name     string
-	Disabled bool
-	// Reason says why: the destination's 410 answer, or an operator's words.
-	Reason string
-	// Since is when it was last disabled or enabled.
-	Since time.Time
-}
-
-// StateStore keeps the sinks' disabled state beyond the dispatcher's life. A Queue that also
-// implements it (the store's does) has every disabling recorded there (a 410 answer, Disable)
-// and every enabling (Enable), and its states read when Run starts and every
-// DispatcherConfig.StateInterval after: a disabled sink stays disabled across restarts, and
-// on every replica, until it is enabled again. Without one, a disabled sink stays disabled
-// until Enable or the end of the dispatcher.
-type StateStore interface {
-	// SinkStates lists the recorded states; a sink without one is enabled.
-	SinkStates(ctx context.Context) ([]SinkState, error)
-	SetSinkState(ctx context.Context, st SinkState) error
-}
-
 // Enable resumes a disabled sink: its queued deliveries are claimed at once. The state is
 // recorded first, so an enabling that cannot be recorded changes nothing.
 func (d *Dispatcher) Enable(ctx context.Context, name string) error {
-	return d.setState(ctx, SinkState{Name: name, Since: d.now()})
+	return d.setState(ctx, store.SinkState{Name: name, Since: d.now()})
 }
 
 // Disable stops a sink until Enable: nothing more is claimed for it, its deliveries stay
 // queued, attempts in flight finish.
 func (d *Dispatcher) Disable(ctx context.Context, name, reason string) error {
-	return d.setState(ctx, SinkState{Name: name, Disabled: true, Reason: reason, Since: d.now()})
+	return d.setState(ctx, store.SinkState{Name: name, Disabled: true, Reason: reason, Since: d.now()})
 }
 
-func (d *Dispatcher) setState(ctx context.Context, st SinkState) error {
+func (d *Dispatcher) setState(ctx context.Context, st store.SinkState) error {
 	d.mu.Lock()
 	w := d.byName[st.Name]
 	d.mu.Unlock()
@@ -88,14 +68,14 @@ func (d *Dispatcher) loadStates(ctx context.Context) {
 		}
 		return
 	}
-	byName := make(map[string]SinkState, len(states))
+	byName := make(map[string]store.SinkState, len(states))
 	for _, st := range states {
 		byName[st.Name] = st
 	}
 	for i, w := range workers {
 		st, ok := byName[w.name]
 		if !ok {
-			st = SinkState{Name: w.name}
+			st = store.SinkState{Name: w.name}
 		}
 		w.applyState(st, gens[i], stateRead)
 	}
@@ -125,7 +105,7 @@ type stateSource int
 
 const (
 	stateCalled stateSource = iota // Enable or Disable, recorded before
-	stateRead                      // a read of the StateStore
+	stateRead                      // a read of DispatcherConfig.States
 	stateGone                      // the destination's 410, recorded after
 )
 
@@ -133,7 +113,7 @@ const (
 // change. A state read from the store applies only if nothing changed the worker's state in
 // this process since gen, taken before the read, and no 410 is being recorded: the store then
 // has that change recorded, or is about to, and the next read brings it.
-func (w *sinkWorker) applyState(st SinkState, gen uint64, from stateSource) {
+func (w *sinkWorker) applyState(st store.SinkState, gen uint64, from stateSource) {
 	w.mu.Lock()
 	if from == stateRead && (w.stateGen != gen || w.recording > 0) {
 		w.mu.Unlock()
@@ -170,10 +150,10 @@ func (w *sinkWorker) applyState(st SinkState, gen uint64, from stateSource) {
 }
 
 // disable stops the sink until it is enabled again: its destination answered that it is gone
-// (HTTP 410). The state is also recorded in the StateStore, so a restart does not enable it; a
+// (HTTP 410). The state is also recorded in DispatcherConfig.States, so a restart does not enable it; a
 // failure to record it is logged: the sink is disabled in this process all the same.
 func (w *sinkWorker) disable(reason string) {
-	st := SinkState{Name: w.name, Disabled: true, Reason: reason, Since: w.d.now()}
+	st := store.SinkState{Name: w.name, Disabled: true, Reason: reason, Since: w.d.now()}
 	// Disabled here first: no more attempts are claimed while the state is being recorded. A
 	// read of the states until the record is written does not have it and would enable the
 	// sink again: such a read applies nothing while recording, and one that ends after it is

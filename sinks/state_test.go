@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/sinks"
@@ -43,7 +42,7 @@ func TestDispatchDisabledAcrossRestart(t *testing.T) {
 	})
 	e.enqueue("hook", "e1", "e2", "e3")
 	spec := []sinks.Spec{{Name: "hook", Concurrency: 1}}
-	d := e.run(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store)}, spec, gone)
+	d := e.run(sinks.DispatcherConfig{Queue: e.store, States: e.store}, spec, gone)
 	testwait.For(t, "the sink disabled", dispWait, func() bool { return dispStats(t, d, "hook").Disabled })
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
@@ -56,7 +55,7 @@ func TestDispatchDisabledAcrossRestart(t *testing.T) {
 	e.open()
 	e.reg = prometheus.NewRegistry()
 	back := newDispSink("hook", nil)
-	d = e.run(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store)}, spec, back)
+	d = e.run(sinks.DispatcherConfig{Queue: e.store, States: e.store}, spec, back)
 	e.advance(d, time.Hour)
 	dispStill(t, back, 0, "a sink disabled before the restart")
 	if st := dispStats(t, d, "hook"); !st.Disabled || st.DisabledReason != "sink disabled: 410 Gone" || st.Depth != 2 {
@@ -100,7 +99,7 @@ const dispStateInterval = 10 * time.Millisecond
 func TestDispatchFollowsRecordedState(t *testing.T) {
 	e := newDispEnv(t)
 	sink := newDispSink("hook", nil)
-	d := e.run(sinks.DispatcherConfig{Queue: handlers.SinkQueue(e.store), StateInterval: dispStateInterval},
+	d := e.run(sinks.DispatcherConfig{Queue: e.store, States: e.store, StateInterval: dispStateInterval},
 		[]sinks.Spec{{Name: "hook"}}, sink)
 	if err := e.store.SetSinkState(t.Context(), store.SinkState{Name: "hook", Disabled: true, Reason: "maintenance"}); err != nil {
 		t.Fatal(err)
@@ -124,8 +123,7 @@ func TestDispatchFollowsRecordedState(t *testing.T) {
 // gatedStates is the store's sink queue whose reads of the sinks' states can be held: the
 // test takes a read's snapshot, changes the state in between, then lets the read finish.
 type gatedStates struct {
-	sinks.Queue
-	states  sinks.StateStore
+	states  store.SinkStateStore
 	armed   chan struct{} // closed: the next read is held
 	read    chan struct{} // closed once the held read has its snapshot
 	release chan struct{} // closed: the held read returns its snapshot
@@ -137,7 +135,7 @@ type gatedStates struct {
 	recordingOnce       sync.Once
 }
 
-func (g *gatedStates) SetSinkState(ctx context.Context, st sinks.SinkState) error {
+func (g *gatedStates) SetSinkState(ctx context.Context, st store.SinkState) error {
 	if g.recording != nil {
 		g.recordingOnce.Do(func() { close(g.recording) })
 		<-g.recorded
@@ -145,7 +143,7 @@ func (g *gatedStates) SetSinkState(ctx context.Context, st sinks.SinkState) erro
 	return g.states.SetSinkState(ctx, st)
 }
 
-func (g *gatedStates) SinkStates(ctx context.Context) ([]sinks.SinkState, error) {
+func (g *gatedStates) SinkStates(ctx context.Context) ([]store.SinkState, error) {
 	sts, err := g.states.SinkStates(ctx)
 	defer g.reads.Add(1)
 	select {
@@ -165,14 +163,13 @@ func (g *gatedStates) SinkStates(ctx context.Context) ([]sinks.SinkState, error)
 // its next deliveries stay queued instead of being claimed, refused with 410 and dead-lettered.
 func TestDispatchStaleStateReadKeeps410(t *testing.T) {
 	e := newDispEnv(t)
-	q := handlers.SinkQueue(e.store)
-	g := &gatedStates{Queue: q, states: q.(sinks.StateStore), armed: make(chan struct{}),
+	g := &gatedStates{states: e.store, armed: make(chan struct{}),
 		read: make(chan struct{}), release: make(chan struct{})}
 	gone := newDispSink("hook", func(context.Context, api.Event, int) error {
 		return &sinks.Failure{Err: errors.New("410 Gone"), Disable: true}
 	})
 	spec := []sinks.Spec{{Name: "hook", Concurrency: 1}}
-	d := e.run(sinks.DispatcherConfig{Queue: g, StateInterval: dispStateInterval}, spec, gone)
+	d := e.run(sinks.DispatcherConfig{Queue: e.store, States: g, StateInterval: dispStateInterval}, spec, gone)
 	released := sync.OnceFunc(func() { close(g.release) })
 	t.Cleanup(released) // a failing test must not leave Run held
 	// Run's first read is behind it and its workers run: the periodic reads follow.
@@ -217,12 +214,11 @@ func wantKept410(t *testing.T, e *dispEnv, d *sinks.Dispatcher, gone *dispSink, 
 // does not enable the sink again.
 func TestDispatchReadWhileRecording410Keeps410(t *testing.T) {
 	e := newDispEnv(t)
-	q := handlers.SinkQueue(e.store)
-	g := &gatedStates{Queue: q, states: q.(sinks.StateStore), recording: make(chan struct{}), recorded: make(chan struct{})}
+	g := &gatedStates{states: e.store, recording: make(chan struct{}), recorded: make(chan struct{})}
 	gone := newDispSink("hook", func(context.Context, api.Event, int) error {
 		return &sinks.Failure{Err: errors.New("410 Gone"), Disable: true}
 	})
-	d := e.run(sinks.DispatcherConfig{Queue: g, StateInterval: dispStateInterval}, []sinks.Spec{{Name: "hook", Concurrency: 1}}, gone)
+	d := e.run(sinks.DispatcherConfig{Queue: e.store, States: g, StateInterval: dispStateInterval}, []sinks.Spec{{Name: "hook", Concurrency: 1}}, gone)
 	recorded := sync.OnceFunc(func() { close(g.recorded) })
 	t.Cleanup(recorded) // a failing test must not leave the attempt held
 	e.followUntil("two reads of the states", func() bool { return g.reads.Load() >= 2 })

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/scribehook/scribehook/store"
 )
 
 // sinkWorker works one sink's queue.
@@ -23,13 +25,11 @@ type sinkWorker struct {
 	// wake is poked by Wake; settled by every finished attempt. Both hold at most one signal:
 	// the loop looks at the whole queue whenever it wakes, so signals may merge.
 	wake, settled chan struct{}
-	// batch is the queue when it records and claims in groups (nil: one call per delivery).
-	batch BatchQueue
 
 	mu       sync.Mutex
 	br       *sinkBreaker
 	inFlight int
-	// done holds the deliveries delivered but not yet recorded (batch queue only); their
+	// done holds the deliveries delivered but not yet recorded; their
 	// slots stay counted in inFlight until the next round records them. A round waits at most
 	// for the attempts running to end, each within the attempt timeout, so a delivery is
 	// recorded well within its lease (at least twice that timeout) and not attempted again.
@@ -40,7 +40,7 @@ type sinkWorker struct {
 	// a read of the recorded states that began before one of them is older than it and must
 	// not undo it.
 	stateGen uint64
-	// recording counts the disablings (410s) being recorded in the StateStore; no read of
+	// recording counts the disablings (410s) being recorded in DispatcherConfig.States; no read of
 	// the states applies meanwhile.
 	recording int
 	delivered uint64
@@ -72,7 +72,7 @@ func (w *sinkWorker) run(ctx context.Context) {
 		now := w.d.now()
 		w.mu.Lock()
 		if w.disabled {
-			// Enable (here or through the StateStore) pokes the worker. Meanwhile what the
+			// Enable (here or through DispatcherConfig.States) pokes the worker. Meanwhile what the
 			// attempts still running deliver is recorded as they settle.
 			w.mu.Unlock()
 			w.recordDone(ctx)
@@ -136,14 +136,14 @@ func (w *sinkWorker) recordDone(ctx context.Context) {
 }
 
 // finish settles an attempt that ended with err and accounts for it.
-func (w *sinkWorker) finish(ctx context.Context, dl Delivery, probe bool, err error) {
+func (w *sinkWorker) finish(ctx context.Context, dl store.SinkDelivery, probe bool, err error) {
 	now := w.d.now()
 	qctx, qcancel := context.WithTimeout(ctx, queueTimeout)
 	defer qcancel()
 	res := w.settle(qctx, dl, err, now)
 
 	w.mu.Lock()
-	if res == outcomeDelivered && w.batch != nil {
+	if res == outcomeDelivered {
 		// The slot stays taken until the next round records the delivery.
 		w.done = append(w.done, dl.ID)
 	} else {
@@ -203,21 +203,15 @@ const (
 
 // settle records the attempt's result in the queue. A queue error is logged and left to the
 // lease: the delivery is claimed again when it ends.
-func (w *sinkWorker) settle(ctx context.Context, dl Delivery, err error, now time.Time) attemptOutcome {
+func (w *sinkWorker) settle(ctx context.Context, dl store.SinkDelivery, err error, now time.Time) attemptOutcome {
 	if err == nil {
-		if w.batch != nil {
-			return outcomeDelivered // recorded by the next round
-		}
-		if qerr := w.d.queue.Complete(ctx, dl.ID); qerr != nil {
-			w.attemptLog(dl).WithError(qerr).Error("sinks: delivered, but recording it failed; it will be delivered again")
-		}
-		return outcomeDelivered
+		return outcomeDelivered // recorded by the next round, with the others delivered since
 	}
 	f := AsFailure(err)
 	msg := truncateError(f.Error(), maxErrorLen)
 	log := w.attemptLog(dl).WithField("error", msg)
 	kill := func(what string) {
-		if qerr := w.d.queue.Kill(ctx, dl.ID, msg, now); qerr != nil {
+		if qerr := w.d.queue.KillSinkDelivery(ctx, dl.ID, msg, now); qerr != nil {
 			log.WithError(qerr).Error("sinks: dead-lettering failed; the delivery will be attempted again")
 			return
 		}
@@ -238,7 +232,7 @@ func (w *sinkWorker) settle(ctx context.Context, dl Delivery, err error, now tim
 		kill(fmt.Sprintf("sinks: attempt %d of %d failed, delivery dead-lettered", attempt, len(w.pol.Schedule)))
 		return outcomeDead
 	}
-	if qerr := w.d.queue.Retry(ctx, dl.ID, now.Add(wait), msg); qerr != nil {
+	if qerr := w.d.queue.RetrySinkDelivery(ctx, dl.ID, now.Add(wait), msg); qerr != nil {
 		log.WithError(qerr).Error("sinks: recording a failed attempt failed; it will be attempted again when its lease ends")
 	} else {
 		log.WithField("retry_in", wait).Info("sinks: attempt failed, will retry")
@@ -248,7 +242,7 @@ func (w *sinkWorker) settle(ctx context.Context, dl Delivery, err error, now tim
 
 // attemptLog is the log of an attempt of dl, made only when there is something to say: a
 // delivered event, the common case, logs nothing.
-func (w *sinkWorker) attemptLog(dl Delivery) *logrus.Entry {
+func (w *sinkWorker) attemptLog(dl store.SinkDelivery) *logrus.Entry {
 	return w.log.WithFields(logrus.Fields{"delivery": dl.ID, "event": dl.EventID, "attempt": dl.Attempts + 1})
 }
 
@@ -257,7 +251,7 @@ func (w *sinkWorker) attemptLog(dl Delivery) *logrus.Entry {
 func (w *sinkWorker) readDepth() int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), depthTimeout)
 	defer cancel()
-	n, err := w.d.queue.Depth(ctx, w.name)
+	n, err := w.d.queue.SinkDepth(ctx, w.name)
 	if err != nil {
 		w.log.WithError(err).Warn("sinks: reading queue depth failed")
 		return -1

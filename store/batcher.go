@@ -34,7 +34,7 @@ type BatcherOptions struct {
 // scale past one fsync per request. One committer goroutine runs Ingest; what arrives while it
 // runs queues and becomes the next batch.
 type Batcher struct {
-	s    Store
+	s    Ingester
 	opts BatcherOptions
 
 	mu     sync.Mutex
@@ -54,7 +54,7 @@ type submission struct {
 }
 
 // NewBatcher starts the committer. Close stops it; the Batcher never closes s.
-func NewBatcher(s Store, opts BatcherOptions) *Batcher {
+func NewBatcher(s Ingester, opts BatcherOptions) *Batcher {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
 	}
@@ -128,7 +128,7 @@ func (b *Batcher) signal() {
 	}
 }
 
-// takingIngester is a Store that begins its ingest transaction before asking for the
+// takingIngester is an Ingester that begins its ingest transaction before asking for the
 // deliveries (store/sqlite): the batch is then taken once the writer is free, and holds what
 // arrived while it was busy (with a group of applies, say) instead of leaving it for the next
 // transaction, one more wait for the writer later.

@@ -250,12 +250,25 @@ type JobPage struct {
 	More  bool
 }
 
-// Store is the persistence contract. Every method is safe for concurrent use.
-type Store interface {
+// The store's methods are grouped in role interfaces, each named for what its consumer does
+// with it, so that a consumer names the role it needs rather than the whole Store: the
+// receiver's group committer (Batcher) only ingests, the pipeline works the Inbox and fills the
+// Outbox, the sinks' dispatcher works the SinkQueue and keeps the SinkStateStore, the pruner
+// only prunes (Retention), the read API reads jobs (JobReader) and dead letters
+// (DeadLetterQueue) and checks callback tokens (TokenChecker). Store is their union, what a
+// driver implements and storetest checks. Every method is safe for concurrent use.
+
+// Ingester commits raw deliveries: the receiver's way into the inbox, through a Batcher.
+type Ingester interface {
 	// Ingest commits the deliveries in one transaction (group commit: callers batch concurrent
 	// requests) and reports, per delivery, its row and whether it was a duplicate. Nothing is
 	// committed when it returns an error.
 	Ingest(ctx context.Context, ds []Delivery) ([]IngestResult, error)
+}
+
+// Inbox is the pipeline's side of the inbox: finding the rows to process and applying each
+// exactly once.
+type Inbox interface {
 	// PendingInbox lists rows not done nor failed, by id, after afterID.
 	PendingInbox(ctx context.Context, afterID int64, limit int) ([]InboxRow, error)
 	// PendingInboxKeys lists the id, partition key and receipt time of rows not done nor failed,
@@ -267,7 +280,10 @@ type Store interface {
 	// oldest pending row of its job or session (another replica's notice of an earlier row can
 	// be late or lost with its process): processing the key's earlier rows first keeps order.
 	PendingInboxByKey(ctx context.Context, partitionKey string, uptoID int64, limit int) ([]InboxRow, error)
+	// InboxRow reads one row, whatever its status; ErrNotFound when unknown.
 	InboxRow(ctx context.Context, id int64) (InboxRow, error)
+	// InboxRows reads the rows of ids that exist, by id.
+	InboxRows(ctx context.Context, ids []int64) ([]InboxRow, error)
 	// Apply runs fn and marks the inbox row done in one transaction. A row already done gives
 	// ErrAlreadyApplied without running fn. An error from fn rolls everything back.
 	Apply(ctx context.Context, inboxID int64, fn func(ctx context.Context, tx Tx) error) error
@@ -277,32 +293,53 @@ type Store interface {
 	// of every one of them; its error rolls the whole group back. When no row was pending, fn
 	// does not run.
 	ApplyGroup(ctx context.Context, inboxIDs []int64, fn func(ctx context.Context, tx Tx, ids []int64) error) error
-	// InboxRows reads the rows of ids that exist, by id.
-	InboxRows(ctx context.Context, ids []int64) ([]InboxRow, error)
 	// MarkInboxFailed records an attempt's error; final marks the row failed (no more retries).
 	MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error
+}
+
+// InboxReader reads the inbox without changing it: its backlog (the receiver's metrics) and
+// the deliveries set aside.
+type InboxReader interface {
 	// InboxBacklog counts pending rows.
 	InboxBacklog(ctx context.Context) (int64, error)
-
 	// Quarantined lists quarantined deliveries, newest first.
 	Quarantined(ctx context.Context, limit int) ([]QuarantineRow, error)
+}
 
-	// PutJob stores a job record outside a delivery, replacing any record of the same id.
-	PutJob(ctx context.Context, rec JobRecord) error
-	// CreateJob stores rec only if no record has its id, atomically, and reports whether it
-	// did: the submitter records a job it created without overwriting a record that a callback,
-	// possibly faster than the submitter, already stored.
-	CreateJob(ctx context.Context, rec JobRecord) (bool, error)
+// JobReader reads what the pipeline stored about jobs: records, live messages, artifacts. The
+// read API, WaitJob and the kit's Records read through it.
+type JobReader interface {
+	// GetJob reads a job's (or live session's) record; ErrNotFound when unknown.
 	GetJob(ctx context.Context, id string) (JobRecord, error)
 	// ListJobs filters like the service's lists (status, kind, dates, custom_metadata subset)
 	// and pages with q's offset and limit, newest first.
 	ListJobs(ctx context.Context, q api.ListQuery) (JobPage, error)
 	// LiveMessages lists a session's messages with Seq > afterSeq in order, at most limit.
 	LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]LiveMessage, error)
+	// Artifacts lists the files made for a job, by name.
 	Artifacts(ctx context.Context, jobID string) ([]Artifact, error)
+}
 
+// JobWriter stores job records outside a delivery: the submitter's.
+type JobWriter interface {
+	// PutJob stores a job record outside a delivery, replacing any record of the same id.
+	PutJob(ctx context.Context, rec JobRecord) error
+	// CreateJob stores rec only if no record has its id, atomically, and reports whether it
+	// did: the submitter records a job it created without overwriting a record that a callback,
+	// possibly faster than the submitter, already stored.
+	CreateJob(ctx context.Context, rec JobRecord) (bool, error)
+}
+
+// Outbox queues events for sinks outside an inbox row (Tx.EnqueueSinkDeliveries queues them
+// inside one).
+type Outbox interface {
 	// EnqueueSinkDeliveries queues events outside an inbox row (subtitles rendered later).
 	EnqueueSinkDeliveries(ctx context.Context, ds []SinkDelivery) error
+}
+
+// SinkQueue is the sinks' durable queue as the dispatcher works it: claims under a lease, and
+// the settlement of each attempt.
+type SinkQueue interface {
 	// ClaimSinkDeliveries leases up to limit due deliveries of a sink (NextAttempt ≤ now),
 	// oldest first; a leased delivery is not claimed again before the lease ends. For an
 	// ordered sink only the oldest undelivered delivery of each order key is eligible.
@@ -320,38 +357,78 @@ type Store interface {
 	RetrySinkDelivery(ctx context.Context, id int64, next time.Time, errMsg string) error
 	// KillSinkDelivery moves a delivery to the dead letters with its last error.
 	KillSinkDelivery(ctx context.Context, id int64, errMsg string, at time.Time) error
-	// DeadLetters lists dead letters newest first; sink "" is every sink, zero since all.
-	DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]SinkDelivery, error)
-	// ReplayDeadLetter queues a dead letter again, due at now, attempts reset.
-	ReplayDeadLetter(ctx context.Context, id int64, now time.Time) error
 	// SinkDepth counts a sink's queued deliveries (not delivered, not dead).
 	SinkDepth(ctx context.Context, sink string) (int64, error)
-	// ReleaseSinkLeases releases every sink delivery lease and reports how many it released;
-	// only for a process that owns the store alone (serve on SQLite at startup): a lease held
-	// by a killed process otherwise delays its deliveries until the lease ends. Attempts and
-	// due times are unchanged. A store shared by several processes (PostgreSQL) does nothing
-	// and returns 0: the leases it holds may be other replicas' live ones, and they expire.
-	ReleaseSinkLeases(ctx context.Context) (int64, error)
+}
+
+// SinkStateStore keeps what was decided about each sink (disabled by a 410 answer or by an
+// operator, enabled again) beyond a process's life.
+type SinkStateStore interface {
 	// SetSinkState records a sink's state (disabled with a reason, or enabled again), durably;
 	// a zero Since is now.
 	SetSinkState(ctx context.Context, st SinkState) error
 	// SinkStates lists the recorded sink states by name; a sink without one is enabled.
 	SinkStates(ctx context.Context) ([]SinkState, error)
+}
 
-	CreateToken(ctx context.Context, t Token) error
+// DeadLetterQueue lists the deliveries that failed their last attempt and queues them again.
+type DeadLetterQueue interface {
+	// DeadLetters lists dead letters newest first; sink "" is every sink, zero since all.
+	DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]SinkDelivery, error)
+	// ReplayDeadLetter queues a dead letter again, due at now, attempts reset.
+	ReplayDeadLetter(ctx context.Context, id int64, now time.Time) error
+}
+
+// TokenChecker is what the receiver does with callback tokens: find one, and bind it to the
+// job its first delivery names.
+type TokenChecker interface {
 	// LookupToken finds a token by its hash; revoked tokens are returned with RevokedAt set.
 	LookupToken(ctx context.Context, hash []byte) (Token, error)
 	// BindToken sets the token's job if it has none; ErrTokenBound if it has another.
 	BindToken(ctx context.Context, hash []byte, jobID string) error
-	RevokeToken(ctx context.Context, hash []byte) error
+}
 
+// Tokens is every use of callback tokens: the submitter mints and revokes them, the receiver
+// checks them.
+type Tokens interface {
+	TokenChecker
+	// CreateToken stores a new token (its hash); an existing hash is an error.
+	CreateToken(ctx context.Context, t Token) error
+	// RevokeToken refuses the token from now on, keeping the first revocation time.
+	RevokeToken(ctx context.Context, hash []byte) error
+}
+
+// Retention deletes what has been kept long enough: the pruner's role.
+type Retention interface {
 	// Prune deletes what p says has been kept long enough at now, in batches of p.BatchSize
 	// rows per transaction, and reports per kind what it deleted; with dryRun it deletes
 	// nothing and reports what it would delete. It never deletes an inbox row not yet done (a
 	// failed row goes with the dead letters), a sink delivery still queued, a job record that is
 	// not final, nor a message of a live session that has not ended (retention.go).
 	Prune(ctx context.Context, p RetentionPolicy, now time.Time, dryRun bool) (PruneReport, error)
+}
 
+// Store is the persistence contract: every role, what a driver implements (storetest checks
+// it) and what the kit that opened it holds. A consumer names the role it needs instead.
+type Store interface {
+	Ingester
+	Inbox
+	InboxReader
+	JobReader
+	JobWriter
+	Outbox
+	SinkQueue
+	SinkStateStore
+	DeadLetterQueue
+	Tokens
+	Retention
+
+	// ReleaseSinkLeases releases every sink delivery lease and reports how many it released;
+	// only for a process that owns the store alone (serve on SQLite at startup): a lease held
+	// by a killed process otherwise delays its deliveries until the lease ends. Attempts and
+	// due times are unchanged. A store shared by several processes (PostgreSQL) does nothing
+	// and returns 0: the leases it holds may be other replicas' live ones, and they expire.
+	ReleaseSinkLeases(ctx context.Context) (int64, error)
 	// Ping checks the store is reachable (readiness).
 	Ping(ctx context.Context) error
 	Close() error

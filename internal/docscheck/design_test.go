@@ -39,7 +39,8 @@ const (
 // dependencies, direct or not (go list's Deps), may be the other.
 var claims = []struct{ pkg, unreachable string }{
 	{"sinks", "github.com/gofiber/fiber/v2"},
-	{"sinks", module + "/store"},
+	{"sinks", module + "/store/sqlite"},
+	{"sinks", module + "/store/postgres"},
 	{"subtitles", "github.com/gofiber/fiber/v2"},
 	{"subtitles", module + "/store"},
 	{"receiver", module + "/handlers"},

@@ -1,0 +1,116 @@
+package scribehook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/store"
+)
+
+// Records is what the kit stored, for application code to read: job records, live messages,
+// artifacts, quarantined deliveries, the sinks' queues and their dead letters, which it can
+// queue again. The store's write side (ingesting deliveries, applying them, claiming sink
+// deliveries, binding tokens, pruning) stays the kit's own: nothing here changes what a
+// delivery did. A *Records is a store.JobReader, so WaitJob reads through it. Its methods are
+// safe for concurrent use and read the store as it is at the call (the read API's view).
+type Records struct {
+	k *Kit
+}
+
+// Records is the kit's read-only view of its store.
+func (k *Kit) Records() *Records { return &Records{k: k} }
+
+var _ store.JobReader = (*Records)(nil)
+
+// GetJob reads one job (or live session) by id: the service's record as the last delivery
+// applied left it, with what the kit knows beyond it (store.Local). An unknown id is
+// store.ErrNotFound.
+func (r *Records) GetJob(ctx context.Context, id string) (store.JobRecord, error) {
+	return r.k.store.GetJob(ctx, id)
+}
+
+// ListJobs lists job records newest first, filtered and paged as the read API's GET /v1/jobs
+// does (q's status, kind, dates, custom_metadata subset, offset and limit; no limit is
+// api.DefaultListLimit).
+func (r *Records) ListJobs(ctx context.Context, q api.ListQuery) (store.JobPage, error) {
+	return r.k.store.ListJobs(ctx, q)
+}
+
+// LiveMessages lists a live session's stored messages with Seq > afterSeq, in order, at most
+// limit (zero or less: all of them).
+func (r *Records) LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.LiveMessage, error) {
+	return r.k.store.LiveMessages(ctx, sessionID, afterSeq, limit)
+}
+
+// Artifacts lists the files the kit made for a job (its subtitles), by name.
+func (r *Records) Artifacts(ctx context.Context, jobID string) ([]store.Artifact, error) {
+	return r.k.store.Artifacts(ctx, jobID)
+}
+
+// Quarantined lists the deliveries that authenticated but could not be used (a body that
+// could not be classified, a callback after its job's final one), newest first, at most limit
+// (zero or less: all of them).
+func (r *Records) Quarantined(ctx context.Context, limit int) ([]store.QuarantineRow, error) {
+	return r.k.store.Quarantined(ctx, limit)
+}
+
+// DeadLetters lists the deliveries that failed their last attempt, newest first, as GET
+// /v1/deadletters does: sink "" is every sink, a zero since is all of them, limit zero or less
+// is no limit.
+func (r *Records) DeadLetters(ctx context.Context, sink string, since time.Time, limit int) ([]store.SinkDelivery, error) {
+	return r.k.store.DeadLetters(ctx, sink, since, limit)
+}
+
+// ReplayDeadLetter queues a dead letter again, due now on the kit's clock, attempts reset, and
+// wakes the kit's sinks: the same event (same ID) is delivered again. An id that is not a dead
+// letter (unknown, or already replayed) is store.ErrNotFound.
+func (r *Records) ReplayDeadLetter(ctx context.Context, id int64) error {
+	if err := r.k.store.ReplayDeadLetter(ctx, id, r.k.now()); err != nil {
+		return err
+	}
+	r.k.dispatch.Wake("")
+	return nil
+}
+
+// ReplayDeadLetters queues again every dead letter DeadLetters(ctx, sink, since, 0) lists, as
+// ReplayDeadLetter does, and reports how many it queued; one replayed meanwhile by someone
+// else is left out. At least one of sink and since is required, so that an empty filter
+// replays nothing by accident.
+func (r *Records) ReplayDeadLetters(ctx context.Context, sink string, since time.Time) (int, error) {
+	if sink == "" && since.IsZero() {
+		return 0, errors.New("replay dead letters: give a sink, a time, or both")
+	}
+	rows, err := r.k.store.DeadLetters(ctx, sink, since, 0)
+	if err != nil {
+		return 0, fmt.Errorf("list dead letters: %w", err)
+	}
+	now, n := r.k.now(), 0
+	for _, d := range rows {
+		switch err := r.k.store.ReplayDeadLetter(ctx, d.ID, now); {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return n, fmt.Errorf("replay dead letter %d: %w", d.ID, err)
+		default:
+			n++
+		}
+	}
+	if n > 0 {
+		r.k.dispatch.Wake("")
+	}
+	return n, nil
+}
+
+// SinkDepth counts a sink's (or an event handler's) queued deliveries: neither delivered nor
+// dead.
+func (r *Records) SinkDepth(ctx context.Context, sink string) (int64, error) {
+	return r.k.store.SinkDepth(ctx, sink)
+}
+
+// SinkStatuses is Kit.SinkStatuses: every sink and handler with its queue and recorded state,
+// the queues nothing delivers marked Orphaned.
+func (r *Records) SinkStatuses(ctx context.Context) ([]SinkStatus, error) {
+	return r.k.SinkStatuses(ctx)
+}
