@@ -142,7 +142,7 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 		rt.Post("/v1/sessions/revoke", read(r.revokeSessions)...)
 	}
 	if opts.Dashboard {
-		// The dashboard (receiver/ui): embedded assets, sign-in and sign-out.
+		// The dashboard (receiver/internal/ui): embedded assets, sign-in and sign-out.
 		r.ui.Mount(rt, r.otherRoute, r.limitLogin)
 	}
 }

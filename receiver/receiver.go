@@ -20,7 +20,7 @@ import (
 
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/plainjson"
-	"github.com/scribehook/scribehook/receiver/ui"
+	"github.com/scribehook/scribehook/receiver/internal/ui"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
@@ -291,6 +291,10 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	r.register(r.app, MountOptions{ReadAPI: true, Health: true, Metrics: true, Dashboard: true})
 	return r, nil
 }
+
+// DashboardCookie is the name of the dashboard's session cookie (__Host- prefixed: Secure,
+// Path=/, no Domain), for a program that proxies or inspects it.
+const DashboardCookie = ui.CookieName
 
 // checkReadAccess is checkReadToken, or, on a request without an Authorization header, the
 // dashboard's session cookie: EventSource, media elements and links cannot send headers.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/internal/teststore"
-	"github.com/scribehook/scribehook/receiver/ui"
+	"github.com/scribehook/scribehook/receiver/internal/ui"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
 

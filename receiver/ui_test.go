@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/receiver/ui"
+	"github.com/scribehook/scribehook/receiver/internal/ui"
 	"github.com/scribehook/scribehook/store"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/sandbox/addons"
+	"github.com/scribehook/scribehook/sandbox/internal/addons"
 	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/sandbox/engine"
 )

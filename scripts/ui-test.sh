@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end browser tests of the dashboard (receiver/ui): installs Debian's chromium and
+# End-to-end browser tests of the dashboard (receiver/internal/ui): installs Debian's chromium and
 # npm's playwright-core when missing, builds the launcher (sandbox + serve on loopback), and runs
 # e2e/ui/test.mjs. Screenshots land in e2e/ui/screenshots/ (not committed).
 set -euo pipefail

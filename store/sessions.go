@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Sessions keeps the dashboard's sign-outs (receiver/ui), so that every replica sharing the
+// Sessions keeps the dashboard's sign-outs (receiver/internal/ui), so that every replica sharing the
 // store refuses a session signed out on any of them, and a restart forgets none. It is a role
 // of its own, not part of Store: the dashboard needs only this, and the SQLite and PostgreSQL
 // stores implement both.

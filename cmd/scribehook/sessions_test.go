@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/scribehook/scribehook/receiver"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/teststore"
-	"github.com/scribehook/scribehook/receiver/ui"
 	"github.com/scribehook/scribehook/store/sqlite"
 )
 
@@ -26,7 +26,7 @@ func signInTo(t *testing.T, base string) string {
 	}
 	resp.Body.Close()
 	for _, c := range resp.Cookies() {
-		if c.Name == ui.CookieName {
+		if c.Name == receiver.DashboardCookie {
 			return c.Name + "=" + c.Value
 		}
 	}
