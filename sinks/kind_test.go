@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/scribehook/scribehook/api"
@@ -13,6 +14,8 @@ import (
 
 type queueSink struct{ name string }
 
+var registerTestQueue sync.Once
+
 func (q queueSink) Name() string                           { return q.name }
 func (queueSink) Deliver(context.Context, api.Event) error { return nil }
 func (queueSink) Close() error                             { return nil }
@@ -20,9 +23,13 @@ func (queueSink) Close() error                             { return nil }
 // A kind of another module is one RegisterKind call: New builds it, the configuration lists it
 // after the module's own.
 func TestRegisterKind(t *testing.T) {
-	RegisterKind(Kind{
-		Kind: sinkkind.Kind{Name: "test-queue"},
-		New:  func(spec Spec, _ Deps) (Sink, error) { return queueSink{spec.Name}, nil },
+	// Once per process: a kind is registered once, as a package's init does, and -count=N
+	// runs the test N times.
+	registerTestQueue.Do(func() {
+		RegisterKind(Kind{
+			Kind: sinkkind.Kind{Name: "test-queue"},
+			New:  func(spec Spec, _ Deps) (Sink, error) { return queueSink{spec.Name}, nil },
+		})
 	})
 	if got := Kinds(); !slices.Equal(got, []string{KindFile, KindWebhook, KindLog, "test-queue"}) {
 		t.Errorf("Kinds() = %q", got)
