@@ -156,6 +156,11 @@ func (c *callbackSender) wait() {
 
 func (c *callbackSender) deliver(o outbound) {
 	log := c.log.WithFields(logrus.Fields{"job_id": o.key, "event": o.event})
+	if p := c.faults.DropCallbacks; p > 0 && c.dice.float() < p {
+		// Never sent, nor retried: the receiver must reconcile to learn of it.
+		log.Info("callback dropped by fault injection")
+		return
+	}
 	if d := c.faults.CallbackDelay; d > 0 {
 		if !sleepCtx(c.ctx, d) {
 			return

@@ -25,12 +25,17 @@ type Faults struct {
 	FailFirstAttempts int
 	// FailJobRate ends this fraction of pre-recorded jobs in error (code 500), 0–1.
 	FailJobRate float64
+	// DropCallbacks never sends this fraction of callbacks, 0–1: a pre-recorded job's result
+	// (or error) callback, or one live message's callback, with every retry of it, as a
+	// service whose retries ran out while the receiver was away, or a proxy that lost it. The
+	// job or session still ends normally at the service: only reconciliation gets it back.
+	DropCallbacks float64
 	// Seed makes the random choices repeatable.
 	Seed uint64
 }
 
 // ParseFaults reads the --faults flag: comma-separated key=value pairs, e.g.
-// "duplicate=1,delay=200ms,reorder=5,fail-first=2,fail-jobs=0.25,seed=7".
+// "duplicate=1,delay=200ms,reorder=5,fail-first=2,fail-jobs=0.25,drop=0.5,seed=7".
 func ParseFaults(spec string) (Faults, error) {
 	var f Faults
 	spec = strings.TrimSpace(spec)
@@ -60,10 +65,15 @@ func ParseFaults(spec string) (Faults, error) {
 			if err == nil && (f.FailJobRate < 0 || f.FailJobRate > 1) {
 				err = fmt.Errorf("faults: fail-jobs must be between 0 and 1 (got %v)", f.FailJobRate)
 			}
+		case "drop":
+			f.DropCallbacks, err = strconv.ParseFloat(v, 64)
+			if err == nil && (f.DropCallbacks < 0 || f.DropCallbacks > 1) {
+				err = fmt.Errorf("faults: drop must be between 0 and 1 (got %v)", f.DropCallbacks)
+			}
 		case "seed":
 			f.Seed, err = strconv.ParseUint(v, 10, 64)
 		default:
-			return f, fmt.Errorf("faults: unknown fault %q (known: duplicate, delay, reorder, fail-first, fail-jobs, seed)", k)
+			return f, fmt.Errorf("faults: unknown fault %q (known: duplicate, delay, reorder, fail-first, fail-jobs, drop, seed)", k)
 		}
 		if err != nil {
 			return f, fmt.Errorf("faults: %s: %w", k, err)

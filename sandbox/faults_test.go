@@ -28,7 +28,9 @@ func TestParseFaults(t *testing.T) {
 			sandbox.Faults{DuplicateCallbacks: 2, CallbackDelay: 250 * time.Millisecond, ReorderLive: 4, FailFirstAttempts: 3, FailJobRate: 0.5, Seed: 9}, ""},
 		{"fail-jobs=1.5", sandbox.Faults{}, "faults: fail-jobs: faults: fail-jobs must be between 0 and 1 (got 1.5)"},
 		{"duplicate=-1", sandbox.Faults{}, "faults: duplicate: duplicate must not be negative (got -1)"},
-		{"explode=1", sandbox.Faults{}, `faults: unknown fault "explode" (known: duplicate, delay, reorder, fail-first, fail-jobs, seed)`},
+		{"explode=1", sandbox.Faults{}, `faults: unknown fault "explode" (known: duplicate, delay, reorder, fail-first, fail-jobs, drop, seed)`},
+		{"drop=0.5,seed=3", sandbox.Faults{DropCallbacks: 0.5, Seed: 3}, ""},
+		{"drop=1.01", sandbox.Faults{}, "faults: drop: faults: drop must be between 0 and 1 (got 1.01)"},
 		{"delay", sandbox.Faults{}, `faults: "delay" must be key=value`},
 	}
 	for _, tc := range cases {
@@ -221,4 +223,54 @@ func TestFaultReorderLiveCallbacks(t *testing.T) {
 		t.Errorf("ack callbacks = %v", sorted)
 	}
 	_ = sent
+}
+
+// TestFaultDropCallbacks: drop=1 sends no callback at all, not even a retry, while the job
+// ends done at the service; drop=0.5 (seeded) loses some of 20 jobs' callbacks and sends the
+// others exactly once each.
+func TestFaultDropCallbacks(t *testing.T) {
+	e := newEnv(t, func(c *sandbox.Config) {
+		c.Faults.DropCallbacks = 1
+		c.Callbacks = sandbox.CallbackPolicy{Schedule: []time.Duration{50 * time.Millisecond}, Timeout: time.Second}
+	})
+	id := createWithCallback(t, e, "/drop")
+	if job := e.waitJob(id, api.KindPreRecorded); job.Status != api.StatusDone {
+		t.Fatalf("job = %s, want done at the service", job.Status)
+	}
+	time.Sleep(300 * time.Millisecond) // past the retry schedule
+	if n := len(e.hooks.all()); n != 0 {
+		t.Fatalf("deliveries = %d, want 0", n)
+	}
+
+	e2 := newEnv(t, func(c *sandbox.Config) { c.Faults.DropCallbacks = 0.5; c.Faults.Seed = 42; c.Workers = 1 })
+	audioURL := e2.files.put("/f.wav", speechLike(t, 1, nil, 16000))
+	ids := map[string]bool{}
+	for i := 0; i < 20; i++ {
+		created, err := e2.client.CreatePreRecorded(context.Background(), api.PreRecordedRequest{
+			AudioURL: audioURL, Callback: api.Bool(true), CallbackConfig: &api.CallbackConfig{URL: e2.hooks.url("/half")},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2.waitJob(created.ID, api.KindPreRecorded)
+		ids[created.ID] = true
+	}
+	time.Sleep(500 * time.Millisecond)
+	got := map[string]int{}
+	for _, h := range e2.hooks.all() {
+		var cb api.JobCallback
+		decodeJSON(t, h.Body, &cb)
+		if !ids[cb.ID] {
+			t.Errorf("a callback for an unknown job %s", cb.ID)
+		}
+		got[cb.ID]++
+	}
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("job %s: %d callbacks, want 1", id, n)
+		}
+	}
+	if len(got) == 0 || len(got) == 20 {
+		t.Errorf("drop=0.5 delivered the callbacks of %d of 20 jobs", len(got))
+	}
 }

@@ -16,9 +16,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/sandbox/internal/addons"
 	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/sandbox/engine"
+	"github.com/scribehook/scribehook/sandbox/internal/addons"
 )
 
 // jobFailure ends a job in error with an HTTP-style code and a message for the callback.

@@ -15,9 +15,9 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
-	"github.com/scribehook/scribehook/sandbox/internal/addons"
 	"github.com/scribehook/scribehook/sandbox/audio"
 	"github.com/scribehook/scribehook/sandbox/engine"
+	"github.com/scribehook/scribehook/sandbox/internal/addons"
 )
 
 // maxFrameBytes is the largest audio chunk a client may send (provider-facts.md: frames under

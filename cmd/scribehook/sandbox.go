@@ -109,7 +109,7 @@ as application/octet-stream, an attachment.`,
 	fl.StringVar(&apiKeyEnv, "api-key-env", configs.DefaultAPIKeyEnv, "environment variable holding the API key")
 	fl.StringVar(&keyHeader, "key-header", submitter.DefaultKeyHeader, "header carrying the API key")
 	fl.StringVar(&engineName, "engine", "scripted", "speech engine")
-	fl.StringVar(&faults, "faults", "", "fault injection, e.g. duplicate=1,delay=200ms,reorder=5,fail-first=2,fail-jobs=0.25,seed=7")
+	fl.StringVar(&faults, "faults", "", "fault injection, e.g. duplicate=1,delay=200ms,reorder=5,fail-first=2,fail-jobs=0.25,drop=0.5,seed=7")
 	fl.StringVar(&publicURL, "public-url", "", "base URL clients reach the sandbox at (default: from each request)")
 	fl.IntVar(&workers, "workers", 2, "pre-recorded jobs processed at once")
 	fl.DurationVar(&delay, "processing-delay", 0, "time each job spends in queued and in processing")
