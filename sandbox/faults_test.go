@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -272,5 +273,73 @@ func TestFaultDropCallbacks(t *testing.T) {
 	}
 	if len(got) == 0 || len(got) == 20 {
 		t.Errorf("drop=0.5 delivered the callbacks of %d of 20 jobs", len(got))
+	}
+}
+
+// TestFaultDropLiveCallbacks: drop=0.5 (seeded) loses some of a session's message callbacks,
+// each one whole and never retried, and sends the others once each, in session order; the
+// session's record at the service still holds every message.
+func TestFaultDropLiveCallbacks(t *testing.T) {
+	e := newEnv(t, func(c *sandbox.Config) { c.Faults.DropCallbacks = 0.5; c.Faults.Seed = 11 })
+	on := api.Bool(true)
+	req := api.LiveRequest{
+		Endpointing: api.Float(0.3),
+		Callback:    on,
+		CallbackConfig: &api.LiveCallbackConfig{URL: e.hooks.url("/dl"), MessagesConfig: api.MessagesConfig{
+			ReceiveAcknowledgments: on, ReceiveLifecycleEvents: on,
+		}},
+	}
+	created, msgs := liveRun(t, e, req, pcm16(speechLike(t, 2, [][2]float64{{0.3, 1.2}}, 16000)), submitter.StreamOptions{})
+	job := e.waitJob(created.ID, api.KindLive)
+	res, err := job.DecodeResult()
+	if err != nil || res == nil {
+		t.Fatalf("the session's result: %v", err)
+	}
+	kept := 0
+	for _, m := range res.Messages {
+		if strings.Contains(m, `"type":"audio_chunk"`) {
+			kept++
+		}
+	}
+	if kept != 20 {
+		t.Errorf("the session's record keeps %d acknowledgments, want 20", kept)
+	}
+	acks := 0
+	for _, m := range msgs {
+		if m.Type == api.MessageAudioChunk {
+			acks++
+		}
+	}
+	if acks != 20 {
+		t.Fatalf("the WebSocket acknowledged %d chunks, want 20 (drop touches callbacks only)", acks)
+	}
+	time.Sleep(time.Second) // every callback that will be sent is sent by now
+	var ackTimes []float64
+	for _, h := range e.hooks.all() {
+		var cb struct {
+			Event   string          `json:"event"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		decodeJSON(t, h.Body, &cb)
+		if cb.Event == "live.audio_chunk" {
+			var m api.LiveMessage
+			decodeJSON(t, cb.Payload, &m)
+			var d api.AudioChunkAckData
+			_ = m.DecodeData(&d)
+			ackTimes = append(ackTimes, d.TimeRange[0])
+		}
+	}
+	if len(ackTimes) == 0 || len(ackTimes) >= 20 {
+		t.Fatalf("drop=0.5 delivered %d of 20 acknowledgment callbacks", len(ackTimes))
+	}
+	if !sort.Float64sAreSorted(ackTimes) {
+		t.Errorf("the delivered callbacks are out of session order: %v", ackTimes)
+	}
+	seen := map[float64]bool{}
+	for _, at := range ackTimes {
+		if seen[at] {
+			t.Errorf("the acknowledgment at %v was delivered twice", at)
+		}
+		seen[at] = true
 	}
 }
