@@ -234,22 +234,8 @@ func TestEventHandlerRetriesDeadLettersAndReplays(t *testing.T) {
 	w := newWorld(t)
 	ln := listen(t)
 	cfg := kitConfig(t.TempDir(), ln, w.sandbox)
-	var mu sync.Mutex
-	failing := true
-	var calls []string
-	k := startKit(t, cfg, ln, WithService(w.service), WithEventHandler(EventHandler{
-		Name: "flaky", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}},
-		Retry: []time.Duration{0, 20 * time.Millisecond, 20 * time.Millisecond},
-		Func: func(_ context.Context, ev api.Event) error {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, ev.ID)
-			if failing {
-				return errors.New("database down")
-			}
-			return nil
-		},
-	}))
+	f := newFlaky()
+	k := startKit(t, cfg, ln, WithService(w.service), WithEventHandler(f.handler(0, 20*time.Millisecond, 20*time.Millisecond)))
 	ctx := context.Background()
 	subm, _ := k.Submitter()
 	created, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio})
@@ -265,24 +251,24 @@ func TestEventHandlerRetriesDeadLettersAndReplays(t *testing.T) {
 	if dead[0].Attempts != 3 || dead[0].LastError != "database down" || dead[0].Event.JobID != jobID {
 		t.Fatalf("dead letter %+v", dead[0])
 	}
-	mu.Lock()
-	if len(calls) != 3 {
-		t.Errorf("%d calls before the dead letter, want 3", len(calls))
+	f.mu.Lock()
+	if len(f.calls) != 3 {
+		t.Errorf("%d f.calls before the dead letter, want 3", len(f.calls))
 	}
-	failing = false
-	mu.Unlock()
+	f.failing = false
+	f.mu.Unlock()
 	if err := k.Records().ReplayDeadLetter(ctx, dead[0].ID); err != nil { // wakes the sinks
 		t.Fatal(err)
 	}
 	testwait.For(t, "the replayed delivery", 30*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(calls) == 4
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.calls) == 4
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if calls[3] != dead[0].EventID {
-		t.Errorf("replayed event %s, the dead letter's %s", calls[3], dead[0].EventID)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls[3] != dead[0].EventID {
+		t.Errorf("replayed event %s, the dead letter's %s", f.calls[3], dead[0].EventID)
 	}
 	if d, _ := k.Records().DeadLetters(ctx, "flaky", time.Time{}, 0); len(d) != 0 {
 		t.Errorf("dead letters after the replay: %d", len(d))
@@ -391,5 +377,32 @@ func TestEventHandlerCalledAfterKill(t *testing.T) {
 	testwait.For(t, "the handler after the restart", 30*time.Second, func() bool { return len(rec.of(jobID)) > 0 })
 	if got := rec.of(jobID); len(got) != 1 || got[0].ID != eventID || got[0].Type != api.EventJobSucceeded {
 		t.Fatalf("after the restart the handler got %+v, want event %s once", got, eventID)
+	}
+}
+
+// flaky is the state of an event handler of job.succeeded that fails while failing is set,
+// and records the event id of every call.
+type flaky struct {
+	mu      sync.Mutex
+	failing bool
+	calls   []string
+}
+
+func newFlaky() *flaky { return &flaky{failing: true} }
+
+// handler is the event handler "flaky" over f, retried on retry.
+func (f *flaky) handler(retry ...time.Duration) EventHandler {
+	return EventHandler{
+		Name: "flaky", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}},
+		Retry: retry,
+		Func: func(_ context.Context, ev api.Event) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.calls = append(f.calls, ev.ID)
+			if f.failing {
+				return errors.New("database down")
+			}
+			return nil
+		},
 	}
 }

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/testwait"
-	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -22,22 +20,8 @@ func TestRecords(t *testing.T) {
 	w := newWorld(t)
 	ln := listen(t)
 	cfg := kitConfig(t.TempDir(), ln, w.sandbox)
-	var mu sync.Mutex
-	failing := true
-	var calls []string
-	k := startKit(t, cfg, ln, WithService(w.service), WithEventHandler(EventHandler{
-		Name: "flaky", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}},
-		Retry: []time.Duration{0},
-		Func: func(_ context.Context, ev api.Event) error {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, ev.ID)
-			if failing {
-				return errors.New("database down")
-			}
-			return nil
-		},
-	}))
+	f := newFlaky()
+	k := startKit(t, cfg, ln, WithService(w.service), WithEventHandler(f.handler(0)))
 	ctx := context.Background()
 	subm, err := k.Submitter()
 	if err != nil {
@@ -89,22 +73,22 @@ func TestRecords(t *testing.T) {
 	if n, err := r.ReplayDeadLetters(ctx, "other", time.Time{}); err != nil || n != 0 {
 		t.Errorf("ReplayDeadLetters of another sink: %d, %v", n, err)
 	}
-	mu.Lock()
-	failing = false
-	mu.Unlock()
+	f.mu.Lock()
+	f.failing = false
+	f.mu.Unlock()
 	if n, err := r.ReplayDeadLetters(ctx, "flaky", time.Time{}); err != nil || n != 1 {
 		t.Fatalf("ReplayDeadLetters: %d, %v; want 1", n, err)
 	}
 	testwait.For(t, "the replayed delivery", 30*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(calls) == 2
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.calls) == 2
 	})
-	mu.Lock()
-	if calls[1] != dead[0].EventID {
-		t.Errorf("replayed event %s, the dead letter's %s", calls[1], dead[0].EventID)
+	f.mu.Lock()
+	if f.calls[1] != dead[0].EventID {
+		t.Errorf("replayed event %s, the dead letter's %s", f.calls[1], dead[0].EventID)
 	}
-	mu.Unlock()
+	f.mu.Unlock()
 	if d, err := r.DeadLetters(ctx, "flaky", time.Time{}, 0); err != nil || len(d) != 0 {
 		t.Errorf("dead letters after the replay: %d, %v", len(d), err)
 	}

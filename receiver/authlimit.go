@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,6 +46,10 @@ type authLimiter struct {
 
 	mu      sync.Mutex
 	buckets map[netip.Addr]*authBucket
+	// held is len(buckets), read without the lock: every callback and read asks wait, and
+	// while no address has failed lately (buckets are dropped once they refill) it answers
+	// without taking the lock.
+	held atomic.Int64
 }
 
 type authBucket struct {
@@ -77,7 +82,7 @@ func (l *authLimiter) level(b *authBucket, now time.Time) float64 {
 
 // wait says how long key must wait before its next credential is checked: 0 when it may go on.
 func (l *authLimiter) wait(key netip.Addr) time.Duration {
-	if l == nil || !key.IsValid() {
+	if l == nil || !key.IsValid() || l.held.Load() == 0 {
 		return 0
 	}
 	l.mu.Lock()
@@ -87,6 +92,10 @@ func (l *authLimiter) wait(key netip.Addr) time.Duration {
 		return 0
 	}
 	tokens := l.level(b, l.now())
+	if tokens >= l.burst {
+		l.drop(key)
+		return 0
+	}
 	if tokens >= 1 {
 		return 0
 	}
@@ -108,6 +117,7 @@ func (l *authLimiter) fail(key netip.Addr) {
 		}
 		b = &authBucket{tokens: l.burst, at: now}
 		l.buckets[key] = b
+		l.held.Add(1)
 	}
 	b.tokens = math.Max(0, l.level(b, now)-1)
 }
@@ -116,7 +126,7 @@ func (l *authLimiter) fail(key netip.Addr) {
 func (l *authLimiter) evict(now time.Time) {
 	for k, b := range l.buckets {
 		if l.level(b, now) >= l.burst {
-			delete(l.buckets, k)
+			l.drop(k)
 		}
 	}
 	if len(l.buckets) < maxAuthBuckets {
@@ -129,9 +139,15 @@ func (l *authLimiter) evict(now time.Time) {
 	mean := sum / float64(len(l.buckets))
 	for k, b := range l.buckets {
 		if b.tokens >= mean {
-			delete(l.buckets, k)
+			l.drop(k)
 		}
 	}
+}
+
+// drop forgets key's bucket; l.mu is held.
+func (l *authLimiter) drop(key netip.Addr) {
+	delete(l.buckets, key)
+	l.held.Store(int64(len(l.buckets)))
 }
 
 // retryAfterSeconds is a wait as Retry-After says it: whole seconds, at least 1.
@@ -171,7 +187,8 @@ func peerIP(peer net.Addr) netip.Addr {
 	return netip.Addr{}
 }
 
-// keyOf is clientKey of an address.
+// keyOf is the key an address is counted under: an IPv4 address itself, an IPv6 address by its
+// /64, since one IPv6 subscriber usually holds a whole /64.
 func keyOf(ip netip.Addr) netip.Addr {
 	if ip.Is6() {
 		if p, err := ip.Prefix(64); err == nil {

@@ -40,6 +40,11 @@ func TestAuthLimiterBucket(t *testing.T) {
 	if w := l.wait(a); w != 10*time.Second {
 		t.Errorf("one failure after a refill: wait %s, want 10s", w)
 	}
+	// A bucket that has refilled is forgotten, and wait answers without the lock again.
+	now = now.Add(time.Hour)
+	if w := l.wait(a); w != 0 || len(l.buckets) != 0 || l.held.Load() != 0 {
+		t.Errorf("an hour later: wait %s, %d buckets, held %d; want 0, 0, 0", w, len(l.buckets), l.held.Load())
+	}
 	if got := retryAfterSeconds(1500 * time.Millisecond); got != "2" {
 		t.Errorf("Retry-After of 1.5 s: %s", got)
 	}

@@ -55,14 +55,7 @@ func clientKey(addr net.Addr) (key netip.Addr, ok bool) {
 	if !isTCP {
 		return netip.Addr{}, false
 	}
-	ip := tcp.AddrPort().Addr().Unmap()
-	if ip.Is6() {
-		p, err := ip.Prefix(64)
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		ip = p.Addr()
-	}
+	ip := keyOf(tcp.AddrPort().Addr().Unmap())
 	return ip, ip.IsValid()
 }
 

@@ -330,8 +330,7 @@ func (r *Receiver) checkReadAccess(c *fiber.Ctx) (ok bool, err error) {
 }
 
 // limitLogin puts the dashboard's sign-in under the failure limit: a wrong token sent to POST
-// /ui/login counts as a wrong bearer token does (the form answers it with a redirect to
-// login?error=invalid), and an address that must wait is answered 429.
+// /ui/login counts as a wrong bearer token does, and an address that must wait is answered 429.
 func (r *Receiver) limitLogin(c *fiber.Ctx) error {
 	if c.Method() != fiber.MethodPost || !strings.HasSuffix(c.Path(), "/ui/login") {
 		return c.Next()
@@ -343,7 +342,7 @@ func (r *Receiver) limitLogin(c *fiber.Ctx) error {
 	if err := c.Next(); err != nil {
 		return err
 	}
-	if strings.Contains(string(c.Response().Header.Peek(fiber.HeaderLocation)), "error=invalid") {
+	if ui.WrongToken(c) {
 		r.authFailed(key, surfaceLogin)
 	}
 	return nil

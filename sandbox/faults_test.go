@@ -183,7 +183,7 @@ func TestFaultReorderLiveCallbacks(t *testing.T) {
 			sent = append(sent, string(testjson.Marshal(t, m)))
 		}
 	}
-	hooks := e.hooks.waitFor(t, "end_session", func(h []hook) bool {
+	e.hooks.waitFor(t, "end_session", func(h []hook) bool {
 		for _, x := range h {
 			if bytes.Contains(x.Body, []byte(`"live.end_session"`)) {
 				return true
@@ -192,22 +192,7 @@ func TestFaultReorderLiveCallbacks(t *testing.T) {
 		return false
 	})
 	time.Sleep(300 * time.Millisecond)
-	hooks = e.hooks.all()
-	var ackTimes []float64
-	for _, h := range hooks {
-		var cb struct {
-			Event   string          `json:"event"`
-			Payload json.RawMessage `json:"payload"`
-		}
-		decodeJSON(t, h.Body, &cb)
-		if cb.Event == "live.audio_chunk" {
-			var m api.LiveMessage
-			decodeJSON(t, cb.Payload, &m)
-			var d api.AudioChunkAckData
-			_ = m.DecodeData(&d)
-			ackTimes = append(ackTimes, d.TimeRange[0])
-		}
-	}
+	ackTimes := ackCallbackTimes(t, e.hooks.all())
 	if len(ackTimes) != 20 {
 		t.Fatalf("ack callbacks = %d, want 20 (every one delivered)", len(ackTimes))
 	}
@@ -314,21 +299,7 @@ func TestFaultDropLiveCallbacks(t *testing.T) {
 		t.Fatalf("the WebSocket acknowledged %d chunks, want 20 (drop touches callbacks only)", acks)
 	}
 	time.Sleep(time.Second) // every callback that will be sent is sent by now
-	var ackTimes []float64
-	for _, h := range e.hooks.all() {
-		var cb struct {
-			Event   string          `json:"event"`
-			Payload json.RawMessage `json:"payload"`
-		}
-		decodeJSON(t, h.Body, &cb)
-		if cb.Event == "live.audio_chunk" {
-			var m api.LiveMessage
-			decodeJSON(t, cb.Payload, &m)
-			var d api.AudioChunkAckData
-			_ = m.DecodeData(&d)
-			ackTimes = append(ackTimes, d.TimeRange[0])
-		}
-	}
+	ackTimes := ackCallbackTimes(t, e.hooks.all())
 	if len(ackTimes) == 0 || len(ackTimes) >= 20 {
 		t.Fatalf("drop=0.5 delivered %d of 20 acknowledgment callbacks", len(ackTimes))
 	}
@@ -342,4 +313,29 @@ func TestFaultDropLiveCallbacks(t *testing.T) {
 		}
 		seen[at] = true
 	}
+}
+
+// ackCallbackTimes is the start of the acknowledged range of every live.audio_chunk callback
+// among hooks, in the order they arrived.
+func ackCallbackTimes(t *testing.T, hooks []hook) []float64 {
+	t.Helper()
+	var out []float64
+	for _, h := range hooks {
+		var cb struct {
+			Event   string          `json:"event"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		decodeJSON(t, h.Body, &cb)
+		if cb.Event != "live.audio_chunk" {
+			continue
+		}
+		var m api.LiveMessage
+		decodeJSON(t, cb.Payload, &m)
+		var d api.AudioChunkAckData
+		if err := m.DecodeData(&d); err != nil {
+			t.Fatalf("acknowledgment data: %v", err)
+		}
+		out = append(out, d.TimeRange[0])
+	}
+	return out
 }

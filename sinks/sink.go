@@ -184,29 +184,3 @@ func (f Filter) Match(ev *api.Event) bool {
 	}
 	return true
 }
-
-// globMatch matches a pattern where * stands for any run of characters (dots included).
-func globMatch(pattern, s string) bool {
-	// Iterative matching with one backtrack point: linear for the patterns we see.
-	p, i, star, mark := 0, 0, -1, 0
-	for i < len(s) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, i
-			p++
-		case p < len(pattern) && pattern[p] == s[i]:
-			p++
-			i++
-		case star >= 0:
-			p = star + 1
-			mark++
-			i = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}

@@ -268,13 +268,16 @@ func (p *serveProc) metric(name string) (float64, error) {
 var plainClient = &http.Client{Timeout: 10 * time.Second}
 
 // httpGet returns the status and body of a GET; status 0 when the request failed.
-// httpGetAuth is httpGet with the read token as a bearer (/metrics and the read API).
+// httpGetAuth is a GET with token as a bearer when it is not empty (/metrics and the read
+// API ask for the read token).
 func httpGetAuth(url, token string) (int, string) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err.Error()
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := plainClient.Do(req)
 	if err != nil {
 		return 0, err.Error()
@@ -284,15 +287,7 @@ func httpGetAuth(url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func httpGet(url string) (int, string) {
-	resp, err := plainClient.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
+func httpGet(url string) (int, string) { return httpGetAuth(url, "") }
 
 // buildServe builds the scribehook binary into dir, unless bin names one already built.
 func buildServe(bin, dir string) (string, error) {

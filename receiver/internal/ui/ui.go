@@ -222,6 +222,13 @@ func (u *UI) serve(c *fiber.Ctx, name string) error {
 
 // login checks the token of the sign-in form and answers with the cookie, or sends the form
 // back with the reason.
+// wrongTokenKey marks in a request's locals a sign-in whose token was wrong (WrongToken).
+type wrongTokenKey struct{}
+
+// WrongToken reports whether c was a sign-in with a wrong token, once the sign-in route ran:
+// what the receiver's failure limit counts.
+func WrongToken(c *fiber.Ctx) bool { return c.Locals(wrongTokenKey{}) != nil }
+
 func (u *UI) login(c *fiber.Ctx) error {
 	next := safeNext(c.FormValue("next"))
 	back := func(reason string) error {
@@ -239,6 +246,7 @@ func (u *UI) login(c *fiber.Ctx) error {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(c.FormValue("token"))))
 	if subtle.ConstantTimeCompare(sum[:], u.tokenHash[:]) != 1 {
+		c.Locals(wrongTokenKey{}, true)
 		return back("invalid")
 	}
 	now := u.now()
