@@ -19,6 +19,7 @@ import (
 	"github.com/scribehook/scribehook/internal/debugserver"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/receiver"
+	"github.com/scribehook/scribehook/reconcile"
 	"github.com/scribehook/scribehook/retention"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -47,7 +48,12 @@ type Kit struct {
 	batcher  *store.Batcher
 	recv     *receiver.Receiver
 	pruner   *retention.Pruner
-	sinks    int
+	// reconciler asks the service about the jobs whose end never came; nil without a service
+	// client. Start runs it when reconcile is on.
+	reconciler *reconcile.Reconciler
+	reconciled chan struct{} // closed when the running reconciler returned
+	stopRecon  context.CancelFunc
+	sinks      int
 	// registered are the program's own sinks and event handlers (WithSink, WithEventHandler),
 	// which the configuration does not name: SinkStatuses lists them.
 	registered []sinks.Spec
@@ -202,6 +208,16 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	}
 	k.batcher = store.NewBatcher(k.store, store.BatcherOptions{})
 	undo = append(undo, func() { _ = k.batcher.Close() })
+	if k.service != nil {
+		rc := cfg.Reconcile
+		if k.reconciler, err = reconcile.New(reconcile.Config{
+			Store: k.store, Service: serviceResolver{k.service}, Ingest: k.ingestFetched, Emit: k.emit,
+			After: rc.After, Every: rc.Every, MaxWait: rc.MaxWait, GiveUp: rc.GiveUp, AudioFactor: rc.AudioFactor,
+			QueueStep: rc.QueueStep, Now: o.now, Logger: log, Metrics: k.reg,
+		}); err != nil {
+			return nil, err
+		}
+	}
 	if secrets.ReadToken == "" {
 		log.Warnf("%s is not set: the local read API is disabled", k.names.readToken())
 	}
@@ -312,6 +328,15 @@ func (k *Kit) Start(ctx context.Context) error {
 		k.log.WithField("debug_listen", d.Addr()).Info("profiling endpoint /debug/pprof/ on (debug.listen)")
 	}
 	k.pruner.Start(runCtx)
+	if k.reconciler != nil && k.cfg.Reconcile.On(true) {
+		k.reconciled = make(chan struct{})
+		rctx, stop := context.WithCancel(runCtx)
+		k.stopRecon = stop
+		go func() {
+			defer close(k.reconciled)
+			_ = k.reconciler.Run(rctx)
+		}()
+	}
 	k.started, k.cancel, k.done = true, cancel, done
 	k.warnOrphanedQueues(runCtx)
 	return nil
@@ -383,6 +408,15 @@ func (k *Kit) Shutdown(ctx context.Context) error {
 	var errs []error
 	if err := k.recv.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop receiver: %w", err))
+	}
+	if k.reconciled != nil {
+		// A pass stops between two jobs, or rolls its commit back: what it did not commit is
+		// asked again at the next start.
+		k.stopRecon()
+		select {
+		case <-k.reconciled:
+		case <-ctx.Done():
+		}
 	}
 	for _, ch := range served {
 		select {

@@ -14,11 +14,30 @@ const (
 	EventSubtitlesReady = "subtitles.ready"
 )
 
+// Operational events: what an operator wants to hear of (docs/operations.md, Reconciliation),
+// routed to sinks like any event (to a chat webhook, say).
+const (
+	// EventJobOverdue: a job's (or session's) deadline passed and its end was not applied
+	// locally, while the service has finished it or could not be asked. Data: OverdueData.
+	EventJobOverdue = "job.overdue"
+	// EventJobReconciled: deliveries fetched from the service in place of lost callbacks were
+	// applied. Data: ReconciledData.
+	EventJobReconciled = "job.reconciled"
+	// EventSinkDisabled and EventSinkEnabled: a sink was disabled (by a 410 answer or an
+	// operator) or enabled again. Data: SinkStateData. The sink itself is not sent them.
+	EventSinkDisabled = "sink.disabled"
+	EventSinkEnabled  = "sink.enabled"
+	// EventInboxFailed: a delivery failed its last attempt and waits for a replay. Data:
+	// InboxFailedData.
+	EventInboxFailed = "inbox.failed"
+)
+
 // EventTypes lists every event type a handler or sink can be sent: the job events,
-// subtitles.ready, and live.<type> for each live message type (the sixteen documented ones and
+// subtitles.ready, the operational events, and live.<type> for each live message type (the sixteen documented ones and
 // the top-level error). A filter's event patterns must each match at least one of them.
 func EventTypes() []string {
-	out := []string{EventJobCreated, EventJobSucceeded, EventJobFailed, EventSubtitlesReady}
+	out := []string{EventJobCreated, EventJobSucceeded, EventJobFailed, EventSubtitlesReady,
+		EventJobOverdue, EventJobReconciled, EventSinkDisabled, EventSinkEnabled, EventInboxFailed}
 	for _, t := range MessageTypes {
 		out = append(out, LiveEvent(t))
 	}
@@ -26,7 +45,7 @@ func EventTypes() []string {
 }
 
 // EventTypeRule says which patterns KnownEventPattern takes, for the messages that refuse one.
-const EventTypeRule = "job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard"
+const EventTypeRule = "job.created, job.succeeded, job.failed, subtitles.ready, job.overdue, job.reconciled, sink.disabled, sink.enabled, inbox.failed or live.<message type>, with * as a wildcard"
 
 // KnownEventPattern reports whether pattern matches at least one of EventTypes: a misspelt type
 // ("job.succeded") matches none, and a filter holding it would wait for events that never come.

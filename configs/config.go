@@ -31,6 +31,36 @@ type Config struct {
 	Receiver     ReceiverConfig  `yaml:"receiver"`
 	Debug        DebugConfig     `yaml:"debug"`
 	Retention    RetentionConfig `yaml:"retention"`
+	Reconcile    ReconcileConfig `yaml:"reconcile"`
+}
+
+// ReconcileConfig is the reconciliation of the jobs and live sessions the kit created with the
+// service, for callbacks that never come (docs/operations.md, Reconciliation).
+type ReconcileConfig struct {
+	// Enabled switches it on or off; absent, it is on when a service API key is configured
+	// (without one nothing can be asked).
+	Enabled *bool `yaml:"enabled"`
+	// After is the shortest wait after a job's creation (a session's end) before the service
+	// is asked about it.
+	After time.Duration `yaml:"after"`
+	// Every is how often the list of jobs waiting for their end is looked at.
+	Every time.Duration `yaml:"every"`
+	// MaxWait caps the back-off between two questions about one job.
+	MaxWait time.Duration `yaml:"max_wait"`
+	// GiveUp is how long after its creation a job the service never finishes is asked about.
+	GiveUp time.Duration `yaml:"give_up"`
+	// AudioFactor: a job is asked again no sooner than its audio's duration times this.
+	AudioFactor float64 `yaml:"audio_factor"`
+	// QueueStep: a job still queued waits this much more per job of the kit's ahead of it.
+	QueueStep time.Duration `yaml:"queue_step"`
+}
+
+// On reports whether reconciliation runs, given whether a service API key is configured.
+func (r ReconcileConfig) On(haveKey bool) bool {
+	if r.Enabled != nil {
+		return *r.Enabled && haveKey
+	}
+	return haveKey
 }
 
 // ServiceConfig says where the transcription service is and how to authenticate.
@@ -216,15 +246,22 @@ const (
 	DefaultBusGroup      = "scribehook"
 	DefaultClaimAfter    = 30 * time.Second
 	DefaultSweepInterval = 30 * time.Second
-	DefaultSweepGrace    = 5 * time.Second
-	DefaultBusQueue      = 10000
-	DefaultBusMaxLen     = 100000
-	DefaultProfile       = "netflix-adult"
-	DefaultArtifactsDir  = "artifacts"
-	DefaultBodyLimit     = 32 << 20
-	DefaultPartitions    = 4
-	DefaultTokenTTL      = 7 * 24 * time.Hour
-	DefaultMaxConnsPerIP = 256
+	// The reconciliation's defaults (reconcile package's, repeated: configs imports none).
+	DefaultReconcileAfter       = 2 * time.Minute
+	DefaultReconcileEvery       = 30 * time.Second
+	DefaultReconcileMaxWait     = 30 * time.Minute
+	DefaultReconcileGiveUp      = 72 * time.Hour
+	DefaultReconcileAudioFactor = 0.5
+	DefaultReconcileQueueStep   = 10 * time.Second
+	DefaultSweepGrace           = 5 * time.Second
+	DefaultBusQueue             = 10000
+	DefaultBusMaxLen            = 100000
+	DefaultProfile              = "netflix-adult"
+	DefaultArtifactsDir         = "artifacts"
+	DefaultBodyLimit            = 32 << 20
+	DefaultPartitions           = 4
+	DefaultTokenTTL             = 7 * 24 * time.Hour
+	DefaultMaxConnsPerIP        = 256
 	// DefaultAuthFailureBurst and DefaultAuthFailureRefill are receiver.auth_failure_*.
 	DefaultAuthFailureBurst  = 20
 	DefaultAuthFailureRefill = 3 * time.Second
@@ -263,6 +300,10 @@ func Default() Config {
 			AuthFailureBurst: DefaultAuthFailureBurst, AuthFailureRefill: DefaultAuthFailureRefill,
 		},
 		Retention: DefaultRetention(),
+		Reconcile: ReconcileConfig{
+			After: DefaultReconcileAfter, Every: DefaultReconcileEvery, MaxWait: DefaultReconcileMaxWait,
+			GiveUp: DefaultReconcileGiveUp, AudioFactor: DefaultReconcileAudioFactor, QueueStep: DefaultReconcileQueueStep,
+		},
 	}
 }
 

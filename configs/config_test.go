@@ -69,6 +69,7 @@ retention:
   jobs: 90d
   live: {partial_transcripts: 1d, final_transcripts: 90d}
   dead_letters: forever
+reconcile: {enabled: false, after: 5m, every: 1m}
 `
 
 // TestLoad loads a file (none, or fullYAML) with an environment and compares the whole
@@ -100,6 +101,8 @@ func TestLoad(t *testing.T) {
 					Live: LiveRetention{PartialTranscripts: Days(2), FinalTranscripts: Forever, SpeechEvents: Days(30),
 						PreProcessingEvents: Days(30), RealtimeProcessingEvents: Days(30), PostProcessingEvents: Days(30),
 						Acknowledgments: Days(2), Errors: Days(30), LifecycleEvents: Days(30)}},
+				Reconcile: ReconcileConfig{After: 2 * time.Minute, Every: 30 * time.Second, MaxWait: 30 * time.Minute,
+					GiveUp: 72 * time.Hour, AudioFactor: 0.5, QueueStep: 10 * time.Second},
 			},
 			callbackURL: "http://127.0.0.1:8787/v1/callbacks/tok",
 		},
@@ -137,6 +140,8 @@ func TestLoad(t *testing.T) {
 					Live: LiveRetention{PartialTranscripts: Days(1), FinalTranscripts: Days(90), SpeechEvents: Days(30),
 						PreProcessingEvents: Days(30), RealtimeProcessingEvents: Days(30), PostProcessingEvents: Days(30),
 						Acknowledgments: Keep(12 * time.Hour), Errors: Days(30), LifecycleEvents: Days(30)}},
+				Reconcile: ReconcileConfig{Enabled: new(false), After: 5 * time.Minute, Every: time.Minute, MaxWait: 30 * time.Minute,
+					GiveUp: 72 * time.Hour, AudioFactor: 0.5, QueueStep: 10 * time.Second},
 			},
 			callbackURL: "https://hooks.example.com/base/v1/callbacks/tok",
 		},
@@ -352,8 +357,8 @@ func TestValidationSentences(t *testing.T) {
 				`sinks[2].url must be an absolute http or https URL (got "not a url")`,
 				`sinks[2].events[0] must not be empty`,
 				`sinks[2].events[1] may use only * as a wildcard (got "live.[x")`,
-				`sinks[2].events[2] must be an event type or a glob matching one: job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard (got "job.succeded"; did you mean "job.succeeded"?)`,
-				`sinks[2].events[3] must be an event type or a glob matching one: job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard (got "jobs.*")`,
+				`sinks[2].events[2] must be an event type or a glob matching one: job.created, job.succeeded, job.failed, subtitles.ready, job.overdue, job.reconciled, sink.disabled, sink.enabled, inbox.failed or live.<message type>, with * as a wildcard (got "job.succeded"; did you mean "job.succeeded"?)`,
+				`sinks[2].events[3] must be an event type or a glob matching one: job.created, job.succeeded, job.failed, subtitles.ready, job.overdue, job.reconciled, sink.disabled, sink.enabled, inbox.failed or live.<message type>, with * as a wildcard (got "jobs.*")`,
 				`sinks[2].categories[1] must be one of partial_transcripts, final_transcripts, speech_events, pre_processing_events, realtime_processing_events, post_processing_events, acknowledgments, errors, lifecycle_events (got "finals")`,
 				`sinks[2].kinds[1] must be pre-recorded or live (got "recorded")`,
 				`sinks[2].allow[1] must be a host name, an IP address or a CIDR range (got "http://x")`,
@@ -383,6 +388,20 @@ func TestValidationSentences(t *testing.T) {
 				`retention.quarantine must not be negative (got -1h)`,
 				`retention.live.final_transcripts must not be longer than retention.jobs (30d): a session's messages go with its record (got forever)`,
 				`retention.live.errors must not be longer than retention.jobs (30d): a session's messages go with its record (got 31d)`,
+			},
+		},
+		{
+			name: "reconcile keys",
+			breaks: func(c *Config) {
+				c.Reconcile = ReconcileConfig{After: 10 * time.Minute, Every: 0, MaxWait: 5 * time.Minute, GiveUp: time.Second,
+					AudioFactor: -1, QueueStep: -time.Second}
+			},
+			want: []string{
+				`reconcile.every must be a duration of at least 1s (got 0s)`,
+				`reconcile.give_up must be a duration of at least 1m0s (got 1s)`,
+				`reconcile.queue_step must be a duration of at least 0s (got -1s)`,
+				`reconcile.max_wait must be at least reconcile.after (10m0s; got 5m0s)`,
+				`reconcile.audio_factor must be a number from 0 to 100 (got -1)`,
 			},
 		},
 		{

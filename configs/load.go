@@ -224,6 +224,15 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
 
 // setScalar parses text into v by v's type. tag is the YAML tag, "" for environment values.
 func setScalar(v reflect.Value, text, tag string) error {
+	if v.Kind() == reflect.Pointer {
+		// An optional value (absent: nil, its default decided elsewhere).
+		p := reflect.New(v.Type().Elem())
+		if err := setScalar(p.Elem(), text, tag); err != nil {
+			return err
+		}
+		v.Set(p)
+		return nil
+	}
 	switch {
 	case v.Type() == keepType:
 		k, err := ParseKeep(text)
@@ -255,6 +264,12 @@ func setScalar(v reflect.Value, text, tag string) error {
 			return err
 		}
 		v.SetInt(i)
+	case v.Kind() == reflect.Float64:
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return err
+		}
+		v.SetFloat(f)
 	default:
 		return fmt.Errorf("unsupported type %s", v.Type())
 	}
@@ -262,6 +277,9 @@ func setScalar(v reflect.Value, text, tag string) error {
 }
 
 func typeName(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		return typeName(t.Elem())
+	}
 	switch {
 	case t == durationType:
 		return "a duration such as 10s or 1m30s"
@@ -273,6 +291,8 @@ func typeName(t reflect.Type) string {
 		return "true or false"
 	case t.Kind() == reflect.Int, t.Kind() == reflect.Int64:
 		return "an integer"
+	case t.Kind() == reflect.Float64:
+		return "a number"
 	}
 	return t.String()
 }

@@ -92,6 +92,7 @@ func (c Config) Validate() error {
 	}
 
 	v.bus(c.Bus)
+	v.reconcile(c.Reconcile)
 
 	routes := map[string]int{}
 	for i, r := range c.Routes {
@@ -182,6 +183,26 @@ const (
 )
 
 var busNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func (v *validator) reconcile(r ReconcileConfig) {
+	for _, d := range []struct {
+		key string
+		val time.Duration
+		min time.Duration
+	}{{"reconcile.after", r.After, time.Second}, {"reconcile.every", r.Every, time.Second},
+		{"reconcile.max_wait", r.MaxWait, time.Second}, {"reconcile.give_up", r.GiveUp, time.Minute},
+		{"reconcile.queue_step", r.QueueStep, 0}} {
+		if d.val < d.min {
+			v.add(d.key, "must be a duration of at least %s (got %s)", d.min, d.val)
+		}
+	}
+	if r.MaxWait < r.After {
+		v.add("reconcile.max_wait", "must be at least reconcile.after (%s; got %s)", r.After, r.MaxWait)
+	}
+	if r.AudioFactor < 0 || r.AudioFactor > 100 {
+		v.add("reconcile.audio_factor", "must be a number from 0 to 100 (got %g)", r.AudioFactor)
+	}
+}
 
 func (v *validator) bus(b BusConfig) {
 	if !v.oneOf("bus.driver", b.Driver, BusDrivers) {

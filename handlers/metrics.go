@@ -15,6 +15,10 @@ type metrics struct {
 	// outcome, "late" is an account webhook of an earlier step, "quarantined" would have
 	// changed it.
 	afterFinal *prometheus.CounterVec
+	// opsEvents counts the operational events emitted (job.overdue…), reconciled the
+	// deliveries applied in place of lost callbacks.
+	opsEvents  *prometheus.CounterVec
+	reconciled *prometheus.CounterVec
 }
 
 // newMetrics builds the handler metrics; New registers them, when it has a registerer (without
@@ -28,6 +32,10 @@ func newMetrics() *metrics {
 		afterFinal: metricreg.CounterVec("scribehook_deliveries_after_final_total",
 			"Deliveries about a job or session already final, which changed nothing: duplicate (the same outcome again), late (an account webhook of an earlier step) or quarantined.",
 			"outcome"),
+		opsEvents: metricreg.CounterVec("scribehook_operational_events_total",
+			"Operational events emitted (job.overdue, job.reconciled, sink.disabled, sink.enabled, inbox.failed), by type, whether or not a sink takes them.", "type"),
+		reconciled: metricreg.CounterVec("scribehook_reconciled_deliveries_total",
+			"Deliveries fetched from the service in place of lost callbacks and applied, by kind of job.", "kind"),
 	}
 	return m
 }
@@ -37,5 +45,5 @@ func (m *metrics) register(reg prometheus.Registerer, more ...prometheus.Collect
 	if reg == nil {
 		return nil
 	}
-	return metricreg.Register(reg, append([]prometheus.Collector{m.handled, m.errors, m.poisoned, m.latency, m.afterFinal}, more...)...)
+	return metricreg.Register(reg, append([]prometheus.Collector{m.handled, m.errors, m.poisoned, m.latency, m.afterFinal, m.opsEvents, m.reconciled}, more...)...)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -173,6 +174,7 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 		rec.Local.Resolution = resolution
 		rec.Local.Final = row.Event
 		p.touch(&rec, row)
+		reconciled := reconciledRow(&rec, row, true)
 		// One encoding of the record for the store and the job event: its result is the
 		// callback's bytes (or the service record's), spliced in, not re-encoded.
 		if rec.Encoded, err = api.EncodeJob(&rec.Job, false); err != nil {
@@ -182,6 +184,9 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 			return err
 		}
 		*events = []api.Event{encodedJobEvent(row, rec.Job, rec.Encoded)}
+		if reconciled != nil {
+			*events = append(*events, *reconciled)
+		}
 		return p.outbox(ctx, tx, row, rec.Job, events, subs)
 	})
 }
@@ -322,7 +327,16 @@ func (p *Pipeline) liveTx(row store.InboxRow, lr *liveRow, fin finalRecord) func
 		*events = []api.Event{liveEvent}
 		if *aside == asideLate {
 			// Stored and forwarded, so nothing the session said is lost; the ended session's
-			// record stays as its end left it.
+			// record stays as its end left it, but for the count of what reconciliation added.
+			if row.Route == store.RouteReconcile {
+				if ev := reconciledRow(&rec, row, false); ev != nil {
+					*events = append(*events, *ev)
+				}
+				rec.Local.UpdatedAt = p.cfg.Now().UTC()
+				if err := tx.PutJob(ctx, rec); err != nil {
+					return err
+				}
+			}
 			return p.outbox(ctx, tx, row, rec.Job, events, nil)
 		}
 		updateLiveRecord(&rec.Job, msg, row.ReceivedAt)
@@ -337,12 +351,16 @@ func (p *Pipeline) liveTx(row store.InboxRow, lr *liveRow, fin finalRecord) func
 			rec.Local.Resolution = fin.resolution
 		}
 		p.touch(&rec, row)
+		reconciled := reconciledRow(&rec, row, msg.Type == api.MessageEndSession)
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
 		(*events)[0].CustomMetadata = rec.Job.CustomMetadata
 		if msg.Type == api.MessageEndSession && rec.Job.Status.Final() {
 			*events = append(*events, jobEvent(row, rec.Job))
+		}
+		if reconciled != nil {
+			*events = append(*events, *reconciled)
 		}
 		return p.outbox(ctx, tx, row, rec.Job, events, fin.subs)
 	}
@@ -525,6 +543,9 @@ const (
 // countAside counts what setAside decided, once its transaction has committed (a rolled-back
 // attempt is retried and must not count twice).
 func (p *Pipeline) countAside(outcome string, row store.InboxRow) {
+	if row.Route == store.RouteReconcile && (outcome == "" || outcome == asideLate) {
+		p.m.reconciled.WithLabelValues(kindNoun(row)).Inc()
+	}
 	if outcome == "" {
 		return
 	}
@@ -540,12 +561,13 @@ func (p *Pipeline) countAside(outcome string, row store.InboxRow) {
 const lateGrace = time.Hour
 
 // lateMessage reports whether msg is one of an ended session's own messages delivered late:
-// created before its end_session and received within lateGrace of it. Anything else after the
-// end is not the session's.
+// created before its end_session and received within lateGrace of it, or fetched from the
+// session's own record by the reconciler, whatever the time. Anything else after the end is
+// not the session's.
 func lateMessage(rec store.JobRecord, msg *api.LiveMessage, row store.InboxRow) bool {
 	end := rec.Local.EndedAt
 	return !end.IsZero() && msg.Type != api.MessageEndSession && !msg.CreatedAt.Time.After(end) &&
-		!row.ReceivedAt.After(end.Add(lateGrace))
+		(!row.ReceivedAt.After(end.Add(lateGrace)) || row.Route == store.RouteReconcile)
 }
 
 // finalEvents are the events that end a job or a session.
@@ -636,6 +658,34 @@ func loadOrNew(ctx context.Context, tx store.Tx, id string, kind api.JobKind, re
 		return store.JobRecord{}, fmt.Errorf("read job %s: %w", id, err)
 	}
 	return rec, nil
+}
+
+// reconciledRow notes on rec a row the reconciler fetched in place of a lost callback (and
+// nothing for any other row): one more reconciled delivery, and the source "reconcile" when
+// it brought the job's end (final). The last row of a reconciliation carries how many it
+// fetched (store.HeaderReconciled): its job.reconciled event is returned, to be queued in the
+// same transaction, so that it goes out exactly when what it reports is applied.
+func reconciledRow(rec *store.JobRecord, row store.InboxRow, final bool) *api.Event {
+	if row.Route != store.RouteReconcile {
+		return nil
+	}
+	rec.Local.Reconciled++
+	if final {
+		rec.Local.Source = store.SourceReconcile
+	}
+	n, err := strconv.Atoi(row.Headers[store.HeaderReconciled])
+	if err != nil || n <= 0 {
+		return nil
+	}
+	data, err := plainjson.Marshal(api.ReconciledData{JobID: rec.Job.ID, Kind: rec.Job.Kind, Status: rec.Job.Status, Deliveries: n})
+	if err != nil {
+		return nil // not reached: plain fields
+	}
+	return &api.Event{
+		ID: eventID(row.DedupeKey, api.EventJobReconciled), Type: api.EventJobReconciled,
+		CreatedAt: api.NewTime(row.ReceivedAt), JobID: rec.Job.ID, Kind: rec.Job.Kind,
+		CustomMetadata: rec.Job.CustomMetadata, Data: data,
+	}
 }
 
 // touch counts the delivery on the record.

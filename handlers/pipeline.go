@@ -60,6 +60,8 @@ type Resolver interface {
 // has both.
 type Store interface {
 	store.Inbox
+	// EnqueueSinkDeliveries queues the events no inbox row causes (Emit).
+	store.Outbox
 	GetJob(ctx context.Context, id string) (store.JobRecord, error)
 }
 

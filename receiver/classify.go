@@ -64,7 +64,7 @@ var singlePass = decoding{
 		if err != nil {
 			return msg, "", fmt.Errorf("live payload is not a message: %w", err)
 		}
-		return msg, compactHash(payload), nil
+		return msg, store.PayloadHash(payload), nil
 	},
 }
 
@@ -86,7 +86,7 @@ func deliveryOf(in inbound, dec decoding) store.Delivery {
 	d.Kind, d.Event, d.JobID, d.PartitionKey = c.Kind, c.Event, c.JobID, c.JobID
 	switch c.Kind {
 	case api.CallbackJobSuccess, api.CallbackJobError:
-		d.DedupeKey = "job:" + c.JobID + ":" + c.Event
+		d.DedupeKey = store.JobDedupeKey(c.JobID, c.Event)
 	case api.CallbackLiveMessage:
 		msg, hash, err := dec.decodeLive(payload)
 		if err != nil {
@@ -131,7 +131,7 @@ func liveDelivery(d store.Delivery, c api.Classified, msg api.LiveMessageHead, p
 		return quarantine(d, fmt.Sprintf("unknown live message type %q", msg.Type))
 	}
 	d.MessageType, d.Category = msg.Type, cat
-	d.DedupeKey = "live:" + c.JobID + ":" + payloadHash
+	d.DedupeKey = store.LiveDedupeKeyOfHash(c.JobID, payloadHash)
 	return d
 }
 
@@ -172,45 +172,6 @@ func quarantine(d store.Delivery, reason string) store.Delivery {
 		Body:       d.Body,
 		ReceivedAt: d.ReceivedAt,
 	}
-}
-
-// compactHash is the hash of the compacted payload of a live callback: the dedupe key hashes
-// it, so whitespace does not make a retry look new. payload is valid JSON (the envelope has
-// been decoded); most senders write it compact already, and then it is hashed as it is.
-func compactHash(payload []byte) string {
-	if isCompact(payload) {
-		return sha256Hex(payload)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, payload); err != nil {
-		return sha256Hex(payload) // not reached: payload was decoded as JSON
-	}
-	return sha256Hex(buf.Bytes())
-}
-
-// isCompact reports whether the valid JSON b has no white space outside its strings, which is
-// when json.Compact leaves it as it is.
-func isCompact(b []byte) bool {
-	inString := false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case ' ', '\t', '\n', '\r':
-			return false
-		}
-	}
-	return true
 }
 
 func sha256Hex(b []byte) string {

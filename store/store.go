@@ -123,7 +123,8 @@ type QuarantineRow struct {
 // Local is what scribehook knows about a job beyond the service's record.
 type Local struct {
 	// Source says how the job became known: "submit" (created by scribehook), "callback",
-	// "webhook" (an account webhook, resolved or not).
+	// "webhook" (an account webhook, resolved or not), or "reconcile" when its end was fetched
+	// from the service in place of a lost callback (SourceReconcile).
 	Source string `json:"source"`
 	// ReceivedAt is when the first delivery about the job arrived; zero for a submitted job
 	// without deliveries yet.
@@ -131,6 +132,9 @@ type Local struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 	// Deliveries counts the deliveries applied to the job (duplicates are not counted).
 	Deliveries int `json:"deliveries"`
+	// Reconciled counts those of them the reconciler fetched from the service in place of lost
+	// callbacks (RouteReconcile).
+	Reconciled int `json:"reconciled,omitempty"`
 	// ErrorMessage is the message of a job.error callback.
 	ErrorMessage string `json:"error_message,omitempty"`
 	// Resolution explains a thin webhook that could not be resolved to a full record (for
@@ -326,7 +330,9 @@ type JobWriter interface {
 	PutJob(ctx context.Context, rec JobRecord) error
 	// CreateJob stores rec only if no record has its id, atomically, and reports whether it
 	// did: the submitter records a job it created without overwriting a record that a callback,
-	// possibly faster than the submitter, already stored.
+	// possibly faster than the submitter, already stored. In the same transaction, and even
+	// when the record existed, it lists the job for reconciliation (ReconcileList), due at
+	// rec.Job.CreatedAt: the kit created it and waits for its end.
 	CreateJob(ctx context.Context, rec JobRecord) (bool, error)
 }
 
@@ -422,6 +428,7 @@ type Store interface {
 	DeadLetterQueue
 	Tokens
 	Retention
+	ReconcileList
 
 	// ReleaseSinkLeases releases every sink delivery lease and reports how many it released;
 	// only for a process that owns the store alone (serve on SQLite at startup): a lease held

@@ -60,6 +60,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"PendingInboxKeys", testPendingInboxKeys},
 		{"MarkInboxFailed", testMarkInboxFailed},
 		{"SinkState", testSinkState},
+		{"Reconcile", testReconcile},
 		{"LiveMessageFields", testLiveMessageFields},
 		{"LiveMessageSequenceConcurrent", testLiveSequenceConcurrent},
 		{"JobRoundTrip", testJobRoundTrip},

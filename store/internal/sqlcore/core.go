@@ -18,31 +18,34 @@ type Stmt int
 
 // The statements of the write core; the comment lists the arguments.
 const (
-	StInboxDone      Stmt = iota // processed_at, id: marks a row done unless it is
-	StInboxDoneMany              // processed_at, ids (IDList) → id: StInboxDone for several rows (optional)
-	StInboxStatus                // id: reads a row's status to change it
-	StInboxFailed                // last_error, status, id
-	StQuarantineRow              // dedupe_key, route, reason, headers, body, received_at
-	StJobLock                    // key: serialises the Applies of one job (optional)
-	StJobGet                     // id
-	StJobReplace                 // the eight job columns (jobArgs)
-	StJobCreate                  // the same, keeping an existing record
-	StLiveAppend                 // session_id, type, category, created_at, received_at, inbox_id, payload → seq
-	StLiveAppendRows             // inbox ids (IDList), in applying order: their located messages, by reference
-	StArtifactPut                // job_id, name, format, language, path, size, created_at
-	StTokenCreate                // hash, job_id, kind, created_at, revoked_at
-	StTokenJob                   // hash → job_id, to bind it
-	StTokenBind                  // job_id, hash
-	StTokenRevoke                // revoked_at, hash
-	StSinkClaim                  // lease_until, sink, now, ordered, limit → SinkColumns
-	StSinkComplete               // delivered_at, id
-	StSinkRetry                  // next_attempt_at, last_error, id
-	StSinkKill                   // failed_at, last_error, id
-	StSinkReplay                 // next_attempt_at, id
-	StSinkRelease                // no arguments
-	StSinkStatePut               // name, disabled, reason, since
-	StSessionRevoke              // id_hash, expires_at
-	StSessionsCutoff             // revoked_before
+	StInboxDone       Stmt = iota // processed_at, id: marks a row done unless it is
+	StInboxDoneMany               // processed_at, ids (IDList) → id: StInboxDone for several rows (optional)
+	StInboxStatus                 // id: reads a row's status to change it
+	StInboxFailed                 // last_error, status, id
+	StQuarantineRow               // dedupe_key, route, reason, headers, body, received_at
+	StJobLock                     // key: serialises the Applies of one job (optional)
+	StJobGet                      // id
+	StJobReplace                  // the eight job columns (jobArgs)
+	StJobCreate                   // the same, keeping an existing record
+	StLiveAppend                  // session_id, type, category, created_at, received_at, inbox_id, payload → seq
+	StLiveAppendRows              // inbox ids (IDList), in applying order: their located messages, by reference
+	StArtifactPut                 // job_id, name, format, language, path, size, created_at
+	StTokenCreate                 // hash, job_id, kind, created_at, revoked_at
+	StTokenJob                    // hash → job_id, to bind it
+	StTokenBind                   // job_id, hash
+	StTokenRevoke                 // revoked_at, hash
+	StSinkClaim                   // lease_until, sink, now, ordered, limit → SinkColumns
+	StSinkComplete                // delivered_at, id
+	StSinkRetry                   // next_attempt_at, last_error, id
+	StSinkKill                    // failed_at, last_error, id
+	StSinkReplay                  // next_attempt_at, id
+	StSinkRelease                 // no arguments
+	StSinkStatePut                // name, disabled, reason, since
+	StSessionRevoke               // id_hash, expires_at
+	StSessionsCutoff              // revoked_before
+	StReconcileList               // job_id, kind, created_at, due_at: lists a job unless listed
+	StReconcileUpdate             // due_at, checks, overdue_at, checked_at, status, last_error, job_id
+	StReconcileFinish             // job_id
 	// The pruner's statements (prune.go).
 	StPruneInbox         // cutoff, limit
 	StPruneInboxFailed   // cutoff, limit
@@ -126,6 +129,11 @@ func Statements(d Dialect) [NumStmts]string {
 		StSessionsCutoff: `INSERT INTO session_cutoff (id, revoked_before) VALUES (1, ?)
 		ON CONFLICT (id) DO UPDATE SET revoked_before = excluded.revoked_before
 		WHERE excluded.revoked_before > session_cutoff.revoked_before`,
+		StReconcileList: `INSERT INTO reconcile (job_id, kind, created_at, due_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (job_id) DO NOTHING`,
+		StReconcileUpdate: `UPDATE reconcile SET due_at = ?, checks = ?, overdue_at = ?, checked_at = ?,
+		status = ?, last_error = ? WHERE job_id = ?`,
+		StReconcileFinish: `DELETE FROM reconcile WHERE job_id = ?`,
 	}
 	if d.IDs != "" {
 		q[StInboxDoneMany] = `UPDATE inbox SET status = 'done', processed_at = ?,

@@ -22,7 +22,20 @@ func (c *Core) PutJob(ctx context.Context, rec store.JobRecord) error {
 // callback's record committed first (by another replica, too) is kept. The submitter records
 // a job it created, which nothing could derive again: it commits durably.
 func (c *Core) CreateJob(ctx context.Context, rec store.JobRecord) (bool, error) {
-	return c.writeJobTx(ctx, "create job", StJobCreate, rec)
+	var wrote bool
+	const op = "create job"
+	err := c.inTx(ctx, op, Durable, func() string { return op + " " + rec.Job.ID }, func(t Tx) error {
+		var err error
+		if wrote, err = c.writeJob(ctx, t, StJobCreate, rec); err != nil {
+			return err
+		}
+		// Listed in the same transaction: a job the kit created is never left unwatched.
+		return c.listReconcile(ctx, t, rec)
+	})
+	if err != nil {
+		return false, err
+	}
+	return wrote, nil
 }
 
 func (c *Core) writeJobTx(ctx context.Context, op string, st Stmt, rec store.JobRecord) (bool, error) {

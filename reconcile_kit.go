@@ -1,0 +1,62 @@
+package scribehook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/reconcile"
+	"github.com/scribehook/scribehook/store"
+)
+
+// Reconcile asks the service once about every job and live session of the kit's whose end is
+// due and not applied (docs/operations.md, Reconciliation), and reports what it did with each.
+// What the lost callbacks would have brought is committed to the inbox and applied by the
+// running kit (this one once started, else the serve that shares the store, within its
+// bus.sweep_interval). With dryRun it asks and reports, and changes nothing. It works whether or
+// not reconcile.enabled runs it in the background; it needs the service's API key.
+func (k *Kit) Reconcile(ctx context.Context, dryRun bool) ([]reconcile.Outcome, error) {
+	if k.reconciler == nil {
+		return nil, fmt.Errorf("reconcile: no service client: set %s to the service API key", k.names.apiKey())
+	}
+	return k.reconciler.Pass(ctx, dryRun)
+}
+
+// ingestFetched commits what the reconciler fetched in place of lost callbacks, and tells the
+// pipeline of each new row as the receiver does.
+func (k *Kit) ingestFetched(ctx context.Context, ds []store.Delivery) ([]store.IngestResult, error) {
+	res, err := k.store.Ingest(ctx, ds)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	running := k.started && !k.stopped
+	k.mu.Unlock()
+	if running {
+		for i, r := range res {
+			if !r.Duplicate && !r.Quarantined {
+				k.pipeline.Committed(r.ID, ds[i].PartitionKey)
+			}
+		}
+	}
+	return res, nil
+}
+
+// emit queues an operational event of type typ for the sinks whose filters take it, but those
+// named in skip.
+func (k *Kit) emit(ctx context.Context, typ, key, jobID string, kind api.JobKind, data any) error {
+	return k.emitSkipping(ctx, typ, key, jobID, kind, data)
+}
+
+func (k *Kit) emitSkipping(ctx context.Context, typ, key, jobID string, kind api.JobKind, data any, skip ...string) error {
+	if k.pipeline == nil {
+		return errors.New("emit: no pipeline")
+	}
+	ev, err := handlers.OperationalEvent(typ, key, jobID, kind, data, k.now())
+	if err != nil {
+		return err
+	}
+	return k.pipeline.Emit(ctx, ev, skip...)
+}
