@@ -1,0 +1,302 @@
+package scribehook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/sandboxtest"
+	"github.com/scribehook/scribehook/internal/testwait"
+	"github.com/scribehook/scribehook/reconcile"
+	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/submitter"
+)
+
+// dropWorld is a sandbox that never sends a fraction drop of its callbacks (and their retries).
+func dropWorld(t *testing.T, drop float64, seed uint64) *world {
+	t.Helper()
+	w := sandboxtest.NewWorld(t, sandbox.Config{APIKey: testKey, Callbacks: sandboxtest.QuickRetries,
+		Faults: sandbox.Faults{DropCallbacks: drop, Seed: seed}}, sandboxtest.DemoSample(t))
+	client, err := w.Service.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{service: client, sandbox: w.Service.URL, audio: w.Files.AudioURL, wav: w.Files.WAV}
+}
+
+// quickReconcile asks the service a second after a job's creation, every second.
+func quickReconcile(cfg *configs.Config) {
+	cfg.Reconcile.After, cfg.Reconcile.Every, cfg.Reconcile.MaxWait = time.Second, time.Second, 2*time.Second
+}
+
+// submitAll submits jobs pre-recorded jobs and sessions live sessions (streamed at once, every
+// category called back), and returns their ids.
+func submitAll(t *testing.T, subm *Submitter, w *world, jobs, sessions int) (jobIDs, sessionIDs []string) {
+	t.Helper()
+	ctx := context.Background()
+	for range jobs {
+		created, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobIDs = append(jobIDs, created.ID)
+	}
+	for range sessions {
+		session, err := subm.StartLive(ctx, api.LiveRequest{SampleRate: api.Int(16000), Endpointing: api.Float(0.3),
+			CallbackConfig: &api.LiveCallbackConfig{MessagesConfig: api.EveryMessage(true)}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := subm.Stream(ctx, session, bytes.NewReader(w.wav), submitter.StreamOptions{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		sessionIDs = append(sessionIDs, session.ID)
+	}
+	return jobIDs, sessionIDs
+}
+
+// checkComplete asserts that every job is done locally with the service's own result, applied
+// once, and that every session holds each message of its record exactly once; it returns how
+// many jobs and sessions needed reconciliation.
+func checkComplete(t *testing.T, st store.Store, service *submitter.Client, jobIDs, sessionIDs []string) (reconciled int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range jobIDs {
+		rec, err := st.GetJob(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		remote, err := service.GetPreRecorded(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Job.Status != api.StatusDone || !bytes.Equal(rec.Job.Result, remote.Result) || len(rec.Job.Result) == 0 {
+			t.Errorf("job %s: %s with %d bytes of result, the service's %d", id, rec.Job.Status, len(rec.Job.Result), len(remote.Result))
+		}
+		if rec.Local.Deliveries != 1 || rec.Local.Final != api.EventTranscriptionSuccess {
+			t.Errorf("job %s: %d deliveries applied (final %q), want 1", id, rec.Local.Deliveries, rec.Local.Final)
+		}
+		if rec.Local.Reconciled > 0 {
+			reconciled++
+			if rec.Local.Source != store.SourceReconcile || rec.Local.Reconciled != 1 {
+				t.Errorf("job %s: source %q, %d reconciled", id, rec.Local.Source, rec.Local.Reconciled)
+			}
+		}
+	}
+	for _, id := range sessionIDs {
+		rec, err := st.GetJob(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Job.Status != api.StatusDone || rec.Local.Final != api.EventLiveEndSession {
+			t.Errorf("session %s: %s, final %q", id, rec.Job.Status, rec.Local.Final)
+		}
+		remote, err := service.GetLive(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct{ Messages []string }
+		if err := json.Unmarshal(remote.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{}
+		finals := 0
+		for _, m := range res.Messages {
+			id, _ := reconcile.Identity([]byte(m))
+			want[id]++
+			if strings.Contains(m, `"is_final":true`) {
+				finals++
+			}
+		}
+		msgs, err := st.LiveMessages(ctx, id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		storedFinals := 0
+		for _, m := range msgs {
+			mid, _ := reconcile.Identity(m.Payload)
+			got[mid]++
+			if m.Category == api.CategoryFinalTranscripts {
+				storedFinals++
+			}
+		}
+		if len(msgs) != len(res.Messages) || finals == 0 || storedFinals != finals {
+			t.Errorf("session %s: %d messages stored (%d finals), the service kept %d (%d finals)", id, len(msgs), storedFinals, len(res.Messages), finals)
+		}
+		for mid, n := range want {
+			if got[mid] != n {
+				t.Errorf("session %s: a message stored %d times, kept %d times by the service", id, got[mid], n)
+				break
+			}
+		}
+		if rec.Local.Reconciled > 0 {
+			reconciled++
+		}
+	}
+	return reconciled
+}
+
+// With the sandbox dropping half of its callbacks, every job ends done with the service's
+// result and every session with every message the service kept, each applied once; the jobs
+// and sessions reconciled are counted, in the records, the metrics and one job.reconciled each.
+func TestReconcileDroppedCallbacks(t *testing.T) {
+	w := dropWorld(t, 0.5, 7)
+	ln := listen(t)
+	cfg := kitConfig(t.TempDir(), ln, w.sandbox)
+	quickReconcile(&cfg)
+	all := &recorder{}
+	k := startKit(t, cfg, ln, WithService(w.service), WithEventHandler(EventHandler{Name: "all", Func: all.handle}))
+	subm, err := k.Submitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobIDs, sessionIDs := submitAll(t, subm, w, 6, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, id := range append(slices.Clone(jobIDs), sessionIDs...) {
+		if rec, err := WaitJob(ctx, k.Records(), id, 100*time.Millisecond, nil); err != nil || rec.Job.Status != api.StatusDone {
+			t.Fatalf("%s: %v %s", id, err, rec.Job.Status)
+		}
+	}
+	// Sessions ended by their own end_session are checked once more, After their end.
+	testwait.For(t, "the reconciliation list empty", 30*time.Second, func() bool {
+		due, err := k.store.DueReconciles(context.Background(), time.Now().Add(time.Hour), 0)
+		return err == nil && len(due) == 0
+	})
+	reconciled := checkComplete(t, k.store, w.service, jobIDs, sessionIDs)
+	if reconciled == 0 {
+		t.Fatal("nothing was reconciled: the sandbox dropped no callback")
+	}
+	testwait.For(t, "job.reconciled events", 30*time.Second, func() bool {
+		return countType(all, api.EventJobReconciled) == reconciled
+	})
+	time.Sleep(300 * time.Millisecond) // a duplicate would be out by now
+	if n := countType(all, api.EventJobReconciled); n != reconciled {
+		t.Errorf("%d job.reconciled events, %d jobs and sessions reconciled", n, reconciled)
+	}
+	if got := sumCounter(t, k.Metrics(), "scribehook_jobs_reconciled_total"); got != float64(reconciled) {
+		t.Errorf("scribehook_jobs_reconciled_total %v, want %d", got, reconciled)
+	}
+	// One job.succeeded per job and session: nothing applied twice.
+	for _, id := range append(slices.Clone(jobIDs), sessionIDs...) {
+		n := 0
+		for _, ev := range all.of(id) {
+			if ev.Type == api.EventJobSucceeded {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d job.succeeded events", id, n)
+		}
+	}
+	t.Logf("%d of %d jobs and sessions reconciled", reconciled, len(jobIDs)+len(sessionIDs))
+}
+
+// Serve stopped while the jobs finish, started again once the sandbox has given up retrying:
+// every job and session is completed from the service, once.
+func TestReconcileAfterDowntime(t *testing.T) {
+	w := dropWorld(t, 0, 0)
+	dir := t.TempDir()
+	ln := listen(t)
+	addr := ln.Addr().String()
+	cfg := kitConfig(dir, ln, w.sandbox)
+	quickReconcile(&cfg)
+	k, err := New(context.Background(), cfg, WithService(w.service), WithSecrets(configs.Secrets{APIKey: testKey}), WithLogger(logx.Discard()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subm, err := k.Submitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ln.Close() // serve is down: every callback fails
+	jobIDs, sessionIDs := submitAll(t, subm, w, 3, 1)
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox finishes the jobs and gives up its retries (QuickRetries: about 1.5 s).
+	ctx := context.Background()
+	testwait.For(t, "the service to finish", 60*time.Second, func() bool {
+		for _, id := range jobIDs {
+			if j, err := w.service.GetPreRecorded(ctx, id); err != nil || !j.Status.Final() {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(3 * time.Second)
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := &recorder{}
+	cfg2 := kitConfig(dir, ln2, w.sandbox)
+	quickReconcile(&cfg2)
+	k2 := startKit(t, cfg2, ln2, WithService(w.service), WithEventHandler(EventHandler{Name: "all", Func: all.handle}))
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for _, id := range append(slices.Clone(jobIDs), sessionIDs...) {
+		if rec, err := WaitJob(wctx, k2.Records(), id, 100*time.Millisecond, nil); err != nil || rec.Job.Status != api.StatusDone {
+			t.Fatalf("%s: %v %s", id, err, rec.Job.Status)
+		}
+	}
+	if n := checkComplete(t, k2.store, w.service, jobIDs, sessionIDs); n != len(jobIDs)+len(sessionIDs) {
+		t.Errorf("%d reconciled, want all %d", n, len(jobIDs)+len(sessionIDs))
+	}
+	testwait.For(t, "job.overdue and job.reconciled for each", 30*time.Second, func() bool {
+		return countType(all, api.EventJobOverdue) == len(jobIDs)+len(sessionIDs) && countType(all, api.EventJobReconciled) == len(jobIDs)+len(sessionIDs)
+	})
+	var od api.OverdueData
+	for _, ev := range all.of(jobIDs[0]) {
+		if ev.Type == api.EventJobOverdue {
+			if err := json.Unmarshal(ev.Data, &od); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if od.JobID != jobIDs[0] || od.ServiceStatus != api.StatusDone || od.Kind != api.KindPreRecorded {
+		t.Errorf("job.overdue data %+v", od)
+	}
+}
+
+func countType(r *recorder, typ string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ev := range r.events {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// sumCounter sums the counter name over its labels in reg.
+func sumCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
