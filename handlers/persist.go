@@ -662,9 +662,9 @@ func loadOrNew(ctx context.Context, tx store.Tx, id string, kind api.JobKind, re
 
 // reconciledRow notes on rec a row the reconciler fetched in place of a lost callback (and
 // nothing for any other row): one more reconciled delivery, and the source "reconcile" when
-// it brought the job's end (final). The last row of a reconciliation carries how many it
-// fetched (store.HeaderReconciled): its job.reconciled event is returned, to be queued in the
-// same transaction, so that it goes out exactly when what it reports is applied.
+// it brought the job's end (final). Its job.reconciled event is returned, to be queued in the
+// same transaction, so that it goes out exactly when what it reports is applied; every row of
+// one check gives the same event id (store.HeaderReconciled), which the queue takes once.
 func reconciledRow(rec *store.JobRecord, row store.InboxRow, final bool) *api.Event {
 	if row.Route != store.RouteReconcile {
 		return nil
@@ -673,8 +673,8 @@ func reconciledRow(rec *store.JobRecord, row store.InboxRow, final bool) *api.Ev
 	if final {
 		rec.Local.Source = store.SourceReconcile
 	}
-	n, err := strconv.Atoi(row.Headers[store.HeaderReconciled])
-	if err != nil || n <= 0 {
+	n, check, ok := store.ParseReconciledMark(row.Headers[store.HeaderReconciled])
+	if !ok {
 		return nil
 	}
 	data, err := plainjson.Marshal(api.ReconciledData{JobID: rec.Job.ID, Kind: rec.Job.Kind, Status: rec.Job.Status, Deliveries: n})
@@ -682,7 +682,7 @@ func reconciledRow(rec *store.JobRecord, row store.InboxRow, final bool) *api.Ev
 		return nil // not reached: plain fields
 	}
 	return &api.Event{
-		ID: eventID(row.DedupeKey, api.EventJobReconciled), Type: api.EventJobReconciled,
+		ID: eventID("reconciled:"+rec.Job.ID+":"+check, api.EventJobReconciled), Type: api.EventJobReconciled,
 		CreatedAt: api.NewTime(row.ReceivedAt), JobID: rec.Job.ID, Kind: rec.Job.Kind,
 		CustomMetadata: rec.Job.CustomMetadata, Data: data,
 	}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
@@ -15,9 +17,25 @@ const RouteReconcile = "reconcile"
 // SourceReconcile is Local.Source of a job whose end the reconciler applied.
 const SourceReconcile = "reconcile"
 
-// HeaderReconciled, in the Headers of the last delivery of one reconciliation, holds how many
-// deliveries it fetched: applying that row emits job.reconciled.
+// HeaderReconciled, in the Headers of each delivery of one reconciliation, holds how many
+// deliveries it fetched and which check it was (ReconciledMark): applying such a row emits
+// job.reconciled, one event per check.
 const HeaderReconciled = "x-scribehook-reconciled"
+
+// ReconciledMark is the HeaderReconciled value of the n deliveries fetched by the check at.
+func ReconciledMark(n int, at time.Time) string {
+	return strconv.Itoa(n) + ";check=" + strconv.FormatInt(at.UnixNano(), 10)
+}
+
+// ParseReconciledMark reads a HeaderReconciled value: the count and the check's name.
+func ParseReconciledMark(v string) (n int, check string, ok bool) {
+	count, check, found := strings.Cut(v, ";check=")
+	n, err := strconv.Atoi(count)
+	if !found || err != nil || n <= 0 || check == "" {
+		return 0, "", false
+	}
+	return n, check, true
+}
 
 // ReconcileEntry is a job or live session the kit created and has not yet seen the end of: the
 // reconciler (package reconcile) asks the service about it when it is due, in case its final
