@@ -283,6 +283,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(envChild); spec != "" {
 		os.Exit(runChild(spec))
 	}
+	if spec := os.Getenv(envReconcileChild); spec != "" {
+		os.Exit(runReconcileChild(spec))
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,12 +1,19 @@
 package scribehook
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -299,4 +306,123 @@ func sumCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// envReconcileChild makes the test binary a kit process for TestReconcileKilled.
+const envReconcileChild = "SCRIBEHOOK_RECONCILE_CHILD"
+
+// announcing says "get" on stdout after each answer of the service to a GET, and holds the
+// answer a moment: the parent kills the process there, in the middle of a reconciliation.
+type announcing struct{ next http.RoundTripper }
+
+func (a announcing) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := a.next.RoundTrip(req)
+	if req.Method == http.MethodGet && err == nil {
+		fmt.Println("get")
+		time.Sleep(30 * time.Millisecond)
+	}
+	return resp, err
+}
+
+// runReconcileChild runs a kit with quick reconciliation on the database and service of spec
+// ("dsn service") until it is killed.
+func runReconcileChild(spec string) int {
+	parts := strings.Fields(spec)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cfg := kitConfig(filepath.Dir(parts[0]), ln, parts[1])
+	quickReconcile(&cfg)
+	k, err := New(context.Background(), cfg, WithLogger(logx.Discard()), WithSecrets(configs.Secrets{APIKey: testKey}),
+		WithHTTPClient(&http.Client{Transport: announcing{http.DefaultTransport}}),
+		// The parent's handler of the same name gets the events this process queued.
+		WithEventHandler(EventHandler{Name: "all", Func: func(ctx context.Context, _ api.Event) error { <-ctx.Done(); select {} }}))
+	if err == nil {
+		err = k.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ready")
+	_ = k.Serve(ln)
+	return 0
+}
+
+// kill -9 in the middle of reconciliation, three times, each after a few of the service's
+// answers: the last process completes every job and session, and nothing is applied twice nor
+// emitted twice.
+func TestReconcileKilled(t *testing.T) {
+	w := dropWorld(t, 1, 1) // every callback lost: everything comes by reconciliation
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "scribehook.db")
+	cfg := configs.Default()
+	cfg.Store.DSN = dsn
+	st, err := OpenStore(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subm := &Submitter{Store: st, Service: w.service, PublicURL: "http://127.0.0.1:9"}
+	jobIDs, sessionIDs := submitAll(t, subm, w, 8, 2)
+	_ = st.Close()
+	for round, after := range []int{3, 5, 2} {
+		child := exec.Command(os.Args[0], "-test.run=^$")
+		child.Env = append(os.Environ(), envReconcileChild+"="+dsn+" "+w.sandbox)
+		out, err := child.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		gets := 0
+		for gets < after && lines.Scan() {
+			if lines.Text() == "get" {
+				gets++
+			}
+		}
+		if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = child.Wait()
+		t.Logf("round %d: killed after %d answers of the service", round, gets)
+	}
+	ln := listen(t)
+	cfg2 := kitConfig(dir, ln, w.sandbox)
+	quickReconcile(&cfg2)
+	all := &recorder{}
+	k := startKit(t, cfg2, ln, WithService(w.service), WithEventHandler(EventHandler{Name: "all", Func: all.handle}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, id := range append(slices.Clone(jobIDs), sessionIDs...) {
+		if rec, err := WaitJob(ctx, k.Records(), id, 100*time.Millisecond, nil); err != nil || rec.Job.Status != api.StatusDone {
+			t.Fatalf("%s: %v %s", id, err, rec.Job.Status)
+		}
+	}
+	testwait.For(t, "the reconciliation list empty", 30*time.Second, func() bool {
+		due, err := k.store.DueReconciles(context.Background(), time.Now().Add(time.Hour), 0)
+		return err == nil && len(due) == 0
+	})
+	if n := checkComplete(t, k.store, w.service, jobIDs, sessionIDs); n != len(jobIDs)+len(sessionIDs) {
+		t.Errorf("%d reconciled, want all %d", n, len(jobIDs)+len(sessionIDs))
+	}
+	// The events of the killed processes wait in the queue for this one's handler: each job
+	// and session has one job.succeeded and one job.reconciled.
+	testwait.For(t, "every job's events", 30*time.Second, func() bool {
+		return countType(all, api.EventJobSucceeded) >= len(jobIDs)+len(sessionIDs)
+	})
+	time.Sleep(300 * time.Millisecond)
+	for _, id := range append(slices.Clone(jobIDs), sessionIDs...) {
+		counts := map[string]int{}
+		for _, ev := range all.of(id) {
+			counts[ev.Type]++
+		}
+		if counts[api.EventJobSucceeded] != 1 || counts[api.EventJobReconciled] != 1 || counts[api.EventJobOverdue] != 1 {
+			t.Errorf("%s: events %v, want one job.succeeded, job.reconciled and job.overdue", id, counts)
+		}
+	}
 }
