@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newDeadLettersCmd())
 	root.AddCommand(newHealthcheckCmd())
 	root.AddCommand(newPruneCmd())
+	root.AddCommand(newReconcileCmd())
 	root.AddCommand(newBackupCmd())
 	root.AddCommand(newMigrateCmd())
 	root.AddCommand(newSinksCmd())
