@@ -136,6 +136,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.dispatch = sinks.NewDispatcher(sinks.DispatcherConfig{
 		Queue: k.store, States: k.store, Now: o.now, Metrics: k.reg, Logger: log.WithField("component", "sinks"),
+		OnStateChange: k.sinkStateChanged,
 	})
 	undo = append(undo, func() { _ = k.dispatch.Close() })
 	var specs []sinks.Spec

@@ -26,6 +26,7 @@ import (
 	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/reconcile"
 	"github.com/scribehook/scribehook/sandbox"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/submitter"
 )
@@ -424,5 +425,40 @@ func TestReconcileKilled(t *testing.T) {
 		if counts[api.EventJobSucceeded] != 1 || counts[api.EventJobReconciled] != 1 || counts[api.EventJobOverdue] != 1 {
 			t.Errorf("%s: events %v, want one job.succeeded, job.reconciled and job.overdue", id, counts)
 		}
+	}
+}
+
+// An operator disables a sink and enables it again: the other sinks whose filters take
+// sink.* get sink.disabled (with the reason) then sink.enabled, once each; the sink itself gets
+// neither.
+func TestSinkStateEvents(t *testing.T) {
+	w := newWorld(t)
+	ln := listen(t)
+	cfg := kitConfig(t.TempDir(), ln, w.sandbox)
+	ops, archive := &recorder{}, &recorder{}
+	k := startKit(t, cfg, ln, WithService(w.service),
+		WithEventHandler(EventHandler{Name: "ops", Filter: sinks.Filter{Events: []string{"sink.*"}}, Func: ops.handle}),
+		WithEventHandler(EventHandler{Name: "archive", Func: archive.handle}))
+	ctx := context.Background()
+	if err := k.dispatch.Disable(ctx, "archive", "disk swap"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "sink.disabled", 10*time.Second, func() bool { return countType(ops, api.EventSinkDisabled) == 1 })
+	if err := k.dispatch.Enable(ctx, "archive"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "sink.enabled", 10*time.Second, func() bool { return countType(ops, api.EventSinkEnabled) == 1 })
+	time.Sleep(300 * time.Millisecond)
+	ops.mu.Lock()
+	defer ops.mu.Unlock()
+	if len(ops.events) != 2 {
+		t.Fatalf("ops got %d events", len(ops.events))
+	}
+	var d api.SinkStateData
+	if err := json.Unmarshal(ops.events[0].Data, &d); err != nil || d.Sink != "archive" || !d.Disabled || d.Reason != "disk swap" || ops.events[0].JobID != "" {
+		t.Errorf("sink.disabled %+v (%v)", d, err)
+	}
+	if n := countType(archive, api.EventSinkDisabled) + countType(archive, api.EventSinkEnabled); n != 0 {
+		t.Errorf("the sink itself got %d of its own state events", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
@@ -59,4 +60,25 @@ func (k *Kit) emitSkipping(ctx context.Context, typ, key, jobID string, kind api
 		return err
 	}
 	return k.pipeline.Emit(ctx, ev, skip...)
+}
+
+// sinkStateChanged emits sink.disabled or sink.enabled to every other sink whose filter takes
+// it. The event's id names the change (sink, state, since), so the replicas that all see it, or
+// a restart that reads it again, emit one event.
+func (k *Kit) sinkStateChanged(st store.SinkState) {
+	typ := api.EventSinkEnabled
+	if st.Disabled {
+		typ = api.EventSinkDisabled
+	}
+	since := st.Since
+	if since.IsZero() {
+		since = k.now()
+	}
+	key := fmt.Sprintf("sink:%s:%t:%d", st.Name, st.Disabled, since.UnixNano())
+	data := api.SinkStateData{Sink: st.Name, Disabled: st.Disabled, Reason: st.Reason, Since: api.NewTime(since)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := k.emitSkipping(ctx, typ, key, "", "", data, st.Name); err != nil {
+		k.log.WithError(err).WithField("sink", st.Name).Warn("queue " + typ)
+	}
 }

@@ -64,6 +64,10 @@ type DispatcherConfig struct {
 	// StateInterval is how often the sinks' states are read again from States (default
 	// DefaultStateInterval).
 	StateInterval time.Duration
+	// OnStateChange, when set, is told of each change of a sink's state this dispatcher makes
+	// or reads (disabled or enabled again), after it took effect; the kit emits sink.disabled
+	// and sink.enabled from it. Every replica sees a change: st.Since names it.
+	OnStateChange func(st store.SinkState)
 
 	// after is the dispatcher's timer (default time.After); tests that drive Now by hand
 	// set it (export_test.go) to wake the waits when they move their clock.
@@ -123,6 +127,7 @@ type Dispatcher struct {
 	// reads it.
 	states     store.SinkStateStore
 	stateEvery time.Duration
+	onState    func(store.SinkState)
 
 	randMu sync.Mutex
 	rand   func() float64
@@ -141,14 +146,15 @@ type Dispatcher struct {
 // NewDispatcher returns a dispatcher with no sinks; Add them, then Run it.
 func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 	d := &Dispatcher{
-		queue:  cfg.Queue,
-		now:    cfg.Now,
-		after:  cfg.after,
-		log:    logx.OrDiscard(cfg.Logger),
-		lease:  cfg.Lease,
-		poll:   cfg.PollInterval,
-		rand:   cfg.Rand,
-		byName: map[string]*sinkWorker{},
+		queue:   cfg.Queue,
+		now:     cfg.Now,
+		after:   cfg.after,
+		log:     logx.OrDiscard(cfg.Logger),
+		lease:   cfg.Lease,
+		poll:    cfg.PollInterval,
+		rand:    cfg.Rand,
+		byName:  map[string]*sinkWorker{},
+		onState: cfg.OnStateChange,
 	}
 	if d.now == nil {
 		d.now = time.Now

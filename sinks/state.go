@@ -133,6 +133,10 @@ func (w *sinkWorker) applyState(st store.SinkState, gen uint64, from stateSource
 	if !changed {
 		return
 	}
+	if w.d.onState != nil {
+		st.Name = w.name
+		w.d.onState(st)
+	}
 	if st.Disabled {
 		w.d.m.disabled.WithLabelValues(w.name).Set(1)
 		log := w.log.WithField("reason", st.Reason)
