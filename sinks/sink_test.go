@@ -173,7 +173,7 @@ func TestFailure(t *testing.T) {
 }
 
 // eventTypeRuleText is the rule Validate states for an unknown event type.
-const eventTypeRuleText = "job.created, job.succeeded, job.failed, subtitles.ready or live.<message type>, with * as a wildcard"
+const eventTypeRuleText = "job.created, job.succeeded, job.failed, subtitles.ready, job.overdue, job.reconciled, sink.disabled, sink.enabled, inbox.failed or live.<message type>, with * as a wildcard"
 
 // Every type EventTypes lists is a type the sinks can be sent, and one Validate takes.
 func TestEventTypes(t *testing.T) {
