@@ -215,6 +215,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 			Store: k.store, Service: serviceResolver{k.service}, Ingest: k.ingestFetched, Emit: k.emit,
 			After: rc.After, Every: rc.Every, MaxWait: rc.MaxWait, GiveUp: rc.GiveUp, AudioFactor: rc.AudioFactor,
 			QueueStep: rc.QueueStep, Now: o.now, Logger: log, Metrics: k.reg,
+			Lister: catchUpLister(rc.CatchUp, k.service), CatchUpWindow: rc.CatchUpWindow,
 		}); err != nil {
 			return nil, err
 		}

@@ -462,3 +462,49 @@ func TestSinkStateEvents(t *testing.T) {
 		t.Errorf("the sink itself got %d of its own state events", n)
 	}
 }
+
+// reconcile.catch_up: a job and a session created at the service by someone else, whose
+// callbacks never come, are listed, and applied with every message in the session's callback
+// categories; a job the store already has is left alone.
+func TestReconcileCatchUp(t *testing.T) {
+	w := dropWorld(t, 1, 1)
+	ln := listen(t)
+	cfg := kitConfig(t.TempDir(), ln, w.sandbox)
+	quickReconcile(&cfg)
+	cfg.Reconcile.CatchUp = true
+	k := startKit(t, cfg, ln, WithService(w.service))
+	ctx := context.Background()
+	created, err := w.service.CreatePreRecorded(ctx, api.PreRecordedRequest{AudioURL: w.audio, Callback: api.Bool(true),
+		CallbackConfig: &api.CallbackConfig{URL: "http://127.0.0.1:9/v1/callbacks/static"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := w.service.CreateLive(ctx, api.LiveRequest{SampleRate: api.Int(16000), Callback: api.Bool(true),
+		CallbackConfig: &api.LiveCallbackConfig{URL: "http://127.0.0.1:9/v1/callbacks/static", MessagesConfig: api.EveryMessage(true)}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.service.StreamLive(ctx, live.URL, bytes.NewReader(w.wav), submitter.StreamOptions{SampleRate: 16000, BitDepth: 16, Channels: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for _, id := range []string{created.ID, live.ID} {
+		if rec, err := WaitJob(wctx, k.Records(), id, 100*time.Millisecond, nil); err != nil || rec.Job.Status != api.StatusDone {
+			t.Fatalf("%s: %v %s", id, err, rec.Job.Status)
+		}
+	}
+	if n := checkComplete(t, k.store, w.service, []string{created.ID}, []string{live.ID}); n != 2 {
+		t.Errorf("%d reconciled, want 2", n)
+	}
+	// A later catch-up lists them again and leaves them alone.
+	out, err := k.Reconcile(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range out {
+		if o.JobID == created.ID || o.JobID == live.ID {
+			t.Errorf("caught up again: %+v", o)
+		}
+	}
+}

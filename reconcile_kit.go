@@ -4,25 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/reconcile"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/submitter"
 )
 
 // Reconcile asks the service once about every job and live session of the kit's whose end is
 // due and not applied (docs/operations.md, Reconciliation), and reports what it did with each.
 // What the lost callbacks would have brought is committed to the inbox and applied by the
 // running kit (this one once started, else the serve that shares the store, within its
-// bus.sweep_interval). With dryRun it asks and reports, and changes nothing. It works whether or
+// bus.sweep_interval). With reconcile.catch_up it also catches up with the jobs created
+// elsewhere (reconcile.Reconciler.CatchUp). With dryRun it asks and reports, and changes nothing. It works whether or
 // not reconcile.enabled runs it in the background; it needs the service's API key.
 func (k *Kit) Reconcile(ctx context.Context, dryRun bool) ([]reconcile.Outcome, error) {
 	if k.reconciler == nil {
 		return nil, fmt.Errorf("reconcile: no service client: set %s to the service API key", k.names.apiKey())
 	}
-	return k.reconciler.Pass(ctx, dryRun)
+	out, err := k.reconciler.Pass(ctx, dryRun)
+	if err != nil || !k.cfg.Reconcile.CatchUp {
+		return out, err
+	}
+	caught, err := k.reconciler.CatchUp(ctx, dryRun)
+	return append(out, caught...), err
 }
 
 // ingestFetched commits what the reconciler fetched in place of lost callbacks, and tells the
@@ -81,4 +89,24 @@ func (k *Kit) sinkStateChanged(st store.SinkState) {
 	if err := k.emitSkipping(ctx, typ, key, "", "", data, st.Name); err != nil {
 		k.log.WithError(err).WithField("sink", st.Name).Warn("queue " + typ)
 	}
+}
+
+// serviceLister lists the service's jobs for the catch-up.
+type serviceLister struct{ c *submitter.Client }
+
+// catchUpLister is the catch-up's Lister when on is set, else nil (no catch-up).
+func catchUpLister(on bool, c *submitter.Client) reconcile.Lister {
+	if !on || c == nil {
+		return nil
+	}
+	return serviceLister{c}
+}
+
+func (l serviceLister) ListJobs(ctx context.Context, kind api.JobKind, after time.Time) iter.Seq2[api.Job, error] {
+	e := submitter.EndpointPreRecorded
+	if kind == api.KindLive {
+		e = submitter.EndpointLive
+	}
+	limit := 100
+	return l.c.All(ctx, e, api.ListQuery{AfterDate: api.NewTime(after).String(), Limit: &limit})
 }

@@ -53,6 +53,12 @@ type ReconcileConfig struct {
 	AudioFactor float64 `yaml:"audio_factor"`
 	// QueueStep: a job still queued waits this much more per job of the kit's ahead of it.
 	QueueStep time.Duration `yaml:"queue_step"`
+	// CatchUp also lists the service's jobs and sessions, and applies the finished ones the
+	// store does not have: those created elsewhere (static routes, account webhooks), whose
+	// callbacks may never have come. Off by default: it costs list requests every Every.
+	CatchUp bool `yaml:"catch_up"`
+	// CatchUpWindow is how far back the first listing after a start goes.
+	CatchUpWindow time.Duration `yaml:"catch_up_window"`
 }
 
 // On reports whether reconciliation runs, given whether a service API key is configured.
@@ -247,21 +253,22 @@ const (
 	DefaultClaimAfter    = 30 * time.Second
 	DefaultSweepInterval = 30 * time.Second
 	// The reconciliation's defaults (reconcile package's, repeated: configs imports none).
-	DefaultReconcileAfter       = 2 * time.Minute
-	DefaultReconcileEvery       = 30 * time.Second
-	DefaultReconcileMaxWait     = 30 * time.Minute
-	DefaultReconcileGiveUp      = 72 * time.Hour
-	DefaultReconcileAudioFactor = 0.5
-	DefaultReconcileQueueStep   = 10 * time.Second
-	DefaultSweepGrace           = 5 * time.Second
-	DefaultBusQueue             = 10000
-	DefaultBusMaxLen            = 100000
-	DefaultProfile              = "netflix-adult"
-	DefaultArtifactsDir         = "artifacts"
-	DefaultBodyLimit            = 32 << 20
-	DefaultPartitions           = 4
-	DefaultTokenTTL             = 7 * 24 * time.Hour
-	DefaultMaxConnsPerIP        = 256
+	DefaultReconcileAfter         = 2 * time.Minute
+	DefaultReconcileEvery         = 30 * time.Second
+	DefaultReconcileMaxWait       = 30 * time.Minute
+	DefaultReconcileGiveUp        = 72 * time.Hour
+	DefaultReconcileAudioFactor   = 0.5
+	DefaultReconcileQueueStep     = 10 * time.Second
+	DefaultReconcileCatchUpWindow = 24 * time.Hour
+	DefaultSweepGrace             = 5 * time.Second
+	DefaultBusQueue               = 10000
+	DefaultBusMaxLen              = 100000
+	DefaultProfile                = "netflix-adult"
+	DefaultArtifactsDir           = "artifacts"
+	DefaultBodyLimit              = 32 << 20
+	DefaultPartitions             = 4
+	DefaultTokenTTL               = 7 * 24 * time.Hour
+	DefaultMaxConnsPerIP          = 256
 	// DefaultAuthFailureBurst and DefaultAuthFailureRefill are receiver.auth_failure_*.
 	DefaultAuthFailureBurst  = 20
 	DefaultAuthFailureRefill = 3 * time.Second
@@ -303,6 +310,7 @@ func Default() Config {
 		Reconcile: ReconcileConfig{
 			After: DefaultReconcileAfter, Every: DefaultReconcileEvery, MaxWait: DefaultReconcileMaxWait,
 			GiveUp: DefaultReconcileGiveUp, AudioFactor: DefaultReconcileAudioFactor, QueueStep: DefaultReconcileQueueStep,
+			CatchUpWindow: DefaultReconcileCatchUpWindow,
 		},
 	}
 }

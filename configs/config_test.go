@@ -102,7 +102,7 @@ func TestLoad(t *testing.T) {
 						PreProcessingEvents: Days(30), RealtimeProcessingEvents: Days(30), PostProcessingEvents: Days(30),
 						Acknowledgments: Days(2), Errors: Days(30), LifecycleEvents: Days(30)}},
 				Reconcile: ReconcileConfig{After: 2 * time.Minute, Every: 30 * time.Second, MaxWait: 30 * time.Minute,
-					GiveUp: 72 * time.Hour, AudioFactor: 0.5, QueueStep: 10 * time.Second},
+					GiveUp: 72 * time.Hour, AudioFactor: 0.5, QueueStep: 10 * time.Second, CatchUpWindow: 24 * time.Hour},
 			},
 			callbackURL: "http://127.0.0.1:8787/v1/callbacks/tok",
 		},
@@ -141,7 +141,7 @@ func TestLoad(t *testing.T) {
 						PreProcessingEvents: Days(30), RealtimeProcessingEvents: Days(30), PostProcessingEvents: Days(30),
 						Acknowledgments: Keep(12 * time.Hour), Errors: Days(30), LifecycleEvents: Days(30)}},
 				Reconcile: ReconcileConfig{Enabled: new(false), After: 5 * time.Minute, Every: time.Minute, MaxWait: 30 * time.Minute,
-					GiveUp: 72 * time.Hour, AudioFactor: 0.5, QueueStep: 10 * time.Second},
+					GiveUp: 72 * time.Hour, AudioFactor: 0.5, QueueStep: 10 * time.Second, CatchUpWindow: 24 * time.Hour},
 			},
 			callbackURL: "https://hooks.example.com/base/v1/callbacks/tok",
 		},
@@ -394,12 +394,13 @@ func TestValidationSentences(t *testing.T) {
 			name: "reconcile keys",
 			breaks: func(c *Config) {
 				c.Reconcile = ReconcileConfig{After: 10 * time.Minute, Every: 0, MaxWait: 5 * time.Minute, GiveUp: time.Second,
-					AudioFactor: -1, QueueStep: -time.Second}
+					AudioFactor: -1, QueueStep: -time.Second, CatchUpWindow: time.Second}
 			},
 			want: []string{
 				`reconcile.every must be a duration of at least 1s (got 0s)`,
 				`reconcile.give_up must be a duration of at least 1m0s (got 1s)`,
 				`reconcile.queue_step must be a duration of at least 0s (got -1s)`,
+				`reconcile.catch_up_window must be a duration of at least 1m0s (got 1s)`,
 				`reconcile.max_wait must be at least reconcile.after (10m0s; got 5m0s)`,
 				`reconcile.audio_factor must be a number from 0 to 100 (got -1)`,
 			},

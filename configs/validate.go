@@ -191,7 +191,7 @@ func (v *validator) reconcile(r ReconcileConfig) {
 		min time.Duration
 	}{{"reconcile.after", r.After, time.Second}, {"reconcile.every", r.Every, time.Second},
 		{"reconcile.max_wait", r.MaxWait, time.Second}, {"reconcile.give_up", r.GiveUp, time.Minute},
-		{"reconcile.queue_step", r.QueueStep, 0}} {
+		{"reconcile.queue_step", r.QueueStep, 0}, {"reconcile.catch_up_window", r.CatchUpWindow, time.Minute}} {
 		if d.val < d.min {
 			v.add(d.key, "must be a duration of at least %s (got %s)", d.min, d.val)
 		}

@@ -53,6 +53,8 @@ const (
 	DefaultAudioFactor = 0.5
 	DefaultQueueStep   = 10 * time.Second
 	DefaultBatch       = 100
+	// DefaultCatchUpWindow is how far back the first catch-up lists the service's jobs.
+	DefaultCatchUpWindow = 24 * time.Hour
 )
 
 // Service is what the reconciler asks of the service: a job's or session's record (GET
@@ -97,10 +99,15 @@ type Config struct {
 	// QueueStep: a queued job waits at least this per job of the kit's ahead of it.
 	QueueStep time.Duration
 	// Batch bounds the entries one pass takes.
-	Batch   int
-	Now     func() time.Time
-	Logger  logrus.FieldLogger
-	Metrics prometheus.Registerer
+	Batch int
+	// Lister, with CatchUpWindow, makes each Run pass also catch up with the jobs created
+	// elsewhere (CatchUp); nil: no catch-up.
+	Lister Lister
+	// CatchUpWindow is how far back the first catch-up lists (default DefaultCatchUpWindow).
+	CatchUpWindow time.Duration
+	Now           func() time.Time
+	Logger        logrus.FieldLogger
+	Metrics       prometheus.Registerer
 }
 
 // Reconciler works the reconciliation list. Its methods are safe for concurrent use; passes
@@ -110,6 +117,8 @@ type Reconciler struct {
 	log  logrus.FieldLogger
 	m    metrics
 	pass sync.Mutex
+	// catchUps is where each kind's next catch-up listing starts (under pass).
+	catchUps map[api.JobKind]*catchUp
 }
 
 type metrics struct {
@@ -134,7 +143,8 @@ func New(cfg Config) (*Reconciler, error) {
 		v    *time.Duration
 		def  time.Duration
 	}{{"After", &cfg.After, DefaultAfter}, {"Every", &cfg.Every, DefaultEvery}, {"MaxWait", &cfg.MaxWait, DefaultMaxWait},
-		{"GiveUp", &cfg.GiveUp, DefaultGiveUp}, {"QueueStep", &cfg.QueueStep, DefaultQueueStep}} {
+		{"GiveUp", &cfg.GiveUp, DefaultGiveUp}, {"QueueStep", &cfg.QueueStep, DefaultQueueStep},
+		{"CatchUpWindow", &cfg.CatchUpWindow, DefaultCatchUpWindow}} {
 		if *d.v < 0 {
 			return nil, fmt.Errorf("reconcile: %s must not be negative", d.name)
 		}
@@ -157,7 +167,7 @@ func New(cfg Config) (*Reconciler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Reconciler{cfg: cfg, log: logx.OrDiscard(cfg.Logger).WithField("component", "reconcile")}
+	r := &Reconciler{cfg: cfg, log: logx.OrDiscard(cfg.Logger).WithField("component", "reconcile"), catchUps: map[api.JobKind]*catchUp{}}
 	r.m = metrics{
 		checks: metricreg.CounterVec("scribehook_reconcile_checks_total",
 			"Questions to the service about jobs whose end was not applied, by outcome: waiting (not finished there), applied, verified (nothing missing), error.", "outcome"),
@@ -184,6 +194,13 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	for {
 		if _, err := r.Pass(ctx, false); err != nil && ctx.Err() == nil {
 			r.log.WithError(err).Warn("reconciliation pass failed")
+		}
+		if r.cfg.Lister != nil {
+			if out, err := r.CatchUp(ctx, false); err != nil && ctx.Err() == nil {
+				r.log.WithError(err).Warn("catch-up failed")
+			} else if len(out) > 0 {
+				r.log.WithField("jobs", len(out)).Info("caught up with jobs created elsewhere")
+			}
 		}
 		select {
 		case <-ctx.Done():
