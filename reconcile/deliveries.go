@@ -76,12 +76,14 @@ func (r *Reconciler) missingMessages(ctx context.Context, job *api.Job, now time
 	var out []store.Delivery
 	for i, text := range res.Messages {
 		msg := []byte(text)
-		head, err := api.DecodeLiveMessageHead(msg)
-		if err != nil {
-			return nil, fmt.Errorf("session %s: result.messages[%d]: %w", job.ID, i, err)
+		d, head, ok := fetchedLive(job.ID, msg, now)
+		if !ok {
+			// Not a message the receiver would take from a callback either (it would set it
+			// aside): the store has no place for it.
+			r.log.WithField("session_id", job.ID).WithField("index", i).Warn("a message of the session's record is not one of its messages; left out")
+			continue
 		}
-		cat, ok := head.Category()
-		if !ok || !cats.Has(head.Categories()...) {
+		if !cats.Has(head.Categories()...) {
 			continue
 		}
 		id, err := Identity(msg)
@@ -92,7 +94,7 @@ func (r *Reconciler) missingMessages(ctx context.Context, job *api.Job, now time
 			have[id]--
 			continue
 		}
-		out = append(out, liveDelivery(job.ID, head, cat, msg, now))
+		out = append(out, d)
 	}
 	return out, nil
 }
@@ -118,6 +120,26 @@ func (r *Reconciler) storedMessages(ctx context.Context, sessionID string) (map[
 			return have, nil
 		}
 	}
+}
+
+// fetchedLive is the live callback that would have brought msg, a message of session's record,
+// and the message's head; ok is false for a text the receiver would not take as a message of
+// the session (not a message, a type the model does not know, another session's id).
+func fetchedLive(session string, msg []byte, now time.Time) (store.Delivery, api.LiveMessageHead, bool) {
+	head, err := api.DecodeLiveMessageHead(msg)
+	if err != nil {
+		return store.Delivery{}, head, false
+	}
+	cat, ok := head.Category()
+	if !ok {
+		return store.Delivery{}, head, false
+	}
+	d := liveDelivery(session, head, cat, msg, now)
+	c, _, err := api.ClassifyCallbackPayload(d.Body)
+	if err != nil || c.Kind != api.CallbackLiveMessage || c.JobID != session || c.MessageType != head.Type {
+		return store.Delivery{}, head, false
+	}
+	return d, head, true
 }
 
 // liveDelivery is the live callback that would have brought msg: its body the envelope of
