@@ -57,7 +57,7 @@ func testReconcile(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.DueAt != upd.DueAt || got.Checks != 2 || !got.OverdueAt.Equal(upd.OverdueAt) || !got.CheckedAt.Equal(upd.CheckedAt) ||
+	if !got.DueAt.Equal(upd.DueAt) || got.Checks != 2 || !got.OverdueAt.Equal(upd.OverdueAt) || !got.CheckedAt.Equal(upd.CheckedAt) ||
 		got.Status != "processing" || got.LastError != "get job: 503" || !got.CreatedAt.Equal(t0) {
 		t.Errorf("updated entry %+v, want %+v", got, upd)
 	}
