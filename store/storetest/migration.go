@@ -90,13 +90,19 @@ func migrationRedactsLegacyTokens(t *testing.T, db Database) {
 // seedJob writes a job record as every version since the first stores it.
 func seedJob(t *testing.T, db Database, raw *sql.DB, j api.Job) {
 	t.Helper()
+	seedJobFrom(t, db, raw, j, `{"source":"callback","updated_at":"2026-11-20T09:00:00Z","deliveries":1}`)
+}
+
+// seedJobFrom is seedJob with local as the record's Local.
+func seedJobFrom(t *testing.T, db Database, raw *sql.DB, j api.Job, local string) {
+	t.Helper()
 	rec, err := json.Marshal(j)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.exec(t, raw, `INSERT INTO jobs (id, kind, status, created_at, completed_at, custom_metadata, record, local)
 		VALUES (?, ?, ?, ?, NULL, NULL, ?, ?)`, j.ID, string(j.Kind), string(j.Status), db.Dialect.Time(j.CreatedAt.Time),
-		db.Dialect.JSON(rec), `{"source":"callback","updated_at":"2026-11-20T09:00:00Z","deliveries":1}`)
+		db.Dialect.JSON(rec), local)
 }
 
 // seedSinkDelivery queues ev for sink as version 2 and later store it, with status queued or
@@ -178,6 +184,9 @@ type schemaAt struct {
 	version int
 	// events is the version of the migration named *_events.sql (0: none).
 	events int
+	// reconcile is the version of the migration named *_reconcile.sql, which lists the jobs
+	// submitted before it that have not ended.
+	reconcile int
 }
 
 func schemaOf(ms []sqlcore.Migration, version int) schemaAt {
@@ -185,6 +194,9 @@ func schemaOf(ms []sqlcore.Migration, version int) schemaAt {
 	for _, m := range ms {
 		if strings.HasSuffix(m.Name, "_events.sql") {
 			at.events = m.Version
+		}
+		if strings.HasSuffix(m.Name, "_reconcile.sql") {
+			at.reconcile = m.Version
 		}
 	}
 	return at
@@ -206,6 +218,8 @@ func seedVersion(t *testing.T, db Database, raw *sql.DB, version int, schema sch
 			VALUES ('seed-q', 'account', 'not json', NULL, ?, ?)`, []byte("garbage"), at)
 		seedJob(t, db, raw, api.Job{ID: "seed-job", Kind: api.KindPreRecorded, Status: api.StatusDone, Version: 2,
 			CreatedAt: api.NewTime(time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC))})
+		seedJobFrom(t, db, raw, api.Job{ID: "seed-submitted", Kind: api.KindPreRecorded, Status: api.StatusQueued, Version: 2,
+			CreatedAt: api.NewTime(time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC))}, `{"source":"submit","updated_at":"2026-11-20T09:30:00Z","deliveries":0}`)
 		db.exec(t, raw, `INSERT INTO live_messages (session_id, seq, type, category, created_at, received_at, inbox_id, payload)
 			VALUES ('seed-session', 1, 'transcript', 'final_transcripts', ?, ?, 1, ?)`, at, at, db.Dialect.JSON([]byte(`{"type":"transcript"}`)))
 		db.exec(t, raw, `INSERT INTO artifacts (job_id, name, format, language, path, size, created_at)
@@ -227,9 +241,17 @@ func seedVersion(t *testing.T, db Database, raw *sql.DB, version int, schema sch
 }
 
 // checkSeeded reads through the contract what seedVersion wrote for every version up to from.
-func checkSeeded(t *testing.T, s store.Store, from int) {
+func checkSeeded(t *testing.T, s store.Store, from int, schema schemaAt) {
 	t.Helper()
 	ctx := t.Context()
+	// A job submitted before the reconciliation list, not ended, is listed by its migration.
+	if e, err := s.ReconcileEntry(ctx, "seed-submitted"); schema.reconcile > from &&
+		(err != nil || !e.DueAt.Equal(time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)) || e.Kind != api.KindPreRecorded) {
+		t.Errorf("submitted job after the upgrade: %+v, %v", e, err)
+	}
+	if e, err := s.ReconcileEntry(ctx, "seed-job"); err == nil {
+		t.Errorf("an ended job was listed by the upgrade: %+v", e)
+	}
 	pending, err := s.PendingInbox(ctx, 0, 0)
 	if err != nil || len(pending) != 1 || pending[0].DedupeKey != "seed-pending" || string(pending[0].Body) != `{"id":"seed-job"}` {
 		t.Errorf("pending inbox after the upgrade: %+v, %v", pending, err)
@@ -356,7 +378,7 @@ func migrationsFromEveryVersion(t *testing.T, db Database) {
 			if latest != ms[len(ms)-1].Version || rows != len(ms) {
 				t.Fatalf("after the upgrade: schema version %d with %d rows, want %d with %d", latest, rows, ms[len(ms)-1].Version, len(ms))
 			}
-			checkSeeded(t, s, from.Version)
+			checkSeeded(t, s, from.Version, schemaOf(ms, from.Version))
 			res, err := s.Ingest(t.Context(), []store.Delivery{{DedupeKey: "after-upgrade", Route: "job", Kind: api.CallbackJobError,
 				Event: "transcription.error", JobID: "new-job", PartitionKey: "new-job", Body: []byte(`{}`), ReceivedAt: time.Now()}})
 			if err != nil {
