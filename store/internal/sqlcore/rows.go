@@ -96,7 +96,7 @@ const (
 	(SELECT e.body FROM events e WHERE e.id = sink_deliveries.event),
 	(SELECT substr(i.body, i.payload_at + 1, i.payload_len) FROM events e JOIN inbox i ON i.id = e.inbox_id
 		WHERE e.id = sink_deliveries.event),
-	order_key, attempts, next_attempt_at, last_error, created_at, failed_at`
+	order_key, attempts, next_attempt_at, last_error, created_at, failed_at, traceparent, tracestate`
 	TokenColumns = `hash, job_id, kind, created_at, revoked_at`
 )
 
@@ -214,12 +214,13 @@ func ScanSinkDelivery(sc Scanner) (store.SinkDelivery, error) {
 		ev                    string
 		data                  []byte
 		next, created, failed Time
+		parent, state         sql.NullString
 	)
 	// The event is scanned into a string: SQLite's driver gives its TEXT as a string, which a
 	// []byte destination would copy once more (1.7 MB per sink for a 2-hour result);
 	// PostgreSQL's bytes are copied once either way.
 	if err := sc.Scan(&d.ID, &d.Sink, &d.EventID, &ev, blob{&data, false}, &d.OrderKey, &d.Attempts, &next, &d.LastError,
-		&created, &failed); err != nil {
+		&created, &failed, &parent, &state); err != nil {
 		return store.SinkDelivery{}, err
 	}
 	// ev is this row's own text and nothing else refers to it once decoded, so the decode reads
@@ -234,6 +235,7 @@ func ScanSinkDelivery(sc Scanner) (store.SinkDelivery, error) {
 		d.Event.Data = data
 	}
 	d.NextAttempt, d.CreatedAt, d.FailedAt = next.T, created.T, failed.T
+	d.TraceParent, d.TraceState = parent.String, state.String
 	return d, nil
 }
 
