@@ -31,6 +31,7 @@ type Config struct {
 	Receiver     ReceiverConfig  `yaml:"receiver"`
 	Debug        DebugConfig     `yaml:"debug"`
 	Retention    RetentionConfig `yaml:"retention"`
+	Tracing      TracingConfig   `yaml:"tracing"`
 }
 
 // ServiceConfig says where the transcription service is and how to authenticate.
@@ -263,6 +264,7 @@ func Default() Config {
 			AuthFailureBurst: DefaultAuthFailureBurst, AuthFailureRefill: DefaultAuthFailureRefill,
 		},
 		Retention: DefaultRetention(),
+		Tracing:   DefaultTracing(),
 	}
 }
 

@@ -69,6 +69,13 @@ retention:
   jobs: 90d
   live: {partial_transcripts: 1d, final_transcripts: 90d}
   dead_letters: forever
+tracing:
+  enabled: true
+  exporter: otlp-grpc
+  endpoint: collector.internal:4317
+  insecure: true
+  headers_env: OTLP_HEADERS
+  sample_ratio: 0.5
 `
 
 // TestLoad loads a file (none, or fullYAML) with an environment and compares the whole
@@ -100,13 +107,16 @@ func TestLoad(t *testing.T) {
 					Live: LiveRetention{PartialTranscripts: Days(2), FinalTranscripts: Forever, SpeechEvents: Days(30),
 						PreProcessingEvents: Days(30), RealtimeProcessingEvents: Days(30), PostProcessingEvents: Days(30),
 						Acknowledgments: Days(2), Errors: Days(30), LifecycleEvents: Days(30)}},
+				// Off, with the exporter and sampling it would start with.
+				Tracing: TracingConfig{Exporter: "otlp-http", SampleRatio: 1, ServiceName: "scribehook"},
 			},
 			callbackURL: "http://127.0.0.1:8787/v1/callbacks/tok",
 		},
 		{
 			name: "full YAML",
 			body: fullYAML,
-			env:  []string{"SCRIBEHOOK_RETENTION_LIVE_ACKNOWLEDGMENTS=12h", "SCRIBEHOOK_RETENTION_QUARANTINE=forever"},
+			env: []string{"SCRIBEHOOK_RETENTION_LIVE_ACKNOWLEDGMENTS=12h", "SCRIBEHOOK_RETENTION_QUARANTINE=forever",
+				"SCRIBEHOOK_TRACING_SAMPLE_RATIO=0.25"},
 			want: Config{
 				Listen:       "0.0.0.0:9000",
 				PublicURL:    "https://hooks.example.com/base/",
@@ -137,6 +147,9 @@ func TestLoad(t *testing.T) {
 					Live: LiveRetention{PartialTranscripts: Days(1), FinalTranscripts: Days(90), SpeechEvents: Days(30),
 						PreProcessingEvents: Days(30), RealtimeProcessingEvents: Days(30), PostProcessingEvents: Days(30),
 						Acknowledgments: Keep(12 * time.Hour), Errors: Days(30), LifecycleEvents: Days(30)}},
+				// service_name keeps its default; sample_ratio comes from the environment.
+				Tracing: TracingConfig{Enabled: true, Exporter: "otlp-grpc", Endpoint: "collector.internal:4317", Insecure: true,
+					HeadersEnv: "OTLP_HEADERS", SampleRatio: 0.25, ServiceName: "scribehook"},
 			},
 			callbackURL: "https://hooks.example.com/base/v1/callbacks/tok",
 		},
@@ -173,7 +186,7 @@ func TestExampleFileLoads(t *testing.T) {
 	def := ServeDefaults()
 	if cfg.Listen != def.Listen || cfg.PublicURL != def.PublicURL || cfg.ReadTokenEnv != def.ReadTokenEnv ||
 		cfg.Service != def.Service || cfg.Store != def.Store || cfg.Bus != def.Bus || cfg.Debug != def.Debug ||
-		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || !reflect.DeepEqual(cfg.Receiver, def.Receiver) || cfg.Retention != def.Retention ||
+		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || !reflect.DeepEqual(cfg.Receiver, def.Receiver) || cfg.Retention != def.Retention || cfg.Tracing != def.Tracing ||
 		!reflect.DeepEqual(cfg.Sinks[0], def.Sinks[0]) {
 		t.Fatalf("example drifted from the defaults:\n%s", cfg)
 	}

@@ -249,6 +249,12 @@ func setScalar(v reflect.Value, text, tag string) error {
 			return err
 		}
 		v.SetBool(b)
+	case v.Kind() == reflect.Float64:
+		f, err := strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
+		if err != nil {
+			return err
+		}
+		v.SetFloat(f)
 	case v.Kind() == reflect.Int || v.Kind() == reflect.Int64:
 		i, err := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64)
 		if err != nil {
@@ -273,6 +279,8 @@ func typeName(t reflect.Type) string {
 		return "true or false"
 	case t.Kind() == reflect.Int, t.Kind() == reflect.Int64:
 		return "an integer"
+	case t.Kind() == reflect.Float64:
+		return "a number"
 	}
 	return t.String()
 }
