@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/internal/teststore"
@@ -18,16 +20,27 @@ import (
 // BenchmarkServeCallback is the receiver's own work per callback, from the token to the
 // answer, over a live transcript body on a static route: the store's commit is left out (an
 // ingester that only counts), so what is measured is what the receiver adds to it.
-func BenchmarkServeCallback(b *testing.B) {
+func BenchmarkServeCallback(b *testing.B) { benchServeCallback(b, nil) }
+
+// BenchmarkServeCallbackTraced is BenchmarkServeCallback with tracing on: every callback
+// sampled, its span recorded by the SDK and dropped (no exporter), and its context stored.
+func BenchmarkServeCallbackTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider()
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	benchServeCallback(b, tp)
+}
+
+func benchServeCallback(b *testing.B, tp trace.TracerProvider) {
 	ing := &countingIngester{}
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
 	r, err := New(Config{
-		Store:    teststore.SQLite(b),
-		Ingester: ing,
-		Routes:   []Route{{Name: "partner", Token: testRouteToken}},
-		Metrics:  prometheus.NewRegistry(),
-		Logger:   logger,
+		Store:          teststore.SQLite(b),
+		Ingester:       ing,
+		Routes:         []Route{{Name: "partner", Token: testRouteToken}},
+		Metrics:        prometheus.NewRegistry(),
+		Logger:         logger,
+		TracerProvider: tp,
 	})
 	if err != nil {
 		b.Fatal(err)
