@@ -160,6 +160,26 @@ func (x blob) Scan(src any) error {
 	return nil
 }
 
+// nullText scans a text column that may be NULL into the string it points to, "" for NULL.
+// A pointer alone, it is handed to Scan without an allocation, where a sql.NullString (whose
+// address escapes) costs one per row.
+type nullText struct{ s *string }
+
+// Scan implements sql.Scanner.
+func (x nullText) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*x.s = ""
+	case string:
+		*x.s = v
+	case []byte:
+		*x.s = string(v)
+	default:
+		return fmt.Errorf("scan %T into text", src)
+	}
+	return nil
+}
+
 // ScanQuarantine reads QuarantineColumns.
 func ScanQuarantine(sc Scanner) (store.QuarantineRow, error) {
 	var (
@@ -214,13 +234,12 @@ func ScanSinkDelivery(sc Scanner) (store.SinkDelivery, error) {
 		ev                    string
 		data                  []byte
 		next, created, failed Time
-		parent, state         sql.NullString
 	)
 	// The event is scanned into a string: SQLite's driver gives its TEXT as a string, which a
 	// []byte destination would copy once more (1.7 MB per sink for a 2-hour result);
 	// PostgreSQL's bytes are copied once either way.
 	if err := sc.Scan(&d.ID, &d.Sink, &d.EventID, &ev, blob{&data, false}, &d.OrderKey, &d.Attempts, &next, &d.LastError,
-		&created, &failed, &parent, &state); err != nil {
+		&created, &failed, nullText{&d.TraceParent}, nullText{&d.TraceState}); err != nil {
 		return store.SinkDelivery{}, err
 	}
 	// ev is this row's own text and nothing else refers to it once decoded, so the decode reads
@@ -235,7 +254,6 @@ func ScanSinkDelivery(sc Scanner) (store.SinkDelivery, error) {
 		d.Event.Data = data
 	}
 	d.NextAttempt, d.CreatedAt, d.FailedAt = next.T, created.T, failed.T
-	d.TraceParent, d.TraceState = parent.String, state.String
 	return d, nil
 }
 
