@@ -3,6 +3,7 @@ package receiver
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -32,7 +33,13 @@ func (r *Receiver) startReceive(ctx context.Context) (context.Context, trace.Spa
 // authenticated sender gets recorded.
 func linkIncoming(span trace.Span, route string, header func(string) string) {
 	span.SetAttributes(traces.Route.String(route))
-	if sc := traces.SpanContext(header(traces.HeaderTraceParent), header(traces.HeaderTraceState)); sc.IsValid() {
+	parent := header(traces.HeaderTraceParent)
+	if parent == "" {
+		return
+	}
+	// Fiber's header values point into a buffer it reuses after the request, and the parsed
+	// tracestate keeps pieces of its text until the span is exported: copies outlive it.
+	if sc := traces.SpanContext(strings.Clone(parent), strings.Clone(header(traces.HeaderTraceState))); sc.IsValid() {
 		span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("scribehook.link", "request traceparent")}})
 	}
 }
