@@ -62,7 +62,7 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 		ctx, span = p.startApply(ctx, row, attempt, 1)
 		defer span.End()
 	}
-	log := p.log.WithFields(logrus.Fields{"inbox_id": id, "job_id": row.JobID, "kind": row.Kind})
+	log := p.logFor(ctx).WithFields(logrus.Fields{"inbox_id": id, "job_id": row.JobID, "kind": row.Kind})
 	start := time.Now()
 	events, err := p.apply(ctx, row, lr)
 	if span != nil {

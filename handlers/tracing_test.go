@@ -2,15 +2,18 @@ package handlers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"testing"
 	"time"
 
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/internal/traces"
@@ -133,5 +136,36 @@ func TestNoTracerQueuesNoTraceContext(t *testing.T) {
 		if dl.TraceParent != "" || dl.TraceState != "" {
 			t.Errorf("%s queued with %q %q", dl.Event.Type, dl.TraceParent, dl.TraceState)
 		}
+	}
+}
+
+// failingResolver cannot reach the service.
+type failingResolver struct{}
+
+func (failingResolver) GetJob(context.Context, string, api.JobKind) (api.Job, error) {
+	return api.Job{}, errors.New("service unreachable")
+}
+
+// The pipeline's warnings within an apply name its trace.
+func TestApplyLogsCarryTheTraceID(t *testing.T) {
+	t.Parallel()
+	s := teststore.SQLite(t)
+	ingest(t, s, nil, received(jobSuccess("logged-job", sampleResult("hi"), ""), 41))
+	logger, hook := logtest.NewNullLogger()
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	start(t, handlers.Config{Store: s, Partitions: 1, TracerProvider: tp, Resolver: failingResolver{}, Logger: logger})
+	waitFor(t, func() string { return "the apply span" }, func() bool { return len(sr.Ended()) == 1 })
+	var found bool
+	for _, e := range hook.AllEntries() {
+		if e.Message == "could not read the job from the service" {
+			found = true
+			if e.Data["trace_id"] != fmt.Sprintf("%032x", 42) {
+				t.Errorf("trace_id %v, want the row's trace", e.Data["trace_id"])
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no warning logged: %v", hook.AllEntries())
 	}
 }
