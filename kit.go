@@ -81,6 +81,13 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	if err := validateConfig(cfg, o.store != nil); err != nil {
 		return nil, err
 	}
+	if cfg.Tracing.Enabled && o.tracer == nil {
+		// The kit links no exporter (their clients weigh several MB): the program builds the
+		// provider, as it imports the drivers it uses. Ignoring the section would look like
+		// tracing that exports nothing.
+		return nil, errors.New("tracing.enabled: the program gives the kit no tracer provider; build one from the configuration " +
+			"with tracing.New (import \"github.com/scribehook/scribehook/tracing\") and pass it with scribehook.WithTracerProvider")
+	}
 	secrets := o.secrets
 	if secrets == nil {
 		s, err := cfg.Secrets(os.Environ())
@@ -116,7 +123,8 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	}
 	k.service = o.service
 	if k.service == nil && secrets.APIKey != "" {
-		copts := []submitter.Option{submitter.WithLogger(log.WithField("component", "submitter")), submitter.WithClock(o.now)}
+		copts := []submitter.Option{submitter.WithLogger(log.WithField("component", "submitter")), submitter.WithClock(o.now),
+			submitter.WithTracerProvider(o.tracer)}
 		if o.httpClient != nil {
 			copts = append(copts, submitter.WithHTTPClient(o.httpClient))
 		}
@@ -136,7 +144,8 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	k.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	k.dispatch = sinks.NewDispatcher(sinks.DispatcherConfig{
 		Queue: k.store, States: k.store, Now: o.now, Metrics: k.reg, Logger: log.WithField("component", "sinks"),
-		OnStateChange: k.sinkStateChanged,
+		OnStateChange:  k.sinkStateChanged,
+		TracerProvider: o.tracer,
 	})
 	undo = append(undo, func() { _ = k.dispatch.Close() })
 	var specs []sinks.Spec
@@ -195,6 +204,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		Store: k.store, Resolver: resolver, Partitions: cfg.Receiver.Partitions, Metrics: k.reg, Logger: log,
 		Subtitles: subs, Sinks: specs, Wake: k.dispatch.Wake, Now: o.now,
 		Bus: bus, SweepInterval: cfg.Bus.SweepInterval, SweepGrace: cfg.Bus.SweepGrace, NoticeQueue: cfg.Bus.Queue,
+		TracerProvider: o.tracer,
 	})
 	if err != nil {
 		if bus != nil {
@@ -246,8 +256,9 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 			}
 			return nil
 		},
-		Sinks:      dispatch.Stats,
-		EnableSink: dispatch.Enable,
+		Sinks:          dispatch.Stats,
+		EnableSink:     dispatch.Enable,
+		TracerProvider: o.tracer,
 	})
 	if err != nil {
 		return nil, err

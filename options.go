@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/sinks"
@@ -28,6 +29,7 @@ type options struct {
 	now           func() time.Time
 	sinks         []customSink
 	handlers      []EventHandler
+	tracer        trace.TracerProvider
 }
 
 type customSink struct {
@@ -77,6 +79,16 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 func WithSink(spec sinks.Spec, sink sinks.Sink) Option {
 	return func(o *options) { o.sinks = append(o.sinks, customSink{spec: spec, sink: sink}) }
 }
+
+// WithTracerProvider traces the kit's work with tp's tracers (docs/operations.md, Traces): a
+// callback.receive span per callback, an inbox.apply span per row applied (its child, across
+// the bus and restarts), a sink.deliver span per attempt at each sink (the apply's child; a
+// webhook sink sends its traceparent), and a service.get span per job read from the service by
+// the client New builds. Without it (or with OpenTelemetry's no-op provider) nothing is traced
+// and nothing is spent on it. The kit only starts spans: exporting them, and shutting tp down
+// after Shutdown to flush the last ones, are the program's. The scribehook binary builds tp
+// from the configuration's tracing: section with package tracing.
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracer = tp } }
 
 // WithEventHandler calls h.Func for every event its filter takes (see EventHandler).
 func WithEventHandler(h EventHandler) Option {

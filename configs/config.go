@@ -32,6 +32,7 @@ type Config struct {
 	Debug        DebugConfig     `yaml:"debug"`
 	Retention    RetentionConfig `yaml:"retention"`
 	Reconcile    ReconcileConfig `yaml:"reconcile"`
+	Tracing      TracingConfig   `yaml:"tracing"`
 }
 
 // ReconcileConfig is the reconciliation of the jobs and live sessions the kit created with the
@@ -312,6 +313,7 @@ func Default() Config {
 			GiveUp: DefaultReconcileGiveUp, AudioFactor: DefaultReconcileAudioFactor, QueueStep: DefaultReconcileQueueStep,
 			CatchUpWindow: DefaultReconcileCatchUpWindow,
 		},
+		Tracing: DefaultTracing(),
 	}
 }
 

@@ -70,6 +70,13 @@ retention:
   live: {partial_transcripts: 1d, final_transcripts: 90d}
   dead_letters: forever
 reconcile: {enabled: false, after: 5m, every: 1m}
+tracing:
+  enabled: true
+  exporter: otlp-grpc
+  endpoint: collector.internal:4317
+  insecure: true
+  headers_env: OTLP_HEADERS
+  sample_ratio: 0.5
 `
 
 // TestLoad loads a file (none, or fullYAML) with an environment and compares the whole
@@ -103,13 +110,16 @@ func TestLoad(t *testing.T) {
 						Acknowledgments: Days(2), Errors: Days(30), LifecycleEvents: Days(30)}},
 				Reconcile: ReconcileConfig{After: 2 * time.Minute, Every: 30 * time.Second, MaxWait: 30 * time.Minute,
 					GiveUp: 72 * time.Hour, AudioFactor: 0.5, QueueStep: 10 * time.Second, CatchUpWindow: 24 * time.Hour},
+				// Off, with the exporter and sampling it would start with.
+				Tracing: TracingConfig{Exporter: "otlp-http", SampleRatio: 1, ServiceName: "scribehook"},
 			},
 			callbackURL: "http://127.0.0.1:8787/v1/callbacks/tok",
 		},
 		{
 			name: "full YAML",
 			body: fullYAML,
-			env:  []string{"SCRIBEHOOK_RETENTION_LIVE_ACKNOWLEDGMENTS=12h", "SCRIBEHOOK_RETENTION_QUARANTINE=forever"},
+			env: []string{"SCRIBEHOOK_RETENTION_LIVE_ACKNOWLEDGMENTS=12h", "SCRIBEHOOK_RETENTION_QUARANTINE=forever",
+				"SCRIBEHOOK_TRACING_SAMPLE_RATIO=0.25"},
 			want: Config{
 				Listen:       "0.0.0.0:9000",
 				PublicURL:    "https://hooks.example.com/base/",
@@ -142,6 +152,9 @@ func TestLoad(t *testing.T) {
 						Acknowledgments: Keep(12 * time.Hour), Errors: Days(30), LifecycleEvents: Days(30)}},
 				Reconcile: ReconcileConfig{Enabled: new(false), After: 5 * time.Minute, Every: time.Minute, MaxWait: 30 * time.Minute,
 					GiveUp: 72 * time.Hour, AudioFactor: 0.5, QueueStep: 10 * time.Second, CatchUpWindow: 24 * time.Hour},
+				// service_name keeps its default; sample_ratio comes from the environment.
+				Tracing: TracingConfig{Enabled: true, Exporter: "otlp-grpc", Endpoint: "collector.internal:4317", Insecure: true,
+					HeadersEnv: "OTLP_HEADERS", SampleRatio: 0.25, ServiceName: "scribehook"},
 			},
 			callbackURL: "https://hooks.example.com/base/v1/callbacks/tok",
 		},
@@ -178,7 +191,7 @@ func TestExampleFileLoads(t *testing.T) {
 	def := ServeDefaults()
 	if cfg.Listen != def.Listen || cfg.PublicURL != def.PublicURL || cfg.ReadTokenEnv != def.ReadTokenEnv ||
 		cfg.Service != def.Service || cfg.Store != def.Store || cfg.Bus != def.Bus || cfg.Debug != def.Debug ||
-		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || !reflect.DeepEqual(cfg.Receiver, def.Receiver) || cfg.Retention != def.Retention ||
+		!reflect.DeepEqual(cfg.Subtitles, def.Subtitles) || !reflect.DeepEqual(cfg.Receiver, def.Receiver) || cfg.Retention != def.Retention || cfg.Tracing != def.Tracing ||
 		!reflect.DeepEqual(cfg.Sinks[0], def.Sinks[0]) {
 		t.Fatalf("example drifted from the defaults:\n%s", cfg)
 	}
@@ -670,5 +683,32 @@ func TestLoadOntoDefault(t *testing.T) {
 	}
 	if _, err := LoadOnto(Default(), "", nil); err == nil || !strings.Contains(err.Error(), "store.dsn must name the database") {
 		t.Errorf("LoadOnto(Default()) without store.dsn = %v", err)
+	}
+}
+
+// reconcile.enabled is optional (absent: on with a service key) and an environment variable
+// sets it either way.
+func TestReconcileEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		env           []string
+		withKey, none bool
+	}{
+		{nil, true, false},
+		{[]string{"SCRIBEHOOK_RECONCILE_ENABLED=false"}, false, false},
+		{[]string{"SCRIBEHOOK_RECONCILE_ENABLED=true"}, true, false},
+	} {
+		cfg, err := Load("", tc.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Reconcile.On(true); got != tc.withKey {
+			t.Errorf("%v: on with a key = %v", tc.env, got)
+		}
+		if got := cfg.Reconcile.On(false); got != tc.none {
+			t.Errorf("%v: on without a key = %v", tc.env, got)
+		}
+	}
+	if _, err := Load("", []string{"SCRIBEHOOK_RECONCILE_ENABLED=maybe"}); err == nil || !strings.Contains(err.Error(), "SCRIBEHOOK_RECONCILE_ENABLED") {
+		t.Errorf("a bad value: %v", err)
 	}
 }

@@ -108,8 +108,11 @@ func matchPath(t reflect.Type, name string) ([]step, bool) {
 
 // isLeaf reports whether a field takes one environment value: a scalar or a list of strings.
 func isLeaf(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		return isLeaf(t.Elem()) && t.Elem().Kind() != reflect.Slice // an optional scalar
+	}
 	switch t.Kind() {
-	case reflect.String, reflect.Bool, reflect.Int, reflect.Int64:
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Float64:
 		return true
 	case reflect.Slice:
 		return t.Elem().Kind() == reflect.String

@@ -258,18 +258,18 @@ func setScalar(v reflect.Value, text, tag string) error {
 			return err
 		}
 		v.SetBool(b)
+	case v.Kind() == reflect.Float64:
+		f, err := strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
+		if err != nil {
+			return err
+		}
+		v.SetFloat(f)
 	case v.Kind() == reflect.Int || v.Kind() == reflect.Int64:
 		i, err := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64)
 		if err != nil {
 			return err
 		}
 		v.SetInt(i)
-	case v.Kind() == reflect.Float64:
-		f, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			return err
-		}
-		v.SetFloat(f)
 	default:
 		return fmt.Errorf("unsupported type %s", v.Type())
 	}

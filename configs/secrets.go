@@ -21,6 +21,9 @@ type Secrets struct {
 	Routes map[string]RouteSecrets
 	// Sinks holds the signing secret of each sink that names one, by sink name.
 	Sinks map[string]string
+	// TracingHeaders are the headers sent with every export of spans (tracing.headers_env,
+	// ParseTracingHeaders), by lower-case name; nil when tracing is off or names none.
+	TracingHeaders map[string]string
 }
 
 // RouteSecrets are the token of a static route and the secrets its deliveries may be signed
@@ -73,6 +76,15 @@ func (c Config) Secrets(environ []string) (Secrets, error) {
 		}
 		if s.Sinks[k.Name] = get(k.SecretEnv); s.Sinks[k.Name] == "" {
 			errs = append(errs, fmt.Errorf("sink %s: environment variable %s is empty: set it to the signing secret, or remove secret_env", k.Name, k.SecretEnv))
+		}
+	}
+	if t := c.Tracing; t.Enabled && t.HeadersEnv != "" {
+		if v := get(t.HeadersEnv); v == "" {
+			errs = append(errs, fmt.Errorf("tracing: environment variable %s is empty: set it to the export headers (key=value,…), or remove headers_env", t.HeadersEnv))
+		} else if h, err := ParseTracingHeaders(t.HeadersEnv, v); err != nil {
+			errs = append(errs, fmt.Errorf("tracing: %w", err))
+		} else {
+			s.TracingHeaders = h
 		}
 	}
 	if len(errs) > 0 {
@@ -147,6 +159,9 @@ func (s Secrets) String() string {
 	}
 	for _, n := range slices.Sorted(maps.Keys(s.Sinks)) {
 		fmt.Fprintf(&b, " sink.%s=%s", n, setOrUnset(s.Sinks[n]))
+	}
+	if len(s.TracingHeaders) > 0 {
+		fmt.Fprintf(&b, " tracing_headers=%d", len(s.TracingHeaders))
 	}
 	return b.String()
 }

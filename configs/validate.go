@@ -143,6 +143,7 @@ func (c Config) Validate() error {
 	}
 	v.debug(c.Debug, c.Listen)
 	v.retention(c.Retention, c.Receiver.TokenTTL)
+	v.tracing(c.Tracing)
 	return v.err()
 }
 

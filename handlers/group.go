@@ -13,6 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/plainjson"
@@ -174,7 +175,7 @@ func groupable(r *store.InboxRow) (lr liveRow, decoded, ok bool) {
 // applyGroup applies rows (live messages, lrs decoded) in one store transaction, each row as
 // applyLiveMessage would (liveTx), through a groupTx that reads each record once and writes it
 // once, and queues every sink delivery of the group at the end.
-func (p *Pipeline) applyGroup(ctx context.Context, rows []store.InboxRow, lrs []liveRow, out *[]*message.Message) error {
+func (p *Pipeline) applyGroup(ctx context.Context, rows []store.InboxRow, lrs []liveRow, out *[]*message.Message) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.HandlerTimeout)
 	defer cancel()
 	ids := make([]int64, len(rows))
@@ -186,8 +187,14 @@ func (p *Pipeline) applyGroup(ctx context.Context, rows []store.InboxRow, lrs []
 		events  []api.Event
 		asides  []string
 		applied []int // indexes in rows
+		spans   []trace.Span
 	)
-	err := p.cfg.Store.ApplyGroup(ctx, ids, func(ctx context.Context, tx store.Tx, marked []int64) error {
+	if p.tracer.On() {
+		// A span per row (tracing.go), ended with what the group did to it.
+		spans = p.startGroup(ctx, rows)
+		defer func() { endGroup(spans, applied, err) }()
+	}
+	err = p.cfg.Store.ApplyGroup(ctx, ids, func(ctx context.Context, tx store.Tx, marked []int64) error {
 		events, asides, applied = events[:0], asides[:0], applied[:0]
 		g := newGroupTx(tx)
 		i := 0
@@ -197,7 +204,12 @@ func (p *Pipeline) applyGroup(ctx context.Context, rows []store.InboxRow, lrs []
 			}
 			var evs []api.Event
 			var aside string
-			if err := p.liveTx(rows[i], &lrs[i], finalRecord{})(ctx, g, &evs, &aside); err != nil {
+			rowCtx := ctx
+			if spans != nil {
+				// The row's events carry its own span.
+				rowCtx = trace.ContextWithSpan(ctx, spans[i])
+			}
+			if err := p.liveTx(rows[i], &lrs[i], finalRecord{})(rowCtx, g, &evs, &aside); err != nil {
 				return fmt.Errorf("inbox row %d: %w", id, err)
 			}
 			events = append(events, evs...)

@@ -43,6 +43,8 @@ func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, 
 		return nil
 	}
 	now := p.cfg.Now().UTC()
+	// Each attempt at a sink continues the span of this apply (tracing.go).
+	traceparent, tracestate := p.traceContext(ctx)
 	message, located := row.Message.Of(row.Body)
 	var queued []store.SinkDelivery
 	for i := range *events {
@@ -59,6 +61,7 @@ func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, 
 			queued = append(queued, store.SinkDelivery{
 				Sink: spec.Name, EventID: ev.ID, Event: *ev, OrderKey: ev.JobID,
 				NextAttempt: p.firstAttempt(spec, now), CreatedAt: now, DataFrom: from,
+				TraceParent: traceparent, TraceState: tracestate,
 			})
 		}
 	}
@@ -112,7 +115,7 @@ func (p *Pipeline) subtitlesFor(ctx context.Context, id string, fetched *api.Job
 	if err != nil {
 		// A result we cannot render is no reason to lose the delivery: the job is stored,
 		// without subtitles, and the reason is logged for `scribehook export` to retry.
-		p.log.WithError(err).WithField("job_id", id).Error("render subtitles")
+		p.logFor(ctx).WithError(err).WithField("job_id", id).Error("render subtitles")
 		return nil, nil
 	}
 	return subs, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/plainjson"
@@ -57,9 +58,17 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 	if row.Status == store.InboxDone {
 		return nil, nil
 	}
-	log := p.log.WithFields(logrus.Fields{"inbox_id": id, "job_id": row.JobID, "kind": row.Kind})
+	var span trace.Span // nil: tracing is off (tracing.go)
+	if p.tracer.On() {
+		ctx, span = p.startApply(ctx, row, attempt, 1)
+		defer span.End()
+	}
+	log := p.logFor(ctx).WithFields(logrus.Fields{"inbox_id": id, "job_id": row.JobID, "kind": row.Kind})
 	start := time.Now()
 	events, err := p.apply(ctx, row, lr)
+	if span != nil {
+		applied(span, events, err)
+	}
 	if errors.Is(err, store.ErrAlreadyApplied) {
 		return nil, nil
 	}
@@ -626,7 +635,7 @@ func (p *Pipeline) resolve(ctx context.Context, id string, kind api.JobKind) (*a
 	}
 	job, err := p.cfg.Resolver.GetJob(ctx, id, kind)
 	if err != nil {
-		p.log.WithError(err).WithField("job_id", id).Warn("could not read the job from the service")
+		p.logFor(ctx).WithError(err).WithField("job_id", id).Warn("could not read the job from the service")
 		return nil, "not resolved: " + err.Error()
 	}
 	return &job, ""

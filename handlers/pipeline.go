@@ -26,10 +26,12 @@ import (
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/traces"
 	"github.com/scribehook/scribehook/internal/wmlog"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -109,6 +111,10 @@ type Config struct {
 	// NoticeQueue bounds, with a Bus, the notices waiting to be published (default 10000);
 	// past it a notice is dropped and its row waits for the sweep.
 	NoticeQueue int
+	// TracerProvider, when set, traces each apply with an inbox.apply span, the child of the
+	// callback.receive span stored with the row, and stores the apply's context with the sink
+	// deliveries it queues (docs/operations.md, Traces); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Pipeline is the processing side of scribehook.
@@ -128,6 +134,8 @@ type Pipeline struct {
 	rowChain message.HandlerFunc
 	// eventsWatched: Events was called, so the domain events are encoded for TopicEvents.
 	eventsWatched atomic.Bool
+	// tracer starts the inbox.apply spans (tracing.go); off without Config.TracerProvider.
+	tracer traces.Tracer
 
 	mu     sync.Mutex
 	queued map[int64]bool
@@ -188,6 +196,7 @@ func New(cfg Config) (_ *Pipeline, err error) {
 		queued: map[int64]bool{},
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
+		tracer: traces.New(cfg.TracerProvider),
 	}
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, wlog)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The callback endpoint is written once, here, for every server that carries it: the Fiber
@@ -46,7 +47,7 @@ func answerError(status int, msg string) callbackAnswer {
 
 // serveCallback is POST|PUT …/v1/callbacks/{token}: authenticate, read the body, verify its
 // signature, classify, commit, and only then answer 2xx.
-func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnswer {
+func (r *Receiver) serveCallback(token string, req callbackRequest) (answer callbackAnswer) {
 	start := time.Now()
 	// The commit must not depend on the request's lifetime (fasthttp has no per-request
 	// cancellation anyway), but it must not hang either: past ingestTimeout the service gets a
@@ -62,11 +63,19 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 		a.retryAfter = retryAfterSeconds(wait)
 		return a
 	}
+	var span trace.Span // nil: tracing is off (tracing.go)
+	if r.tracer.On() {
+		ctx, span = r.startReceive(ctx)
+		defer func() { endReceive(span, answer) }()
+	}
 	// The token is checked before a byte of the body is read (see body.go).
 	who, err := r.authenticate(ctx, token)
 	if err != nil {
 		r.countUnknownToken(key, err)
 		return r.reject(kindUnknown, logrus.Fields{}, err)
+	}
+	if span != nil {
+		linkIncoming(span, who.route, req.header)
 	}
 	// The raw bytes, as sent: the signature covers them before any content decoding. They are
 	// read into a buffer of our own, which the batcher may keep after the answer.
@@ -101,6 +110,9 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 		// The body is stored still encoded; keep what is needed to decode it later.
 		headers["content-encoding"] = encoding
 	}
+	if span != nil {
+		storeTraceContext(ctx, headers)
+	}
 	d := buildDelivery(inbound{
 		Route:       who.route,
 		Body:        body,
@@ -109,6 +121,9 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 		ReceivedAt:  r.now().UTC(),
 	})
 	kind := kindLabel(d)
+	if span != nil {
+		nameDelivery(span, d)
+	}
 	if err := r.checkJob(ctx, who, d); err != nil {
 		return r.reject(kind, deliveryFields(d), err)
 	}
@@ -119,6 +134,9 @@ func (r *Receiver) serveCallback(token string, req callbackRequest) callbackAnsw
 		a := answerError(http.StatusServiceUnavailable, "delivery not stored, retry later")
 		a.retryAfter = retryAfter
 		return a
+	}
+	if span != nil {
+		stored(span, res)
 	}
 	ack := ackBody{ID: res.ID}
 	switch {

@@ -17,9 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/plainjson"
+	"github.com/scribehook/scribehook/internal/traces"
 	"github.com/scribehook/scribehook/receiver/internal/ui"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
@@ -130,6 +132,10 @@ type Config struct {
 	// Now is the receiver's clock: deliveries' received_at, token lifetimes, signature
 	// timestamps, dead-letter replays and dashboard sessions; time.Now when nil.
 	Now func() time.Time
+	// TracerProvider, when set, traces each callback with a callback.receive span and stores
+	// its context with the delivery, for the pipeline's spans to continue (docs/operations.md,
+	// Traces); nil traces nothing and costs nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultTokenTTL is the lifetime of a per-job callback token (docs/security.md).
@@ -195,6 +201,9 @@ type Receiver struct {
 	perAddr *addrCounter
 	// conns are Serve's connections, for Shutdown (stopServer).
 	conns connTracker
+
+	// tracer starts the callback.receive spans; off without Config.TracerProvider.
+	tracer traces.Tracer
 }
 
 // New checks cfg and builds the app with every route.
@@ -219,6 +228,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 		heartbeat:    15 * time.Second,
 		pollEvery:    time.Second,
 		writeTimeout: writeTimeout,
+		tracer:       traces.New(cfg.TracerProvider),
 	}
 	r.log = logx.OrStandard(r.log).WithField("component", "receiver")
 	if r.now == nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
 )
@@ -36,11 +38,19 @@ func (w *sinkWorker) start(ctx context.Context, attempts *sync.WaitGroup, ds []s
 // its settlement is cut short by shutdown: a settled attempt is not repeated after a restart.
 func (w *sinkWorker) attempt(ctx context.Context, bs BatchSink, ds []store.SinkDelivery, probe bool) {
 	ctx = context.WithoutCancel(ctx)
-	attemptCtx, cancel := context.WithTimeout(ctx, w.pol.Timeout)
+	attemptCtx := ctx
+	var spans []trace.Span // nil: tracing is off (tracing.go)
+	if w.d.tracer.On() {
+		attemptCtx, spans = w.startDeliver(ctx, ds)
+	}
+	attemptCtx, cancel := context.WithTimeout(attemptCtx, w.pol.Timeout)
 	errs := w.deliver(attemptCtx, bs, ds)
 	cancel()
 	for i, dl := range ds {
-		w.finish(ctx, dl, probe, errs[i])
+		res := w.finish(ctx, dl, probe, errs[i])
+		if spans != nil {
+			delivered(spans[i], res, errs[i])
+		}
 	}
 }
 

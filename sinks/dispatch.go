@@ -11,8 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/traces"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -68,6 +70,11 @@ type DispatcherConfig struct {
 	// or reads (disabled or enabled again), after it took effect; the kit emits sink.disabled
 	// and sink.enabled from it. Every replica sees a change: st.Since names it.
 	OnStateChange func(st store.SinkState)
+	// TracerProvider, when set, traces each attempt with a sink.deliver span, the child of the
+	// span whose context the delivery was queued with (store.SinkDelivery.TraceParent), and
+	// gives the span to the sink: a webhook sink sends it as traceparent (docs/operations.md,
+	// Traces). nil traces nothing.
+	TracerProvider trace.TracerProvider
 
 	// after is the dispatcher's timer (default time.After); tests that drive Now by hand
 	// set it (export_test.go) to wake the waits when they move their clock.
@@ -128,6 +135,8 @@ type Dispatcher struct {
 	states     store.SinkStateStore
 	stateEvery time.Duration
 	onState    func(store.SinkState)
+	// tracer starts the sink.deliver spans (tracing.go); off without a TracerProvider.
+	tracer traces.Tracer
 
 	randMu sync.Mutex
 	rand   func() float64
@@ -154,6 +163,7 @@ func NewDispatcher(cfg DispatcherConfig) *Dispatcher {
 		poll:    cfg.PollInterval,
 		rand:    cfg.Rand,
 		byName:  map[string]*sinkWorker{},
+		tracer:  traces.New(cfg.TracerProvider),
 		onState: cfg.OnStateChange,
 	}
 	if d.now == nil {
@@ -200,6 +210,7 @@ func (d *Dispatcher) Add(spec Spec, sink Sink) error {
 	w := &sinkWorker{
 		d:        d,
 		name:     spec.Name,
+		kind:     spec.Kind,
 		sink:     sink,
 		pol:      pol,
 		lease:    max(d.lease, 2*pol.Timeout),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/httpretry"
@@ -176,6 +177,10 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 	if len(s.keys) > 0 {
 		req.Header.Set(standardwebhooks.HeaderWebhookSignature, s.signature(ev.ID, ts, body))
 	}
+	// The attempt's sink.deliver span, when the dispatcher traces (none otherwise: nothing is
+	// set), so that the target's own spans join the trace. The signature covers the id, the
+	// timestamp and the body, not these headers.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 
 	start := time.Now()
 	resp, err := s.client.Do(req)
@@ -183,6 +188,7 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 		return s.transportFailure(ctx, err)
 	}
 	defer resp.Body.Close()
+	recordStatus(ctx, resp.StatusCode)
 	snippet := readSnippet(resp.Body)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if debugEnabled(s.log) {

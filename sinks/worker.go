@@ -16,6 +16,7 @@ import (
 type sinkWorker struct {
 	d     *Dispatcher
 	name  string
+	kind  string // the spec's Kind, for the attempts' spans
 	sink  Sink
 	pol   Policy
 	lease time.Duration
@@ -135,8 +136,8 @@ func (w *sinkWorker) recordDone(ctx context.Context) {
 	w.record(ctx, done)
 }
 
-// finish settles an attempt that ended with err and accounts for it.
-func (w *sinkWorker) finish(ctx context.Context, dl store.SinkDelivery, probe bool, err error) {
+// finish settles an attempt that ended with err, accounts for it, and returns its outcome.
+func (w *sinkWorker) finish(ctx context.Context, dl store.SinkDelivery, probe bool, err error) attemptOutcome {
 	now := w.d.now()
 	qctx, qcancel := context.WithTimeout(ctx, queueTimeout)
 	defer qcancel()
@@ -189,6 +190,7 @@ func (w *sinkWorker) finish(ctx context.Context, dl store.SinkDelivery, probe bo
 	case w.settled <- struct{}{}:
 	default:
 	}
+	return res
 }
 
 type attemptOutcome string

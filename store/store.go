@@ -220,6 +220,10 @@ type SinkDelivery struct {
 	// the delivery is claimed, so that a live message is stored once (docs/design.md, rule 8).
 	// The row then stays as long as the event. Only read by enqueueing.
 	DataFrom int64
+	// TraceParent and TraceState are the W3C trace context of the span that queued the
+	// delivery (the pipeline's inbox.apply), for each attempt's span to continue; empty when
+	// tracing was off. They hold no secret.
+	TraceParent, TraceState string
 }
 
 // Tx is what Apply's function may do, inside the transaction that also marks the inbox row

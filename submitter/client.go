@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/traces"
 )
 
 // DefaultKeyHeader is the header that carries the account API key. The real service names it
@@ -35,6 +36,8 @@ type Client struct {
 	sleep     func(ctx context.Context, d time.Duration) error
 	now       func() time.Time
 	jitter    func(limit time.Duration) time.Duration
+	// tracer starts the service.get spans (tracing.go); off unless WithTracerProvider.
+	tracer traces.Tracer
 }
 
 // Option configures a Client.

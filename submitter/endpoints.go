@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/scribehook/scribehook/api"
 )
 
@@ -74,13 +76,17 @@ func (c *Client) GetLive(ctx context.Context, id string) (api.Job, error) {
 	return c.getJob(ctx, pathLive, id)
 }
 
-func (c *Client) getJob(ctx context.Context, collection, id string) (api.Job, error) {
+func (c *Client) getJob(ctx context.Context, collection, id string) (out api.Job, err error) {
 	p, err := itemPath(collection, id)
 	if err != nil {
 		return api.Job{}, err
 	}
-	var out api.Job
-	if err := c.do(ctx, call{method: http.MethodGet, path: p, want: wantOK, out: &out}); err != nil {
+	if c.tracer.On() {
+		var span trace.Span
+		ctx, span = c.startGet(ctx, collection, id)
+		defer func() { endGet(span, err) }()
+	}
+	if err = c.do(ctx, call{method: http.MethodGet, path: p, want: wantOK, out: &out}); err != nil {
 		return api.Job{}, fmt.Errorf("get job %s: %w", id, err)
 	}
 	return out, nil

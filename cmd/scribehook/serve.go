@@ -42,7 +42,17 @@ Without a configuration file it runs on the defaults: SQLite in scribehook.db, l
 				// A daemon says what it does; the one-shot commands stay quiet.
 				log.Logger.SetLevel(logrus.InfoLevel)
 			}
-			kit, err := scribehook.New(cmd.Context(), cfg, scribehook.WithLogger(log), scribehook.WithSecrets(secrets))
+			opts := []scribehook.Option{scribehook.WithLogger(log), scribehook.WithSecrets(secrets)}
+			if cfg.Tracing.Enabled {
+				withTracing, stop, err := startTracing(cmd, cfg, secrets, log)
+				if err != nil {
+					return err
+				}
+				// After the kit's shutdown: the spans of its last work are exported too.
+				defer stop()
+				opts = append(opts, withTracing)
+			}
+			kit, err := scribehook.New(cmd.Context(), cfg, opts...)
 			if err != nil {
 				return err
 			}

@@ -44,6 +44,11 @@ var claims = []struct{ pkg, unreachable string }{
 	{"subtitles", "github.com/gofiber/fiber/v2"},
 	{"subtitles", module + "/store"},
 	{"receiver", module + "/handlers"},
+	// The kit traces through OpenTelemetry's API alone; the SDK and the exporters' gRPC are
+	// linked by package tracing, which the binary imports.
+	{".", "go.opentelemetry.io/otel/sdk"},
+	{".", "google.golang.org/grpc"},
+	{".", module + "/tracing"},
 }
 
 // goPackage is one non-test package as go list reports it.

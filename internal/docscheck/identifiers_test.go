@@ -103,6 +103,7 @@ var nonGoWords = map[string]bool{
 	"VmRSS":  true, "VmHWM": true, // /proc/<pid>/status
 	"WireServer":      true, // Azure's platform address
 	"SubtitlesWriter": true, // openai/whisper's, in Python
+	"OpenTelemetry":   true, // the tracing project (docs/operations.md, Traces)
 }
 
 // goFile is one parsed Go file of ours.

@@ -58,18 +58,22 @@ func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, events []sqlco
 		rowIDs, refs     = make([]int64, n), make([]int64, n)
 		sinks, orderKeys = make([]string, n), make([]string, n)
 		next, created    = make([]time.Time, n), make([]time.Time, n)
+		parents, states  = make([]string, n), make([]string, n)
 	)
 	for i, j := range order {
 		r := rows[j]
-		rowIDs[i], refs[i], sinks[i], orderKeys[i], next[i], created[i] =
-			reserved[j], ids[r.Event], r.Sink, r.OrderKey, r.Next, r.Created
+		rowIDs[i], refs[i], sinks[i], orderKeys[i], next[i], created[i], parents[i], states[i] =
+			reserved[j], ids[r.Event], r.Sink, r.OrderKey, r.Next, r.Created, r.TraceParent, r.TraceState
 	}
+	// The trace context is NULL when empty (tracing off), as on SQLite.
 	if _, err := q.ExecContext(ctx, `INSERT INTO sink_deliveries (id, sink, event, order_key,
-			next_attempt_at, created_at)
-		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[],
-			$5::timestamptz[], $6::timestamptz[])
+			next_attempt_at, created_at, traceparent, tracestate)
+		SELECT id, sink, event, order_key, next_attempt_at, created_at, nullif(tp, ''), nullif(ts, '')
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[],
+			$5::timestamptz[], $6::timestamptz[], $7::text[], $8::text[])
+			AS u (id, sink, event, order_key, next_attempt_at, created_at, tp, ts)
 		ON CONFLICT (event, sink) DO NOTHING`,
-		rowIDs, sinks, refs, orderKeys, next, created); err != nil {
+		rowIDs, sinks, refs, orderKeys, next, created, parents, states); err != nil {
 		return fmt.Errorf("enqueue sink deliveries: %w", err)
 	}
 	return nil

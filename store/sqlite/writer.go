@@ -81,7 +81,7 @@ var stmtSQL = func() [numStmts]string {
 		ON CONFLICT (event_id) DO NOTHING`
 	q[stEventFind] = `SELECT id FROM events WHERE event_id = ?`
 	q[stSinkEnqueue] = `INSERT INTO sink_deliveries (sink, event, order_key, next_attempt_at,
-		created_at) VALUES (?, ?, ?, ?, ?)
+		created_at, traceparent, tracestate) VALUES (?, ?, ?, ?, ?, nullif(?, ''), nullif(?, ''))
 		ON CONFLICT (event, sink) DO NOTHING`
 	return q
 }()
@@ -334,7 +334,7 @@ func (w writes) InsertSinkRows(ctx context.Context, t sqlcore.Tx, events []sqlco
 	for i := range rows {
 		r := &rows[i]
 		if _, err := t.Exec(ctx, stSinkEnqueue, r.Sink, ids[r.Event], r.OrderKey, formatTime(r.Next),
-			formatTime(r.Created)); err != nil {
+			formatTime(r.Created), r.TraceParent, r.TraceState); err != nil {
 			return fmt.Errorf("enqueue sink delivery %d for %s: %w", i, r.Sink, err)
 		}
 	}

@@ -76,7 +76,7 @@ func checkSinkDelivery(t *testing.T, got, want store.SinkDelivery) {
 	if got.Sink != want.Sink || got.EventID != want.EventID || got.OrderKey != want.OrderKey ||
 		got.Attempts != want.Attempts || got.LastError != want.LastError ||
 		!got.NextAttempt.Equal(want.NextAttempt) || !got.CreatedAt.Equal(want.CreatedAt) ||
-		!got.FailedAt.Equal(want.FailedAt) {
+		!got.FailedAt.Equal(want.FailedAt) || got.TraceParent != want.TraceParent || got.TraceState != want.TraceState {
 		t.Errorf("sink delivery = %+v\nwant %+v", got, want)
 	}
 	if g, w := testjson.Marshal(t, got.Event), testjson.Marshal(t, want.Event); string(g) != string(w) {
@@ -86,6 +86,9 @@ func checkSinkDelivery(t *testing.T, got, want store.SinkDelivery) {
 
 func testSinkEnqueueFields(t *testing.T, s store.Store) {
 	a := queued("hook", "ev-a", "job-1", 0)
+	// The trace context of the span that queued it comes back with each claim; b and c have
+	// none (tracing off), which comes back empty.
+	a.TraceParent, a.TraceState = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "vendor=opaque"
 	// No EventID: the event's id. No NextAttempt: due when queued.
 	b := store.SinkDelivery{Sink: "hook", Event: sinkEvent("ev-b", "job-2"), OrderKey: "job-2", CreatedAt: base.Add(time.Second)}
 	// Due later than queued.

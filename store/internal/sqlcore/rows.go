@@ -96,7 +96,7 @@ const (
 	(SELECT e.body FROM events e WHERE e.id = sink_deliveries.event),
 	(SELECT substr(i.body, i.payload_at + 1, i.payload_len) FROM events e JOIN inbox i ON i.id = e.inbox_id
 		WHERE e.id = sink_deliveries.event),
-	order_key, attempts, next_attempt_at, last_error, created_at, failed_at`
+	order_key, attempts, next_attempt_at, last_error, created_at, failed_at, traceparent, tracestate`
 	TokenColumns = `hash, job_id, kind, created_at, revoked_at`
 )
 
@@ -160,6 +160,26 @@ func (x blob) Scan(src any) error {
 	return nil
 }
 
+// nullText scans a text column that may be NULL into the string it points to, "" for NULL.
+// A pointer alone, it is handed to Scan without an allocation, where a sql.NullString (whose
+// address escapes) costs one per row.
+type nullText struct{ s *string }
+
+// Scan implements sql.Scanner.
+func (x nullText) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*x.s = ""
+	case string:
+		*x.s = v
+	case []byte:
+		*x.s = string(v)
+	default:
+		return fmt.Errorf("scan %T into text", src)
+	}
+	return nil
+}
+
 // ScanQuarantine reads QuarantineColumns.
 func ScanQuarantine(sc Scanner) (store.QuarantineRow, error) {
 	var (
@@ -219,7 +239,7 @@ func ScanSinkDelivery(sc Scanner) (store.SinkDelivery, error) {
 	// []byte destination would copy once more (1.7 MB per sink for a 2-hour result);
 	// PostgreSQL's bytes are copied once either way.
 	if err := sc.Scan(&d.ID, &d.Sink, &d.EventID, &ev, blob{&data, false}, &d.OrderKey, &d.Attempts, &next, &d.LastError,
-		&created, &failed); err != nil {
+		&created, &failed, nullText{&d.TraceParent}, nullText{&d.TraceState}); err != nil {
 		return store.SinkDelivery{}, err
 	}
 	// ev is this row's own text and nothing else refers to it once decoded, so the decode reads

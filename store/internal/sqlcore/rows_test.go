@@ -92,7 +92,7 @@ func TestScanSinkDeliveryEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, src := range []any{ev, []byte(ev)} {
-			d, err := ScanSinkDelivery(scanValues{int64(1), "s", "e", src, nil, "", 0, nil, "", nil, nil})
+			d, err := ScanSinkDelivery(scanValues{int64(1), "s", "e", src, nil, "", 0, nil, "", nil, nil, nil, nil})
 			if err != nil {
 				t.Fatalf("%T %s: %v", src, ev, err)
 			}
@@ -104,16 +104,22 @@ func TestScanSinkDeliveryEvent(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ScanSinkDelivery(scanValues{int64(1), "s", "e", `{"data":`, nil, "", 0, nil, "", nil, nil}); err == nil {
+	if _, err := ScanSinkDelivery(scanValues{int64(1), "s", "e", `{"data":`, nil, "", 0, nil, "", nil, nil, nil, nil}); err == nil {
 		t.Error("a truncated event decoded")
 	}
 	// An event stored without its data takes the live message of its inbox row, byte for byte.
 	message := []byte("{ \"type\" : \"transcript\",\n \"n\":1 }")
 	d, err := ScanSinkDelivery(scanValues{int64(1), "s", "e",
 		`{"id":"e5","type":"live.transcript","created_at":"2026-11-22T01:39:00Z","job_id":"j5","kind":"live","data":null}`,
-		message, "", 0, nil, "", nil, nil})
+		message, "", 0, nil, "", nil, nil, nil, nil})
 	if err != nil || d.Event.ID != "e5" || !bytes.Equal(d.Event.Data, message) {
 		t.Errorf("event by reference: %+v (data %q), %v", d.Event, d.Event.Data, err)
+	}
+	// The trace context of the apply that queued it: NULL (tracing off) reads as empty.
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	d, err = ScanSinkDelivery(scanValues{int64(1), "s", "e", `{"id":"e6"}`, nil, "", 0, nil, "", nil, nil, parent, "k=v"})
+	if err != nil || d.TraceParent != parent || d.TraceState != "k=v" {
+		t.Errorf("trace context: %q %q, %v", d.TraceParent, d.TraceState, err)
 	}
 }
 

@@ -35,6 +35,8 @@ type SinkRow struct {
 	Sink, OrderKey string
 	Event          int
 	Next, Created  time.Time
+	// TraceParent and TraceState are stored NULL when empty.
+	TraceParent, TraceState string
 }
 
 // EnqueueSinkDeliveries queues events outside an inbox row, all of them or none. What it
@@ -93,6 +95,7 @@ func (c *Core) enqueue(ctx context.Context, t Tx, ds []store.SinkDelivery) error
 		}
 		r.Sink, r.OrderKey, r.Event = c.d.text(d.Sink), c.d.text(d.OrderKey), e
 		r.Created, r.Next = d.CreatedAt, d.NextAttempt
+		r.TraceParent, r.TraceState = c.d.text(d.TraceParent), c.d.text(d.TraceState)
 		if r.Created.IsZero() {
 			r.Created = now
 		}
