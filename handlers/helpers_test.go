@@ -443,7 +443,7 @@ func (c *countingStore) ApplyGroup(ctx context.Context, ids []int64, fn func(con
 	return err
 }
 
-func (c *countingStore) MarkInboxFailed(ctx context.Context, id int64, msg string, final bool) error {
+func (c *countingStore) MarkInboxFailed(ctx context.Context, id int64, msg string, retryAt time.Time) error {
 	c.mu.Lock()
 	c.marks[id]++
 	fail := c.failMark[id]
@@ -451,7 +451,7 @@ func (c *countingStore) MarkInboxFailed(ctx context.Context, id int64, msg strin
 	if fail {
 		return errors.New("disk I/O error (injected)")
 	}
-	return c.Store.MarkInboxFailed(ctx, id, msg, final)
+	return c.Store.MarkInboxFailed(ctx, id, msg, retryAt)
 }
 
 func (c *countingStore) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {

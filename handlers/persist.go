@@ -79,7 +79,11 @@ func (p *Pipeline) failed(ctx context.Context, id int64, kind string, final bool
 		return err
 	}
 	p.m.errors.WithLabelValues(kind).Inc()
-	if merr := p.cfg.Store.MarkInboxFailed(context.WithoutCancel(ctx), id, err.Error(), final); merr != nil {
+	var retryAt time.Time // zero: failed for good
+	if !final {
+		retryAt = p.cfg.Now()
+	}
+	if merr := p.cfg.Store.MarkInboxFailed(context.WithoutCancel(ctx), id, err.Error(), retryAt); merr != nil {
 		p.log.WithError(merr).WithField("inbox_id", id).Warn("record handler error")
 	}
 	return err
@@ -114,7 +118,7 @@ func (p *Pipeline) poisonRow(ctx context.Context, id int64, reason string) (stuc
 	if rerr == nil && row.Status != store.InboxPending {
 		return false
 	}
-	err := p.cfg.Store.MarkInboxFailed(ctx, id, reason, true)
+	err := p.cfg.Store.MarkInboxFailed(ctx, id, reason, time.Time{})
 	if err == nil || errors.Is(err, store.ErrAlreadyApplied) || errors.Is(err, store.ErrNotFound) {
 		return false
 	}
