@@ -23,6 +23,9 @@ import (
 	"github.com/scribehook/scribehook/store/sqlite"
 )
 
+// fastRetries is a retry schedule for tests: 5 ms between attempts.
+var fastRetries = []time.Duration{5 * time.Millisecond}
+
 // waitTimeout bounds every wait of these tests; the race detector makes SQLite several times
 // slower, so it is generous, and a passing test never waits for it.
 const waitTimeout = 60 * time.Second
