@@ -28,8 +28,9 @@ const (
 	maxFilterText = 512
 )
 
-// failedView is one failed delivery as the read API shows it: without its body.
-type failedView struct {
+// FailedView is one failed delivery as GET /v1/inbox/failed (and the CLI's JSON) shows it:
+// without its body.
+type FailedView struct {
 	ID          int64               `json:"id"`
 	JobID       string              `json:"job_id"`
 	Kind        api.CallbackKind    `json:"kind"`
@@ -43,16 +44,14 @@ type failedView struct {
 	FailedAt    api.Time            `json:"failed_at"` // null for rows failed before it was kept
 }
 
-func failedViewOf(row store.InboxRow) failedView {
-	return failedView{
+// NewFailedView is row as GET /v1/inbox/failed shows it.
+func NewFailedView(row store.InboxRow) FailedView {
+	return FailedView{
 		ID: row.ID, JobID: row.JobID, Kind: row.Kind, Event: row.Event, Route: row.Route,
 		MessageType: row.MessageType, Category: row.Category, Attempts: row.Attempts, LastError: row.LastError,
 		ReceivedAt: api.NewTime(row.ReceivedAt), FailedAt: api.NewTime(row.FailedAt),
 	}
 }
-
-// callbackKinds are the kinds a filter may name.
-var callbackKinds = []api.CallbackKind{api.CallbackJobSuccess, api.CallbackJobError, api.CallbackLiveMessage, api.CallbackAccountWebhook}
 
 // filterFields is the filter as the routes take it, in a query or a JSON body.
 type filterFields struct {
@@ -106,12 +105,8 @@ func (f filterFields) filter() (store.InboxFilter, error) {
 			return out, errors.New("ids: must be positive integers")
 		}
 	}
-	if f.Kind != "" && !knownKind(out.Kind) {
-		names := make([]string, len(callbackKinds))
-		for i, k := range callbackKinds {
-			names[i] = string(k)
-		}
-		return out, fmt.Errorf("kind: must be one of %s", strings.Join(names, ", "))
+	if f.Kind != "" && !out.Kind.Valid() {
+		return out, fmt.Errorf("kind: must be one of %s", kindNames())
 	}
 	var err error
 	if out.Since, err = filterTime("since", f.Since); err != nil {
@@ -126,13 +121,14 @@ func (f filterFields) filter() (store.InboxFilter, error) {
 	return out, nil
 }
 
-func knownKind(k api.CallbackKind) bool {
-	for _, known := range callbackKinds {
-		if k == known {
-			return true
-		}
+// kindNames lists the callback kinds, comma-separated.
+func kindNames() string {
+	kinds := api.CallbackKinds()
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
 	}
-	return false
+	return strings.Join(names, ", ")
 }
 
 func filterTime(field, s string) (time.Time, error) {
@@ -173,9 +169,9 @@ func (r *Receiver) failedInbox(c *fiber.Ctx) error {
 	if err != nil {
 		return r.storeFailed(c, err)
 	}
-	out := make([]failedView, 0, len(rows))
+	out := make([]FailedView, 0, len(rows))
 	for _, row := range rows {
-		out = append(out, failedViewOf(row))
+		out = append(out, NewFailedView(row))
 	}
 	return sendJSON(c, out)
 }

@@ -93,7 +93,7 @@ func TestFailedInboxList(t *testing.T) {
 		{"?ids=" + strconv.FormatInt(ids[0], 10) + "," + strconv.FormatInt(ids[2], 10), []int64{ids[0]}},
 	} {
 		r := h.read("/v1/inbox/failed" + tc.query)
-		var page []failedView
+		var page []FailedView
 		if err := json.Unmarshal(r.body, &page); r.status != http.StatusOK || err != nil {
 			t.Errorf("%s: %d %s", tc.query, r.status, r.body)
 			continue
