@@ -18,10 +18,10 @@ import (
 
 func newInboxCmd() *cobra.Command {
 	return groupCmd("inbox", "Deliveries whose apply failed for good, and their replay",
-		`A delivery is stored before it is acknowledged, then applied; an apply that fails is retried
-at 1 s, 5 s, 30 s, 2 min and 10 min, and after the last retry (or at once, for a body that does
-not decode as its kind) the delivery is marked failed and waits here for a replay
-(docs/operations.md, Failed deliveries).`,
+		`A delivery is stored before it is acknowledged, then applied; an apply that fails is retried,
+by default 1 s, 5 s, 30 s, 2 min and 10 min later, and after the last retry (or at once, for a
+body that does not decode as its kind) the delivery is marked failed and waits here for a
+replay (docs/operations.md, Failed deliveries).`,
 		newInboxListCmd(), newInboxReplayCmd())
 }
 
