@@ -104,7 +104,11 @@ func (p *Pipeline) failed(ctx context.Context, row store.InboxRow, err error) er
 		p.release(row.PartitionKey, row.ID)
 	case merr == nil:
 		log.WithError(err).WithField("retry_at", retryAt).Warn("applying a delivery failed; it is retried at its due time")
-		p.holds.hold(row.PartitionKey, row.ID, retryAt)
+		if row.DedupeKey != "" {
+			// A row that could not even be read has no key to hold: the store's due rows bring
+			// it back.
+			p.holds.hold(row.PartitionKey, row.ID, retryAt)
+		}
 	case errors.Is(merr, store.ErrAlreadyApplied), errors.Is(merr, store.ErrNotFound):
 		// Applied meanwhile (by another replica), or gone: nothing to retry.
 		p.release(row.PartitionKey, row.ID)
