@@ -1,9 +1,12 @@
 package scribehook_test
 
 import (
+	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 
@@ -11,6 +14,8 @@ import (
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sandbox/sandboxtest"
+	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
 )
 
 // The examples' stand-ins: a sandbox of the service and a file server holding one recording,
@@ -79,3 +84,35 @@ func (w *sandboxWorld) Close() {
 
 // quietLogger discards the kit's logs: the examples print only what they received.
 func quietLogger() *logrus.Entry { return logx.Discard() }
+
+// failingDisk is a SQLite store in the sandbox's directory whose Applies fail while Down is
+// set, as on a disk that fails for a while: the stand-in of the example of failed deliveries.
+type failingDisk struct {
+	store.Store
+	Down atomic.Bool
+}
+
+var errDiskDown = errors.New("disk I/O error")
+
+// failingDisk opens the store of cfg, the caller closes it.
+func (w *sandboxWorld) failingDisk(cfg configs.Config) *failingDisk {
+	s, err := sqlite.Open(context.Background(), sqlite.Config{Path: cfg.Store.DSN, Logger: logx.Discard()})
+	if err != nil {
+		panic(err)
+	}
+	return &failingDisk{Store: s}
+}
+
+func (d *failingDisk) Apply(ctx context.Context, id int64, fn func(context.Context, store.Tx) error) error {
+	if d.Down.Load() {
+		return errDiskDown
+	}
+	return d.Store.Apply(ctx, id, fn)
+}
+
+func (d *failingDisk) ApplyGroup(ctx context.Context, ids []int64, fn func(context.Context, store.Tx, []int64) error) error {
+	if d.Down.Load() {
+		return errDiskDown
+	}
+	return d.Store.ApplyGroup(ctx, ids, fn)
+}

@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	}
 	k.pipeline, err = handlers.New(handlers.Config{
 		Store: k.store, Resolver: resolver, Partitions: cfg.Receiver.Partitions, Metrics: k.reg, Logger: log,
-		Subtitles: subs, Sinks: specs, Wake: k.dispatch.Wake, Now: o.now,
+		Subtitles: subs, Sinks: specs, Wake: k.dispatch.Wake, Now: o.now, RetrySchedule: o.inboxRetry,
 		Bus: bus, SweepInterval: cfg.Bus.SweepInterval, SweepGrace: cfg.Bus.SweepGrace, NoticeQueue: cfg.Bus.Queue,
 		TracerProvider: o.tracer,
 	})

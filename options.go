@@ -30,6 +30,7 @@ type options struct {
 	sinks         []customSink
 	handlers      []EventHandler
 	tracer        trace.TracerProvider
+	inboxRetry    []time.Duration
 }
 
 type customSink struct {
@@ -71,6 +72,15 @@ func WithSinkOutput(w io.Writer) Option { return func(o *options) { o.sinkOutput
 // sinks (webhook timestamps, Retry-After dates), the pruner, the service client and the
 // Submitter. Waits, timeouts and durations measured are real time.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithInboxRetry is the waits between the attempts to apply a delivery that fails (default
+// handlers.DefaultRetrySchedule: 1 s, 5 s, 30 s, 2 min, 10 min): a delivery gets one retry per
+// wait, each at its due time (kept in the store, so a restart keeps it), and after the last it
+// is marked failed, listed by Records.FailedInbox until replayed. docs/operations.md, Failed
+// deliveries.
+func WithInboxRetry(schedule ...time.Duration) Option {
+	return func(o *options) { o.inboxRetry = append([]time.Duration(nil), schedule...) }
+}
 
 // WithSink adds a sink the program built: one of the sinks package's kinds, or its own
 // implementation of sinks.Sink. It gets the same durable queue, retries, breaker and dead

@@ -11,8 +11,8 @@ import (
 )
 
 // Records is what the kit stored, for application code to read: job records, live messages,
-// artifacts, quarantined deliveries, the sinks' queues and their dead letters, which it can
-// queue again. The store's write side (ingesting deliveries, applying them, claiming sink
+// artifacts, quarantined deliveries, the deliveries that failed for good, which it can replay,
+// the sinks' queues and their dead letters, which it can queue again. The store's write side (ingesting deliveries, applying them, claiming sink
 // deliveries, binding tokens, pruning) stays the kit's own: nothing here changes what a
 // delivery did. A *Records is a store.JobReader, so WaitJob reads through it. Its methods are
 // safe for concurrent use and read the store as it is at the call (the read API's view).
@@ -55,6 +55,34 @@ func (r *Records) Artifacts(ctx context.Context, jobID string) ([]store.Artifact
 // (zero or less: all of them).
 func (r *Records) Quarantined(ctx context.Context, limit int) ([]store.QuarantineRow, error) {
 	return r.k.store.Quarantined(ctx, limit)
+}
+
+// FailedInbox lists the deliveries whose apply failed for good (after every retry, or at once
+// when no retry could change it: a body that does not decode), newest first, as GET
+// /v1/inbox/failed does: every criterion f sets holds, limit zero or less is no limit. The rows
+// come without their bodies and headers; InboxRow reads one whole.
+func (r *Records) FailedInbox(ctx context.Context, f store.InboxFilter, limit int) ([]store.InboxRow, error) {
+	return r.k.store.FailedInbox(ctx, f, limit)
+}
+
+// InboxRow reads one stored delivery (an inbox row) with its body and headers, whatever its
+// status; an unknown id is store.ErrNotFound.
+func (r *Records) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {
+	return r.k.store.InboxRow(ctx, id)
+}
+
+// ReplayInbox moves the failed deliveries f selects back to pending, due now on the kit's
+// clock, their attempts reset, and tells the kit's pipeline, which applies each once (a
+// delivery applied meanwhile is left out: exactly once holds); it returns the rows it moved.
+// An empty filter replays nothing unless f.All says every failed delivery:
+// store.ErrEmptyFilter. Fix what made them fail first, or they fail again after their retries.
+func (r *Records) ReplayInbox(ctx context.Context, f store.InboxFilter) ([]store.InboxKey, error) {
+	moved, err := r.k.store.ReplayInbox(ctx, f, r.k.now())
+	if len(moved) > 0 {
+		// Even after an error: what moved is pending, and is applied.
+		r.k.pipeline.Replayed(moved)
+	}
+	return moved, err
 }
 
 // DeadLetters lists the deliveries that failed their last attempt, newest first, as GET

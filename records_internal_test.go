@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/internal/testwait"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
 )
 
 // TestRecords reads through Kit.Records what a job submitted to the kit left in its store (its
@@ -117,5 +121,101 @@ func TestRecordsReadOnly(t *testing.T) {
 	}
 	if _, ok := reflect.TypeOf(&Kit{}).MethodByName("Store"); ok {
 		t.Error("Kit still hands out its store")
+	}
+}
+
+// refusingStore is a store that refuses to apply inbox rows while refuse is set, as a store
+// whose disk is failing would.
+type refusingStore struct {
+	store.Store
+	refuse atomic.Bool
+}
+
+var errRefused = errors.New("disk I/O error (injected)")
+
+func (s *refusingStore) Apply(ctx context.Context, id int64, fn func(context.Context, store.Tx) error) error {
+	if s.refuse.Load() {
+		return errRefused
+	}
+	return s.Store.Apply(ctx, id, fn)
+}
+
+func (s *refusingStore) ApplyGroup(ctx context.Context, ids []int64, fn func(context.Context, store.Tx, []int64) error) error {
+	if s.refuse.Load() {
+		return errRefused
+	}
+	return s.Store.ApplyGroup(ctx, ids, fn)
+}
+
+// TestRecordsReplayFailedDelivery: a job's result callback that the store refuses to apply
+// fails its attempt and its retry, and is marked failed; Records lists it (by job, without its
+// body) and, once the store is fixed, replays it: the kit applies it once, the record counts
+// one delivery, its subtitles are written and its job.succeeded event handled once. A bare
+// replay is refused.
+func TestRecordsReplayFailedDelivery(t *testing.T) {
+	w := newWorld(t)
+	ln := listen(t)
+	cfg := kitConfig(t.TempDir(), ln, w.sandbox)
+	st := &refusingStore{Store: teststore.OpenSQLite(t, sqlite.Config{Path: cfg.Store.DSN})}
+	st.refuse.Store(true)
+	rec := &recorder{}
+	k := startKit(t, cfg, ln, WithService(w.service), WithStore(st), WithInboxRetry(10*time.Millisecond), WithEventHandler(EventHandler{
+		Name: "succeeded", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}}, Func: rec.handle,
+	}))
+	ctx := context.Background()
+	subm, err := k.Submitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := k.Records()
+	var failed []store.InboxRow
+	testwait.For(t, "the failed delivery", 30*time.Second, func() bool {
+		failed, err = r.FailedInbox(ctx, store.InboxFilter{JobID: created.ID}, 0)
+		return err == nil && len(failed) == 1
+	})
+	row := failed[0]
+	if row.Kind != api.CallbackJobSuccess || row.Attempts != 2 || row.LastError != errRefused.Error() ||
+		row.FailedAt.IsZero() || row.Body != nil {
+		t.Errorf("failed delivery: kind %s, %d attempts, error %q, failed at %v, %d bytes of body; want job.success, 2, %q, a time, none",
+			row.Kind, row.Attempts, row.LastError, row.FailedAt, len(row.Body), errRefused)
+	}
+	if whole, err := r.InboxRow(ctx, row.ID); err != nil || len(whole.Body) == 0 || whole.Status != store.InboxFailed {
+		t.Errorf("InboxRow(%d): %v, %s, %d bytes", row.ID, err, whole.Status, len(whole.Body))
+	}
+	if moved, err := r.ReplayInbox(ctx, store.InboxFilter{}); !errors.Is(err, store.ErrEmptyFilter) || len(moved) != 0 {
+		t.Errorf("ReplayInbox without a filter: %v, %v; want store.ErrEmptyFilter", moved, err)
+	}
+
+	st.refuse.Store(false) // the cause, fixed
+	moved, err := r.ReplayInbox(ctx, store.InboxFilter{JobID: created.ID})
+	if err != nil || len(moved) != 1 || moved[0].ID != row.ID {
+		t.Fatalf("ReplayInbox(job %s) = %v, %v; want row %d", created.ID, moved, err, row.ID)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	job, err := WaitJob(waitCtx, r, created.ID, 0, nil)
+	if err != nil || job.Job.Status != api.StatusDone || job.Local.Deliveries != 1 {
+		t.Fatalf("job after the replay: %v, %s, %d deliveries; want done, 1", err, job.Job.Status, job.Local.Deliveries)
+	}
+	testwait.For(t, "the job.succeeded event", 30*time.Second, func() bool { return len(rec.of(created.ID)) == 1 })
+	if again, err := r.ReplayInbox(ctx, store.InboxFilter{IDs: []int64{row.ID}}); err != nil || len(again) != 0 {
+		t.Errorf("replaying the applied row: %v, %v; want nothing moved", again, err)
+	}
+	time.Sleep(200 * time.Millisecond) // nothing may apply it twice: watch a while
+	if evs := rec.of(created.ID); len(evs) != 1 {
+		t.Errorf("job.succeeded events of %s after the replay: %d, want 1", created.ID, len(evs))
+	}
+	if arts, err := r.Artifacts(ctx, created.ID); err != nil || len(arts) == 0 {
+		t.Errorf("subtitles after the replay: %v, %d files", err, len(arts))
+	}
+	if got, err := r.FailedInbox(ctx, store.InboxFilter{}, 0); err != nil || len(got) != 0 {
+		t.Errorf("failed deliveries after the replay: %v, %v", got, err)
+	}
+	if final, err := r.InboxRow(ctx, row.ID); err != nil || final.Status != store.InboxDone || final.Attempts != 1 {
+		t.Errorf("the replayed row: %v, %s, %d attempts; want done, 1", err, final.Status, final.Attempts)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +18,14 @@ const (
 	CallbackLiveMessage    CallbackKind = "live.message"    // {id, event: live.<type>, payload: message}
 	CallbackAccountWebhook CallbackKind = "account.webhook" // {event, payload: {id}}
 )
+
+// CallbackKinds lists the four shapes, in the order above.
+func CallbackKinds() []CallbackKind {
+	return []CallbackKind{CallbackJobSuccess, CallbackJobError, CallbackLiveMessage, CallbackAccountWebhook}
+}
+
+// Valid reports whether k is one of CallbackKinds.
+func (k CallbackKind) Valid() bool { return slices.Contains(CallbackKinds(), k) }
 
 // ErrUnclassified is wrapped by ClassifyCallback when a body is JSON but none of the shapes.
 var ErrUnclassified = errors.New("unclassified callback body")

@@ -185,8 +185,8 @@ func TestBusReplicasKeepSessionOrderExactlyOnce(t *testing.T) {
 }
 
 // A notice of row N applies the key's earlier pending rows first, whatever became of their own
-// notices; a row that fails holds the rows after it back until it succeeds, and a row that
-// exhausts its retries is marked failed and holds nothing back.
+// notices; a row that fails holds the rows after it back until it succeeds, and a row marked
+// failed (here at once: it cannot be decoded) holds nothing back.
 func TestBusNoticeDrainsEarlierRowsFirst(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b *broker) {
 		s := teststore.SQLite(t)
@@ -199,7 +199,7 @@ func TestBusNoticeDrainsEarlierRowsFirst(t *testing.T) {
 		// meanwhile too (the group then applies its rows one by one, and row 1 fails alone).
 		var failsLeft atomic.Int64
 		failsLeft.Store(2)
-		rp := startReplica(t, "solo", s, b, handlers.Config{MaxRetries: 3, RetryInterval: 5 * time.Millisecond})
+		rp := startReplica(t, "solo", s, b, handlers.Config{MaxRetries: 3, RetrySchedule: fastRetries})
 		rp.cs.hold = func(ctx context.Context, id int64) error {
 			row, err := s.InboxRow(ctx, id)
 			if err != nil || row.DedupeKey != msgs[1].Delivery.DedupeKey {
@@ -220,15 +220,15 @@ func TestBusNoticeDrainsEarlierRowsFirst(t *testing.T) {
 		if row := inboxRow(t, s, ids[1]); row.Attempts != 3 || row.Status != store.InboxDone {
 			t.Errorf("row 1: %d attempts, %s; want 3 (two failures recorded), done", row.Attempts, row.Status)
 		}
-		// A poisoned row between rows 3 and 4: retried, marked failed, and row 4 goes on.
+		// A poisoned row between rows 3 and 4: marked failed, and row 4 goes on.
 		ids = append(ids, rp.deliver(t, msgs[3].Delivery, false))
 		poison := rp.deliver(t, poisonDelivery(sid), false)
 		ids = append(ids, rp.deliver(t, msgs[4].Delivery, false))
 		ids = append(ids, rp.deliver(t, msgs[5].Delivery, true))
 		waitStatus(t, s, store.InboxDone, ids...)
 		waitStatus(t, s, store.InboxFailed, poison)
-		if row := inboxRow(t, s, poison); row.Attempts != 4 || !strings.Contains(row.LastError, "decode live callback") {
-			t.Errorf("poisoned row: %d attempts, error %q; want 4 (MaxRetries 3 + 1)", row.Attempts, row.LastError)
+		if row := inboxRow(t, s, poison); row.Attempts != 1 || !strings.Contains(row.LastError, "decode live callback") {
+			t.Errorf("poisoned row: %d attempts, error %q; want 1 (no retry changes a decoding error)", row.Attempts, row.LastError)
 		}
 		idOf := map[string]int64{}
 		for i, l := range msgs {
@@ -411,7 +411,7 @@ func TestBusSweepProcessesRowsWithoutNotice(t *testing.T) {
 // later message is not applied before it, whichever notice drains the key (the sweep tries
 // again later). The drain is the same on every broker, so one is enough.
 func TestBusDrainStopsAtRowLeftPending(t *testing.T) {
-	rp := startReplica(t, "solo", teststore.SQLite(t), startRedis(t), handlers.Config{MaxRetries: 1, RetryInterval: 5 * time.Millisecond})
+	rp := startReplica(t, "solo", teststore.SQLite(t), startRedis(t), handlers.Config{MaxRetries: 1, RetrySchedule: fastRetries})
 	const sid = "unrecordable"
 	stuck := rp.deliver(t, poisonDelivery(sid), false)
 	rp.cs.mu.Lock()
@@ -420,10 +420,9 @@ func TestBusDrainStopsAtRowLeftPending(t *testing.T) {
 	rp.r.p.Committed(stuck, sid)
 	later := rp.deliver(t, newLive(sid, 1, api.MessageTranscript, nil).Delivery, true)
 	waitFor(t, func() string { return fmt.Sprintf("%d failure records tried", rp.cs.markCount(stuck)) },
-		// Both notices' drains: each tries to record the failure of its two attempts, then
-		// once more as the poisoned row.
-		func() bool { return rp.cs.markCount(stuck) >= 6 })
-	// Absence of an apply cannot be awaited: watch for 40 retry intervals.
+		// Both notices' drains: each tries to record the failure of its attempt.
+		func() bool { return rp.cs.markCount(stuck) >= 2 })
+	// Absence of an apply cannot be awaited: watch for 40 retry waits.
 	time.Sleep(200 * time.Millisecond)
 	for _, id := range []int64{stuck, later} {
 		if row := inboxRow(t, rp.cs, id); row.Status != store.InboxPending {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -28,14 +29,16 @@ import (
 // notice goes to one replica.
 //
 // A notice of row N of key K "drains K up to N": the pending rows of K with id ≤ N are
-// persisted in id order, each with the persist handler and its retries. The service sends a
+// persisted in id order, each with the persist handler. The service sends a
 // live session's callbacks one after another, each once the previous one was answered, so a
 // session's later delivery has a higher id even when another replica received the earlier
 // one: draining the earlier rows first keeps every session in order across replicas, whichever
 // replica gets which notice, and whatever the notices' order. A row that fails stops the
-// drain (the rows after it wait) until its retries are exhausted and it is marked failed; a
-// row applied meanwhile by another replica is skipped (Apply locks the row, and answers
-// ErrAlreadyApplied once it is done). One replica drains one key at a time.
+// drain (the rows after it wait, whichever replica drains the key: the row is not due) until
+// its retry, at its due time, applies it or marks it failed (retry.go); a row applied
+// meanwhile by another replica is skipped (Apply locks the row, and answers ErrAlreadyApplied
+// once it is done). One replica drains one key at a time. The keys with a row that came due are
+// drained by every replica's retryLoop.
 //
 // The sweep drains, every SweepInterval and at start, the keys that have rows pending for
 // longer than SweepGrace: rows whose notice was lost (a replica killed between its commit and
@@ -60,8 +63,8 @@ const (
 	noticeFlushTimeout   = 2 * time.Second
 )
 
-// errRowStuck: a row exhausted its retries and could not even be marked failed; the rows of
-// its key after it wait for the sweep.
+// errRowStuck: a row's failed attempt could not even be recorded; in bus mode the rows of its
+// key after it wait for the sweep.
 var errRowStuck = errors.New("row left pending: its failure could not be recorded")
 
 type notice struct {
@@ -114,15 +117,16 @@ func (b *busMode) collectors() []prometheus.Collector {
 	return []prometheus.Collector{b.published, b.dropped, b.received, b.swept, b.upGauge}
 }
 
-// run starts the publishers, the subscriptions, the sweep and the health checks.
+// run starts the publishers, the subscriptions, the sweep, the retries and the health checks.
 func (b *busMode) run() {
 	n := b.p.cfg.Partitions
-	b.wg.Add(n + 3)
+	b.wg.Add(n + 4)
 	for range n {
 		go b.publishLoop()
 	}
 	go b.supervise(n)
 	go b.sweepLoop()
+	go b.retryLoop()
 	go b.healthLoop()
 }
 
@@ -359,6 +363,12 @@ func (b *busMode) drainKey(ctx context.Context, key string, upto int64) (int, er
 		if err != nil {
 			return handled, fmt.Errorf("pending rows of %q: %w", key, err)
 		}
+		if len(rows) == 0 {
+			b.p.holds.dropStale(key, math.MaxInt64)
+			return handled, nil
+		}
+		// The key's first pending row: a hold by an earlier row is another replica's applied one.
+		b.p.holds.dropStale(key, rows[0].ID)
 		ids := make([]int64, len(rows))
 		for i, r := range rows {
 			if r.ID <= last {
@@ -376,13 +386,93 @@ func (b *busMode) drainKey(ctx context.Context, key string, upto int64) (int, er
 		if err != nil {
 			return handled, err
 		}
-		if len(rows) > 0 {
-			last = rows[len(rows)-1].ID
+		if b.p.holds.held(key) {
+			// A row of the key waits for its next attempt (retry.go): the rows after it wait
+			// too, and are drained when it is due.
+			return handled, nil
 		}
+		last = rows[len(rows)-1].ID
 		if len(rows) < drainPage {
 			return handled, nil
 		}
 	}
+}
+
+// drainLater drains key in the background, every pending row of it: the rows left behind a
+// hold that went.
+func (b *busMode) drainLater(key string) {
+	if b.ctx.Err() != nil {
+		return
+	}
+	b.wg.Go(func() {
+		if _, err := b.drainKey(b.ctx, key, math.MaxInt64); err != nil && b.ctx.Err() == nil && !errors.Is(err, errRowStuck) {
+			b.log.WithError(err).WithField("partition_key", key).Warn("drain after a retry failed; the sweep tries again")
+		}
+	})
+}
+
+// retryLoop drains the keys of rows that came due (DueInboxKeys: retries, replays, whichever
+// replica or process recorded them), at the due time of this replica's earliest hold and every
+// RetryPoll.
+func (b *busMode) retryLoop() {
+	defer b.wg.Done()
+	p := b.p
+	poll := time.NewTicker(p.cfg.RetryPoll)
+	defer poll.Stop()
+	due := newDueTimer()
+	defer due.stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-p.holds.changed:
+			now := p.cfg.Now()
+			due.reset(p.holds.nextDue(now), now)
+			continue
+		case <-poll.C:
+		case <-due.c():
+		}
+		b.drainDue()
+		now := p.cfg.Now()
+		due.reset(p.holds.nextDue(now), now)
+	}
+}
+
+// drainDue drains every key with a row that came due and is not behind a waiting row of its
+// key, with Partitions drains at once.
+func (b *busMode) drainDue() {
+	ctx := b.ctx
+	keys, err := b.p.cfg.Store.DueInboxKeys(ctx, b.p.cfg.Now(), scanPage)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.WithError(err).Warn("reading inbox rows due again failed")
+		}
+		return
+	}
+	seen := map[string]bool{}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range b.p.cfg.Partitions {
+		wg.Go(func() {
+			for key := range work {
+				if _, err := b.drainKey(ctx, key, math.MaxInt64); err != nil && ctx.Err() == nil && !errors.Is(err, errRowStuck) {
+					b.log.WithError(err).WithField("partition_key", key).Warn("drain of a retry failed")
+				}
+			}
+		})
+	}
+	for _, k := range keys {
+		if seen[k.PartitionKey] || b.p.holds.behind(k.PartitionKey, k.ID) {
+			continue
+		}
+		seen[k.PartitionKey] = true
+		select {
+		case work <- k.PartitionKey:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
 }
 
 // sweepLoop drains, at start then at jittered intervals, the keys of rows left pending for

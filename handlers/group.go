@@ -30,10 +30,11 @@ import (
 // their transaction, so a slow service never holds the writer) are applied alone, as before.
 //
 // A group that fails is rolled back whole and its rows are applied again one by one with the
-// per-row handler and its retries (rowChain): the failing row is retried, then marked failed,
-// and the rows before it keep their effect once (rolled back with the group, applied again
-// alone), the rows after it wait for it. A stop ends the batch; its rows not yet applied stay
-// pending for the next start.
+// per-row handler (rowChain): the failing row's attempt is recorded with its due time (retry.go)
+// and the rows of its key after it wait for it, the rows before it keep their effect once
+// (rolled back with the group, applied again alone). A row not due, or behind one of its key
+// that is not, is never grouped: it is left pending. A stop ends the batch; its rows not yet
+// applied stay pending for the next start.
 
 const (
 	// groupMax bounds the rows of one batch message, hence of one group transaction.
@@ -45,7 +46,7 @@ const (
 // persistBatch is the persist handler of a partition: it applies the rows of a batch message in
 // order and returns the domain events they caused, which the router publishes on TopicEvents.
 // It fails only when the pipeline stops (the rows left stay pending); a row's own failure is
-// retried and recorded by the per-row handler.
+// recorded by the per-row handler, for a retry at its due time.
 func (p *Pipeline) persistBatch(msg *message.Message) ([]*message.Message, error) {
 	ids, err := parseIDs(msg.Metadata.Get(metaInboxIDs))
 	if err != nil {
@@ -76,9 +77,9 @@ func (p *Pipeline) persistBatch(msg *message.Message) ([]*message.Message, error
 type one func(ctx context.Context, id int64, pre *readRow, out *[]*message.Message) error
 
 // readRow is an inbox row a batch has read, and its decoding when it is a live message that
-// decoded (lr nil otherwise): the first attempt of the per-row handler takes them instead of
-// reading and decoding the row again. Its retries read the row afresh, as the store may have
-// changed meanwhile.
+// decoded (lr nil otherwise): the attempt of the per-row handler takes them instead of reading
+// and decoding the row again. A later attempt (a retry, a group that failed) reads the row
+// afresh, as the store may have changed meanwhile.
 type readRow struct {
 	row store.InboxRow
 	lr  *liveRow
@@ -92,7 +93,7 @@ func (p *Pipeline) applyRows(ctx context.Context, ids []int64, rows []store.Inbo
 	if rows == nil && len(ids) > 1 {
 		var err error
 		if rows, err = p.cfg.Store.InboxRows(ctx, ids); err != nil {
-			// Each row is read again by the per-row handler, with its retries.
+			// Each row is read again by the per-row handler.
 			p.log.WithError(err).Debug("reading a batch of inbox rows failed; applying them one by one")
 			rows = nil
 		}
@@ -102,7 +103,13 @@ func (p *Pipeline) applyRows(ctx context.Context, ids []int64, rows []store.Inbo
 		byID[rows[i].ID] = i
 	}
 	handled := 0
+	now := p.cfg.Now()
 	for i := 0; i < len(ids); {
+		if k, ok := byID[ids[i]]; ok && p.holds.waits(rows[k].PartitionKey, rows[k].ID, rows[k].NextAttempt, now) {
+			// Not due, or behind a row of its key that is not: left pending (retry.go).
+			i++
+			continue
+		}
 		// The run of groupable rows starting at i.
 		var (
 			group []store.InboxRow
@@ -111,7 +118,7 @@ func (p *Pipeline) applyRows(ctx context.Context, ids []int64, rows []store.Inbo
 		)
 		for j := i; j < len(ids); j++ {
 			k, ok := byID[ids[j]]
-			if !ok {
+			if !ok || (j > i && p.holds.waits(rows[k].PartitionKey, rows[k].ID, rows[k].NextAttempt, now)) {
 				break
 			}
 			lr, decoded, ok := groupable(&rows[k])
@@ -159,10 +166,9 @@ func (p *Pipeline) applyRows(ctx context.Context, ids []int64, rows []store.Inbo
 
 // groupable decodes a pending live message (decoded reports it did) and reports whether its
 // applying needs nothing from the service (not an end_session); ok is false for any other
-// row, and for one that does not decode (the per-row handler retries it and records its
-// error).
+// row, and for one that does not decode (the per-row handler records its error).
 func groupable(r *store.InboxRow) (lr liveRow, decoded, ok bool) {
-	if r.Status == store.InboxDone || r.Kind != api.CallbackLiveMessage || r.MessageType == api.MessageEndSession {
+	if r.Status != store.InboxPending || r.Kind != api.CallbackLiveMessage || r.MessageType == api.MessageEndSession {
 		return liveRow{}, false, false
 	}
 	lr, err := decodeLive(*r)
@@ -225,6 +231,7 @@ func (p *Pipeline) applyGroup(ctx context.Context, rows []store.InboxRow, lrs []
 	var last string
 	for n, i := range applied {
 		row := rows[i]
+		p.release(row.PartitionKey, row.ID) // a row whose retry came due may be grouped
 		p.countAside(asides[n], row)
 		p.m.handled.WithLabelValues(string(row.Kind)).Inc()
 		p.m.latency.Observe(per.Seconds())
@@ -391,14 +398,14 @@ func decodeLive(row store.InboxRow) (liveRow, error) {
 		}
 		if lr.msg.Type == api.MessagePostFinalTranscript {
 			if err := json.Unmarshal(payload, &lr.msg); err != nil {
-				return liveRow{}, fmt.Errorf("decode live callback: %w", err)
+				return liveRow{}, permanent(fmt.Errorf("decode live callback: %w", err))
 			}
 		}
 		return lr, nil
 	}
 	var body liveBody
 	if err := json.Unmarshal(row.Body, &body); err != nil {
-		return liveRow{}, fmt.Errorf("decode live callback: %w", err)
+		return liveRow{}, permanent(fmt.Errorf("decode live callback: %w", err))
 	}
 	lr := liveRow{
 		msg:      api.LiveMessage{Type: body.Payload.Type, CreatedAt: body.Payload.CreatedAt},
@@ -407,7 +414,7 @@ func decodeLive(row store.InboxRow) (liveRow, error) {
 	}
 	if lr.msg.Type == api.MessagePostFinalTranscript {
 		if err := json.Unmarshal(lr.payload, &lr.msg); err != nil {
-			return liveRow{}, fmt.Errorf("decode live callback: %w", err)
+			return liveRow{}, permanent(fmt.Errorf("decode live callback: %w", err))
 		}
 	}
 	if lr.category == "" && len(lr.payload) > 0 {
@@ -418,13 +425,13 @@ func decodeLive(row store.InboxRow) (liveRow, error) {
 	return lr, nil
 }
 
-// persistRow runs the per-row handler (rowChain: the persist handler with its retries) on one
-// row, adding its events to out; pre, when not nil, is the row already read. A row that
-// exhausts the retries was marked failed by its last attempt (or is marked now, as the poison
-// queue's handler does): it holds nothing back. One still pending then gives errRowStuck.
+// persistRow makes one attempt at one row with the per-row handler (rowChain), adding its events
+// to out; pre, when not nil, is the row already read. A failed attempt was recorded in the row
+// (retry.go): the row holds its key until it is due again, or is failed for good and holds
+// nothing. One whose failure could not be recorded gives errRowStuck; an attempt interrupted by
+// a stop gives its error, the row staying pending.
 func (p *Pipeline) persistRow(ctx context.Context, id int64, pre *readRow, out *[]*message.Message) error {
 	if pre != nil {
-		// Through the message's context, which the retries keep (ResetContextOnRetry).
 		ctx = context.WithValue(ctx, readRowKey{}, pre)
 	}
 	msg := message.NewMessageWithContext(ctx, watermill.NewUUID(), nil)
@@ -435,23 +442,34 @@ func (p *Pipeline) persistRow(ctx context.Context, id int64, pre *readRow, out *
 		*out = append(*out, events...)
 		return nil
 	}
+	if errors.Is(err, errWaiting) {
+		return nil
+	}
 	if p.stopping() || ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return err // interrupted: no fault of the row, which stays pending
 	}
-	if p.poisonRow(context.WithoutCancel(ctx), id, err.Error()) {
+	var ae *attemptError
+	if !errors.As(err, &ae) {
+		// Not an attempt persist recorded (a panic, which the recoverer returns): recorded here.
+		if p.failedOutside(context.WithoutCancel(ctx), id, err) {
+			return errRowStuck
+		}
+		return nil
+	}
+	if ae.stuck {
 		return errRowStuck
 	}
 	return nil
 }
 
-// readRowKey is the context key of the readRow a message's first attempt takes.
+// readRowKey is the context key of the readRow a message's attempt takes.
 type readRowKey struct{}
 
-// readRowOf is the row of id as its batch read it, for the first attempt of its handler: nil
-// when none was read, or on a retry.
-func readRowOf(ctx context.Context, id int64, attempt int) *readRow {
+// readRowOf is the row of id as its batch read it, for the attempt of its handler: nil when
+// none was read.
+func readRowOf(ctx context.Context, id int64) *readRow {
 	pre, _ := ctx.Value(readRowKey{}).(*readRow)
-	if pre == nil || attempt > 1 || pre.row.ID != id {
+	if pre == nil || pre.row.ID != id {
 		return nil
 	}
 	return pre

@@ -23,6 +23,9 @@ import (
 	"github.com/scribehook/scribehook/store/sqlite"
 )
 
+// fastRetries is a retry schedule for tests: 5 ms between attempts.
+var fastRetries = []time.Duration{5 * time.Millisecond}
+
 // waitTimeout bounds every wait of these tests; the race detector makes SQLite several times
 // slower, so it is generous, and a passing test never waits for it.
 const waitTimeout = 60 * time.Second
@@ -443,7 +446,7 @@ func (c *countingStore) ApplyGroup(ctx context.Context, ids []int64, fn func(con
 	return err
 }
 
-func (c *countingStore) MarkInboxFailed(ctx context.Context, id int64, msg string, final bool) error {
+func (c *countingStore) MarkInboxFailed(ctx context.Context, id int64, msg string, retryAt time.Time) error {
 	c.mu.Lock()
 	c.marks[id]++
 	fail := c.failMark[id]
@@ -451,7 +454,7 @@ func (c *countingStore) MarkInboxFailed(ctx context.Context, id int64, msg strin
 	if fail {
 		return errors.New("disk I/O error (injected)")
 	}
-	return c.Store.MarkInboxFailed(ctx, id, msg, final)
+	return c.Store.MarkInboxFailed(ctx, id, msg, retryAt)
 }
 
 func (c *countingStore) InboxRow(ctx context.Context, id int64) (store.InboxRow, error) {

@@ -10,6 +10,7 @@ type metrics struct {
 	handled  *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	poisoned prometheus.Counter
+	replayed prometheus.Counter
 	latency  prometheus.Histogram
 	// afterFinal counts deliveries about a job already final: "duplicate" repeats the final
 	// outcome, "late" is an account webhook of an earlier step, "quarantined" would have
@@ -27,7 +28,8 @@ func newMetrics() *metrics {
 	m := &metrics{
 		handled:  metricreg.CounterVec("scribehook_deliveries_processed_total", "Inbox rows applied to the store, by kind.", "kind"),
 		errors:   metricreg.CounterVec("scribehook_handler_errors_total", "Failed attempts to process an inbox row, by kind.", "kind"),
-		poisoned: metricreg.Counter("scribehook_deliveries_failed_total", "Inbox rows that failed after every retry."),
+		poisoned: metricreg.Counter("scribehook_deliveries_failed_total", "Inbox rows marked failed for good: after their last retry, or at once when no retry could change the outcome."),
+		replayed: metricreg.Counter("scribehook_inbox_replayed_total", "Failed inbox rows moved back to pending by a replay of this process (read API, dashboard, Kit.Records)."),
 		latency:  metricreg.Histogram("scribehook_process_seconds", "Time to apply one inbox row.", prometheus.ExponentialBuckets(0.0005, 2, 14)),
 		afterFinal: metricreg.CounterVec("scribehook_deliveries_after_final_total",
 			"Deliveries about a job or session already final, which changed nothing: duplicate (the same outcome again), late (an account webhook of an earlier step) or quarantined.",
@@ -45,5 +47,5 @@ func (m *metrics) register(reg prometheus.Registerer, more ...prometheus.Collect
 	if reg == nil {
 		return nil
 	}
-	return metricreg.Register(reg, append([]prometheus.Collector{m.handled, m.errors, m.poisoned, m.latency, m.afterFinal, m.opsEvents, m.reconciled}, more...)...)
+	return metricreg.Register(reg, append([]prometheus.Collector{m.handled, m.errors, m.poisoned, m.replayed, m.latency, m.afterFinal, m.opsEvents, m.reconciled}, more...)...)
 }

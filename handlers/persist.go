@@ -24,25 +24,21 @@ import (
 // the same event id, across retries, restarts and replays.
 var eventNamespace = uuid.MustParse("5b1f1d4e-7b0c-4d52-9a43-3a0e1c0f9e21")
 
-// persist applies one inbox row to the store exactly once and returns the domain events it
-// caused, which the router publishes on TopicEvents.
+// persist makes one attempt at applying an inbox row to the store, exactly once, and returns
+// the domain events it caused, which the router publishes on TopicEvents. A failed attempt is
+// recorded in the row (failed, retry.go). A row that is not due, or waits behind an earlier row
+// of its key, is left alone: errWaiting. A failed row waits for a replay.
 func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 	ctx := msg.Context()
 	id, err := strconv.ParseInt(msg.Metadata.Get(metaInboxID), 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("inbox message without a row id: %w", err)
 	}
-	// The retry middleware calls persist again with the same message: the attempt counter
-	// tells the last attempt, which marks the row failed itself.
-	attempt, _ := strconv.Atoi(msg.Metadata.Get(metaAttempt))
-	attempt++
-	msg.Metadata.Set(metaAttempt, strconv.Itoa(attempt))
-	final := attempt > p.cfg.MaxRetries
 	var (
 		row store.InboxRow
 		lr  *liveRow
 	)
-	if pre := readRowOf(ctx, id, attempt); pre != nil {
+	if pre := readRowOf(ctx, id); pre != nil {
 		row, lr = pre.row, pre.lr
 	} else {
 		row, err = p.cfg.Store.InboxRow(ctx, id)
@@ -52,15 +48,22 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, p.failed(ctx, id, "", final, fmt.Errorf("read inbox row %d: %w", id, err))
+			return nil, p.failed(ctx, store.InboxRow{ID: id}, fmt.Errorf("read inbox row %d: %w", id, err))
 		}
 	}
-	if row.Status == store.InboxDone {
+	switch row.Status {
+	case store.InboxDone:
+		p.release(row.PartitionKey, row.ID)
 		return nil, nil
+	case store.InboxFailed:
+		return nil, nil
+	}
+	if p.holds.waits(row.PartitionKey, row.ID, row.NextAttempt, p.cfg.Now()) {
+		return nil, errWaiting
 	}
 	var span trace.Span // nil: tracing is off (tracing.go)
 	if p.tracer.On() {
-		ctx, span = p.startApply(ctx, row, attempt, 1)
+		ctx, span = p.startApply(ctx, row, row.Attempts+1, 1)
 		defer span.End()
 	}
 	log := p.logFor(ctx).WithFields(logrus.Fields{"inbox_id": id, "job_id": row.JobID, "kind": row.Kind})
@@ -70,66 +73,50 @@ func (p *Pipeline) persist(msg *message.Message) ([]*message.Message, error) {
 		applied(span, events, err)
 	}
 	if errors.Is(err, store.ErrAlreadyApplied) {
+		p.release(row.PartitionKey, row.ID)
 		return nil, nil
 	}
 	if err != nil {
-		return nil, p.failed(ctx, id, string(row.Kind), final, err)
+		return nil, p.failed(ctx, row, err)
 	}
+	p.release(row.PartitionKey, row.ID)
 	p.m.handled.WithLabelValues(string(row.Kind)).Inc()
 	p.m.latency.Observe(time.Since(start).Seconds())
 	log.Debug("delivery applied")
 	return p.eventMessages(events, middleware.MessageCorrelationID(msg)), nil
 }
 
-// failed records an attempt's error on the row (so it is visible while retries go on) and
-// counts it; the last attempt marks the row failed. An attempt interrupted by a stop is not
-// recorded: the row stays pending, untouched, for the next start.
-func (p *Pipeline) failed(ctx context.Context, id int64, kind string, final bool, err error) error {
-	if p.stopping() {
-		return err
-	}
-	p.m.errors.WithLabelValues(kind).Inc()
-	if merr := p.cfg.Store.MarkInboxFailed(context.WithoutCancel(ctx), id, err.Error(), final); merr != nil {
-		p.log.WithError(merr).WithField("inbox_id", id).Warn("record handler error")
-	}
-	return err
-}
-
-// poisoned handles a row that exhausted its retries. Its last attempt marked it failed (it
-// stays in the store, visible, instead of being lost or retried forever); a row still pending
-// here is one whose failure could not be recorded, tried once more. It never fails: a Nack
-// would redeliver at once, in a tight loop. A row left pending is retried by the sweep.
+// poisoned handles what the poison queue gives: a batch whose handler itself failed (a panic
+// outside its rows' attempts), whose rows were not marked and stay pending for the sweep, or a
+// row's message, whose failure is recorded as an attempt's. It never fails: a Nack would
+// redeliver at once, in a tight loop.
 func (p *Pipeline) poisoned(msg *message.Message) error {
+	reason := msg.Metadata.Get(middleware.ReasonForPoisonedKey)
 	id, err := strconv.ParseInt(msg.Metadata.Get(metaInboxID), 10, 64)
 	if err != nil {
-		// A batch whose handler itself failed (a panic outside its rows' handlers): its rows
-		// were not marked and stay pending for the sweep.
 		p.log.WithFields(logrus.Fields{"inbox_ids": msg.Metadata.Get(metaInboxIDs),
-			"reason": msg.Metadata.Get(middleware.ReasonForPoisonedKey)}).Error("batch of deliveries failed; its rows wait for the sweep")
+			"reason": reason}).Error("batch of deliveries failed; its rows wait for the sweep")
 		return nil
 	}
-	p.poisonRow(context.WithoutCancel(msg.Context()), id, msg.Metadata.Get(middleware.ReasonForPoisonedKey))
+	p.failedOutside(context.WithoutCancel(msg.Context()), id, errors.New(reason))
 	return nil
 }
 
-// poisonRow logs and counts row id, which exhausted its retries, and marks it failed if it is
-// still pending; it reports whether the row is known to stay pending (it was read pending and
-// could not be marked), the one read of the row that both the poison queue's handler and
-// persistRow need.
-func (p *Pipeline) poisonRow(ctx context.Context, id int64, reason string) (stuck bool) {
-	log := p.log.WithFields(logrus.Fields{"inbox_id": id, "reason": reason})
-	log.Error("delivery failed after every retry")
-	p.m.poisoned.Inc()
+// failedOutside records err as a failed attempt of row id, an error that persist did not see
+// (a panic the recoverer turned into an error): it reads the row for its attempts and key. It
+// reports whether the row is stuck (its failure could not be recorded).
+func (p *Pipeline) failedOutside(ctx context.Context, id int64, err error) (stuck bool) {
 	row, rerr := p.cfg.Store.InboxRow(ctx, id)
-	if rerr == nil && row.Status != store.InboxPending {
+	switch {
+	case errors.Is(rerr, store.ErrNotFound):
+		return false
+	case rerr != nil:
+		row = store.InboxRow{ID: id}
+	case row.Status != store.InboxPending:
 		return false
 	}
-	err := p.cfg.Store.MarkInboxFailed(ctx, id, reason, true)
-	if err == nil || errors.Is(err, store.ErrAlreadyApplied) || errors.Is(err, store.ErrNotFound) {
-		return false
-	}
-	log.WithError(err).Warn("could not mark the row failed; it stays pending")
-	return rerr == nil
+	var ae *attemptError
+	return errors.As(p.failed(ctx, row, err), &ae) && ae.stuck
 }
 
 // apply turns one row into its effects; lr is a live message's row already decoded (nil:
@@ -144,7 +131,7 @@ func (p *Pipeline) apply(ctx context.Context, row store.InboxRow, lr *liveRow) (
 	case api.CallbackAccountWebhook:
 		return p.applyWebhook(ctx, row)
 	}
-	return nil, fmt.Errorf("inbox row %d has unknown kind %q", row.ID, row.Kind)
+	return nil, permanent(fmt.Errorf("inbox row %d has unknown kind %q", row.ID, row.Kind))
 }
 
 func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
@@ -213,7 +200,7 @@ type jobCallback struct {
 func decodeJobCallback(body []byte) (jobCallback, error) {
 	var cb jobCallback
 	if err := json.Unmarshal(body, &cb); err != nil {
-		return cb, fmt.Errorf("decode job callback: %w", err)
+		return cb, permanent(fmt.Errorf("decode job callback: %w", err))
 	}
 	if string(cb.Payload) == "null" {
 		cb.Payload = nil
@@ -403,7 +390,7 @@ func updateLiveRecord(j *api.Job, m *api.LiveMessage, received time.Time) {
 func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.Event, error) {
 	var wh api.AccountWebhook
 	if err := json.Unmarshal(row.Body, &wh); err != nil {
-		return nil, fmt.Errorf("decode account webhook: %w", err)
+		return nil, permanent(fmt.Errorf("decode account webhook: %w", err))
 	}
 	kind := api.KindPreRecorded
 	if len(wh.Event) > 5 && wh.Event[:5] == "live." {

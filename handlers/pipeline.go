@@ -76,10 +76,17 @@ type Config struct {
 	// Partitions bounds how many rows are processed at once (default 4). Rows of one job or
 	// session always go to the same partition, which processes them in inbox order.
 	Partitions int
-	// MaxRetries of a failing row before it is marked failed (default 5), starting at
-	// RetryInterval (default 200 ms) and doubling up to 10 s.
+	// RetrySchedule is the wait after each failed attempt to apply a row before the next one
+	// (default DefaultRetrySchedule: 1 s, 5 s, 30 s, 2 min, 10 min), the last wait repeating
+	// when MaxRetries is longer; the row keeps when it is due (retry.go), so a restart keeps
+	// the timing. MaxRetries is how many retries a row gets before it is marked failed
+	// (default the schedule's length); an error no retry changes fails it at once.
+	RetrySchedule []time.Duration
 	MaxRetries    int
-	RetryInterval time.Duration
+	// RetryPoll is how often the store is asked for rows that came due (a replay by another
+	// process, a retry another replica recorded; default 1 s). This process's own retries
+	// come at their due time.
+	RetryPoll time.Duration
 	// HandlerTimeout bounds one attempt (default 30 s).
 	HandlerTimeout time.Duration
 	// SweepInterval is how often rows that are pending but not queued are picked up again
@@ -129,13 +136,18 @@ type Pipeline struct {
 	feed   *localFeed
 	m      *metrics
 	bus    *busMode // nil: the in-process GoChannel
-	// rowChain is the persist handler of one row with its retries, timeout and recoverer: what a
-	// batch runs for a row applied alone (group.go), in both modes.
+	// rowChain is one attempt of the persist handler on one row, with its timeout and
+	// recoverer: what a batch runs for a row applied alone (group.go), in both modes.
 	rowChain message.HandlerFunc
 	// eventsWatched: Events was called, so the domain events are encoded for TopicEvents.
 	eventsWatched atomic.Bool
 	// tracer starts the inbox.apply spans (tracing.go); off without Config.TracerProvider.
 	tracer traces.Tracer
+	// holds are the keys whose earliest pending row waits for its next attempt (retry.go).
+	holds *holds
+	// rescan asks follow (the GoChannel path) for a scan of every pending row: rows left
+	// behind a hold that went, or a replay.
+	rescan chan struct{}
 
 	mu     sync.Mutex
 	queued map[int64]bool
@@ -162,11 +174,20 @@ func New(cfg Config) (_ *Pipeline, err error) {
 	if cfg.Partitions <= 0 {
 		cfg.Partitions = configs.DefaultPartitions
 	}
-	if cfg.MaxRetries <= 0 {
-		cfg.MaxRetries = 5
+	if len(cfg.RetrySchedule) == 0 {
+		cfg.RetrySchedule = DefaultRetrySchedule()
 	}
-	if cfg.RetryInterval <= 0 {
-		cfg.RetryInterval = 200 * time.Millisecond
+	cfg.RetrySchedule = slices.Clone(cfg.RetrySchedule)
+	for i, d := range cfg.RetrySchedule {
+		if d < 0 {
+			return nil, fmt.Errorf("handlers: retry schedule: wait %d is negative (%s)", i+1, d)
+		}
+	}
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = len(cfg.RetrySchedule)
+	}
+	if cfg.RetryPoll <= 0 {
+		cfg.RetryPoll = DefaultRetryPoll
 	}
 	if cfg.HandlerTimeout <= 0 {
 		cfg.HandlerTimeout = 30 * time.Second
@@ -193,6 +214,8 @@ func New(cfg Config) (_ *Pipeline, err error) {
 		poison: gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 64}, wlog),
 		feed:   newLocalFeed(),
 		m:      newMetrics(),
+		holds:  newHolds(),
+		rescan: make(chan struct{}, 1),
 		queued: map[int64]bool{},
 		done:   make(chan struct{}),
 		wake:   make(chan struct{}, 1),
@@ -210,10 +233,9 @@ func New(cfg Config) (_ *Pipeline, err error) {
 		return nil, fmt.Errorf("handlers: poison queue: %w", err)
 	}
 	router.AddMiddleware(middleware.CorrelationID)
-	// The first middleware is the outermost: a row that still fails after the retries is marked
-	// failed (poisoned, called in line by persistRow); each attempt has its own timeout and a
-	// panic is an error like others.
-	p.rowChain = p.retry(wlog)(middleware.Timeout(cfg.HandlerTimeout)(middleware.Recoverer(p.persist)))
+	// One attempt at a row: its own timeout, a panic an error like others. A failed attempt is
+	// recorded in the row with when it is due again (retry.go): nothing retries in memory.
+	p.rowChain = middleware.Timeout(cfg.HandlerTimeout)(middleware.Recoverer(p.persist))
 	var busMetrics []prometheus.Collector
 	if cfg.Bus != nil {
 		// The rows come from the broker's notices (busmode.go), not from the inbox topics.
@@ -238,20 +260,6 @@ func New(cfg Config) (_ *Pipeline, err error) {
 		return nil, fmt.Errorf("handlers: register metrics: %w", err)
 	}
 	return p, nil
-}
-
-// retry is the retries of one row's handler, in both modes: the GoChannel path and the
-// drains of bus mode.
-func (p *Pipeline) retry(wlog watermill.LoggerAdapter) message.HandlerMiddleware {
-	return middleware.Retry{
-		MaxRetries:          p.cfg.MaxRetries,
-		InitialInterval:     p.cfg.RetryInterval,
-		MaxInterval:         10 * time.Second,
-		Multiplier:          2,
-		RandomizationFactor: 0.2,
-		ResetContextOnRetry: true,
-		Logger:              wlog,
-	}.Middleware
 }
 
 // Run starts the router, queues every committed row not yet processed (in inbox order), then
@@ -404,6 +412,17 @@ func (p *Pipeline) Committed(inboxID int64, partitionKey string) {
 	ping(p.wake)
 }
 
+// Replayed tells the pipeline of rows moved back to pending by a replay (store.InboxFailures):
+// they are queued as committed rows are (Committed), and counted
+// (scribehook_inbox_replayed_total). A replay by another process is found by the store's due
+// rows instead (RetryPoll).
+func (p *Pipeline) Replayed(rows []store.InboxKey) {
+	p.m.replayed.Add(float64(len(rows)))
+	for _, k := range rows {
+		p.Committed(k.ID, k.PartitionKey)
+	}
+}
+
 // enqueue queues a row on its partition unless it is queued already, and moves the cursor
 // past it.
 func (p *Pipeline) enqueue(id int64, partitionKey string) {
@@ -434,8 +453,10 @@ func (p *Pipeline) partitionOf(key string) int {
 
 // scan queues pending rows in inbox order: those past the cursor, or, with all, every pending
 // row not queued yet (the sweep). At startup the cursor is 0: rows committed before a crash or
-// a stop are queued first, in the order they were received. It returns how many rows it read.
-// Only Run, then follow, call it: one scan at a time.
+// a stop are queued first, in the order they were received. A row not due yet, or behind such a
+// row of its key, is left pending (holds, retry.go); a scan of all forgets the holds whose rows
+// are no longer pending. It returns how many rows it read. Only Run, then follow, call it: one
+// scan at a time.
 func (p *Pipeline) scan(ctx context.Context, all bool) (int, error) {
 	var after int64
 	if !all {
@@ -443,6 +464,12 @@ func (p *Pipeline) scan(ctx context.Context, all bool) (int, error) {
 		after = p.cursor
 		p.mu.Unlock()
 	}
+	var first map[string]int64 // with all: the first pending row of each key
+	gen := p.holds.generation()
+	if all {
+		first = map[string]int64{}
+	}
+	now := p.cfg.Now()
 	n := 0
 	for {
 		keys, err := p.cfg.Store.PendingInboxKeys(ctx, after, scanPage)
@@ -450,23 +477,52 @@ func (p *Pipeline) scan(ctx context.Context, all bool) (int, error) {
 			return n, fmt.Errorf("handlers: scan pending inbox: %w", err)
 		}
 		for _, k := range keys {
-			p.enqueue(k.ID, k.PartitionKey)
 			after = k.ID
 			n++
+			if first != nil {
+				if _, seen := first[k.PartitionKey]; !seen {
+					first[k.PartitionKey] = k.ID
+					p.holds.dropStale(k.PartitionKey, k.ID)
+				}
+			}
+			if p.holds.waits(k.PartitionKey, k.ID, k.NextAttempt, now) {
+				p.advance(k.ID)
+				continue
+			}
+			p.enqueue(k.ID, k.PartitionKey)
 		}
 		if len(keys) < scanPage {
+			if first != nil {
+				p.holds.keepOnly(first, gen)
+			}
 			return n, nil
 		}
 	}
 }
 
-// follow reads the inbox past the cursor whenever rows are committed, and sweeps every pending
-// row at SweepInterval: a notification lost to a bug, or a row left pending by an error that
-// could not be recorded, must not wait for the next restart.
+// advance moves the cursor past a row left pending by a scan.
+func (p *Pipeline) advance(id int64) {
+	p.mu.Lock()
+	if id > p.cursor {
+		p.cursor = id
+	}
+	p.mu.Unlock()
+}
+
+// follow reads the inbox past the cursor whenever rows are committed; sweeps every pending
+// row at SweepInterval (a notification lost to a bug, or a row left pending by an error that
+// could not be recorded, must not wait for the next restart), when a hold's row comes due, and
+// when a hold goes with rows behind it; and asks the store every RetryPoll for rows that came
+// due without this process knowing (a replay by `scribehook inbox replay`).
 func (p *Pipeline) follow(ctx context.Context) {
 	defer p.wg.Done()
-	t := time.NewTicker(p.cfg.SweepInterval)
-	defer t.Stop()
+	sweep := time.NewTicker(p.cfg.SweepInterval)
+	defer sweep.Stop()
+	poll := time.NewTicker(p.cfg.RetryPoll)
+	defer poll.Stop()
+	due := newDueTimer()
+	defer due.stop()
+	due.reset(p.holds.nextDue(p.cfg.Now()), p.cfg.Now())
 	for {
 		all := false
 		select {
@@ -475,10 +531,25 @@ func (p *Pipeline) follow(ctx context.Context) {
 		case <-p.done:
 			return
 		case <-p.wake:
-		case <-t.C:
+		case <-sweep.C:
+			all = true
+		case <-due.c():
+			all = true
+		case <-p.rescan:
+			all = true
+		case <-p.holds.changed:
+			due.reset(p.holds.nextDue(p.cfg.Now()), p.cfg.Now())
+			continue
+		case <-poll.C:
+			if !p.dueUnqueued(ctx) {
+				continue
+			}
 			all = true
 		}
-		if _, err := p.scan(ctx, all); err != nil && !p.stopping() {
+		_, err := p.scan(ctx, all)
+		now := p.cfg.Now()
+		due.reset(p.holds.nextDue(now), now)
+		if err != nil && !p.stopping() {
 			p.log.WithError(err).Warn("reading committed inbox rows failed; trying again")
 			ping(p.wake)
 			select {
@@ -490,6 +561,27 @@ func (p *Pipeline) follow(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// dueUnqueued reports whether the store has a row that came due (a retry, a replay) which is
+// neither queued nor behind a waiting row of its key: a scan of all rows then queues it.
+func (p *Pipeline) dueUnqueued(ctx context.Context) bool {
+	keys, err := p.cfg.Store.DueInboxKeys(ctx, p.cfg.Now(), scanPage)
+	if err != nil {
+		if !p.stopping() {
+			p.log.WithError(err).Warn("reading inbox rows due again failed")
+		}
+		return false
+	}
+	for _, k := range keys {
+		p.mu.Lock()
+		queued := p.queued[k.ID]
+		p.mu.Unlock()
+		if !queued && !p.holds.behind(k.PartitionKey, k.ID) {
+			return true
+		}
+	}
+	return false
 }
 
 // stopping reports whether Close was called or Run's context ended: an attempt failing then was

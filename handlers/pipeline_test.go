@@ -315,13 +315,14 @@ func poisonDelivery(session string) store.Delivery {
 	}
 }
 
-// A row that cannot be decoded for its kind is retried, then marked failed with its error and
-// attempts, and the rows behind it in its partition still run.
+// A row that cannot be decoded for its kind is marked failed at its first attempt (no retry
+// changes its bytes), with its error, and the rows behind it in its partition and its session
+// still run.
 func TestPoisonRowFailsWithoutBlockingItsPartition(t *testing.T) {
 	t.Parallel()
 	s := teststore.SQLite(t)
 	reg := prometheus.NewRegistry()
-	r := start(t, handlers.Config{Store: s, Partitions: 1, MaxRetries: 2, RetryInterval: 5 * time.Millisecond, Metrics: reg})
+	r := start(t, handlers.Config{Store: s, Partitions: 1, MaxRetries: 2, RetrySchedule: fastRetries, Metrics: reg})
 	const sid = "poisoned"
 	a, b, c := newLive(sid, 0, api.MessageStartSession, nil), newLive(sid, 1, api.MessageTranscript, nil), newLive(sid, 2, api.MessageSpeechEnd, nil)
 	ids := ingest(t, s, r.p, a.Delivery, poisonDelivery(sid), b.Delivery)
@@ -333,8 +334,8 @@ func TestPoisonRowFailsWithoutBlockingItsPartition(t *testing.T) {
 	if !strings.Contains(row.LastError, "decode live callback") {
 		t.Errorf("last error %q does not name the problem", row.LastError)
 	}
-	if row.Attempts != 3 {
-		t.Errorf("%d attempts recorded, want 3 (MaxRetries 2 + the first)", row.Attempts)
+	if row.Attempts != 1 || row.FailedAt.IsZero() || !row.NextAttempt.IsZero() {
+		t.Errorf("%d attempts recorded, failed at %v, due %v; want 1, a time, none", row.Attempts, row.FailedAt, row.NextAttempt)
 	}
 	checkSession(t, s, sid, []live{a, b, c}, map[string]int64{
 		a.Delivery.DedupeKey: ids[0], b.Delivery.DedupeKey: ids[2], c.Delivery.DedupeKey: more[0],
@@ -342,20 +343,20 @@ func TestPoisonRowFailsWithoutBlockingItsPartition(t *testing.T) {
 	waitFor(t, func() string { return "poisoned counter" }, func() bool {
 		return testmetrics.Value(t, reg, "scribehook_deliveries_failed_total") == 1
 	})
-	if got := testmetrics.Value(t, reg, "scribehook_handler_errors_total"); got != 3 {
-		t.Errorf("handler errors counted %v, want 3", got)
+	if got := testmetrics.Value(t, reg, "scribehook_handler_errors_total"); got != 1 {
+		t.Errorf("handler errors counted %v, want 1", got)
 	}
 	if got := testmetrics.Value(t, reg, "scribehook_deliveries_processed_total"); got != 3 {
 		t.Errorf("processed counted %v, want 3", got)
 	}
 }
 
-// When the store cannot even record the failure, the row is given up after its retries: the
-// poison handler must not feed itself forever.
+// When the store cannot even record the failure, the row stays pending for the sweep and the
+// rows behind it go on: nothing retries it at once into the same refusal, over and over.
 func TestPoisonRowWhoseFailureCannotBeRecorded(t *testing.T) {
 	t.Parallel()
 	cs := newCountingStore(teststore.SQLite(t))
-	r := start(t, handlers.Config{Store: cs, Partitions: 1, MaxRetries: 2, RetryInterval: 5 * time.Millisecond})
+	r := start(t, handlers.Config{Store: cs, Partitions: 1, MaxRetries: 2, RetrySchedule: fastRetries})
 	const sid = "unrecordable"
 	ids := ingest(t, cs, nil, poisonDelivery(sid))
 	cs.mu.Lock()
@@ -366,11 +367,11 @@ func TestPoisonRowWhoseFailureCannotBeRecorded(t *testing.T) {
 	next := ingest(t, cs, r.p, after.Delivery)
 	waitStatus(t, cs, store.InboxDone, next...)
 	waitFor(t, func() string { return fmt.Sprintf("%d failure records tried", cs.markCount(ids[0])) },
-		func() bool { return cs.markCount(ids[0]) >= 3 })
-	// Absence of a loop cannot be awaited: watch for 40 retry intervals.
+		func() bool { return cs.markCount(ids[0]) >= 1 })
+	// Absence of a loop cannot be awaited: watch for 40 retry waits.
 	time.Sleep(200 * time.Millisecond)
-	if n := cs.markCount(ids[0]); n > 4 {
-		t.Errorf("the failure of one row was recorded %d times: the poison queue loops", n)
+	if n := cs.markCount(ids[0]); n > 2 {
+		t.Errorf("the failure of one row was recorded %d times: the pipeline loops on it", n)
 	}
 	if row := inboxRow(t, cs, ids[0]); row.Status != store.InboxPending {
 		t.Errorf("row is %s; nothing could be recorded, so it stays pending for the sweep", row.Status)
@@ -422,7 +423,7 @@ func TestCloseLeavesPendingRowsForTheNextStart(t *testing.T) {
 		<-ctx.Done() // the first row is being applied when Close comes, and never finishes
 		return ctx.Err()
 	}
-	r := start(t, handlers.Config{Store: cs, Partitions: 1, MaxRetries: 2, RetryInterval: 5 * time.Millisecond})
+	r := start(t, handlers.Config{Store: cs, Partitions: 1, MaxRetries: 2, RetrySchedule: fastRetries})
 	const sid = "closing"
 	var want []live
 	var ds []store.Delivery

@@ -39,13 +39,17 @@
 //	GET /healthz                    the process answers
 //	GET /readyz                     the store answers and the router runs
 //	GET /metrics                    Prometheus: scribehook_deliveries_total{kind,outcome},
-//	                                scribehook_ack_seconds, scribehook_inbox_backlog
+//	                                scribehook_ack_seconds, scribehook_inbox_backlog,
+//	                                scribehook_inbox_failed
 //	GET /v1/jobs                    local jobs, the service's filters and page envelope (bearer)
 //	GET /v1/jobs/:id                a job in the service's shape plus a "local" object (bearer)
 //	GET /v1/live/:id/messages       a session's stored messages in order (bearer)
 //	GET /v1/live/:id/events         the same as server-sent events, then new ones (bearer)
 //	GET /v1/deadletters, /v1/sinks  dead letters and sink states (bearer); POST
 //	                                /v1/deadletters/:id/replay queues one again
+//	GET /v1/inbox/failed            deliveries whose apply failed for good (bearer); POST
+//	                                /v1/inbox/:id/replay and /v1/inbox/replay (a filter)
+//	                                move them back to pending
 //	POST /v1/sessions/revoke        signs every dashboard session out (bearer)
 //	GET /ui/                        the dashboard (sign-in turns the read token into a session
 //	                                cookie; sign-out revokes it in the store)

@@ -32,7 +32,7 @@ type metrics struct {
 	authLimited  *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, backlog func() float64) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, backlog, failed func() float64) (*metrics, error) {
 	m := &metrics{
 		deliveries: metricreg.CounterVec("scribehook_deliveries_total", "Callback deliveries received, by kind and outcome.", "kind", "outcome"),
 		ack: metricreg.Histogram("scribehook_ack_seconds",
@@ -44,7 +44,9 @@ func newMetrics(reg prometheus.Registerer, backlog func() float64) (*metrics, er
 			"Requests answered 429 because their client address presented too many wrong credentials, by surface.", "surface"),
 	}
 	gauge := metricreg.GaugeFunc("scribehook_inbox_backlog", "Inbox rows not processed yet (refreshed at most once a second).", backlog)
-	if err := metricreg.Register(reg, m.deliveries, m.ack, m.authFailures, m.authLimited, gauge); err != nil {
+	failedGauge := metricreg.GaugeFunc("scribehook_inbox_failed",
+		"Inbox rows failed for good, waiting for a replay (refreshed at most once a second).", failed)
+	if err := metricreg.Register(reg, m.deliveries, m.ack, m.authFailures, m.authLimited, gauge, failedGauge); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	return m, nil
@@ -54,32 +56,42 @@ func (m *metrics) delivery(kind, outcome string) {
 	m.deliveries.WithLabelValues(kind, outcome).Inc()
 }
 
-// backlogCache keeps the last inbox count for a second, so that frequent scrapes do not each
-// run a count over the inbox.
-type backlogCache struct {
+// countCache keeps the last count of inbox rows for a second, so that frequent scrapes do not
+// each run a count over the inbox.
+type countCache struct {
 	mu    sync.Mutex
 	at    time.Time
 	value float64
 }
 
-const backlogMaxAge = time.Second
+const countMaxAge = time.Second
 
-// backlog is the GaugeFunc of scribehook_inbox_backlog. On a store error it keeps reporting the
-// last known value; readiness is where store trouble shows.
-func (r *Receiver) backlog() float64 {
-	c := &r.backlogCache
+// get is the cached count, or count's answer when the cache is older than countMaxAge. On a
+// store error it keeps reporting the last known value (logged with what): readiness is where
+// store trouble shows.
+func (c *countCache) get(r *Receiver, what string, count func(ctx context.Context) (int64, error)) float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.at.IsZero() && time.Since(c.at) < backlogMaxAge {
+	if !c.at.IsZero() && time.Since(c.at) < countMaxAge {
 		return c.value
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	n, err := r.cfg.Store.InboxBacklog(ctx)
+	n, err := count(ctx)
 	if err != nil {
-		r.log.WithError(err).Warn("inbox backlog for metrics")
+		r.log.WithError(err).Warn(what + " for metrics")
 		return c.value
 	}
 	c.value, c.at = float64(n), time.Now()
 	return c.value
+}
+
+// backlog is the GaugeFunc of scribehook_inbox_backlog.
+func (r *Receiver) backlog() float64 {
+	return r.backlogCache.get(r, "inbox backlog", r.cfg.Store.InboxBacklog)
+}
+
+// failedRows is the GaugeFunc of scribehook_inbox_failed.
+func (r *Receiver) failedRows() float64 {
+	return r.failedCache.get(r, "failed inbox rows", r.cfg.Store.CountFailedInbox)
 }

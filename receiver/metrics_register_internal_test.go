@@ -16,7 +16,7 @@ func TestNewMetricsRegistersAllOrNone(t *testing.T) {
 		Help: "Inbox rows not processed yet (refreshed at most once a second).",
 	})
 	reg.MustRegister(clash)
-	if _, err := newMetrics(reg, func() float64 { return 0 }); err == nil {
+	if _, err := newMetrics(reg, func() float64 { return 0 }, func() float64 { return 0 }); err == nil {
 		t.Fatal("newMetrics over a taken scribehook_inbox_backlog succeeded")
 	}
 	mfs, err := reg.Gather()
@@ -31,7 +31,7 @@ func TestNewMetricsRegistersAllOrNone(t *testing.T) {
 		t.Fatalf("after the failed registration the registry holds %q, want only scribehook_inbox_backlog", got)
 	}
 	reg.Unregister(clash)
-	if _, err := newMetrics(reg, func() float64 { return 0 }); err != nil {
+	if _, err := newMetrics(reg, func() float64 { return 0 }, func() float64 { return 0 }); err != nil {
 		t.Fatalf("newMetrics once the clash is gone: %v", err)
 	}
 }

@@ -15,9 +15,9 @@ import (
 type MountOptions struct {
 	// ReadAPI registers the local read API: GET /v1/jobs, /v1/jobs/:id,
 	// /v1/jobs/:id/subtitles.:format, /v1/live/:id/messages, /v1/live/:id/events,
-	// /v1/deadletters, /v1/sinks, POST /v1/deadletters/:id/replay, POST
-	// /v1/sinks/:name/enable and POST /v1/sessions/revoke (Config.ReadToken as a bearer token,
-	// or the dashboard's cookie).
+	// /v1/deadletters, /v1/inbox/failed, /v1/sinks, POST /v1/deadletters/:id/replay, POST
+	// /v1/inbox/:id/replay, POST /v1/inbox/replay, POST /v1/sinks/:name/enable and POST
+	// /v1/sessions/revoke (Config.ReadToken as a bearer token, or the dashboard's cookie).
 	ReadAPI bool
 	// Health registers GET /healthz and GET /readyz.
 	Health bool
@@ -138,6 +138,9 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 		rt.Get("/v1/deadletters", read(r.deadLetters)...)
 		rt.Get("/v1/sinks", read(r.sinkStatus)...)
 		rt.Post("/v1/deadletters/:id/replay", read(r.replayDeadLetter)...)
+		rt.Get("/v1/inbox/failed", read(r.failedInbox)...)
+		rt.Post("/v1/inbox/replay", read(r.replayFailedMany)...)
+		rt.Post("/v1/inbox/:id/replay", read(r.replayFailed)...)
 		rt.Post("/v1/sinks/:name/enable", read(r.enableSink)...)
 		rt.Post("/v1/sessions/revoke", read(r.revokeSessions)...)
 	}

@@ -48,7 +48,9 @@ type Ingester interface {
 }
 
 // Notifier learns about inbox rows committed by the receiver, to process them at once. It must
-// not block: the service waits for our answer.
+// not block: the service waits for our answer. Rows a replay moved back to pending (POST
+// /v1/inbox/replay) are told the same way, or, when the Notifier also has a method
+// Replayed([]store.InboxKey) (the pipeline's, which counts them), through it.
 type Notifier interface {
 	Committed(inboxID int64, partitionKey string)
 }
@@ -61,12 +63,13 @@ type SessionFeed interface {
 
 // Store is what the receiver needs of the store: callback tokens to check, and what the read
 // API, the dashboard and the health and metrics routes read (jobs, dead letters and their
-// replay, the inbox's backlog, readiness). Deliveries go in through Config.Ingester, never
-// through Store. A store.Store is one.
+// replay, failed deliveries and their replay, the inbox's backlog, readiness). Deliveries go
+// in through Config.Ingester, never through Store. A store.Store is one.
 type Store interface {
 	store.TokenChecker
 	store.JobReader
 	store.DeadLetterQueue
+	store.InboxFailures
 	// InboxBacklog counts pending inbox rows (the backlog gauge).
 	InboxBacklog(ctx context.Context) (int64, error)
 	// Ping checks the store is reachable (readiness).
@@ -171,7 +174,8 @@ type Receiver struct {
 	readOn       bool
 	ui           *ui.UI
 	metrics      *metrics
-	backlogCache backlogCache
+	backlogCache countCache
+	failedCache  countCache
 
 	// closing is closed by Shutdown: event streams end and readiness turns false.
 	closing   chan struct{}
@@ -261,7 +265,7 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	if r.cfg.Metrics == nil {
 		r.cfg.Metrics = prometheus.NewRegistry()
 	}
-	if r.metrics, err = newMetrics(r.cfg.Metrics, r.backlog); err != nil {
+	if r.metrics, err = newMetrics(r.cfg.Metrics, r.backlog, r.failedRows); err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}
 	r.authLimit = newAuthLimiter(cfg.AuthFailureBurst, cfg.AuthFailureRefill, r.now)

@@ -23,6 +23,9 @@ var (
 	ErrAlreadyApplied = errors.New("inbox row already applied")
 	// ErrTokenBound is returned by BindToken when the token serves another job.
 	ErrTokenBound = errors.New("token is bound to another job")
+	// ErrEmptyFilter is returned by ReplayInbox for a filter that names nothing and does not
+	// say All: a forgotten flag or a typo must not replay every failed delivery.
+	ErrEmptyFilter = errors.New("empty filter: name rows, a job, a kind, a time or an error text, or say all")
 )
 
 // Delivery is one authenticated callback as received, before any processing. Body holds the
@@ -88,7 +91,8 @@ type InboxStatus string
 const (
 	InboxPending InboxStatus = "pending"
 	InboxDone    InboxStatus = "done"
-	// InboxFailed rows exhausted their retries; they stay visible and can be retried.
+	// InboxFailed rows exhausted their retries, or failed in a way no retry changes; they
+	// stay visible (InboxFailures) until replayed or pruned.
 	InboxFailed InboxStatus = "failed"
 )
 
@@ -96,18 +100,55 @@ const (
 type InboxRow struct {
 	ID int64
 	Delivery
-	Status      InboxStatus
+	Status InboxStatus
+	// Attempts counts the attempts to apply the row that ended (applied or failed); a replay
+	// resets it to 0. It is what decides the next retry's wait and the last retry.
 	Attempts    int
 	LastError   string
 	ProcessedAt time.Time
+	// NextAttempt is when a pending row that failed an attempt (or was replayed) is due again;
+	// zero for a row never tried, due at once.
+	NextAttempt time.Time
+	// FailedAt is when the row was marked failed; zero unless it is failed (and for rows that
+	// failed before the time was kept).
+	FailedAt time.Time
 }
 
-// InboxKey is a pending inbox row as PendingInboxKeys lists it: what orders and groups it, and
-// how long it has waited, without its body.
+// InboxKey is a pending inbox row as PendingInboxKeys and DueInboxKeys list it: what orders
+// and groups it, how long it has waited and when it is due, without its body.
 type InboxKey struct {
 	ID           int64
 	PartitionKey string
 	ReceivedAt   time.Time
+	// NextAttempt is the row's InboxRow.NextAttempt: zero for a row due at once.
+	NextAttempt time.Time
+}
+
+// InboxFilter selects failed inbox rows for InboxFailures. Every criterion set must hold; a
+// zero criterion holds for every row.
+type InboxFilter struct {
+	// IDs are the rows to take, when not empty.
+	IDs []int64
+	// JobID is the job or live session the delivery is about.
+	JobID string
+	// Kind is the classified shape (job result, job error, live message, account webhook).
+	Kind api.CallbackKind
+	// Since and Until bound when the delivery was received: at or after Since, before Until.
+	Since, Until time.Time
+	// Error is text the row's last error contains (case-sensitive).
+	Error string
+	// BeforeID takes rows with a smaller id only: FailedInbox lists newest first, so the next
+	// page starts before the last id of the previous one.
+	BeforeID int64
+	// All says that a filter with no criterion means every failed row: ReplayInbox refuses an
+	// empty filter without it (ErrEmptyFilter). It is no criterion itself.
+	All bool
+}
+
+// Empty reports whether f sets no criterion (All aside).
+func (f InboxFilter) Empty() bool {
+	return len(f.IDs) == 0 && f.JobID == "" && f.Kind == "" && f.Since.IsZero() && f.Until.IsZero() &&
+		f.Error == "" && f.BeforeID == 0
 }
 
 // QuarantineRow is an authenticated delivery whose body could not be classified.
@@ -279,10 +320,15 @@ type Ingester interface {
 type Inbox interface {
 	// PendingInbox lists rows not done nor failed, by id, after afterID.
 	PendingInbox(ctx context.Context, afterID int64, limit int) ([]InboxRow, error)
-	// PendingInboxKeys lists the id, partition key and receipt time of rows not done nor failed,
-	// by id, after afterID: what queueing them, or finding the ones that waited too long, needs,
-	// without reading their bodies.
+	// PendingInboxKeys lists the id, partition key, receipt time and due time of rows not done
+	// nor failed, by id, after afterID: what queueing them, or finding the ones that waited too
+	// long, needs, without reading their bodies.
 	PendingInboxKeys(ctx context.Context, afterID int64, limit int) ([]InboxKey, error)
+	// DueInboxKeys lists pending rows with a due time (NextAttempt) at or before now, by due
+	// time then id, at most limit: rows whose retry came due and replayed rows, which the
+	// pipeline finds this way whichever process recorded them. A row never tried (no due time)
+	// is not listed.
+	DueInboxKeys(ctx context.Context, now time.Time, limit int) ([]InboxKey, error)
 	// PendingInboxByKey lists the pending rows of one partition key with id ≤ uptoID, by id,
 	// at most limit. With several replicas, the row a replica is told about may not be the
 	// oldest pending row of its job or session (another replica's notice of an earlier row can
@@ -301,8 +347,25 @@ type Inbox interface {
 	// of every one of them; its error rolls the whole group back. When no row was pending, fn
 	// does not run.
 	ApplyGroup(ctx context.Context, inboxIDs []int64, fn func(ctx context.Context, tx Tx, ids []int64) error) error
-	// MarkInboxFailed records an attempt's error; final marks the row failed (no more retries).
-	MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error
+	// MarkInboxFailed records a failed attempt (Attempts + 1) and its error. The row stays
+	// pending, due again at retryAt; a zero retryAt marks it failed instead, for good (FailedAt
+	// the store's now) until a replay. A row already done is left alone: ErrAlreadyApplied.
+	MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, retryAt time.Time) error
+}
+
+// InboxFailures lists the inbox rows that failed for good and moves them back to pending (a
+// replay): the read API, the dashboard, `scribehook inbox` and Kit.Records.
+type InboxFailures interface {
+	// FailedInbox lists the failed rows f selects, newest (highest id) first, at most limit
+	// (zero or less: all of them). Rows come without Body and Headers, which InboxRow reads.
+	FailedInbox(ctx context.Context, f InboxFilter, limit int) ([]InboxRow, error)
+	// CountFailedInbox counts the failed rows.
+	CountFailedInbox(ctx context.Context) (int64, error)
+	// ReplayInbox moves the failed rows f selects back to pending, attempts reset to 0, due at
+	// now (NextAttempt, which DueInboxKeys finds), and returns the rows it moved by id. A row
+	// not failed (pending, done, unknown, or replayed meanwhile by someone else) is left out.
+	// An empty filter without All is ErrEmptyFilter.
+	ReplayInbox(ctx context.Context, f InboxFilter, now time.Time) ([]InboxKey, error)
 }
 
 // InboxReader reads the inbox without changing it: its backlog (the receiver's metrics) and
@@ -424,6 +487,7 @@ type Store interface {
 	Ingester
 	Inbox
 	InboxReader
+	InboxFailures
 	JobReader
 	JobWriter
 	Outbox

@@ -334,6 +334,11 @@ func TestBadInputSuite(t *testing.T) {
 		{name: "dead letter replay of a path trick", method: "POST", path: "/v1/deadletters/..%2F1/replay", header: bearer, status: 400, msg: "dead letter id must be a positive integer"},
 		{name: "dead letter replay beyond int64", method: "POST", path: "/v1/deadletters/99999999999999999999/replay", header: bearer, status: 400, msg: "dead letter id must be a positive integer"},
 		{name: "dead letter replay of an unknown id", method: "POST", path: "/v1/deadletters/424242/replay", header: bearer, status: 404, msg: "dead letter 424242 not found"}, // a number the route parsed, not the request's text
+		{name: "failed deliveries since not a date", method: "GET", path: "/v1/inbox/failed?since=yesterday", header: bearer, status: 400, msg: "since: must be an ISO 8601 date-time"},
+		{name: "failed deliveries of an unknown kind", method: "GET", path: "/v1/inbox/failed?kind=%3Cscript%3E", header: bearer, status: 400, msg: "kind: must be one of"},
+		{name: "failed delivery replay of a path trick", method: "POST", path: "/v1/inbox/..%2F1/replay", header: bearer, status: 400, msg: "failed delivery id must be a positive integer"},
+		{name: "failed delivery replay of an unknown id", method: "POST", path: "/v1/inbox/424242/replay", header: bearer, status: 404, msg: "failed delivery 424242 not found"},
+		{name: "failed deliveries replayed without a filter", method: "POST", path: "/v1/inbox/replay", header: bearer, status: 400, msg: "filter: give ids, job_id, kind, since, until or error; all=true replays every failed delivery"},
 
 		// The sandbox's REST API: the service's envelope, nothing created.
 		{name: "sandbox: missing key", sandbox: true, method: "POST", path: "/v2/pre-recorded", header: ctJSON, body: []byte(`{"audio_url":"https://e.com/a.wav"}`),
@@ -381,7 +386,8 @@ func TestBadInputSuite(t *testing.T) {
 		{name: "sandbox: 8 KiB id", sandbox: true, method: "GET", path: "/v2/transcription/" + strings.Repeat("j", 8<<10), header: key, status: 404, msg: "not found"},
 		{name: "sandbox: live socket with a wrong token", sandbox: true, method: "GET", path: "/v2/live?token=..%2Fnope", status: 401, msg: "invalid or expired session token"},
 
-		// Last: a delivery whose processing cannot succeed holds its partition while it retries.
+		// Last: a delivery whose processing cannot succeed (its body does not decode) is failed at
+		// once, no retry changing its bytes.
 		{name: "huge number where the model wants an int", method: "POST", path: huge, header: ctJSON,
 			body:   []byte(`{"id":"` + hugeJob + `","event":"transcription.error","error":{"code":1e999,"message":"x"}}`),
 			status: 200, msg: "stored", stored: badCounts{inbox: 1}, after: func(t *testing.T) {

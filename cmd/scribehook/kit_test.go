@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -31,6 +32,8 @@ type serverOptions struct {
 	Sinks      []sinkSetup
 	// Bus, when its Driver is set, replaces the configuration's bus section.
 	Bus configs.BusConfig
+	// InboxRetry, when set, is the retry schedule of deliveries whose apply fails.
+	InboxRetry []time.Duration
 }
 
 // sinkSetup is a sink the test built, with its spec.
@@ -92,6 +95,9 @@ func startServer(ctx context.Context, o serverOptions) (*scribehook.Kit, error) 
 	}
 	for _, sk := range o.Sinks {
 		opts = append(opts, scribehook.WithSink(sk.Spec, sk.Sink))
+	}
+	if o.InboxRetry != nil {
+		opts = append(opts, scribehook.WithInboxRetry(o.InboxRetry...))
 	}
 	kit, err := scribehook.New(ctx, cfg, opts...)
 	if err != nil {

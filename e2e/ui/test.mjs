@@ -341,6 +341,37 @@ async function main() {
       await shot('10d-sink-enabled');
     });
 
+    await step('a failed delivery is listed with its error and attempts, replayed from its page, and applied once', async () => {
+      const { id } = await control(info, 'POST', '/submit', { audio_url: info.audio_url, fail_apply: true });
+      await page.getByRole('link', { name: 'Failed deliveries', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Failed deliveries' }).waitFor();
+      const row = page.locator(`#failed-table tr[data-job="${id}"]`);
+      await row.waitFor({ timeout: T.long }); // the list is read again every 5 s
+      assert.match(await row.innerText(), /job\.success/);
+      assert.equal(await row.locator('td[data-label="Attempts"]').innerText(), '2');
+      assert.equal(await row.locator('td[data-label="Last error"]').innerText(), 'disk I/O error (refused by the test)');
+      await accessible(page, 'failed deliveries');
+      await shot('10e-failed-deliveries');
+      await control(info, 'POST', '/apply', {}); // the cause, fixed
+      const rowId = await row.getAttribute('data-id');
+      await page.getByRole('button', { name: `Replay delivery ${rowId} of ${id}` }).click();
+      await page.locator('#failed-status').getByText(`Delivery ${rowId}`).waitFor();
+      assert.equal(await page.locator(`#failed-table tr[data-id="${rowId}"]`).count(), 0);
+      // Applied once: the job is done, its record counting one delivery.
+      const auth = { headers: { Authorization: `Bearer ${info.token}` } };
+      let job = null;
+      for (let i = 0; i < 200; i++) {
+        job = await (await fetch(`${info.serve}/v1/jobs/${encodeURIComponent(id)}`, auth)).json();
+        if (job.status === 'done') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(job.status, 'done', `the replayed delivery was not applied: ${JSON.stringify(job).slice(0, 200)}`);
+      assert.equal(job.local.deliveries, 1);
+      const left = await (await fetch(`${info.serve}/v1/inbox/failed?job_id=${encodeURIComponent(id)}`, auth)).json();
+      assert.deepEqual(left, []);
+      await shot('10f-failed-replayed');
+    });
+
     await step('a job whose audio source is a javascript: URL shows it as text, not as a link', async () => {
       await page.evaluate((h) => { location.hash = h; }, `#/jobs/${encodeURIComponent(info.hostile_job)}`);
       await page.getByRole('heading', { level: 1, name: new RegExp(info.hostile_job) }).waitFor();
@@ -364,6 +395,7 @@ async function main() {
         ['subtitles', `#/jobs/${enc(jobId)}/subtitles`, '#cue-metrics'],
         ['live', `#/live/${enc(sessionId)}`, '#finals li.final'],
         ['sinks', '#/sinks', '#sinks-table'],
+        ['failed', '#/failed', '#no-failed, #failed-table'],
       ]) {
         await page.evaluate((h) => { location.hash = h; }, hash);
         await page.locator(ready).first().waitFor();
@@ -389,11 +421,11 @@ async function main() {
       await page.goto(`${info.ui}?fresh=2#/jobs`);
       await page.getByRole('heading', { level: 1, name: 'Jobs' }).waitFor();
       const names = [];
-      for (let i = 0; i < 6; i++) {
+      for (let i = 0; i < 7; i++) {
         await page.keyboard.press('Tab');
         names.push(await page.evaluate(() => document.activeElement.textContent.trim()));
       }
-      for (const n of ['Jobs', 'Live', 'Sinks', 'Sign out']) assert.ok(names.includes(n), `Tab never reached ${n}: ${names}`);
+      for (const n of ['Jobs', 'Live', 'Sinks', 'Failed deliveries', 'Sign out']) assert.ok(names.includes(n), `Tab never reached ${n}: ${names}`);
     });
 
     await step('signing out clears the session, and ends it on the server', async () => {

@@ -125,6 +125,7 @@ var dialect = sqlcore.Dialect{
 	},
 	IDs:      `SELECT value::bigint FROM jsonb_array_elements_text(?::jsonb)`,
 	FinalJob: `j.local->>'final' <> ''`,
+	Position: "strpos",
 	// ListJobs's two steps see one snapshot.
 	ListTx: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 }

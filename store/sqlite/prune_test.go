@@ -324,3 +324,27 @@ func TestSinkQueuePlans(t *testing.T) {
 		}
 	}
 }
+
+// The reads of the inbox's failures take an index: DueInboxKeys the partial inbox_due (only
+// rows waiting for a retry are in it), CountFailedInbox and FailedInbox the index of statuses;
+// none scans the table or sorts.
+func TestFailureReadsUseIndexes(t *testing.T) {
+	s := openTemp(t, Config{})
+	reads := s.FailureReads()
+	for _, c := range []struct {
+		query string
+		args  []any
+		index string
+	}{
+		{reads[0], []any{formatTime(time.Now()), 10}, "USING INDEX inbox_due ("},
+		{reads[1], nil, "INDEX inbox_status_processed (status=? AND processed_at=?)"},
+		{`SELECT id FROM inbox WHERE status = 'failed' AND processed_at IS NULL AND job_id = ? ORDER BY id DESC LIMIT ?`,
+			[]any{"j", 10}, "INDEX inbox_status_processed (status=? AND processed_at=?)"},
+	} {
+		plan := explain(t, s, c.query, c.args...)
+		if !slices.ContainsFunc(plan, func(l string) bool { return strings.Contains(l, c.index) }) ||
+			slices.ContainsFunc(plan, func(l string) bool { return strings.Contains(l, "TEMP B-TREE") || strings.HasPrefix(l, "SCAN") }) {
+			t.Errorf("plan of %q: %q, want %s", c.query, plan, c.index)
+		}
+	}
+}

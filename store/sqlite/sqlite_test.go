@@ -161,7 +161,7 @@ func TestQueryOnlyWriter(t *testing.T) {
 	checks := map[string]error{}
 	_, checks["Ingest"] = s.Ingest(ctx, []store.Delivery{delivery("a")})
 	checks["Apply"] = s.Apply(ctx, res[0].ID, func(context.Context, store.Tx) error { return nil })
-	checks["MarkInboxFailed"] = s.MarkInboxFailed(ctx, res[0].ID, "x", false)
+	checks["MarkInboxFailed"] = s.MarkInboxFailed(ctx, res[0].ID, "x", time.Now().Add(time.Second))
 	checks["PutJob"] = s.PutJob(ctx, store.JobRecord{Job: api.Job{ID: "j", Status: api.StatusQueued}})
 	checks["CreateToken"] = s.CreateToken(ctx, store.Token{Hash: []byte{1}})
 	for name, err := range checks {

@@ -61,6 +61,7 @@ var dialect = sqlcore.Dialect{
 	},
 	ReleasesLeases: true,
 	FinalJob:       `json_extract(j.local, '$.final') <> ''`,
+	DueIndex:       ` INDEXED BY inbox_due`,
 }
 
 var stmtSQL = func() [numStmts]string {

@@ -77,7 +77,7 @@ func TestSynchronousPerTransaction(t *testing.T) {
 				return tx.EnqueueSinkDeliveries(ctx, []store.SinkDelivery{{Sink: "hook", Event: ev}, {Sink: "files", Event: ev}})
 			}))
 			ingest("c") // right after a derived transaction
-			must("MarkInboxFailed", s.MarkInboxFailed(ctx, second, "x", false))
+			must("MarkInboxFailed", s.MarkInboxFailed(ctx, second, "x", time.Now().Add(time.Second)))
 			claimed, err := s.ClaimSinkDeliveries(ctx, "hook", true, time.Now(), time.Minute, 0)
 			must("Claim", err)
 			must("Complete", s.CompleteSinkDelivery(ctx, claimed[0].ID))

@@ -214,6 +214,7 @@ func testPendingInboxKeys(t *testing.T, s store.Store) {
 	rows := ingest(t, s, ds...)
 	apply(t, s, rows[1].ID, nil)
 	markFailed(t, s, rows[4].ID, "exhausted", true)
+	markFailed(t, s, rows[5].ID, "will retry", false) // still pending, due at retryAt
 	for _, c := range []struct {
 		after int64
 		limit int
@@ -224,15 +225,17 @@ func testPendingInboxKeys(t *testing.T, s store.Store) {
 		}
 		var want []store.InboxKey
 		for _, r := range pending(t, s, c.after, c.limit) {
-			want = append(want, store.InboxKey{ID: r.ID, PartitionKey: r.PartitionKey, ReceivedAt: r.ReceivedAt})
+			want = append(want, store.InboxKey{ID: r.ID, PartitionKey: r.PartitionKey, ReceivedAt: r.ReceivedAt, NextAttempt: r.NextAttempt})
 		}
 		if !slices.EqualFunc(keys, want, func(a, b store.InboxKey) bool {
-			return a.ID == b.ID && a.PartitionKey == b.PartitionKey && !a.ReceivedAt.IsZero() && a.ReceivedAt.Equal(b.ReceivedAt)
+			return a.ID == b.ID && a.PartitionKey == b.PartitionKey && !a.ReceivedAt.IsZero() && a.ReceivedAt.Equal(b.ReceivedAt) &&
+				a.NextAttempt.Equal(b.NextAttempt)
 		}) {
 			t.Errorf("PendingInboxKeys(%d, %d) = %v, want %v", c.after, c.limit, keys, want)
 		}
 	}
-	if keys, err := s.PendingInboxKeys(t.Context(), 0, 0); err != nil || len(keys) != 4 || keys[0].PartitionKey != "key-0" {
-		t.Errorf("PendingInboxKeys = %v, %v; want the 4 pending rows, the first of key-0", keys, err)
+	if keys, err := s.PendingInboxKeys(t.Context(), 0, 0); err != nil || len(keys) != 4 || keys[0].PartitionKey != "key-0" ||
+		!keys[0].NextAttempt.IsZero() || !keys[3].NextAttempt.Equal(retryAt) {
+		t.Errorf("PendingInboxKeys = %v, %v; want the 4 pending rows, the first of key-0, the last due at %v", keys, err, retryAt)
 	}
 }

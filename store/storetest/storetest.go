@@ -59,6 +59,10 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"InboxRows", testInboxRows},
 		{"PendingInboxKeys", testPendingInboxKeys},
 		{"MarkInboxFailed", testMarkInboxFailed},
+		{"DueInboxKeys", testDueInboxKeys},
+		{"FailedInboxFilters", testFailedInboxFilters},
+		{"ReplayInbox", testReplayInbox},
+		{"ReplayInboxEmptyFilter", testReplayInboxEmptyFilter},
 		{"SinkState", testSinkState},
 		{"Reconcile", testReconcile},
 		{"LiveMessageFields", testLiveMessageFields},
@@ -387,9 +391,18 @@ func apply(t *testing.T, s store.Store, id int64, fn func(ctx context.Context, t
 	}
 }
 
+// retryAt is when markFailed's rows that will be retried are due again.
+var retryAt = base.Add(time.Minute)
+
+// markFailed records a failed attempt of row id: final marks it failed, otherwise it is due
+// again at retryAt.
 func markFailed(t *testing.T, s store.Store, id int64, msg string, final bool) {
 	t.Helper()
-	if err := s.MarkInboxFailed(t.Context(), id, msg, final); err != nil {
+	var next time.Time
+	if !final {
+		next = retryAt
+	}
+	if err := s.MarkInboxFailed(t.Context(), id, msg, next); err != nil {
 		t.Fatalf("MarkInboxFailed(%d): %v", id, err)
 	}
 }
@@ -670,18 +683,32 @@ func testMarkInboxFailed(t *testing.T, s store.Store) {
 	res := ingest(t, s, delivery("f"))
 	id := res[0].ID
 	for i, st := range []struct {
-		msg    string
-		final  bool
-		status store.InboxStatus
+		msg     string
+		retryAt time.Time // zero: failed for good
+		status  store.InboxStatus
 	}{
-		{"timeout", false, store.InboxPending},
-		{"timeout again", false, store.InboxPending},
-		{"bad payload", true, store.InboxFailed},
+		{"timeout", base.Add(time.Second), store.InboxPending},
+		{"timeout again", base.Add(5 * time.Second), store.InboxPending},
+		{"bad payload", time.Time{}, store.InboxFailed},
 	} {
-		markFailed(t, s, id, st.msg, st.final)
+		before := time.Now()
+		if err := s.MarkInboxFailed(t.Context(), id, st.msg, st.retryAt); err != nil {
+			t.Fatalf("MarkInboxFailed(%d, %q): %v", id, st.msg, err)
+		}
+		after := time.Now()
 		row := inboxRow(t, s, id)
 		if row.Attempts != i+1 || row.LastError != st.msg || row.Status != st.status {
 			t.Errorf("after attempt %d: %d/%q/%s, want %d/%q/%s", i+1, row.Attempts, row.LastError, row.Status, i+1, st.msg, st.status)
+		}
+		if !row.NextAttempt.Equal(st.retryAt) {
+			t.Errorf("after attempt %d: next attempt %v, want %v", i+1, row.NextAttempt, st.retryAt)
+		}
+		if st.status == store.InboxFailed {
+			if row.FailedAt.Before(before.Add(-time.Second)) || row.FailedAt.After(after.Add(time.Second)) {
+				t.Errorf("failed_at = %v, want between %v and %v", row.FailedAt, before, after)
+			}
+		} else if !row.FailedAt.IsZero() {
+			t.Errorf("pending row has failed_at %v", row.FailedAt)
 		}
 		if !row.ProcessedAt.IsZero() {
 			t.Errorf("failed row has processed_at %v", row.ProcessedAt)
@@ -690,13 +717,13 @@ func testMarkInboxFailed(t *testing.T, s store.Store) {
 	if rows := pending(t, s, 0, 0); len(rows) != 0 {
 		t.Errorf("failed row still pending: %v", ids(rows))
 	}
-	if err := s.MarkInboxFailed(t.Context(), 999, "x", false); !errors.Is(err, store.ErrNotFound) {
+	if err := s.MarkInboxFailed(t.Context(), 999, "x", retryAt); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("MarkInboxFailed(unknown) error = %v, want ErrNotFound", err)
 	}
 	// A done row keeps its state: its effects happened.
 	done := ingest(t, s, delivery("done"))[0].ID
 	apply(t, s, done, nil)
-	if err := s.MarkInboxFailed(t.Context(), done, "late", true); !errors.Is(err, store.ErrAlreadyApplied) {
+	if err := s.MarkInboxFailed(t.Context(), done, "late", time.Time{}); !errors.Is(err, store.ErrAlreadyApplied) {
 		t.Errorf("MarkInboxFailed(done row) error = %v, want ErrAlreadyApplied", err)
 	}
 	if row := inboxRow(t, s, done); row.Status != store.InboxDone || row.Attempts != 1 || row.LastError != "" {

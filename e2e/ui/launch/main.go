@@ -8,17 +8,20 @@
 //
 //	go run ./e2e/ui/launch [-sample cmd/scribehook/demodata/sample.wav] [-listen 127.0.0.1:0]
 //
-// Control API (JSON): POST /submit {"audio_url"} creates a pre-recorded job the way `scribehook
-// submit` does; POST /live streams the sample to a new live session in real time and answers
-// at once with its id; POST /hook {"healthy": bool, "gone": bool} switches the webhook
-// destination (gone: it answers 410 Gone, which disables the sink); GET /hook counts what it
-// received.
+// Control API (JSON): POST /submit {"audio_url", "fail_apply"} creates a pre-recorded job the
+// way `scribehook submit` does (fail_apply: the store refuses to apply its callback, which
+// fails for good after its one retry, 200 ms later); POST /apply {} lets every job's callbacks
+// be applied again (the cause fixed); POST /live streams the sample to a new live session in
+// real time and answers at once with its id; POST /hook {"healthy": bool, "gone": bool}
+// switches the webhook destination (gone: it answers 410 Gone, which disables the sink); GET
+// /hook counts what it received.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -36,6 +39,7 @@ import (
 	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/sqlite"
 	"github.com/scribehook/scribehook/submitter"
 	"github.com/scribehook/scribehook/subtitles"
 )
@@ -66,7 +70,66 @@ type env struct {
 	gone      atomic.Bool
 	hooks     atomic.Int64 // deliveries accepted by the webhook destination
 	refused   atomic.Int64
+	store     *refusingStore
 	wg        sync.WaitGroup
+}
+
+// refusingStore is the kit's store refusing to apply the inbox rows of the jobs in jobs, as a
+// store whose disk fails would: the failed deliveries' page then has one to show and replay.
+// It is the SQLite store itself otherwise, with the roles outside store.Store (the dashboard's
+// sign-outs, every queue's depth), which the kit finds by their methods.
+type refusingStore struct {
+	*sqlite.Store
+	mu   sync.Mutex
+	jobs map[string]bool
+}
+
+var errRefused = errors.New("disk I/O error (refused by the test)")
+
+func (s *refusingStore) refuse(job string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on {
+		s.jobs[job] = true
+	} else {
+		clear(s.jobs)
+	}
+}
+
+// refuses reports whether one of the rows of ids is of a refused job.
+func (s *refusingStore) refuses(ctx context.Context, ids ...int64) bool {
+	s.mu.Lock()
+	none := len(s.jobs) == 0
+	s.mu.Unlock()
+	if none {
+		return false
+	}
+	rows, err := s.Store.InboxRows(ctx, ids)
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rows {
+		if s.jobs[r.JobID] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *refusingStore) Apply(ctx context.Context, id int64, fn func(context.Context, store.Tx) error) error {
+	if s.refuses(ctx, id) {
+		return errRefused
+	}
+	return s.Store.Apply(ctx, id, fn)
+}
+
+func (s *refusingStore) ApplyGroup(ctx context.Context, ids []int64, fn func(context.Context, store.Tx, []int64) error) error {
+	if s.refuses(ctx, ids...) {
+		return errRefused
+	}
+	return s.Store.ApplyGroup(ctx, ids, fn)
 }
 
 func run(sample, listen string) error {
@@ -76,7 +139,7 @@ func run(sample, listen string) error {
 	}
 	defer launch.Close()
 	rec := launch.Recording
-	e := &env{Env: launch, wav: rec.WAV}
+	e := &env{Env: launch, wav: rec.WAV, store: &refusingStore{Store: launch.Store, jobs: map[string]bool{}}}
 
 	// The service: jobs wait a little in queued and processing, so the dashboard sees them move.
 	sb, err := sandboxtest.StartService(sandbox.Config{
@@ -131,6 +194,10 @@ func run(sample, listen string) error {
 	control := http.NewServeMux()
 	control.HandleFunc("POST /submit", e.handleSubmit)
 	control.HandleFunc("POST /live", e.handleLive)
+	control.HandleFunc("POST /apply", func(w http.ResponseWriter, _ *http.Request) {
+		e.store.refuse("", false)
+		e2elaunch.WriteJSON(w, map[string]bool{"refusing": false})
+	})
 	control.HandleFunc("POST /hook", func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ Healthy, Gone bool }
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
@@ -161,7 +228,8 @@ func run(sample, listen string) error {
 // startServe runs serve (scribehook.Kit) with subtitles in srt and vtt and two sinks: files
 // under the data directory, and a webhook to the failing destination with a short retry
 // schedule, so that dead letters appear within a second, and its breaker opens after 3
-// failures for 3 s.
+// failures for 3 s. Its store is the refusing one, and a delivery gets one retry, 200 ms after
+// its first attempt, so that a failed delivery appears within a second.
 func (e *env) startServe(ctx context.Context, listen string) (func(), error) {
 	cfg := configs.Default()
 	cfg.Subtitles = configs.SubtitlesConfig{Profile: subtitles.NetflixAdult, Formats: []string{"srt", "vtt"}, Dir: filepath.Join(e.Dir, "subtitles")}
@@ -173,7 +241,8 @@ func (e *env) startServe(ctx context.Context, listen string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	serveURL, stop, err := e.ServeKit(ctx, listen, cfg, scribehook.WithService(e.service),
+	serveURL, stop, err := e.ServeKit(ctx, listen, cfg, scribehook.WithService(e.service), scribehook.WithStore(e.store),
+		scribehook.WithInboxRetry(200*time.Millisecond),
 		scribehook.WithSecrets(configs.Secrets{APIKey: apiKey, ReadToken: readToken}), scribehook.WithSink(hook, hookSink))
 	if err != nil {
 		return nil, err
@@ -233,6 +302,7 @@ func (e *env) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		AudioURL       string          `json:"audio_url"`
 		CustomMetadata json.RawMessage `json:"custom_metadata"`
+		FailApply      bool            `json:"fail_apply"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.AudioURL == "" {
 		http.Error(w, "body must be {\"audio_url\": ...}", http.StatusBadRequest)
@@ -242,6 +312,10 @@ func (e *env) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
+	}
+	if body.FailApply {
+		// The service calls back after its processing delay (2.5 s): well after this.
+		e.store.refuse(id, true)
 	}
 	e2elaunch.WriteJSON(w, map[string]string{"id": id})
 }

@@ -21,7 +21,8 @@ const (
 	StInboxDone       Stmt = iota // processed_at, id: marks a row done unless it is
 	StInboxDoneMany               // processed_at, ids (IDList) → id: StInboxDone for several rows (optional)
 	StInboxStatus                 // id: reads a row's status to change it
-	StInboxFailed                 // last_error, status, id
+	StInboxFailed                 // last_error, status, next_attempt_at, failed_at, id
+	StInboxReplay                 // next_attempt_at, id: a failed row back to pending
 	StQuarantineRow               // dedupe_key, route, reason, headers, body, received_at
 	StJobLock                     // key: serialises the Applies of one job (optional)
 	StJobGet                      // id
@@ -76,7 +77,9 @@ func Statements(d Dialect) [NumStmts]string {
 		attempts = attempts + 1 WHERE id = ? AND status != 'done'`,
 		StInboxStatus: `SELECT status FROM inbox WHERE id = ?` + d.ForUpdate,
 		StInboxFailed: `UPDATE inbox SET attempts = attempts + 1, last_error = ?,
-		status = ? WHERE id = ?`,
+		status = ?, next_attempt_at = ?, failed_at = ? WHERE id = ?`,
+		StInboxReplay: `UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = ?,
+		failed_at = NULL WHERE id = ? AND status = 'failed'`,
 		StQuarantineRow: `INSERT INTO quarantine (dedupe_key, route, reason, headers, body,
 		received_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING`,
 		StJobGet: `SELECT record, local FROM jobs WHERE id = ?`,
@@ -307,11 +310,13 @@ func (c *Core) applyIn(ctx context.Context, t Tx, inboxID int64, fn func(ctx con
 	return fn(ctx, &applyTx{c: c, t: t})
 }
 
-// MarkInboxFailed counts a failed attempt and keeps its error; final marks the row failed. A
-// row already done is left alone and reported with store.ErrAlreadyApplied. Derived: a lost
+// MarkInboxFailed counts a failed attempt and keeps its error: the row stays pending, due again
+// at retryAt, or with a zero retryAt is marked failed, stamped with the store's clock. A row
+// already done is left alone and reported with store.ErrAlreadyApplied. Derived: a lost
 // attempt only means one more retry.
-func (c *Core) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, final bool) error {
+func (c *Core) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string, retryAt time.Time) error {
 	name := func() string { return fmt.Sprintf("mark inbox row %d failed", inboxID) }
+	final := retryAt.IsZero()
 	return c.inTx(ctx, "mark inbox failed", Derived, name, func(t Tx) error {
 		var status string
 		if err := t.QueryRow(ctx, StInboxStatus, inboxID).Scan(&status); err != nil {
@@ -320,10 +325,12 @@ func (c *Core) MarkInboxFailed(ctx context.Context, inboxID int64, errMsg string
 		if store.InboxStatus(status) == store.InboxDone {
 			return fmt.Errorf("%s: %w", name(), store.ErrAlreadyApplied)
 		}
+		// A failed row keeps no due time, a pending one no failure time.
+		var failedAt any
 		if final {
-			status = string(store.InboxFailed)
+			status, failedAt = string(store.InboxFailed), c.d.Time(c.now())
 		}
-		if _, err := t.Exec(ctx, StInboxFailed, c.d.text(errMsg), status, inboxID); err != nil {
+		if _, err := t.Exec(ctx, StInboxFailed, c.d.text(errMsg), status, c.d.NullTime(retryAt), failedAt, inboxID); err != nil {
 			return fmt.Errorf("%s: %w", name(), err)
 		}
 		return nil

@@ -37,6 +37,14 @@ type Dialect struct {
 	// where a statement is a call into the library and one per row costs less than parsing the
 	// list) marks them one by one.
 	IDs string
+	// DueIndex ends "FROM inbox" in DueInboxKeys's read: " INDEXED BY inbox_due" where the
+	// planner, without statistics, would rather walk every pending row in its index of statuses
+	// and sort them (SQLite) than take the partial index of the few rows waiting for a retry;
+	// "" where statistics choose (PostgreSQL).
+	DueIndex string
+	// Position is the function that finds text in text, position(haystack, needle) → its
+	// 1-based place or 0: "instr" (SQLite, the default when empty), "strpos" (PostgreSQL).
+	Position string
 	// FinalJob is the condition, on a jobs row aliased j, that its record is final
 	// (store.Local.Final set): the pruner keeps every other record and its session's messages.
 	FinalJob string

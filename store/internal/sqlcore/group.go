@@ -89,22 +89,27 @@ func (r *Reader) InboxRows(ctx context.Context, ids []int64) ([]store.InboxRow, 
 	return out, nil
 }
 
-// PendingInboxKeys lists the id, partition key and receipt time of pending rows with id >
+// PendingInboxKeys lists the id, partition key, receipt and due times of pending rows with id >
 // afterID in id order, at most limit (no limit when limit <= 0): the pipeline queues rows from
 // these and reads each group's rows once, when it applies them, and the bus sweep picks the
 // keys with a row waiting too long, without reading a body.
 func (r *Reader) PendingInboxKeys(ctx context.Context, afterID int64, limit int) ([]store.InboxKey, error) {
-	out, err := Query(ctx, r.db, func(sc Scanner) (store.InboxKey, error) {
-		var (
-			k        store.InboxKey
-			received Time
-		)
-		err := sc.Scan(&k.ID, &k.PartitionKey, &received)
-		k.ReceivedAt = received.T
-		return k, err
-	}, r.q[readPendingKeys], afterID, r.d.Limit(limit))
+	out, err := Query(ctx, r.db, scanKey, r.q[readPendingKeys], afterID, r.d.Limit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pending inbox keys: %w", err)
 	}
 	return out, nil
+}
+
+// keyColumns are the columns scanKey reads.
+const keyColumns = `id, partition_key, received_at, next_attempt_at`
+
+func scanKey(sc Scanner) (store.InboxKey, error) {
+	var (
+		k              store.InboxKey
+		received, next Time
+	)
+	err := sc.Scan(&k.ID, &k.PartitionKey, &received, &next)
+	k.ReceivedAt, k.NextAttempt = received.T, next.T
+	return k, err
 }

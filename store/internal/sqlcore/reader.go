@@ -23,6 +23,8 @@ const (
 	readPending readID = iota
 	readPendingByKey
 	readPendingKeys
+	readDueKeys
+	readFailedCount
 	readInboxRow
 	readBacklog
 	readQuarantined
@@ -48,8 +50,15 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 		WHERE status = 'pending' AND processed_at IS NULL AND id > ? ORDER BY id LIMIT ?`,
 		readPendingByKey: `SELECT ` + InboxColumns + ` FROM inbox
 		WHERE status = 'pending' AND partition_key = ? AND id <= ? ORDER BY id LIMIT ?`,
-		readPendingKeys: `SELECT id, partition_key, received_at FROM inbox
+		readPendingKeys: `SELECT ` + keyColumns + ` FROM inbox
 		WHERE status = 'pending' AND processed_at IS NULL AND id > ? ORDER BY id LIMIT ?`,
+		// By the partial index inbox_due, which holds only rows waiting for a retry.
+		readDueKeys: `SELECT ` + keyColumns + ` FROM inbox` + d.DueIndex + `
+		WHERE status = 'pending' AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?
+		ORDER BY next_attempt_at, id LIMIT ?`,
+		// A failed row is never processed (only Apply sets processed_at, and it marks the row
+		// done): saying so lets SQLite count them in its index of statuses.
+		readFailedCount: `SELECT count(*) FROM inbox WHERE status = 'failed' AND processed_at IS NULL`,
 		readInboxRow:    `SELECT ` + InboxColumns + ` FROM inbox WHERE id = ?`,
 		readBacklog:     `SELECT count(*) FROM inbox WHERE status = 'pending' AND processed_at IS NULL`,
 		readQuarantined: `SELECT ` + QuarantineColumns + ` FROM quarantine ORDER BY id DESC LIMIT ?`,
@@ -73,6 +82,12 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 // PendingInboxKeys, InboxBacklog), for a dialect's checks of their plans.
 func (r *Reader) PendingReads() []string {
 	return []string{r.q[readPending], r.q[readPendingKeys], r.q[readBacklog]}
+}
+
+// FailureReads are the texts of DueInboxKeys's and CountFailedInbox's reads, for a dialect's
+// checks of their plans.
+func (r *Reader) FailureReads() []string {
+	return []string{r.q[readDueKeys], r.q[readFailedCount]}
 }
 
 // PendingInbox lists pending rows with id > afterID in id order, at most limit (no limit

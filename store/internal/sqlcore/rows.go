@@ -82,7 +82,7 @@ func Collect[T any](rows *sql.Rows, scan func(Scanner) (T, error)) ([]T, error) 
 const (
 	InboxColumns = `id, dedupe_key, route, kind, event, job_id, message_type, category,
 	partition_key, headers, body, received_at, status, attempts, last_error, processed_at,
-	message_at, payload_at, payload_len`
+	message_at, payload_at, payload_len, next_attempt_at, failed_at`
 	QuarantineColumns = `id, route, reason, headers, body, received_at`
 	// LiveColumns are read FROM LiveFrom: a message stored as a span of its inbox row's body
 	// (payload NULL) is read from there.
@@ -114,13 +114,14 @@ func scanInbox(sc Scanner, owned bool) (store.InboxRow, error) {
 		received, process Time
 		messageAt         Time
 		spanOff, spanLen  sql.NullInt64
+		next, failed      Time
 	)
 	if err := sc.Scan(&r.ID, &r.DedupeKey, &r.Route, &kind, &r.Event, &r.JobID, &mtype, &cat,
 		&r.PartitionKey, &headers, blob{&r.Body, owned}, &received, &status, &r.Attempts, &r.LastError, &process,
-		&messageAt, &spanOff, &spanLen); err != nil {
+		&messageAt, &spanOff, &spanLen, &next, &failed); err != nil {
 		return store.InboxRow{}, err
 	}
-	r.MessageAt = messageAt.T
+	r.MessageAt, r.NextAttempt, r.FailedAt = messageAt.T, next.T, failed.T
 	if spanOff.Valid && spanLen.Valid {
 		r.Message = store.Span{Off: int(spanOff.Int64), Len: int(spanLen.Int64)}
 	}

@@ -5,6 +5,7 @@ import { jobList, jobPage } from './jobs.js';
 import { subtitlePreview } from './subtitles.js';
 import { liveIndex, livePage } from './live.js';
 import { sinksPage } from './sinks.js';
+import { failedPage } from './failed.js';
 
 const routes = [
   [/^#\/jobs\/([^/?]+)\/subtitles$/, (m, q) => subtitlePreview(decodeURIComponent(m[1]), q), 'jobs'],
@@ -13,6 +14,7 @@ const routes = [
   [/^#\/live\/([^/?]+)$/, (m) => livePage(decodeURIComponent(m[1])), 'live'],
   [/^#\/live$/, () => liveIndex(), 'live'],
   [/^#\/sinks$/, (m, q) => sinksPage(q), 'sinks'],
+  [/^#\/failed$/, (m, q) => failedPage(q), 'failed'],
 ];
 
 const main = document.getElementById('main');

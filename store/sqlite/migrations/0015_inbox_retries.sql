@@ -1,0 +1,12 @@
+-- Inbox retries are kept in the row: when a pending row that failed an attempt (or was
+-- replayed) is due again, and when a row was marked failed for good.
+--
+-- next_attempt_at is NULL for a row never tried (due at once). The pipeline finds rows whose
+-- retry came due, and rows replayed by another process, through inbox_due: partial, so that
+-- only rows waiting for a retry are in it, and applying a callback that never failed changes
+-- nothing in it. failed_at is NULL unless the row is failed; rows failed before this
+-- migration keep NULL (the time was not kept).
+ALTER TABLE inbox ADD COLUMN next_attempt_at TEXT;
+ALTER TABLE inbox ADD COLUMN failed_at TEXT;
+CREATE INDEX IF NOT EXISTS inbox_due ON inbox (next_attempt_at)
+    WHERE status = 'pending' AND next_attempt_at IS NOT NULL;
