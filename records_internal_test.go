@@ -158,10 +158,10 @@ func TestRecordsReplayFailedDelivery(t *testing.T) {
 	cfg := kitConfig(t.TempDir(), ln, w.sandbox)
 	st := &refusingStore{Store: teststore.OpenSQLite(t, sqlite.Config{Path: cfg.Store.DSN})}
 	st.refuse.Store(true)
-	rec := &recorder{}
+	rec, ops := &recorder{}, &recorder{}
 	k := startKit(t, cfg, ln, WithService(w.service), WithStore(st), WithInboxRetry(10*time.Millisecond), WithEventHandler(EventHandler{
 		Name: "succeeded", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}}, Func: rec.handle,
-	}))
+	}), WithEventHandler(EventHandler{Name: "ops", Filter: sinks.Filter{Events: []string{api.EventInboxFailed}}, Func: ops.handle}))
 	ctx := context.Background()
 	subm, err := k.Submitter()
 	if err != nil {
@@ -182,6 +182,14 @@ func TestRecordsReplayFailedDelivery(t *testing.T) {
 		row.FailedAt.IsZero() || row.Body != nil {
 		t.Errorf("failed delivery: kind %s, %d attempts, error %q, failed at %v, %d bytes of body; want job.success, 2, %q, a time, none",
 			row.Kind, row.Attempts, row.LastError, row.FailedAt, len(row.Body), errRefused)
+	}
+	// The operator is told: one inbox.failed, with the row, its attempts and its error.
+	testwait.For(t, "inbox.failed", 10*time.Second, func() bool { return len(ops.of(created.ID)) == 1 })
+	var fd api.InboxFailedData
+	if evs := ops.of(created.ID); json.Unmarshal(evs[0].Data, &fd) != nil || evs[0].Type != api.EventInboxFailed ||
+		fd.InboxID != row.ID || fd.Attempts != 2 || fd.Error != errRefused.Error() || fd.Kind != api.CallbackJobSuccess ||
+		evs[0].Kind != api.KindPreRecorded {
+		t.Errorf("inbox.failed %+v: %+v", evs[0], fd)
 	}
 	if whole, err := r.InboxRow(ctx, row.ID); err != nil || len(whole.Body) == 0 || whole.Status != store.InboxFailed {
 		t.Errorf("InboxRow(%d): %v, %s, %d bytes", row.ID, err, whole.Status, len(whole.Body))

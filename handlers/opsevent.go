@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
@@ -54,4 +56,32 @@ func (p *Pipeline) Emit(ctx context.Context, ev api.Event, skip ...string) error
 		}
 	}
 	return nil
+}
+
+// emitInboxFailed queues inbox.failed for a row that has just failed for good, after its failure
+// was recorded: a crash in between loses the event, not the row, which the failed list and the
+// scribehook_inbox_failed gauge still show. Each failure is its own event (a row replayed and
+// failing again is announced again).
+func (p *Pipeline) emitInboxFailed(ctx context.Context, row store.InboxRow, attempts int, cause error) {
+	now := p.cfg.Now()
+	data := api.InboxFailedData{InboxID: row.ID, JobID: row.JobID, Kind: row.Kind, Event: row.Event, Attempts: attempts, Error: cause.Error()}
+	key := "inbox-failed:" + strconv.FormatInt(row.ID, 10) + ":" + strconv.FormatInt(now.UnixNano(), 10)
+	ev, err := OperationalEvent(api.EventInboxFailed, key, row.JobID, kindOfRow(row), data, now)
+	if err == nil {
+		err = p.Emit(context.WithoutCancel(ctx), ev)
+	}
+	if err != nil {
+		p.log.WithError(err).WithField("inbox_id", row.ID).Warn("queue inbox.failed")
+	}
+}
+
+// kindOfRow is the job kind a row is about (empty when unknown).
+func kindOfRow(row store.InboxRow) api.JobKind {
+	switch {
+	case row.Kind == api.CallbackLiveMessage || strings.HasPrefix(row.Event, "live."):
+		return api.KindLive
+	case row.Kind == "":
+		return ""
+	}
+	return api.KindPreRecorded
 }

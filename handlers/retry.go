@@ -100,7 +100,7 @@ func (p *Pipeline) failed(ctx context.Context, row store.InboxRow, err error) er
 	case merr == nil && final:
 		p.m.poisoned.Inc()
 		log.WithError(err).Error("delivery failed for good; it waits for a replay (scribehook inbox replay)")
-		// TODO(issue 25): inbox.failed event
+		p.emitInboxFailed(ctx, row, attempt, err)
 		p.release(row.PartitionKey, row.ID)
 	case merr == nil:
 		log.WithError(err).WithField("retry_at", retryAt).Warn("applying a delivery failed; it is retried at its due time")
