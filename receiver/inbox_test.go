@@ -226,3 +226,23 @@ func TestFailedInboxGauge(t *testing.T) {
 		}
 	}
 }
+
+// The dashboard replays with its session cookie, from its own origin only, as its other posts.
+func TestReplayFailedWithTheDashboardCookie(t *testing.T) {
+	h := newHarness(t, withConfig(func(c *Config) { c.Now = nil })) // serve's clock
+	ids := failThree(t, h)
+	cookie := h.signIn()
+	path := "/v1/inbox/" + strconv.FormatInt(ids[1], 10) + "/replay"
+	r := h.do(http.MethodPost, path, nil, withCookie(cookie, map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:1"}))
+	if r.status != http.StatusForbidden || !strings.Contains(r.json(t)["error"].(string), "cross-origin") {
+		t.Errorf("cross-origin replay: %d %s", r.status, r.body)
+	}
+	if n, _ := h.store.CountFailedInbox(context.Background()); n != 2 {
+		t.Errorf("%d failed rows after a refused replay, want 2", n)
+	}
+	r = h.do(http.MethodPost, path, nil, withCookie(cookie, map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": h.base}))
+	wantAnswer(t, r, http.StatusAccepted, fmt.Sprintf(`{"id":%d,"status":"queued"}`, ids[1]))
+	if row, err := h.store.InboxRow(context.Background(), ids[1]); err != nil || row.Status != store.InboxPending || row.NextAttempt.IsZero() {
+		t.Errorf("replayed row: %v, %s, due %v", err, row.Status, row.NextAttempt)
+	}
+}

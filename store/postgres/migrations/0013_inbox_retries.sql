@@ -1,5 +1,7 @@
--- Inbox retries are kept in the row: when a pending row that failed an attempt (or was
--- replayed) is due again, and when a row was marked failed for good.
+-- Inbox retries kept in the row: next_attempt_at, failed_at and the partial index inbox_due.
+--
+-- next_attempt_at is when a pending row that failed an attempt (or was replayed) is due again;
+-- failed_at is when a row was marked failed for good.
 --
 -- next_attempt_at is NULL for a row never tried (due at once). The pipeline finds rows whose
 -- retry came due, and rows replayed by another replica or process, through inbox_due:
