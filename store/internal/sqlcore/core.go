@@ -41,6 +41,7 @@ const (
 	StSinkKill                    // failed_at, last_error, id
 	StSinkReplay                  // next_attempt_at, id
 	StSinkRelease                 // no arguments
+	StSinkRequeue                 // next_attempt_at, id: a delivered or dead delivery queued again (ReplaySink)
 	StSinkStatePut                // name, disabled, reason, since
 	StSessionRevoke               // id_hash, expires_at
 	StSessionsCutoff              // revoked_before
@@ -122,6 +123,9 @@ func Statements(d Dialect) [NumStmts]string {
 		next_attempt_at = ?, lease_until = NULL, failed_at = NULL WHERE id = ? AND status = 'dead'`,
 		StSinkRelease: `UPDATE sink_deliveries SET lease_until = NULL
 		WHERE status = 'queued' AND lease_until IS NOT NULL`,
+		StSinkRequeue: `UPDATE sink_deliveries SET status = 'queued', attempts = 0,
+		next_attempt_at = ?, lease_until = NULL, failed_at = NULL, delivered_at = NULL
+		WHERE id = ? AND status != 'queued'`,
 		StSinkStatePut: `INSERT INTO sink_state (name, disabled, reason, since) VALUES (?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET disabled = excluded.disabled, reason = excluded.reason,
 		since = excluded.since`,
