@@ -19,6 +19,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newJobsCmd())
 	root.AddCommand(newExportCmd())
 	root.AddCommand(newDeadLettersCmd())
+	root.AddCommand(newReplayCmd())
 	root.AddCommand(newInboxCmd())
 	root.AddCommand(newHealthcheckCmd())
 	root.AddCommand(newPruneCmd())

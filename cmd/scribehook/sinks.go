@@ -19,7 +19,7 @@ func newSinksCmd() *cobra.Command {
 state is kept in the store, so it stays disabled across restarts until it is enabled again. A
 disabled sink's deliveries stay queued (the one answered 410 is a dead letter, which
 "deadletters replay" queues again). A running serve picks a change up within `+sinks.DefaultStateInterval.String()+`.`,
-		newSinksListCmd(), newSinksEnableCmd(), newSinksDisableCmd())
+		newSinksListCmd(), newSinksEnableCmd(), newSinksDisableCmd(), newSinksDeliveriesCmd())
 }
 
 func newSinksListCmd() *cobra.Command {
