@@ -258,6 +258,8 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		},
 		Sinks:          dispatch.Stats,
 		EnableSink:     dispatch.Enable,
+		ReplaySink:     k.replaySinkFor,
+		SinkHistory:    k.Records().SinkHistory,
 		TracerProvider: o.tracer,
 	})
 	if err != nil {

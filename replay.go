@@ -10,6 +10,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
@@ -163,4 +164,10 @@ func (r *Records) SinkHistory(ctx context.Context, q store.SinkHistoryQuery) ([]
 		return nil, err
 	}
 	return SinkHistory(ctx, r.k.store, q)
+}
+
+// replaySinkFor is Records.ReplaySink in the receiver's terms (POST /v1/sinks/:name/replay).
+func (k *Kit) replaySinkFor(ctx context.Context, sink string, w receiver.SinkReplayWindow) (store.SinkReplayResult, error) {
+	rep, err := k.Records().ReplaySink(ctx, sink, ReplayWindow{Since: w.Since, Until: w.Until, Types: w.Types, DryRun: w.DryRun})
+	return store.SinkReplayResult{Requeued: rep.Requeued, Backfilled: rep.Backfilled, AlreadyQueued: rep.AlreadyQueued, Skipped: rep.Skipped}, err
 }

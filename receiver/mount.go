@@ -142,6 +142,8 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 		rt.Post("/v1/inbox/replay", read(r.replayFailedMany)...)
 		rt.Post("/v1/inbox/:id/replay", read(r.replayFailed)...)
 		rt.Post("/v1/sinks/:name/enable", read(r.enableSink)...)
+		rt.Post("/v1/sinks/:name/replay", read(r.replaySink)...)
+		rt.Get("/v1/sinks/:name/deliveries", read(r.sinkDeliveries)...)
 		rt.Post("/v1/sessions/revoke", read(r.revokeSessions)...)
 	}
 	if opts.Dashboard {

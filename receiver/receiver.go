@@ -126,6 +126,12 @@ type Config struct {
 	// EnableSink enables a disabled sink again, durably, for POST /v1/sinks/:name/enable
 	// (the dispatcher's Enable); nil answers that route 501.
 	EnableSink func(ctx context.Context, name string) error
+	// ReplaySink queues a window of a sink's events again, or backfills a sink added later, for
+	// POST /v1/sinks/:name/replay (the kit's Records.ReplaySink); nil answers that route 501.
+	ReplaySink func(ctx context.Context, sink string, w SinkReplayWindow) (store.SinkReplayResult, error)
+	// SinkHistory lists a sink's deliveries for GET /v1/sinks/:name/deliveries (the kit's
+	// Records.SinkHistory); nil answers that route 501.
+	SinkHistory func(ctx context.Context, q store.SinkHistoryQuery) ([]store.SinkHistoryItem, error)
 	// Metrics is where the receiver registers its metrics and what /metrics serves; a fresh
 	// registry when nil.
 	Metrics *prometheus.Registry
