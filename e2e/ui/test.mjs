@@ -316,6 +316,40 @@ async function main() {
       await shot('10-sinks-replayed');
     });
 
+    await step("a sink's deliveries are listed and a window is replayed from the sinks page", async () => {
+      await control(info, 'POST', '/hook', { healthy: true });
+      await page.locator('#hist-sink option[value="captions-hook"]').waitFor({ state: 'attached' });
+      await page.locator('#hist-sink').selectOption('captions-hook');
+      await page.getByRole('button', { name: 'Show', exact: true }).click();
+      const delivered = page.locator('#deliveries-table tr[data-status="delivered"]');
+      await delivered.first().waitFor({ timeout: T.long });
+      const shown = await delivered.count();
+      assert.ok(shown > 0, 'no delivered row in the history');
+      await accessible(page, 'sinks with deliveries');
+      const before = await control(info, 'GET', '/hook');
+      // The last day, every type: each delivered event of the sink goes out again.
+      const since = new Date(Date.now() - 24 * 3600 * 1000);
+      const local = new Date(since.getTime() - since.getTimezoneOffset() * 60000).toISOString().slice(0, 19);
+      await page.locator('#rp-since').fill(local);
+      await page.getByRole('button', { name: 'Replay', exact: true }).click();
+      const status = page.locator('#sink-replay-status');
+      await status.getByText(/captions-hook: queued [1-9]\d* again/).waitFor();
+      const msg = await status.innerText();
+      console.log(`#   ${msg}`);
+      for (let i = 0; i < 200; i++) {
+        if ((await control(info, 'GET', '/hook')).received > before.received) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const after = await control(info, 'GET', '/hook');
+      assert.ok(after.received > before.received, `the hook received nothing after the window's replay: ${JSON.stringify(after)}`);
+      // A window whose since is missing is refused with the field named.
+      await page.locator('#rp-since').fill('');
+      await page.locator('#sink-replay').evaluate((f) => f.querySelector('#rp-since').removeAttribute('required'));
+      await page.getByRole('button', { name: 'Replay', exact: true }).click();
+      await page.getByText(/Replay failed: invalid replay window: since: required/).waitFor();
+      await shot('10b-sinks-window-replayed');
+    });
+
     await step('a sink disabled by a 410 keeps its queue until Enable, then delivers it', async () => {
       const row = page.locator('#sinks-table tr[data-sink="captions-hook"]');
       await control(info, 'POST', '/hook', { gone: true });

@@ -25,8 +25,86 @@ function sinkHealth(samples) {
   return sinks;
 }
 
+// A sink's recent deliveries (GET /v1/sinks/:name/deliveries) and the replay of a window of its
+// events (POST /v1/sinks/:name/replay), which also backfills a sink added later.
+let histSel;
+function deliveriesSection() {
+  const status = h('select', { id: 'hist-status' }, ['', 'queued', 'delivered', 'dead'].map((v) => h('option', { value: v }, v || 'Any status')));
+  const since = h('input', { id: 'rp-since', type: 'datetime-local', step: '1', required: true });
+  const until = h('input', { id: 'rp-until', type: 'datetime-local', step: '1' });
+  const types = h('input', { id: 'rp-type', type: 'text', spellcheck: 'false', autocomplete: 'off', placeholder: 'job.* live.transcript' });
+  const dry = h('input', { id: 'rp-dry', type: 'checkbox' });
+  const out = h('div', { role: 'status', id: 'sink-replay-status' });
+  const problem = h('div', { role: 'alert' });
+  const table = h('div', { id: 'sink-deliveries' }, h('p', { class: 'muted' }, 'Choose a sink.'));
+  const iso = (v) => (v ? new Date(v).toISOString() : '');
+  const load = async () => {
+    const name = histSel.value;
+    if (!name) { fill(table, h('p', { class: 'muted' }, 'Choose a sink.')); return; }
+    const qs = new URLSearchParams({ limit: '50' });
+    if (status.value) qs.set('status', status.value);
+    try {
+      const items = await get(`/v1/sinks/${encodeURIComponent(name)}/deliveries?${qs}`);
+      if (!items.length) { fill(table, h('p', { id: 'no-deliveries' }, 'No deliveries.')); return; }
+      fill(table, h('div', { class: 'table-wrap' }, h('table', { class: 'cards', id: 'deliveries-table' },
+        h('caption', { class: 'visually-hidden' }, `Deliveries of ${name}`),
+        h('thead', {}, h('tr', {}, ['Delivery', 'Event', 'Job', 'Status', 'Attempts', 'Last error', 'Queued', 'Done']
+          .map((t) => h('th', { scope: 'col', class: t === 'Attempts' ? 'num' : '' }, t)))),
+        h('tbody', {}, items.map((d) => h('tr', { dataset: { event: d.event_id, status: d.status } },
+          h('th', { scope: 'row', 'data-label': 'Delivery' }, String(d.id)),
+          h('td', { 'data-label': 'Event' }, d.event_type, h('div', { class: 'hint mono' }, shortId(d.event_id))),
+          h('td', { 'data-label': 'Job' }, d.job_id ? h('a', { href: `#/jobs/${encodeURIComponent(d.job_id)}`, class: 'mono nowrap' }, shortId(d.job_id)) : '—'),
+          h('td', { 'data-label': 'Status' }, d.status),
+          h('td', { class: 'num', 'data-label': 'Attempts' }, String(d.attempts)),
+          h('td', { 'data-label': 'Last error', class: 'last-error' }, d.last_error),
+          h('td', { 'data-label': 'Queued' }, timeEl(d.created_at)),
+          h('td', { 'data-label': 'Done' }, timeEl(d.delivered_at || d.failed_at))))))));
+    } catch (e) {
+      if (e instanceof APIError && e.status === 401) return;
+      fill(problem, h('p', { class: 'notice error' }, e.message));
+    }
+  };
+  const show = h('form', { class: 'filters', 'aria-label': 'Show deliveries' },
+    h('div', { class: 'field' }, h('label', { for: 'hist-sink' }, 'Sink'), histSel),
+    h('div', { class: 'field' }, h('label', { for: 'hist-status' }, 'Status'), status),
+    h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Show')));
+  show.addEventListener('submit', (ev) => { ev.preventDefault(); load(); });
+  const replayForm = h('form', { class: 'filters', id: 'sink-replay', 'aria-label': 'Replay a window' },
+    h('div', { class: 'field' }, h('label', { for: 'rp-since' }, 'Since'), since),
+    h('div', { class: 'field' }, h('label', { for: 'rp-until' }, 'Until (optional)'), until),
+    h('div', { class: 'field' }, h('label', { for: 'rp-type' }, 'Types (optional, space separated globs)'), types),
+    h('div', { class: 'field' }, h('label', { for: 'rp-dry' }, dry, ' Dry run')),
+    h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Replay')));
+  replayForm.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    fill(problem);
+    const name = histSel.value;
+    if (!name) { fill(problem, h('p', { class: 'notice error' }, 'Choose a sink first.')); return; }
+    const qs = new URLSearchParams({ since: iso(since.value) });
+    if (until.value) qs.set('until', iso(until.value));
+    for (const t of types.value.split(/[\s,]+/).filter(Boolean)) qs.append('type', t);
+    if (dry.checked) qs.set('dry_run', 'true');
+    try {
+      const r = await post(`/v1/sinks/${encodeURIComponent(name)}/replay?${qs}`);
+      const verb = r.dry_run ? 'would queue' : 'queued';
+      const msg = `${name}: ${verb} ${r.requeued.length} again and ${r.backfilled.length} by backfill; ${r.already_queued.length} already queued, ${r.skipped} not taken.`;
+      fill(out, h('p', { class: 'notice ok' }, msg));
+      announce(msg);
+      setTimeout(load, 500);
+    } catch (e) {
+      if (e instanceof APIError && e.status === 401) return;
+      const details = e.details && e.details.length ? `: ${e.details.join('; ')}` : '';
+      fill(problem, h('p', { class: 'notice error' }, `Replay failed: ${e.message}${details}`));
+    }
+  });
+  return h('section', { 'aria-labelledby': 'h-deliveries' }, h('h2', { id: 'h-deliveries' }, 'Deliveries and replay'),
+    h('p', { class: 'hint' }, 'A sink\'s recent deliveries, newest first. Replay queues the sink\'s events first queued in the window again, under their event ids (delivered and dead ones; queued ones stay), and queues a sink added later the stored events its filter takes (a backfill).'),
+    show, table, replayForm, out, problem);
+}
+
 export function sinksPage(q) {
   const filter = { sink: q.get('sink') || '', job: q.get('job') || '' };
+  histSel = h('select', { id: 'hist-sink' }, h('option', { value: '' }, 'Choose a sink'));
   const health = h('div', { id: 'sink-health' }, h('p', { class: 'muted' }, 'Loading…'));
   const sinkSel = h('select', { id: 'dl-sink' }, h('option', { value: '' }, 'All sinks'));
   const jobInput = h('input', { id: 'dl-job', type: 'text', value: filter.job, spellcheck: 'false', autocomplete: 'off' });
@@ -45,7 +123,8 @@ export function sinksPage(q) {
       health),
     h('section', { 'aria-labelledby': 'h-dead' }, h('h2', { id: 'h-dead' }, 'Dead letters'),
       h('p', { class: 'hint' }, 'Deliveries that failed their last attempt, newest first. Replay puts one back in its sink\'s queue, due now, with its attempts reset.'),
-      form, result, problem, list));
+      form, result, problem, list),
+    deliveriesSection());
 
   const known = new Set();
   const addSinkOptions = (names) => {
@@ -53,6 +132,7 @@ export function sinksPage(q) {
       if (known.has(n)) continue;
       known.add(n);
       sinkSel.appendChild(h('option', { value: n, selected: n === filter.sink }, n));
+      histSel.appendChild(h('option', { value: n, selected: n === filter.sink }, n));
     }
   };
   if (filter.sink) addSinkOptions([filter.sink]);
