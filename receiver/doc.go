@@ -47,6 +47,9 @@
 //	GET /v1/live/:id/events         the same as server-sent events, then new ones (bearer)
 //	GET /v1/deadletters, /v1/sinks  dead letters and sink states (bearer); POST
 //	                                /v1/deadletters/:id/replay queues one again
+//	GET /v1/sinks/:name/deliveries  a sink's deliveries newest first, no bodies (bearer);
+//	                                POST /v1/sinks/:name/replay queues a window again or
+//	                                backfills a sink added later
 //	GET /v1/inbox/failed            deliveries whose apply failed for good (bearer); POST
 //	                                /v1/inbox/:id/replay and /v1/inbox/replay (a filter)
 //	                                move them back to pending

@@ -396,7 +396,7 @@ export function jobPage(id) {
         h('dt', {}, 'Last updated'), h('dd', {}, timeEl(local.updated_at))),
       h('h3', {}, 'Per sink'),
       h('div', { id: 'sink-deliveries' }, h('p', { class: 'muted' }, 'Loading dead letters…')),
-      h('p', { class: 'hint' }, 'The read API has no per-sink delivery history; what fails for good shows as dead letters.'));
+      h('p', { class: 'hint' }, 'What fails for good shows as dead letters; each sink\'s deliveries are on the Sinks page.'));
     loadDeadLetters(job.id);
   }
 

@@ -36,7 +36,7 @@ function deliveriesSection() {
   const dry = h('input', { id: 'rp-dry', type: 'checkbox' });
   const out = h('div', { role: 'status', id: 'sink-replay-status' });
   const problem = h('div', { role: 'alert' });
-  const table = h('div', { id: 'sink-deliveries' }, h('p', { class: 'muted' }, 'Choose a sink.'));
+  const table = h('div', { id: 'sink-history' }, h('p', { class: 'muted' }, 'Choose a sink.'));
   const iso = (v) => (v ? new Date(v).toISOString() : '');
   const load = async () => {
     const name = histSel.value;
