@@ -1,0 +1,72 @@
+package sinks
+
+import (
+	"math"
+	"time"
+)
+
+// tokenBucket is a sink's rate limit: Rate tokens a second, at most Burst kept, one token per
+// delivery attempted. The worker takes tokens before it claims, as many as it claims, and gives
+// back those its claim did not use, so no claimed delivery waits for a token while its lease
+// runs. It is not safe for concurrent use: its worker guards it.
+//
+// It is this package's own rather than golang.org/x/time/rate's Limiter: the worker needs
+// "take up to n now, give back what the claim left", on the dispatcher's clock (tests move it
+// by hand), which a Limiter's reservations only approximate (CancelAt restores tokens only when
+// no later reservation was made), and thirty lines are less to keep than a module.
+type tokenBucket struct {
+	rate   float64 // tokens a second, > 0
+	burst  float64 // ≥ 1
+	tokens float64
+	last   time.Time // when tokens was counted; zero: never (the bucket starts full)
+}
+
+// newTokenBucket is the bucket of a policy's rate, nil when rate is 0 (no limit).
+func newTokenBucket(rate float64, burst int) *tokenBucket {
+	if rate <= 0 {
+		return nil
+	}
+	return &tokenBucket{rate: rate, burst: float64(max(burst, 1))}
+}
+
+// DefaultBurst is the burst of a rate given without one: one second's worth of tokens, at
+// least one.
+func DefaultBurst(rate float64) int {
+	if rate <= 0 || math.IsNaN(rate) {
+		return 0
+	}
+	return int(max(1, min(math.Ceil(rate), math.MaxInt32)))
+}
+
+func (b *tokenBucket) refill(now time.Time) {
+	if b.last.IsZero() {
+		b.tokens, b.last = b.burst, now
+		return
+	}
+	if el := now.Sub(b.last); el > 0 {
+		b.tokens = min(b.burst, b.tokens+el.Seconds()*b.rate)
+		b.last = now
+	}
+}
+
+// take takes up to want tokens at now and returns how many it took; wait is how long until the
+// next whole token when fewer than one is left (0 otherwise).
+func (b *tokenBucket) take(now time.Time, want int) (n int, wait time.Duration) {
+	b.refill(now)
+	// A hair of slack: a token due at t must not be missed by a rounding at t.
+	n = min(want, int(math.Floor(b.tokens+1e-9)))
+	n = max(n, 0)
+	b.tokens -= float64(n)
+	if b.tokens < 1-1e-9 {
+		wait = time.Duration(math.Ceil((1 - b.tokens) / b.rate * float64(time.Second)))
+		wait = max(wait, time.Millisecond)
+	}
+	return n, wait
+}
+
+// refund gives back n tokens taken but not used.
+func (b *tokenBucket) refund(n int) {
+	if n > 0 {
+		b.tokens = min(b.burst, b.tokens+float64(n))
+	}
+}
