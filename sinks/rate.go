@@ -12,8 +12,8 @@ import (
 //
 // It is this package's own rather than golang.org/x/time/rate's Limiter: the worker needs
 // "take up to n now, give back what the claim left", on the dispatcher's clock (tests move it
-// by hand), which a Limiter's reservations only approximate (CancelAt restores tokens only when
-// no later reservation was made), and thirty lines are less to keep than a module.
+// by hand), which a Limiter's reservations only approximate (a cancelled reservation gives its
+// tokens back only when no later one was made), and thirty lines are less to keep than a module.
 type tokenBucket struct {
 	rate   float64 // tokens a second, > 0
 	burst  float64 // ≥ 1
