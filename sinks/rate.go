@@ -19,6 +19,11 @@ type tokenBucket struct {
 	burst  float64 // ≥ 1
 	tokens float64
 	last   time.Time // when tokens was counted; zero: never (the bucket starts full)
+	// group is how many tokens a held-back worker waits for before it claims again: a tenth of
+	// a second's worth (at most the burst), so that a fast rate costs the queue about ten
+	// claims a second rather than one per delivery, which would take the store's writer from
+	// the other sinks.
+	group int
 }
 
 // newTokenBucket is the bucket of a policy's rate, nil when rate is 0 (no limit).
@@ -26,7 +31,9 @@ func newTokenBucket(rate float64, burst int) *tokenBucket {
 	if rate <= 0 {
 		return nil
 	}
-	return &tokenBucket{rate: rate, burst: float64(max(burst, 1))}
+	burst = max(burst, 1)
+	group := int(min(math.Ceil(rate/10), float64(burst)))
+	return &tokenBucket{rate: rate, burst: float64(burst), group: max(group, 1)}
 }
 
 // DefaultBurst is the burst of a rate given without one: one second's worth of tokens, at
@@ -49,16 +56,19 @@ func (b *tokenBucket) refill(now time.Time) {
 	}
 }
 
-// take takes up to want tokens at now and returns how many it took; wait is how long until the
-// next whole token when fewer than one is left (0 otherwise).
+// take takes up to want tokens at now and returns how many it took, none while fewer than
+// min(want, b.group) are there; wait is how long until that many are there again (0 when they
+// are).
 func (b *tokenBucket) take(now time.Time, want int) (n int, wait time.Duration) {
 	b.refill(now)
+	least := float64(max(1, min(want, b.group)))
 	// A hair of slack: a token due at t must not be missed by a rounding at t.
-	n = min(want, int(math.Floor(b.tokens+1e-9)))
-	n = max(n, 0)
-	b.tokens -= float64(n)
-	if b.tokens < 1-1e-9 {
-		wait = time.Duration(math.Ceil((1 - b.tokens) / b.rate * float64(time.Second)))
+	if have := math.Floor(b.tokens + 1e-9); have >= least {
+		n = min(want, int(have))
+		b.tokens -= float64(n)
+	}
+	if b.tokens < least-1e-9 {
+		wait = time.Duration(math.Ceil((least - b.tokens) / b.rate * float64(time.Second)))
 		wait = max(wait, time.Millisecond)
 	}
 	return n, wait
