@@ -193,3 +193,18 @@ func TestDispatchRateRealTime(t *testing.T) {
 		}
 	}
 }
+
+// TestDispatchRateGroups: once held back, a sink at 100 a second waits for a tenth of a
+// second's tokens (10) before it claims again, rather than claiming each token as it comes.
+func TestDispatchRateGroups(t *testing.T) {
+	e := newDispEnv(t)
+	s := newDispSink("fast", nil)
+	e.enqueue("fast", rateIDs("g", 40)...)
+	d := e.run(sinks.DispatcherConfig{}, []sinks.Spec{{Name: "fast", Rate: 100, RateBurst: 10}}, s)
+	testwait.For(t, "the burst", dispWait, func() bool { return len(s.done()) == 10 })
+	e.advance(d, 50*time.Millisecond) // 5 tokens: fewer than a group
+	dispStill(t, s, 10, "5 tokens, a group is 10")
+	e.advance(d, 50*time.Millisecond) // 10
+	testwait.For(t, "a group of 10", dispWait, func() bool { return len(s.done()) == 20 })
+	dispStill(t, s, 20, "one group")
+}
