@@ -51,7 +51,7 @@ type rateBenchResult struct {
 	freeRate     float64 // the unlimited sink's events a second
 	limitedRate  float64 // the limited sink's, after its burst
 	limitedMax1s int
-	limitedSpan     time.Duration
+	limitedSpan  time.Duration
 }
 
 func runRateBench(b *testing.B, nFree, nLimited int, rate float64) rateBenchResult {
@@ -149,7 +149,7 @@ func runRateBench(b *testing.B, nFree, nLimited int, rate float64) rateBenchResu
 				k++
 			}
 			r.limitedMax1s = max(r.limitedMax1s, k)
-			}
+		}
 	}
 	return r
 }
