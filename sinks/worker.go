@@ -143,14 +143,16 @@ func (w *sinkWorker) run(ctx context.Context) {
 			// Attempts claimed while the breaker was closed run even if it opened meanwhile.
 			w.start(ctx, &attempts, ds, probe)
 		}
-		// Out of tokens with the queue likely not drained (the claim took all it was allowed,
-		// or nothing could be claimed after a round that was held back): come back with the
-		// next token rather than at the next poll.
-		if limited && (n > 0 && claimed == n || n == 0 && wasThrottled) {
+		// Short of tokens with deliveries maybe waiting (the claim took all it was allowed, or
+		// none could be claimed): come back when the tokens are there rather than at the next
+		// poll. The time counts as held back when the queue was surely not drained.
+		if limited && (n == 0 || claimed == n) {
 			wait = min(wait, tokenWait)
-			w.mu.Lock()
-			w.throttledAt = now
-			w.mu.Unlock()
+			if n > 0 || wasThrottled {
+				w.mu.Lock()
+				w.throttledAt = now
+				w.mu.Unlock()
+			}
 		}
 		select {
 		case <-ctx.Done():
