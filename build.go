@@ -145,6 +145,7 @@ func SinkSpecs(cfg configs.Config, secrets configs.Secrets) []sinks.Spec {
 		spec := sinks.Spec{
 			Name: c.Name, Kind: c.Kind, Ordered: c.Ordered, Concurrency: c.Concurrency, Dir: c.Dir, Timeout: c.Timeout,
 			URL: c.URL, Allow: c.Allow, Topic: c.Topic,
+			Retry: c.Retry, Rate: c.Rate, RateBurst: c.RateBurst,
 			Filter: sinks.Filter{Events: c.Events},
 		}
 		if secret := secrets.Sinks[c.Name]; secret != "" {

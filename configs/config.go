@@ -179,6 +179,16 @@ type Sink struct {
 	// Concurrency is how many deliveries of the sink are in flight at once (default 16); an
 	// ordered sink has at most one per job or session among them.
 	Concurrency int `yaml:"concurrency"`
+	// Retry is the schedule of the sink's attempts (default 0s, 5s, 5m, 30m, 2h, 5h, 10h, 10h):
+	// Retry[0] is the wait before the first attempt, Retry[n] the wait after the n-th failed
+	// attempt; after the last one the delivery is dead-lettered. Waits are spread by ±20 %.
+	Retry []time.Duration `yaml:"retry"`
+	// Rate bounds the sink's attempts to that many a second, retries included (a token bucket
+	// in the sink's worker; 0, the default: no limit); fractions are allowed (0.5: one every
+	// 2 s). RateBurst is how many may go at once after a quiet spell (default: one second's
+	// worth, at least 1). Each replica has its own bucket.
+	Rate      float64 `yaml:"rate"`
+	RateBurst int     `yaml:"rate_burst"`
 	// Allow lists hosts, addresses or CIDR ranges a webhook sink may reach although they are
 	// private (rule 5 of docs/design.md): self-hosted targets.
 	Allow []string `yaml:"allow"`

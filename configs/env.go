@@ -106,7 +106,8 @@ func matchPath(t reflect.Type, name string) ([]step, bool) {
 	return nil, false
 }
 
-// isLeaf reports whether a field takes one environment value: a scalar or a list of strings.
+// isLeaf reports whether a field takes one environment value: a scalar, or a list of strings or
+// of durations (comma-separated).
 func isLeaf(t reflect.Type) bool {
 	if t.Kind() == reflect.Pointer {
 		return isLeaf(t.Elem()) && t.Elem().Kind() != reflect.Slice // an optional scalar
@@ -115,7 +116,7 @@ func isLeaf(t reflect.Type) bool {
 	case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Float64:
 		return true
 	case reflect.Slice:
-		return t.Elem().Kind() == reflect.String
+		return t.Elem().Kind() == reflect.String || t.Elem() == durationType
 	}
 	return false
 }
@@ -159,6 +160,17 @@ func (o override) apply(v reflect.Value) error {
 			if item = strings.TrimSpace(item); item != "" {
 				items = append(items, item)
 			}
+		}
+		if v.Type().Elem() == durationType {
+			// A list of durations, e.g. SCRIBEHOOK_SINKS_0_RETRY=0s,5s,5m.
+			out := reflect.MakeSlice(v.Type(), len(items), len(items))
+			for i, item := range items {
+				if err := setScalar(out.Index(i), item, ""); err != nil {
+					return fmt.Errorf("%s: %s[%d] must be %s (got %q)", o.name, o.path(), i, typeName(durationType), short(item))
+				}
+			}
+			v.Set(out)
+			return nil
 		}
 		v.Set(reflect.ValueOf(items))
 		return nil

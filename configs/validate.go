@@ -3,6 +3,7 @@ package configs
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -320,6 +321,28 @@ func (v *validator) sink(i int, s Sink, names map[string]int) {
 	}
 	if s.Timeout <= 0 {
 		v.add(p+".timeout", "must be a positive duration (got %s)", s.Timeout)
+	}
+	v.sinkPolicy(p, s)
+}
+
+// sinkPolicy checks the sink's retry schedule and rate limit.
+func (v *validator) sinkPolicy(p string, s Sink) {
+	for j, w := range s.Retry {
+		if w < 0 {
+			v.add(fmt.Sprintf("%s.retry[%d]", p, j), "must be a duration of at least 0s (got %s)", w)
+		}
+	}
+	if s.Retry != nil && len(s.Retry) == 0 {
+		v.add(p+".retry", "must list at least one wait, e.g. [0s, 5s, 5m], or be left out for the default schedule")
+	}
+	if math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) || s.Rate < 0 {
+		v.add(p+".rate", "must be a positive number of deliveries per second, or 0 for no limit (got %g)", s.Rate)
+	}
+	switch {
+	case s.RateBurst < 0:
+		v.add(p+".rate_burst", "must not be negative (got %d; 0 is one second's worth of rate)", s.RateBurst)
+	case s.RateBurst > 0 && s.Rate == 0:
+		v.add(p+".rate_burst", "needs a rate: set %s.rate, or leave rate_burst out (got %d with no rate)", p, s.RateBurst)
 	}
 }
 

@@ -219,6 +219,7 @@ func (d *Dispatcher) Add(spec Spec, sink Sink) error {
 		wake:     make(chan struct{}, 1),
 		settled:  make(chan struct{}, 1),
 		br:       newSinkBreaker(pol.BreakerThreshold, pol.BreakerCooldown),
+		bucket:   newTokenBucket(pol.Rate, pol.Burst),
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

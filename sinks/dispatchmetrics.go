@@ -15,6 +15,7 @@ type dispatchMetrics struct {
 	deliveries  *prometheus.CounterVec
 	breakerOpen *prometheus.GaugeVec
 	disabled    *prometheus.GaugeVec
+	rateLimited *prometheus.CounterVec
 
 	mu     sync.Mutex
 	depths []prometheus.Collector
@@ -28,6 +29,8 @@ func newDispatchMetrics(reg prometheus.Registerer) *dispatchMetrics {
 			"Delivery attempts by sink and outcome (delivered, retried, dead, disabled).", "sink", "outcome"),
 		breakerOpen: metricreg.GaugeVec("scribehook_sink_breaker_open", "1 while the sink's breaker is open or half-open.", "sink"),
 		disabled:    metricreg.GaugeVec("scribehook_sink_disabled", "1 once the sink is disabled (its destination answered that it is gone).", "sink"),
+		rateLimited: metricreg.CounterVec("scribehook_sink_rate_limited_seconds_total",
+			"Time the sink's worker held deliveries back for its rate limit (rate), in seconds.", "sink"),
 	}
 }
 
@@ -35,13 +38,16 @@ func newDispatchMetrics(reg prometheus.Registerer) *dispatchMetrics {
 func (m *dispatchMetrics) add(w *sinkWorker) error {
 	m.breakerOpen.WithLabelValues(w.name).Set(0)
 	m.disabled.WithLabelValues(w.name).Set(0)
+	if w.bucket != nil {
+		m.rateLimited.WithLabelValues(w.name).Add(0) // a rate-limited sink's series exists from the start
+	}
 	if m.reg == nil {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.shared {
-		if err := metricreg.Register(m.reg, m.deliveries, m.breakerOpen, m.disabled); err != nil {
+		if err := metricreg.Register(m.reg, m.deliveries, m.breakerOpen, m.disabled, m.rateLimited); err != nil {
 			return fmt.Errorf("register sink metrics: %w", err)
 		}
 		m.shared = true
@@ -80,6 +86,7 @@ func (m *dispatchMetrics) unregister() {
 		m.reg.Unregister(m.deliveries)
 		m.reg.Unregister(m.breakerOpen)
 		m.reg.Unregister(m.disabled)
+		m.reg.Unregister(m.rateLimited)
 		m.shared = false
 	}
 }

@@ -3,6 +3,7 @@ package sinks
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -52,6 +53,10 @@ type Policy struct {
 	// breaker.
 	BreakerThreshold int
 	BreakerCooldown  time.Duration
+	// Rate is the most attempts a second (0: no limit); Burst how many may go at once, ≥ 1
+	// when Rate is set.
+	Rate  float64
+	Burst int
 }
 
 // PolicyOf applies the defaults to spec's delivery settings and rejects settings that cannot
@@ -68,6 +73,8 @@ func PolicyOf(spec Spec) (Policy, error) {
 		Timeout:          spec.Timeout,
 		BreakerThreshold: spec.BreakerThreshold,
 		BreakerCooldown:  spec.BreakerCooldown,
+		Rate:             spec.Rate,
+		Burst:            spec.RateBurst,
 	}
 	if len(p.Schedule) == 0 {
 		p.Schedule = DefaultSchedule
@@ -93,6 +100,16 @@ func PolicyOf(spec Spec) (Policy, error) {
 		orDefault(&p.BreakerCooldown, DefaultBreakerCooldown, spec.Name, "breaker cooldown"),
 	); err != nil {
 		return Policy{}, err
+	}
+	switch {
+	case math.IsNaN(p.Rate) || math.IsInf(p.Rate, 0) || p.Rate < 0:
+		return Policy{}, fmt.Errorf("sink %q: rate: %g is not a positive number of deliveries a second, nor 0 for no limit", spec.Name, p.Rate)
+	case p.Burst < 0:
+		return Policy{}, fmt.Errorf("sink %q: rate burst: %d is negative", spec.Name, p.Burst)
+	case p.Rate == 0:
+		p.Burst = 0
+	case p.Burst == 0:
+		p.Burst = DefaultBurst(p.Rate)
 	}
 	switch {
 	case p.BreakerThreshold < 0:

@@ -103,6 +103,12 @@ type Spec struct {
 	// Concurrency is how many deliveries of the sink are in flight at once (default 16; for an
 	// Ordered sink at most one per job or session among them).
 	Concurrency int
+	// Rate bounds the sink's attempts to Rate a second (a token bucket; 0: no limit), across
+	// its concurrency and retries included; a batch counts its deliveries. RateBurst is how
+	// many may go at once after a quiet spell (default DefaultBurst(Rate): one second's worth).
+	// The limit is the dispatcher's: each replica has its own.
+	Rate      float64
+	RateBurst int
 	// BreakerThreshold consecutive failures open the breaker for BreakerCooldown (defaults
 	// 5 and 30 s); while open, nothing is attempted, and one probe closes it again.
 	BreakerThreshold int

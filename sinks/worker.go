@@ -27,9 +27,14 @@ type sinkWorker struct {
 	// the loop looks at the whole queue whenever it wakes, so signals may merge.
 	wake, settled chan struct{}
 
-	mu       sync.Mutex
-	br       *sinkBreaker
-	inFlight int
+	mu sync.Mutex
+	br *sinkBreaker
+	// bucket is the sink's rate limit (rate.go), nil without one; throttledAt is when the loop
+	// last stopped short of its free slots for want of tokens with deliveries likely waiting,
+	// zero when it did not (the time until the next round counts as rate-limited).
+	bucket      *tokenBucket
+	throttledAt time.Time
+	inFlight    int
 	// done holds the deliveries delivered but not yet recorded; their
 	// slots stay counted in inFlight until the next round records them. A round waits at most
 	// for the attempts running to end, each within the attempt timeout, so a delivery is
@@ -97,6 +102,22 @@ func (w *sinkWorker) run(ctx context.Context) {
 		}
 		// The slots are reserved before the claim, so that InFlight counts claims under way.
 		n, probe, wait, halfOpened := w.br.admit(now, free)
+		// A rate-limited sink claims no more than it has tokens for: a claimed delivery never
+		// waits for a token while its lease runs.
+		wasThrottled := w.rateRound(now)
+		var limited bool
+		var tokenWait time.Duration
+		if w.bucket != nil && n > 0 {
+			var got int
+			got, tokenWait = w.bucket.take(now, n)
+			if limited = got < n; limited {
+				if probe && got == 0 {
+					w.br.release()
+					probe = false
+				}
+				n = got
+			}
+		}
 		w.inFlight += n
 		w.mu.Unlock()
 		if halfOpened {
@@ -106,16 +127,32 @@ func (w *sinkWorker) run(ctx context.Context) {
 		if wait <= 0 {
 			wait = w.d.poll
 		}
+		claimed := 0
 		if n > 0 || len(done) > 0 {
 			ds := w.round(ctx, done, now, n)
+			claimed = len(ds)
 			w.mu.Lock()
 			w.inFlight -= len(done) + n - len(ds)
 			if probe && len(ds) == 0 {
 				w.br.release()
 			}
+			if w.bucket != nil {
+				w.bucket.refund(n - len(ds))
+			}
 			w.mu.Unlock()
 			// Attempts claimed while the breaker was closed run even if it opened meanwhile.
 			w.start(ctx, &attempts, ds, probe)
+		}
+		// Short of tokens with deliveries maybe waiting (the claim took all it was allowed, or
+		// none could be claimed): come back when the tokens are there rather than at the next
+		// poll. The time counts as held back when the queue was surely not drained.
+		if limited && (n == 0 || claimed == n) {
+			wait = min(wait, tokenWait)
+			if n > 0 || wasThrottled {
+				w.mu.Lock()
+				w.throttledAt = now
+				w.mu.Unlock()
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -124,6 +161,19 @@ func (w *sinkWorker) run(ctx context.Context) {
 		case <-w.d.after(wait):
 		}
 	}
+}
+
+// rateRound counts the time since the previous round as rate-limited when that round was held
+// back by the bucket, and reports whether it was; w.mu is held.
+func (w *sinkWorker) rateRound(now time.Time) bool {
+	if w.throttledAt.IsZero() {
+		return false
+	}
+	if el := now.Sub(w.throttledAt); el > 0 {
+		w.d.m.rateLimited.WithLabelValues(w.name).Add(el.Seconds())
+	}
+	w.throttledAt = time.Time{}
+	return true
 }
 
 // recordDone records the deliveries delivered but not yet recorded and frees their slots.

@@ -12,8 +12,8 @@ import (
 
 // Entry is one element of the configuration's sinks list as its kind reads it: the name, and
 // the keys whose meaning depends on the kind. The keys every sink has (events, categories,
-// kinds, custom_metadata, ordered, concurrency, timeout, secret_env) are checked by configs
-// itself.
+// kinds, custom_metadata, ordered, concurrency, timeout, retry, rate, rate_burst, secret_env) are
+// checked by configs itself.
 type Entry struct {
 	Name  string
 	Dir   string   // dir: a directory (file)
