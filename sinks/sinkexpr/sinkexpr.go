@@ -109,7 +109,13 @@ func newEnv() (*cel.Env, error) {
 type Program struct {
 	src string
 	prg cel.Program
+	err error // Failed's: every evaluation fails with it
 }
+
+// Failed is a program that did not compile, for a caller that cannot return err where it
+// builds the program: every evaluation fails with err, so a when takes nothing and a body
+// dead-letters, never widening a sink to every event.
+func Failed(src string, err error) *Program { return &Program{src: src, err: err} }
 
 // String is the expression's source.
 func (p *Program) String() string {
@@ -155,7 +161,7 @@ func Compile(src string, out Output) (*Program, error) {
 	}
 	checked, iss := e.Compile(src)
 	if iss != nil && iss.Err() != nil {
-		return nil, iss.Err()
+		return nil, oneLine(iss.Err())
 	}
 	if err := checkFields(checked); err != nil {
 		return nil, err
@@ -181,6 +187,21 @@ func Compile(src string, out Output) (*Program, error) {
 		return nil, fmt.Errorf("program: %w", err)
 	}
 	return &Program{src: src, prg: prg}, nil
+}
+
+// oneLine keeps the "ERROR: <input>:line:column: message" lines of CEL's issues, without the
+// source and caret lines that follow each, for messages of one line.
+func oneLine(err error) error {
+	var keep []string
+	for l := range strings.Lines(err.Error()) {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "ERROR:") {
+			keep = append(keep, strings.TrimSuffix(l, " (in container '')"))
+		}
+	}
+	if len(keep) == 0 {
+		return err
+	}
+	return errors.New(strings.Join(keep, "; "))
 }
 
 // checkFields refuses event.<name> and event["name"] for a name that is not an envelope field:
@@ -233,6 +254,9 @@ func quoted(s []string) []string {
 
 // eval runs p over ev.
 func (p *Program) eval(ctx context.Context, ev *Event) (ref.Val, error) {
+	if p.err != nil {
+		return nil, fmt.Errorf("%s: did not compile: %w", p.src, p.err)
+	}
 	vars, err := ev.activation()
 	if err != nil {
 		return nil, err
@@ -289,4 +313,25 @@ func (p *Program) Text(ctx context.Context, ev *Event) (string, error) {
 		return "", fmt.Errorf("%s: gave %s, not a string", p.src, v.Type().TypeName())
 	}
 	return string(s), nil
+}
+
+// reservedHeaders are the headers a webhook sink sets itself and a headers entry may not
+// replace: the signature's (a receiver checks them), the body's type and framing.
+var reservedHeaders = []string{"webhook-id", "webhook-timestamp", "webhook-signature", "content-type", "content-length", "host", "transfer-encoding"}
+
+// CheckHeaderName refuses a header name that is not an HTTP token, or one the webhook sink sets
+// itself (webhook-id, webhook-timestamp, webhook-signature, content-type…), in any case.
+func CheckHeaderName(name string) error {
+	if name == "" {
+		return errors.New("empty header name")
+	}
+	for _, r := range name {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return fmt.Errorf("%q is not a header name", name)
+		}
+	}
+	if slices.Contains(reservedHeaders, strings.ToLower(name)) {
+		return fmt.Errorf("%q is set by the webhook sink itself and may not be replaced (%s)", name, strings.Join(reservedHeaders, ", "))
+	}
+	return nil
 }
