@@ -1,0 +1,142 @@
+package scribehook
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/configs"
+	"github.com/scribehook/scribehook/internal/testmetrics"
+	"github.com/scribehook/scribehook/internal/testwait"
+	"github.com/scribehook/scribehook/signature"
+)
+
+// A sink's when, body and headers, from YAML, through the kit with the sandbox: the webhook
+// target gets only the job.succeeded of the job the when takes, as {id, text} with the header
+// the sink adds, signed over that body; the issue's own example compiles and takes nothing of a
+// 12-second recording; a when that fails over an event (a field it lacks) does not deliver it
+// and is counted.
+func TestSinkWhenBodyHeadersThroughTheKit(t *testing.T) {
+	w := newWorld(t)
+	ln := listen(t)
+	dir := t.TempDir()
+	hook := newHookTarget(t)
+	yaml := `sinks:
+  - name: media
+    kind: webhook
+    url: ` + hook.srv.URL + `/media
+    allow: [127.0.0.1]
+    secret_env: MEDIA_SECRET
+    events: ["*"]
+    when: 'event.type == "job.succeeded" && event.data.result.metadata.audio_duration > 5.0 && event.custom_metadata.team == "media"'
+    body: '{"id": event.job_id, "text": event.data.result.transcription.full_transcript}'
+    headers:
+      X-Team: 'event.custom_metadata.team'
+      X-Languages: 'event.data.result.transcription.languages.join(",")'
+  - name: long
+    kind: webhook
+    url: ` + hook.srv.URL + `/long
+    allow: [127.0.0.1]
+    events: ["*"]
+    when: 'event.type == "job.succeeded" && event.data.result.metadata.audio_duration > 60.0'
+  - name: strict
+    kind: webhook
+    url: ` + hook.srv.URL + `/strict
+    allow: [127.0.0.1]
+    events: ["*"]
+    when: 'event.data.result.metadata.audio_duration > 5.0'
+`
+	path := filepath.Join(dir, "scribehook.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.LoadOnto(kitConfig(dir, ln, w.sandbox), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := strongSecret(t)
+	k := startKit(t, cfg, ln, WithService(w.service), WithSecrets(configs.Secrets{APIKey: testKey, Sinks: map[string]string{"media": secret}}))
+
+	ctx := context.Background()
+	subm, err := k.Submitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, team := range []string{"sales", "media"} {
+		created, err := subm.Submit(ctx, api.PreRecordedRequest{AudioURL: w.audio, CustomMetadata: json.RawMessage(`{"team":"` + team + `"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, created.ID)
+	}
+	var text string
+	for _, id := range jobs {
+		waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		rec, err := WaitJob(waitCtx, k.Records(), id, 0, nil)
+		cancel()
+		if err != nil || rec.Job.Status != api.StatusDone {
+			t.Fatalf("job %s: %v", id, err)
+		}
+		res, err := rec.Job.DecodeResult()
+		if err != nil || res == nil || res.Transcription == nil {
+			t.Fatalf("result of %s: %v", id, err)
+		}
+		text = res.Transcription.FullTranscript
+	}
+	media := jobs[1]
+	byPath := func() map[string][]hookRequest {
+		out := map[string][]hookRequest{}
+		for _, r := range hook.requests() {
+			out[r.path] = append(out[r.path], r)
+		}
+		return out
+	}
+	// strict is sent both job.succeeded (each has a result), nothing else.
+	testwait.For(t, "the deliveries at the target", 30*time.Second, func() bool {
+		got := byPath()
+		return len(got["/media"]) == 1 && len(got["/strict"]) == 2
+	})
+	// Events queued after: wait for the pipeline to settle, then nothing more arrived.
+	time.Sleep(500 * time.Millisecond)
+	got := byPath()
+	if len(got) != 2 || len(got["/media"]) != 1 || len(got["/strict"]) != 2 || len(got["/long"]) != 0 {
+		t.Fatalf("requests by path: media %d, strict %d, long %d (all %d paths), want 1, 2, 0", len(got["/media"]), len(got["/strict"]), len(got["/long"]), len(got))
+	}
+	req := got["/media"][0]
+	var body map[string]string
+	if err := json.Unmarshal(req.body, &body); err != nil {
+		t.Fatalf("body %s: %v", req.body, err)
+	}
+	if len(body) != 2 || body["id"] != media || body["text"] != text || text == "" {
+		t.Errorf("body = %s, want {id: %s, text: %q}", req.body, media, text)
+	}
+	if req.header.Get("X-Team") != "media" || req.header.Get("X-Languages") != "en" {
+		t.Errorf("headers X-Team %q, X-Languages %q; want media, en", req.header.Get("X-Team"), req.header.Get("X-Languages"))
+	}
+	verifier, err := signature.NewVerifier(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verifier.Verify(req.body, req.header); err != nil {
+		t.Errorf("signature over the projected body: %v", err)
+	}
+	for _, r := range got["/strict"] {
+		var ev api.Event
+		if err := json.Unmarshal(r.body, &ev); err != nil || ev.Type != api.EventJobSucceeded {
+			t.Errorf("strict got %s (%v), want job.succeeded envelopes", r.body, err)
+		}
+	}
+
+	// strict's when failed over every other event (job.created…, subtitles.ready): counted.
+	if n := testmetrics.Value(t, k.Metrics(), "scribehook_sink_when_errors_total", "sink", "strict"); n < 2 {
+		t.Errorf("strict's when errors = %v, want at least the two subtitles.ready", n)
+	}
+	if n, ok := testmetrics.Series(t, k.Metrics(), "scribehook_sink_when_errors_total", "sink", "media"); ok {
+		t.Errorf("media's when, guarded by the type, counted %v errors", n)
+	}
+}
