@@ -1,12 +1,17 @@
 package scribehook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
@@ -59,7 +64,11 @@ func TestSinkWhenBodyHeadersThroughTheKit(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := strongSecret(t)
-	k := startKit(t, cfg, ln, WithService(w.service), WithSecrets(configs.Secrets{APIKey: testKey, Sinks: map[string]string{"media": secret}}))
+	logs := &lockedBuffer{}
+	logger := logrus.New()
+	logger.SetOutput(logs)
+	logger.SetFormatter(&logrus.JSONFormatter{})
+	k := startKit(t, cfg, ln, WithLogger(logger), WithService(w.service), WithSecrets(configs.Secrets{APIKey: testKey, Sinks: map[string]string{"media": secret}}))
 
 	ctx := context.Background()
 	subm, err := k.Submitter()
@@ -139,4 +148,32 @@ func TestSinkWhenBodyHeadersThroughTheKit(t *testing.T) {
 	if n, ok := testmetrics.Series(t, k.Metrics(), "scribehook_sink_when_errors_total", "sink", "media"); ok {
 		t.Errorf("media's when, guarded by the type, counted %v errors", n)
 	}
+	// Logged once for the sink, however many events it failed over.
+	var warned []string
+	for l := range strings.Lines(logs.String()) {
+		if strings.Contains(l, "the sink's when failed") {
+			warned = append(warned, l)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `"sink":"strict"`) || !strings.Contains(warned[0], "no such key: result") {
+		t.Errorf("when failures logged %d times: %q, want once for strict with the error", len(warned), warned)
+	}
+}
+
+// lockedBuffer is a log output the kit's goroutines write while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
