@@ -18,6 +18,8 @@ import (
 	"github.com/scribehook/scribehook/internal/testmetrics"
 	"github.com/scribehook/scribehook/internal/testwait"
 	"github.com/scribehook/scribehook/signature"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/sinks/sinkexpr"
 )
 
 // A sink's when, body and headers, from YAML, through the kit with the sandbox: the webhook
@@ -68,7 +70,15 @@ func TestSinkWhenBodyHeadersThroughTheKit(t *testing.T) {
 	logger := logrus.New()
 	logger.SetOutput(logs)
 	logger.SetFormatter(&logrus.JSONFormatter{})
-	k := startKit(t, cfg, ln, WithLogger(logger), WithService(w.service), WithSecrets(configs.Secrets{APIKey: testKey, Sinks: map[string]string{"media": secret}}))
+	// A Go event handler filters with a compiled expression the same way.
+	mediaOnly, err := sinkexpr.CompileWhen(`event.custom_metadata.team == "media"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goHandler := &recorder{}
+	k := startKit(t, cfg, ln, WithLogger(logger), WithService(w.service),
+		WithEventHandler(EventHandler{Name: "go-media", Filter: sinks.Filter{Events: []string{api.EventJobSucceeded}, When: mediaOnly}, Func: goHandler.handle}),
+		WithSecrets(configs.Secrets{APIKey: testKey, Sinks: map[string]string{"media": secret}}))
 
 	ctx := context.Background()
 	subm, err := k.Submitter()
@@ -115,6 +125,10 @@ func TestSinkWhenBodyHeadersThroughTheKit(t *testing.T) {
 	got := byPath()
 	if len(got) != 2 || len(got["/media"]) != 1 || len(got["/strict"]) != 2 || len(got["/long"]) != 0 {
 		t.Fatalf("requests by path: media %d, strict %d, long %d (all %d paths), want 1, 2, 0", len(got["/media"]), len(got["/strict"]), len(got["/long"]), len(got))
+	}
+	testwait.For(t, "the Go handler's event", 10*time.Second, func() bool { return len(goHandler.of(media)) == 1 })
+	if n := len(goHandler.of(jobs[0])); n != 0 {
+		t.Errorf("the Go handler got %d events of the sales job, want none", n)
 	}
 	req := got["/media"][0]
 	var body map[string]string
