@@ -17,6 +17,7 @@ import (
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/receiver"
 	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/sinks/sinkexpr"
 	"github.com/scribehook/scribehook/store"
 	// The embedded default store: linked by every program of the kit, as configs.Default
 	// and ServeDefaults name it. PostgreSQL is opt-in (store/postgres).
@@ -160,9 +161,35 @@ func SinkSpecs(cfg configs.Config, secrets configs.Secrets) []sinks.Spec {
 		if c.CustomMetadata != "" {
 			spec.Filter.CustomMetadata = json.RawMessage(c.CustomMetadata)
 		}
+		sinkExprs(c, &spec)
 		out = append(out, spec)
 	}
 	return out
+}
+
+// sinkExprs compiles the sink's when, body and headers into spec. The configuration's
+// validation compiled them already; one that fails here (a configuration not validated) is
+// sinkexpr.Failed, which takes no event and dead-letters every body, never widening the sink.
+func sinkExprs(c configs.Sink, spec *sinks.Spec) {
+	compile := func(src string, out sinkexpr.Output) *sinkexpr.Program {
+		p, err := sinkexpr.Compile(src, out)
+		if err != nil {
+			return sinkexpr.Failed(src, err)
+		}
+		return p
+	}
+	if c.When != "" {
+		spec.Filter.When = compile(c.When, sinkexpr.Bool)
+	}
+	if c.Body != "" {
+		spec.Body = compile(c.Body, sinkexpr.Value)
+	}
+	for name, src := range c.Headers {
+		if spec.Headers == nil {
+			spec.Headers = map[string]*sinkexpr.Program{}
+		}
+		spec.Headers[name] = compile(src, sinkexpr.String)
+	}
 }
 
 // routesOf lists the static callback routes of the secrets, by name.

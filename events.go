@@ -25,7 +25,8 @@ type EventHandler struct {
 	// across restarts (its pending events are delivered after one).
 	Name string
 	// Filter selects events: globs over types (job.succeeded, "live.*"), live categories, job
-	// kinds, a custom_metadata subset. Empty fields take everything.
+	// kinds, a custom_metadata subset, a CEL expression (When, sinkexpr.CompileWhen). Empty
+	// fields take everything.
 	Filter sinks.Filter
 	// Ordered calls Func with one job's or session's events one at a time, in order.
 	Ordered bool

@@ -39,6 +39,7 @@ type hookTarget struct {
 type hookRequest struct {
 	header http.Header
 	body   []byte
+	path   string
 }
 
 func newHookTarget(t *testing.T) *hookTarget {
@@ -46,7 +47,7 @@ func newHookTarget(t *testing.T) *hookTarget {
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		h.mu.Lock()
-		h.reqs = append(h.reqs, hookRequest{header: r.Header.Clone(), body: body})
+		h.reqs = append(h.reqs, hookRequest{header: r.Header.Clone(), body: body, path: r.URL.Path})
 		h.mu.Unlock()
 	}))
 	t.Cleanup(h.srv.Close)

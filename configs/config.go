@@ -194,6 +194,14 @@ type Sink struct {
 	Allow []string `yaml:"allow"`
 	// Timeout bounds one delivery attempt (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
+	// When is a CEL expression over the event that must be true for the sink to be sent it,
+	// e.g. 'event.data.result.metadata.audio_duration > 60.0' (package sinks/sinkexpr).
+	When string `yaml:"when"`
+	// Body is a CEL expression whose value (as JSON) a webhook sink sends instead of the
+	// whole event, e.g. '{"id": event.id, "text": event.data.result.transcription.full_transcript}'.
+	Body string `yaml:"body"`
+	// Headers are added to a webhook sink's requests: a name, a CEL expression giving a string.
+	Headers map[string]string `yaml:"headers"`
 }
 
 // entry is the part of s its kind reads.

@@ -157,6 +157,8 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		d.mapping(n, v, path)
 	case v.Kind() == reflect.Slice:
 		d.sequence(n, v, path)
+	case v.Kind() == reflect.Map:
+		d.stringMap(n, v, path)
 	default:
 		d.scalar(n, v, path)
 	}
@@ -197,6 +199,33 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 		}
 		d.value(val, v.Field(idx), key)
 	}
+}
+
+// stringMap decodes a mapping of names to scalars (a sink's headers), each key once.
+func (d *decoder) stringMap(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, "%s must be a mapping (got %s)", path, describe(n))
+		return
+	}
+	out := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Value == "<<" {
+			d.fail(k, "%s: keys must be plain names (got %s)", path, describe(k))
+			continue
+		}
+		key := fmt.Sprintf("%s[%s]", path, k.Value)
+		if line, dup := seen[k.Value]; dup {
+			d.fail(k, "key %q is given twice (first on line %d)", key, line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.value(val, elem, key)
+		out.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
+	}
+	v.Set(out)
 }
 
 func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {

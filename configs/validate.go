@@ -3,6 +3,7 @@ package configs
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sinks/sinkexpr"
 	"github.com/scribehook/scribehook/sinks/sinkkind"
 )
 
@@ -323,6 +325,7 @@ func (v *validator) sink(i int, s Sink, names map[string]int) {
 		v.add(p+".timeout", "must be a positive duration (got %s)", s.Timeout)
 	}
 	v.sinkPolicy(p, s)
+	v.sinkExprs(p, s)
 }
 
 // sinkPolicy checks the sink's retry schedule and rate limit.
@@ -343,6 +346,38 @@ func (v *validator) sinkPolicy(p string, s Sink) {
 		v.add(p+".rate_burst", "must not be negative (got %d; 0 is one second's worth of rate)", s.RateBurst)
 	case s.RateBurst > 0 && s.Rate == 0:
 		v.add(p+".rate_burst", "needs a rate: set %s.rate, or leave rate_burst out (got %d with no rate)", p, s.RateBurst)
+	}
+}
+
+// sinkExprs compiles the sink's expressions (sinks/sinkexpr), naming the sink and the key of
+// each one that fails: "sinks[1] (captions).when does not compile: ERROR: <input>:1:1: …".
+func (v *validator) sinkExprs(p string, s Sink) {
+	at := p
+	if s.Name != "" {
+		at = fmt.Sprintf("%s (%s)", p, s.Name)
+	}
+	if s.When != "" {
+		if _, err := sinkexpr.CompileWhen(s.When); err != nil {
+			v.add(at+".when", "does not compile: %v", err)
+		}
+	}
+	if s.Body != "" {
+		if s.Kind != "webhook" {
+			v.add(at+".body", "is for webhook sinks only (kind %s)", s.Kind)
+		} else if _, err := sinkexpr.CompileBody(s.Body); err != nil {
+			v.add(at+".body", "does not compile: %v", err)
+		}
+	}
+	if len(s.Headers) > 0 && s.Kind != "webhook" {
+		v.add(at+".headers", "are for webhook sinks only (kind %s)", s.Kind)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
+		if err := sinkexpr.CheckHeaderName(name); err != nil {
+			v.add(fmt.Sprintf("%s.headers[%s]", at, name), "is refused: %v", err)
+		} else if _, err := sinkexpr.CompileHeader(s.Headers[name]); err != nil {
+			v.add(fmt.Sprintf("%s.headers[%s]", at, name), "does not compile: %v", err)
+		}
 	}
 }
 

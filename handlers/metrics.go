@@ -20,6 +20,8 @@ type metrics struct {
 	// deliveries applied in place of lost callbacks.
 	opsEvents  *prometheus.CounterVec
 	reconciled *prometheus.CounterVec
+	// whenErrors counts the events a sink's when expression failed over (not sent to it).
+	whenErrors *prometheus.CounterVec
 }
 
 // newMetrics builds the handler metrics; New registers them, when it has a registerer (without
@@ -38,6 +40,8 @@ func newMetrics() *metrics {
 			"Operational events emitted (job.overdue, job.reconciled, sink.disabled, sink.enabled, inbox.failed), by type, whether or not a sink takes them.", "type"),
 		reconciled: metricreg.CounterVec("scribehook_reconciled_deliveries_total",
 			"Deliveries fetched from the service in place of lost callbacks and applied, by kind of job.", "kind"),
+		whenErrors: metricreg.CounterVec("scribehook_sink_when_errors_total",
+			"Events a sink's when expression failed to evaluate over (a field the event lacks…), which the sink was therefore not sent, by sink.", "sink"),
 	}
 	return m
 }
@@ -47,5 +51,5 @@ func (m *metrics) register(reg prometheus.Registerer, more ...prometheus.Collect
 	if reg == nil {
 		return nil
 	}
-	return metricreg.Register(reg, append([]prometheus.Collector{m.handled, m.errors, m.poisoned, m.replayed, m.latency, m.afterFinal, m.opsEvents, m.reconciled}, more...)...)
+	return metricreg.Register(reg, append([]prometheus.Collector{m.handled, m.errors, m.poisoned, m.replayed, m.latency, m.afterFinal, m.opsEvents, m.reconciled, m.whenErrors}, more...)...)
 }

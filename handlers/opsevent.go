@@ -10,6 +10,7 @@ import (
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/plainjson"
+	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -34,8 +35,9 @@ func OperationalEvent(typ, key, jobID string, kind api.JobKind, data any, at tim
 func (p *Pipeline) Emit(ctx context.Context, ev api.Event, skip ...string) error {
 	now := p.cfg.Now().UTC()
 	var queued []store.SinkDelivery
+	view := sinks.ViewOf(&ev)
 	for _, spec := range p.cfg.Sinks {
-		if slices.Contains(skip, spec.Name) || !spec.Filter.Match(&ev) {
+		if slices.Contains(skip, spec.Name) || !p.takes(ctx, spec, view) {
 			continue
 		}
 		queued = append(queued, store.SinkDelivery{

@@ -54,8 +54,9 @@ func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, 
 			// The live message's own event: its data stays in the inbox row (rule 8).
 			from = row.ID
 		}
+		view := sinks.ViewOf(ev) // the event's data decoded once for every sink's when
 		for _, spec := range p.cfg.Sinks {
-			if !spec.Filter.Match(ev) {
+			if !p.takes(ctx, spec, view) {
 				continue
 			}
 			queued = append(queued, store.SinkDelivery{
@@ -86,9 +87,14 @@ func (p *Pipeline) wakeSinks(events []api.Event) {
 	if p.cfg.Wake == nil {
 		return
 	}
+	views := make([]*sinks.EventView, len(events))
+	for i := range events {
+		views[i] = sinks.ViewOf(&events[i])
+	}
 	for _, spec := range p.cfg.Sinks {
-		for i := range events {
-			if spec.Filter.Match(&events[i]) {
+		for _, v := range views {
+			// The outbox counted and logged a failing when already.
+			if ok, _ := spec.Filter.Check(context.Background(), v); ok {
 				p.cfg.Wake(spec.Name)
 				break
 			}

@@ -148,6 +148,8 @@ type Pipeline struct {
 	// rescan asks follow (the GoChannel path) for a scan of every pending row: rows left
 	// behind a hold that went, or a replay.
 	rescan chan struct{}
+	// whenLogged holds the names of the sinks whose when's failure was logged (when.go).
+	whenLogged sync.Map
 
 	mu     sync.Mutex
 	queued map[int64]bool

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sinks/sinkexpr"
 )
 
 // Kinds of sink. File, webhook and log are built in; the broker kinds are registered by
@@ -107,6 +108,17 @@ func New(spec Spec, deps Deps) (Sink, error) {
 	}
 	if err := spec.Filter.Validate(); err != nil {
 		return nil, specErr(spec, "Filter", err)
+	}
+	if spec.Kind != KindWebhook && spec.Body != nil {
+		return nil, specErr(spec, "Body", fmt.Errorf("is for webhook sinks only (kind %s)", spec.Kind))
+	}
+	if spec.Kind != KindWebhook && len(spec.Headers) > 0 {
+		return nil, specErr(spec, "Headers", fmt.Errorf("are for webhook sinks only (kind %s)", spec.Kind))
+	}
+	for name := range spec.Headers {
+		if err := sinkexpr.CheckHeaderName(name); err != nil {
+			return nil, specErr(spec, "Headers", err)
+		}
 	}
 	k, err := lookupKind(spec)
 	if err != nil {

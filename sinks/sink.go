@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/sinks/sinkexpr"
 )
 
 // Sink delivers events to one destination.
@@ -76,6 +77,12 @@ type Spec struct {
 	Kind string
 	// Filter selects the events the sink receives.
 	Filter Filter
+	// Body, when set, is delivered instead of the event's envelope: its value as JSON, signed
+	// as the envelope would be (webhook sinks only; New refuses it for other kinds).
+	Body *sinkexpr.Program
+	// Headers are added to each webhook request, each the string value of its expression
+	// (webhook sinks only); sinkexpr.CheckHeaderName refuses the ones the sink sets itself.
+	Headers map[string]*sinkexpr.Program
 	// Ordered keeps the events of one job or live session in order: the next waits until the
 	// previous is delivered or dead-lettered.
 	Ordered bool
@@ -131,6 +138,9 @@ type Filter struct {
 	Kinds []api.JobKind
 	// CustomMetadata is a JSON object that must be a subset of the event's custom_metadata.
 	CustomMetadata json.RawMessage
+	// When, an expression compiled by sinkexpr.CompileWhen, must be true as well; an
+	// evaluation that fails (a field the event lacks) does not pass (Check returns its error).
+	When *sinkexpr.Program
 }
 
 // EventTypes lists every event type a sink can be sent: the job events, subtitles.ready, and
@@ -170,8 +180,19 @@ func (f Filter) Validate() error {
 	return nil
 }
 
-// Match reports whether ev passes the filter.
+// Match reports whether ev passes the filter, When included (an evaluation error does not
+// pass). Where several filters look at one event, Check with a shared EventView decodes its
+// data once.
 func (f Filter) Match(ev *api.Event) bool {
+	if f.When == nil {
+		return f.matchStatic(ev)
+	}
+	ok, _ := f.Check(context.Background(), ViewOf(ev))
+	return ok
+}
+
+// matchStatic is Match without When.
+func (f Filter) matchStatic(ev *api.Event) bool {
 	if len(f.Events) > 0 && !slices.ContainsFunc(f.Events, func(pattern string) bool { return api.MatchEventType(pattern, ev.Type) }) {
 		return false
 	}

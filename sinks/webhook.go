@@ -22,6 +22,7 @@ import (
 	"github.com/scribehook/scribehook/internal/httpretry"
 	"github.com/scribehook/scribehook/internal/netguard"
 	"github.com/scribehook/scribehook/internal/whsec"
+	"github.com/scribehook/scribehook/sinks/sinkexpr"
 )
 
 // DefaultWebhookTimeout bounds one webhook attempt when the spec gives none.
@@ -49,6 +50,9 @@ type WebhookSink struct {
 	timeout time.Duration
 	now     func() time.Time
 	log     logrus.FieldLogger
+	// body and headers are the spec's projection and added headers (nil: the envelope, none).
+	body    *sinkexpr.Program
+	headers map[string]*sinkexpr.Program
 }
 
 // NewWebhook builds a webhook sink from spec (kind webhook).
@@ -104,7 +108,7 @@ func NewWebhook(spec Spec, deps Deps) (*WebhookSink, error) {
 	}
 	return &WebhookSink{
 		name: spec.Name, url: u, guard: guard, dialer: d, client: client, keys: keys,
-		timeout: timeout, now: deps.Now, log: log,
+		timeout: timeout, now: deps.Now, log: log, body: spec.Body, headers: spec.Headers,
 	}, nil
 }
 
@@ -153,9 +157,9 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 	if err := s.guard.CheckURL(s.url); err != nil {
 		return &Failure{Err: err, Permanent: true}
 	}
-	body, err := bodyOf(ev)
+	body, extra, err := s.project(ctx, ev)
 	if err != nil {
-		return &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
+		return err
 	}
 	if ev.ID == "" {
 		return &Failure{Err: errors.New("event has no id to send as webhook-id"), Permanent: true}
@@ -170,6 +174,11 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 	req.ContentLength = int64(body.Len())
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader()), nil }
 	ts := strconv.FormatInt(s.now().Unix(), 10)
+	// The configured headers first: the sink's own, set after, always win (and New refuses
+	// their names anyway).
+	for name, value := range extra {
+		req.Header.Set(name, value)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set(standardwebhooks.HeaderWebhookID, ev.ID)
@@ -198,6 +207,49 @@ func (s *WebhookSink) Deliver(ctx context.Context, ev api.Event) error {
 		return nil
 	}
 	return s.statusFailure(resp, snippet)
+}
+
+// project is the body to send, the envelope or the spec's Body's value, and the values of the
+// spec's Headers. An expression that fails over this event (a field it lacks) fails the
+// delivery for good: retrying would evaluate it over the same event again.
+func (s *WebhookSink) project(ctx context.Context, ev api.Event) (eventBody, map[string]string, error) {
+	if s.body == nil && len(s.headers) == 0 {
+		body, err := bodyOf(ev)
+		if err != nil {
+			return nil, nil, &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
+		}
+		return body, nil, nil
+	}
+	x := sinkexpr.NewEvent(exprInput(&ev))
+	var body eventBody
+	if s.body != nil {
+		b, err := s.body.JSON(ctx, x)
+		if err != nil {
+			return nil, nil, &Failure{Err: fmt.Errorf("body: %w", err), Permanent: true}
+		}
+		body = eventBody{b}
+	} else {
+		b, err := bodyOf(ev)
+		if err != nil {
+			return nil, nil, &Failure{Err: fmt.Errorf("encode event: %w", err), Permanent: true}
+		}
+		body = b
+	}
+	extra := make(map[string]string, len(s.headers))
+	for name, p := range s.headers {
+		if p == nil {
+			continue
+		}
+		v, err := p.Text(ctx, x)
+		if err != nil {
+			return nil, nil, &Failure{Err: fmt.Errorf("headers[%s]: %w", name, err), Permanent: true}
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, nil, &Failure{Err: fmt.Errorf("headers[%s]: the value holds a line break or NUL", name), Permanent: true}
+		}
+		extra[name] = v
+	}
+	return body, extra, nil
 }
 
 // transportFailure classifies an error of the request itself. url.Error quotes the whole URL,

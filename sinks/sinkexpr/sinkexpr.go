@@ -1,0 +1,337 @@
+// Package sinkexpr is the expression language of the sinks' configuration: a sink's when (a
+// boolean that must hold for an event to be delivered), body (the value delivered instead of
+// the whole event) and headers (a value per header of a webhook request), in CEL
+// (github.com/google/cel-go), the language Kubernetes and Svix use: not Turing-complete, every
+// program ends, and each evaluation is bounded by a cost limit.
+//
+// An expression sees one variable, event, a map of the event's envelope: id, type, created_at,
+// job_id, kind, category (strings), custom_metadata and data (the decoded JSON, dynamic). The
+// package imports nothing of the module: callers give it an Input, so that the configuration
+// (which compiles at load) and the sinks (which evaluate) both can.
+package sinkexpr
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/ext"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// CostLimit bounds one evaluation: CEL's runtime cost (about one unit per operation, one per
+// element a macro visits). A program that exceeds it stops with an error.
+const CostLimit = 1_000_000
+
+// MaxLength bounds an expression's source, in bytes.
+const MaxLength = 4096
+
+// Fields are the envelope fields of the event variable, in the order the messages list them.
+var Fields = []string{"id", "type", "created_at", "job_id", "kind", "category", "custom_metadata", "data"}
+
+// Input is one event as an expression sees it.
+type Input struct {
+	ID, Type, CreatedAt, JobID, Kind, Category string
+	CustomMetadata, Data                       json.RawMessage
+}
+
+// Event is an Input made ready for evaluation, shared by every sink that evaluates an
+// expression over the same event: its JSON is decoded once, at the first evaluation.
+type Event struct {
+	in   Input
+	once sync.Once
+	vars map[string]any
+	err  error
+}
+
+// NewEvent wraps in; nothing is decoded until an expression is evaluated.
+func NewEvent(in Input) *Event { return &Event{in: in} }
+
+func (e *Event) activation() (map[string]any, error) {
+	e.once.Do(func() {
+		data, err := decode(e.in.Data)
+		if err != nil {
+			e.err = fmt.Errorf("decode event data: %w", err)
+			return
+		}
+		meta, err := decode(e.in.CustomMetadata)
+		if err != nil {
+			e.err = fmt.Errorf("decode event custom_metadata: %w", err)
+			return
+		}
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		e.vars = map[string]any{"event": map[string]any{
+			"id": e.in.ID, "type": e.in.Type, "created_at": e.in.CreatedAt, "job_id": e.in.JobID,
+			"kind": e.in.Kind, "category": e.in.Category, "custom_metadata": meta, "data": data,
+		}}
+	})
+	return e.vars, e.err
+}
+
+func decode(raw json.RawMessage) (any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// newEnv is the CEL environment of every expression: the event variable, the standard
+// library with its bounded macros (has, all, exists, exists_one, map, filter), the string
+// extensions (lowerAscii, split…), numbers compared across int and double (data's numbers are
+// doubles, so that `> 60` and `> 60.0` agree).
+func newEnv() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("event", cel.MapType(cel.StringType, cel.DynType)),
+		ext.Strings(),
+		cel.CrossTypeNumericComparisons(true),
+		cel.ParserExpressionSizeLimit(MaxLength),
+		cel.ParserRecursionLimit(64),
+	)
+}
+
+// Program is one compiled expression, safe for concurrent use.
+type Program struct {
+	src string
+	prg cel.Program
+	err error // Failed's: every evaluation fails with it
+}
+
+// Failed is a program that did not compile, for a caller that cannot return err where it
+// builds the program: every evaluation fails with err, so a when takes nothing and a body
+// dead-letters, never widening a sink to every event.
+func Failed(src string, err error) *Program { return &Program{src: src, err: err} }
+
+// String is the expression's source.
+func (p *Program) String() string {
+	if p == nil {
+		return ""
+	}
+	return p.src
+}
+
+// Output is what an expression must give.
+type Output int
+
+const (
+	// Bool: a when.
+	Bool Output = iota
+	// Value: a body, any value JSON can hold.
+	Value
+	// String: a header's value.
+	String
+)
+
+// CompileWhen compiles a when: a boolean expression.
+func CompileWhen(src string) (*Program, error) { return Compile(src, Bool) }
+
+// CompileBody compiles a body: an expression whose value is delivered as JSON.
+func CompileBody(src string) (*Program, error) { return Compile(src, Value) }
+
+// CompileHeader compiles a header's value: a string expression.
+func CompileHeader(src string) (*Program, error) { return Compile(src, String) }
+
+// Compile parses and type-checks src for out. Errors are CEL's, one per line with the
+// position: "ERROR: <input>:1:7: undeclared reference to 'evnt'".
+func Compile(src string, out Output) (*Program, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, errors.New("empty expression")
+	}
+	if len(src) > MaxLength {
+		return nil, fmt.Errorf("expression of %d bytes, more than %d", len(src), MaxLength)
+	}
+	e, err := newEnv()
+	if err != nil {
+		return nil, fmt.Errorf("expression environment: %w", err)
+	}
+	checked, iss := e.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		return nil, oneLine(iss.Err())
+	}
+	if err := checkFields(checked); err != nil {
+		return nil, err
+	}
+	t := checked.OutputType()
+	dyn := t.IsExactType(types.DynType)
+	switch out {
+	case Bool:
+		if !dyn && !t.IsExactType(types.BoolType) {
+			return nil, fmt.Errorf("must give a bool, gives %s", t)
+		}
+	case String:
+		if !dyn && !t.IsExactType(types.StringType) {
+			return nil, fmt.Errorf("must give a string, gives %s", t)
+		}
+	}
+	prg, err := e.Program(checked,
+		cel.CostLimit(CostLimit),
+		cel.InterruptCheckFrequency(100),
+		cel.EvalOptions(cel.OptOptimize),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	return &Program{src: src, prg: prg}, nil
+}
+
+// oneLine keeps the "ERROR: <input>:line:column: message" lines of CEL's issues, without the
+// source and caret lines that follow each, for messages of one line.
+func oneLine(err error) error {
+	var keep []string
+	for l := range strings.Lines(err.Error()) {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "ERROR:") {
+			keep = append(keep, strings.TrimSuffix(l, " (in container '')"))
+		}
+	}
+	if len(keep) == 0 {
+		return err
+	}
+	return errors.New(strings.Join(keep, "; "))
+}
+
+// checkFields refuses event.<name> and event["name"] for a name that is not an envelope field:
+// event is a map to CEL, where a misspelt field would be an error at each evaluation only.
+func checkFields(checked *cel.Ast) error {
+	var bad []string
+	ast.PreOrderVisit(ast.NavigateAST(checked.NativeRep()), ast.NewExprVisitor(func(x ast.Expr) {
+		var name string
+		switch x.Kind() {
+		case ast.SelectKind:
+			s := x.AsSelect()
+			if s.Operand().Kind() != ast.IdentKind || s.Operand().AsIdent() != "event" {
+				return
+			}
+			name = s.FieldName()
+		case ast.CallKind:
+			c := x.AsCall()
+			if c.FunctionName() != "_[_]" || len(c.Args()) != 2 {
+				return
+			}
+			op, key := c.Args()[0], c.Args()[1]
+			if op.Kind() != ast.IdentKind || op.AsIdent() != "event" || key.Kind() != ast.LiteralKind {
+				return
+			}
+			s, ok := key.AsLiteral().(types.String)
+			if !ok {
+				return
+			}
+			name = string(s)
+		default:
+			return
+		}
+		if !slices.Contains(Fields, name) && !slices.Contains(bad, name) {
+			bad = append(bad, name)
+		}
+	}))
+	if len(bad) > 0 {
+		return fmt.Errorf("event has no field %s (it has %s)", strings.Join(quoted(bad), ", "), strings.Join(Fields, ", "))
+	}
+	return nil
+}
+
+func quoted(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = "'" + v + "'"
+	}
+	return out
+}
+
+// eval runs p over ev.
+func (p *Program) eval(ctx context.Context, ev *Event) (ref.Val, error) {
+	if p.err != nil {
+		return nil, fmt.Errorf("%s: did not compile: %w", p.src, p.err)
+	}
+	vars, err := ev.activation()
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := p.prg.ContextEval(ctx, vars)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.src, err)
+	}
+	return v, nil
+}
+
+// Match evaluates a when over ev. An error (a field the event lacks, a value of the wrong
+// type, the cost limit) is returned with false: the caller does not deliver, and says so.
+func (p *Program) Match(ctx context.Context, ev *Event) (bool, error) {
+	v, err := p.eval(ctx, ev)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("%s: gave %s, not a bool", p.src, v.Type().TypeName())
+	}
+	return bool(b), nil
+}
+
+// JSON evaluates a body over ev and encodes its value as JSON (map keys sorted, no HTML
+// escaping).
+func (p *Program) JSON(ctx context.Context, ev *Event) ([]byte, error) {
+	v, err := p.eval(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	native, err := v.ConvertToNative(reflect.TypeFor[*structpb.Value]())
+	if err != nil {
+		return nil, fmt.Errorf("%s: a %s is not JSON: %w", p.src, v.Type().TypeName(), err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(native.(*structpb.Value).AsInterface()); err != nil {
+		return nil, fmt.Errorf("%s: encode: %w", p.src, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Text evaluates a header's value over ev.
+func (p *Program) Text(ctx context.Context, ev *Event) (string, error) {
+	v, err := p.eval(ctx, ev)
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(types.String)
+	if !ok {
+		return "", fmt.Errorf("%s: gave %s, not a string", p.src, v.Type().TypeName())
+	}
+	return string(s), nil
+}
+
+// reservedHeaders are the headers a webhook sink sets itself and a headers entry may not
+// replace: the signature's (a receiver checks them), the body's type and framing.
+var reservedHeaders = []string{"webhook-id", "webhook-timestamp", "webhook-signature", "content-type", "content-length", "host", "transfer-encoding"}
+
+// CheckHeaderName refuses a header name that is not an HTTP token, or one the webhook sink sets
+// itself (webhook-id, webhook-timestamp, webhook-signature, content-type…), in any case.
+func CheckHeaderName(name string) error {
+	if name == "" {
+		return errors.New("empty header name")
+	}
+	for _, r := range name {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return fmt.Errorf("%q is not a header name", name)
+		}
+	}
+	if slices.Contains(reservedHeaders, strings.ToLower(name)) {
+		return fmt.Errorf("%q is set by the webhook sink itself and may not be replaced (%s)", name, strings.Join(reservedHeaders, ", "))
+	}
+	return nil
+}
