@@ -10,25 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scribehook/scribehook"
-	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/store"
 )
-
-// timeFlag parses a --since/--until value: an ISO 8601 date-time, or a duration ago (2h).
-func timeFlag(name, v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return now.Add(-d), nil
-	}
-	t, err := api.ParseTime(v)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("--%s: %w (or a duration ago such as 2h)", name, err)
-	}
-	return t, nil
-}
 
 func newReplayCmd() *cobra.Command {
 	var (
@@ -59,10 +43,10 @@ poll (within a second).`,
 			now := time.Now()
 			w := scribehook.ReplayWindow{Types: types, DryRun: dryRun}
 			var err error
-			if w.Since, err = timeFlag("since", since, now); err != nil {
+			if w.Since, err = pastTime("--since", since, now); err != nil {
 				return err
 			}
-			if w.Until, err = timeFlag("until", until, now); err != nil {
+			if w.Until, err = pastTime("--until", until, now); err != nil {
 				return err
 			}
 			return withStore(cmd, func(ctx context.Context, cfg configs.Config, st store.Store) error {
@@ -109,7 +93,7 @@ func newSinksDeliveriesCmd() *cobra.Command {
 				return fmt.Errorf("--status must be queued, delivered or dead")
 			}
 			var err error
-			if q.Since, err = timeFlag("since", since, time.Now()); err != nil {
+			if q.Since, err = pastTime("--since", since, time.Now()); err != nil {
 				return err
 			}
 			return printFromStore(cmd, output, func(ctx context.Context, _ configs.Config, st store.Store) ([]store.SinkHistoryItem, error) {
