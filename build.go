@@ -144,7 +144,7 @@ func SinkSpecs(cfg configs.Config, secrets configs.Secrets) []sinks.Spec {
 	for _, c := range cfg.Sinks {
 		spec := sinks.Spec{
 			Name: c.Name, Kind: c.Kind, Ordered: c.Ordered, Concurrency: c.Concurrency, Dir: c.Dir, Timeout: c.Timeout,
-			URL: c.URL, Allow: c.Allow, Topic: c.Topic,
+			URL: c.URL, Allow: c.Allow, Topic: c.Topic, Prefix: c.Prefix, Raw: c.Raw,
 			Filter: sinks.Filter{Events: c.Events},
 		}
 		if secret := secrets.Sinks[c.Name]; secret != "" {

@@ -161,6 +161,10 @@ type Sink struct {
 	// Topic is the stream (redisstream) or subject (nats) a broker sink publishes to; default
 	// scribehook.events.
 	Topic string `yaml:"topic"`
+	// Prefix is the key prefix of a blob sink's objects ({kind} and {type} replaced by the
+	// event's); Raw makes it write the job's raw result too (result.json).
+	Prefix string `yaml:"prefix"`
+	Raw    bool   `yaml:"raw"`
 	// SecretEnv names the variable that holds the webhook signing secret (Standard Webhooks).
 	SecretEnv string `yaml:"secret_env"`
 	// Events are globs over event types (job.succeeded, live.transcript, "live.*", "*").

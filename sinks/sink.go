@@ -94,6 +94,10 @@ type Spec struct {
 	// Topic is the stream or subject of a broker sink (default "scribehook.events"); "{type}"
 	// is replaced by the event type.
 	Topic string
+	// blob (sinks/blobsink): the key prefix of the objects, and whether the raw result is
+	// written too; URL is the bucket.
+	Prefix string
+	Raw    bool
 
 	// Retry is the schedule of waits between attempts (default DefaultSchedule); after the
 	// last one a delivery is dead-lettered.

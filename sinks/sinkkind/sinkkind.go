@@ -58,6 +58,7 @@ var builtin = []struct{ name, pkg string }{
 	{"webhook", "github.com/scribehook/scribehook/sinks"},
 	{"redisstream", "github.com/scribehook/scribehook/sinks/redissink"},
 	{"nats", "github.com/scribehook/scribehook/sinks/natssink"},
+	{"blob", "github.com/scribehook/scribehook/sinks/blobsink"},
 	{"log", "github.com/scribehook/scribehook/sinks"},
 }
 
