@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -85,8 +86,18 @@ func StartWeed(dir string) (*S3Server, error) {
 	s := &S3Server{Endpoint: "http://" + net.JoinHostPort("127.0.0.1", ports["s3.port"]), Dir: dir}
 	s.proc = &Process{
 		Name: "weed", Dir: dir, Within: 60 * time.Second,
-		Command: func() *exec.Cmd { return exec.Command(bin, args...) },
-		Ready:   s.ready,
+		Command: func() *exec.Cmd {
+			cmd := exec.Command(bin, args...)
+			// weed makes an identity of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and then
+			// refuses anonymous requests: it runs without them, open.
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "AWS_") {
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
+			return cmd
+		},
+		Ready: s.ready,
 	}
 	if err := s.proc.Start(context.Background()); err != nil {
 		return nil, err
