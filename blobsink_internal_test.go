@@ -48,7 +48,7 @@ func bucketObjects(t *testing.T, url string) map[string][]byte {
 	}
 }
 
-// A blob sink configured in YAML, against a real S3 server (SeaweedFS on loopback): a
+// A blob sink configured in YAML, against a real S3 server (seaweedfs on loopback): a
 // finished job's transcript, subtitles and raw result land under <prefix>/<job_id> with the
 // bytes of the kit's own artifacts; the same events delivered again leave the bucket as it was.
 func TestBlobSinkWritesTheJobToS3(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// EnvWeed names SeaweedFS's weed binary, the S3-compatible server of the blob sink's tests;
+// EnvWeed names seaweedfs's weed binary, the S3-compatible server of the blob sink's tests;
 // without it the binary is looked up in PATH, then where scripts/weed.sh builds it.
 const EnvWeed = "SCRIBEHOOK_WEED"
 
@@ -45,11 +45,11 @@ func FindWeed() (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("SeaweedFS's weed not found: run scripts/weed.sh (builds it into %s) or set %s: %w",
+	return "", fmt.Errorf("seaweedfs's weed not found: run scripts/weed.sh (builds it into %s) or set %s: %w",
 		filepath.Dir(WeedCachePath()), EnvWeed, ErrNoBinary)
 }
 
-// S3Server is a SeaweedFS server (master, volume, filer and S3 gateway in one process)
+// S3Server is a seaweedfs server (master, volume, filer and S3 gateway in one process)
 // listening on loopback only, every port free when it started. It has no identities, so it
 // takes any request, signed with any key or not.
 type S3Server struct {
@@ -147,7 +147,7 @@ func (s *S3Server) Stop() error { return s.proc.Signal(syscall.SIGTERM, stopGrac
 // Kill ends the server at once.
 func (s *S3Server) Kill() { s.proc.Kill() }
 
-// Weed runs a SeaweedFS S3 server until the test ends, with bucket created. Without weed the
+// Weed runs a seaweedfs S3 server until the test ends, with bucket created. Without weed the
 // test skips, saying how to get it.
 func Weed(t testing.TB, bucket string) *S3Server {
 	t.Helper()

@@ -10,7 +10,7 @@
 //
 //	s3://BUCKET?region=R                    AWS S3
 //	s3://BUCKET?endpoint=http://HOST:PORT&use_path_style=true&region=R
-//	                                         an S3-compatible server (MinIO, SeaweedFS, Ceph)
+//	                                         an S3-compatible server (MinIO, seaweedfs, Ceph)
 //	file:///ABSOLUTE/DIR                     a local directory (temporary file and rename)
 //
 // The s3 query parameters are gocloud.dev's (s3blob and aws.V2ConfigFromURLParams of v0.47.0:

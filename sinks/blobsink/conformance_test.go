@@ -90,7 +90,7 @@ func TestFileBucketConformance(t *testing.T) {
 	})
 }
 
-// The suite against a real S3 server: SeaweedFS on loopback, behind a proxy that can stall.
+// The suite against a real S3 server: seaweedfs on loopback, behind a proxy that can stall.
 func TestS3Conformance(t *testing.T) {
 	s3Env(t)
 	sinktest.Run(t, sinktest.Features{ExactBytes: true, Deduplicates: true}, func(t *testing.T, name string) sinktest.Destination {
