@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"gocloud.dev/blob"
+
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/testinfra"
@@ -58,6 +60,18 @@ func TestKeysAndBytes(t *testing.T) {
 		got, err := os.ReadFile(filepath.Join(base, name))
 		if err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	// Each object names the event that wrote it.
+	b, err := blob.OpenBucket(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for key, id := range map[string]string{"archive/pre-recorded/job%2F1/subtitles.en.vtt": "evt-2", "archive/pre-recorded/job%2F1/transcript.txt": "evt-1"} {
+		attrs, err := b.Attributes(context.Background(), key)
+		if err != nil || attrs.Metadata[blobsink.MetadataEventID] != id {
+			t.Errorf("%s metadata %v, %v; want %s=%s", key, attrs, err, blobsink.MetadataEventID, id)
 		}
 	}
 	var files []string
