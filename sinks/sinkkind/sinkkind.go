@@ -86,7 +86,7 @@ func Lookup(name string) (Kind, bool) {
 }
 
 // Names lists the registered kinds: this module's in the order of its documentation (file,
-// webhook, redisstream, nats, log), then the others sorted.
+// webhook, redisstream, nats, blob, log), then the others sorted.
 func Names() []string {
 	mu.RLock()
 	defer mu.RUnlock()
