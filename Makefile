@@ -6,7 +6,7 @@ TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server postgresql \
 	libpocketsphinx-dev pocketsphinx-en-us flite pocketsphinx-testdata \
 	podman buildah runc file systemd ca-certificates curl haproxy
 
-.PHONY: test deps build demo fuzz ui-test image-test
+.PHONY: test deps build demo fuzz ui-test image-test weed
 
 deps:
 	@scripts/deps.sh $(TEST_PACKAGES)
@@ -15,8 +15,8 @@ build:
 	$(GO) build ./...
 
 # The Go tests run against a throwaway PostgreSQL cluster (scripts/pg.sh), real Redis and NATS
-# servers the tests start themselves, then the example programs (their own modules), the offline
-# speech engine (build tag pocketsphinx: flite speech, LibriVox clips, live latency, and the demo
+# servers the tests start themselves, a real S3 server (weed, built by scripts/weed.sh), then the
+# example programs (their own modules), the offline speech engine (build tag pocketsphinx: flite speech, LibriVox clips, live latency, and the demo
 # hearing its own sample within 10 % WER), the dashboard's browser tests in headless Chromium,
 # the official JavaScript SDK against the sandbox,
 # then every fuzz target briefly (its committed seed corpus and a few seconds of new inputs),
@@ -27,6 +27,9 @@ build:
 # HAProxy) and the systemd unit (systemd-analyze).
 test: deps
 	$(GO) vet ./...
+	@# The blob sink's S3 server (seaweedfs's weed, 3-4 min the first time, cached after); a
+	@# failed build only makes those tests skip.
+	-scripts/weed.sh >/dev/null
 	scripts/pg.sh run -- $(GO) test -race -count=1 ./...
 	for d in examples/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 	$(GO) test -race -count=1 -tags pocketsphinx ./sandbox/...
@@ -40,6 +43,9 @@ test: deps
 
 ui-test:
 	@scripts/ui-test.sh
+
+weed:
+	@scripts/weed.sh
 
 # The container image and the systemd unit (about 10 s once built; IMAGE_TEST_MODE=chroot
 # tests the static binary in a chroot instead, without podman).

@@ -145,9 +145,12 @@ func SinkSpecs(cfg configs.Config, secrets configs.Secrets) []sinks.Spec {
 	for _, c := range cfg.Sinks {
 		spec := sinks.Spec{
 			Name: c.Name, Kind: c.Kind, Ordered: c.Ordered, Concurrency: c.Concurrency, Dir: c.Dir, Timeout: c.Timeout,
-			URL: c.URL, Allow: c.Allow, Topic: c.Topic,
+			URL: c.URL, Allow: c.Allow, Topic: c.Topic, Prefix: c.Prefix, Raw: c.Raw,
 			Retry: c.Retry, Rate: c.Rate, RateBurst: c.RateBurst,
 			Filter: sinks.Filter{Events: c.Events},
+		}
+		if k, ok := secrets.BlobKeys[c.Name]; ok {
+			spec.Keys = sinks.StaticKeys{AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey, SessionToken: k.SessionToken}
 		}
 		if secret := secrets.Sinks[c.Name]; secret != "" {
 			spec.SigningSecrets = strings.FieldsFunc(secret, func(r rune) bool { return r == ' ' || r == ',' })

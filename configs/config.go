@@ -161,6 +161,16 @@ type Sink struct {
 	// Topic is the stream (redisstream) or subject (nats) a broker sink publishes to; default
 	// scribehook.events.
 	Topic string `yaml:"topic"`
+	// Prefix is the key prefix of a blob sink's objects ({kind} and {type} replaced by the
+	// event's); Raw makes it write the job's raw result too (result.json).
+	Prefix string `yaml:"prefix"`
+	Raw    bool   `yaml:"raw"`
+	// AccessKeyEnv and SecretKeyEnv name the variables that hold a blob sink's S3 access key
+	// pair, SessionTokenEnv its optional session token: the sink's own keys, in place of the AWS
+	// SDK's usual sources (for two buckets with different keys, or keys kept out of AWS_*).
+	AccessKeyEnv    string `yaml:"access_key_env"`
+	SecretKeyEnv    string `yaml:"secret_key_env"`
+	SessionTokenEnv string `yaml:"session_token_env"`
 	// SecretEnv names the variable that holds the webhook signing secret (Standard Webhooks).
 	SecretEnv string `yaml:"secret_env"`
 	// Events are globs over event types (job.succeeded, live.transcript, "live.*", "*").

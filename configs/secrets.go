@@ -21,9 +21,16 @@ type Secrets struct {
 	Routes map[string]RouteSecrets
 	// Sinks holds the signing secret of each sink that names one, by sink name.
 	Sinks map[string]string
+	// BlobKeys holds the S3 keys of each blob sink that names them, by sink name.
+	BlobKeys map[string]BlobKeys
 	// TracingHeaders are the headers sent with every export of spans (tracing.headers_env,
 	// ParseTracingHeaders), by lower-case name; nil when tracing is off or names none.
 	TracingHeaders map[string]string
+}
+
+// BlobKeys are a blob sink's S3 keys (access_key_env, secret_key_env, session_token_env).
+type BlobKeys struct {
+	AccessKeyID, SecretAccessKey, SessionToken string
 }
 
 // RouteSecrets are the token of a static route and the secrets its deliveries may be signed
@@ -47,7 +54,7 @@ func (c Config) Secrets(environ []string) (Secrets, error) {
 		}
 		return v
 	}
-	s := Secrets{Routes: map[string]RouteSecrets{}, Sinks: map[string]string{}}
+	s := Secrets{Routes: map[string]RouteSecrets{}, Sinks: map[string]string{}, BlobKeys: map[string]BlobKeys{}}
 	if c.Service.APIKeyEnv != "" {
 		s.APIKey = get(c.Service.APIKeyEnv)
 	}
@@ -77,6 +84,24 @@ func (c Config) Secrets(environ []string) (Secrets, error) {
 		if s.Sinks[k.Name] = get(k.SecretEnv); s.Sinks[k.Name] == "" {
 			errs = append(errs, fmt.Errorf("sink %s: environment variable %s is empty: set it to the signing secret, or remove secret_env", k.Name, k.SecretEnv))
 		}
+	}
+	for _, k := range c.Sinks {
+		if k.AccessKeyEnv == "" && k.SecretKeyEnv == "" && k.SessionTokenEnv == "" {
+			continue
+		}
+		var keys BlobKeys
+		for _, f := range []struct {
+			key, env string
+			to       *string
+		}{{"access_key_env", k.AccessKeyEnv, &keys.AccessKeyID}, {"secret_key_env", k.SecretKeyEnv, &keys.SecretAccessKey}, {"session_token_env", k.SessionTokenEnv, &keys.SessionToken}} {
+			if f.env == "" {
+				continue
+			}
+			if *f.to = get(f.env); *f.to == "" {
+				errs = append(errs, fmt.Errorf("sink %s: environment variable %s is empty: set it, or remove %s", k.Name, f.env, f.key))
+			}
+		}
+		s.BlobKeys[k.Name] = keys
 	}
 	if t := c.Tracing; t.Enabled && t.HeadersEnv != "" {
 		if v := get(t.HeadersEnv); v == "" {
@@ -160,6 +185,9 @@ func (s Secrets) String() string {
 	for _, n := range slices.Sorted(maps.Keys(s.Sinks)) {
 		fmt.Fprintf(&b, " sink.%s=%s", n, setOrUnset(s.Sinks[n]))
 	}
+	for _, n := range slices.Sorted(maps.Keys(s.BlobKeys)) {
+		fmt.Fprintf(&b, " blob.%s=%s", n, s.BlobKeys[n])
+	}
 	if len(s.TracingHeaders) > 0 {
 		fmt.Fprintf(&b, " tracing_headers=%d", len(s.TracingHeaders))
 	}
@@ -176,6 +204,17 @@ func (s Secrets) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%q",
 func (r RouteSecrets) String() string {
 	return fmt.Sprintf("token:%s,signing_secrets:%d", setOrUnset(r.Token), len(r.SigningSecrets))
 }
+
+// String says which of the keys are set.
+func (k BlobKeys) String() string {
+	return fmt.Sprintf("access_key:%s,secret_key:%s,session_token:%s", setOrUnset(k.AccessKeyID), setOrUnset(k.SecretAccessKey), setOrUnset(k.SessionToken))
+}
+
+// GoString keeps %#v from printing the fields.
+func (k BlobKeys) GoString() string { return "configs.BlobKeys{" + k.String() + "}" }
+
+// MarshalJSON keeps an encoder from printing the fields.
+func (k BlobKeys) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%q", k.String())), nil }
 
 // GoString keeps %#v from printing the fields.
 func (r RouteSecrets) GoString() string { return "configs.RouteSecrets{" + r.String() + "}" }

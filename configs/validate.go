@@ -281,6 +281,7 @@ func (v *validator) sink(i int, s Sink, names map[string]int) {
 	v.name("sinks", i, s.Name, names)
 	v.sinkKind(p, s)
 	v.envName(p+".secret_env", s.SecretEnv, false)
+	v.blobKeys(p, s)
 	if s.Concurrency < 0 {
 		v.add(p+".concurrency", "must not be negative (got %d; 0 is the default)", s.Concurrency)
 	}
@@ -378,6 +379,38 @@ func (v *validator) sinkExprs(p string, s Sink) {
 		} else if _, err := sinkexpr.CompileHeader(s.Headers[name]); err != nil {
 			v.add(fmt.Sprintf("%s.headers[%s]", at, name), "does not compile: %v", err)
 		}
+	}
+}
+
+// blobKeys checks a sink's blob-only keys: prefix, raw and the S3 keys' variables, which come
+// as a pair (a session token only with them).
+func (v *validator) blobKeys(p string, s Sink) {
+	if s.Kind != "blob" {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"prefix", s.Prefix != ""}, {"raw", s.Raw}, {"access_key_env", s.AccessKeyEnv != ""},
+			{"secret_key_env", s.SecretKeyEnv != ""}, {"session_token_env", s.SessionTokenEnv != ""}} {
+			if k.set {
+				v.add(p+"."+k.key, "is for blob sinks only (kind %s)", s.Kind)
+			}
+		}
+		return
+	}
+	v.envName(p+".access_key_env", s.AccessKeyEnv, false)
+	v.envName(p+".secret_key_env", s.SecretKeyEnv, false)
+	v.envName(p+".session_token_env", s.SessionTokenEnv, false)
+	switch {
+	case s.AccessKeyEnv != "" && s.SecretKeyEnv == "":
+		v.add(p+".secret_key_env", "is required with access_key_env: the variable of the secret access key")
+	case s.AccessKeyEnv == "" && s.SecretKeyEnv != "":
+		v.add(p+".access_key_env", "is required with secret_key_env: the variable of the access key id")
+	}
+	if s.SessionTokenEnv != "" && s.AccessKeyEnv == "" {
+		v.add(p+".session_token_env", "is used only with access_key_env and secret_key_env")
+	}
+	if s.AccessKeyEnv != "" && strings.Contains(s.URL, "anonymous=true") {
+		v.add(p+".access_key_env", "cannot be used with an anonymous bucket URL (anonymous=true)")
 	}
 }
 

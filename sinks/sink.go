@@ -101,6 +101,14 @@ type Spec struct {
 	// Topic is the stream or subject of a broker sink (default "scribehook.events"); "{type}"
 	// is replaced by the event type.
 	Topic string
+	// blob (sinks/blobsink): the key prefix of the objects, and whether the raw result is
+	// written too; URL is the bucket.
+	Prefix string
+	Raw    bool
+	// Keys are a blob sink's static S3 keys (configs: access_key_env, secret_key_env,
+	// session_token_env); zero, the AWS SDK's own sources are used (environment, shared files,
+	// web identity, instance metadata), each request of theirs through the sink's guard too.
+	Keys StaticKeys
 
 	// Retry is the schedule of waits between attempts (default DefaultSchedule); after the
 	// last one a delivery is dead-lettered.
@@ -211,3 +219,28 @@ func (f Filter) matchStatic(ev *api.Event) bool {
 	}
 	return true
 }
+
+// StaticKeys are an access key pair (and an optional session token) for object storage. They
+// print as which of them are set, so that a Spec logged or printed never shows a key.
+type StaticKeys struct {
+	AccessKeyID     string
+	SecretAccessKey string
+	SessionToken    string
+}
+
+// IsZero says no key was given.
+func (k StaticKeys) IsZero() bool { return k == StaticKeys{} }
+
+// String says which keys are set.
+func (k StaticKeys) String() string {
+	set := func(v string) string {
+		if v == "" {
+			return "unset"
+		}
+		return "set"
+	}
+	return "access_key:" + set(k.AccessKeyID) + ",secret_key:" + set(k.SecretAccessKey) + ",session_token:" + set(k.SessionToken)
+}
+
+// GoString keeps %#v from printing the fields.
+func (k StaticKeys) GoString() string { return "sinks.StaticKeys{" + k.String() + "}" }

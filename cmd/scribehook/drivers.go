@@ -6,6 +6,7 @@ package main
 import (
 	_ "github.com/scribehook/scribehook/handlers/natsbus"
 	_ "github.com/scribehook/scribehook/handlers/redisbus"
+	_ "github.com/scribehook/scribehook/sinks/blobsink"
 	_ "github.com/scribehook/scribehook/sinks/natssink"
 	_ "github.com/scribehook/scribehook/sinks/redissink"
 	_ "github.com/scribehook/scribehook/store/postgres"

@@ -58,6 +58,7 @@ var builtin = []struct{ name, pkg string }{
 	{"webhook", "github.com/scribehook/scribehook/sinks"},
 	{"redisstream", "github.com/scribehook/scribehook/sinks/redissink"},
 	{"nats", "github.com/scribehook/scribehook/sinks/natssink"},
+	{"blob", "github.com/scribehook/scribehook/sinks/blobsink"},
 	{"log", "github.com/scribehook/scribehook/sinks"},
 }
 
@@ -85,7 +86,7 @@ func Lookup(name string) (Kind, bool) {
 }
 
 // Names lists the registered kinds: this module's in the order of its documentation (file,
-// webhook, redisstream, nats, log), then the others sorted.
+// webhook, redisstream, nats, blob, log), then the others sorted.
 func Names() []string {
 	mu.RLock()
 	defer mu.RUnlock()
