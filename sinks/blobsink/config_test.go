@@ -1,4 +1,4 @@
-package configs_test
+package blobsink_test
 
 import (
 	"errors"
@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/scribehook/scribehook/configs"
-	_ "github.com/scribehook/scribehook/sinks/blobsink" // links the blob kind
 )
 
-// A blob sink's S3 keys by variable: refused on other kinds, only as a pair, resolved into
+// The configuration of a blob sink's S3 keys by variable (package configs, with the kind
+// linked): refused on other kinds, only as a pair, resolved into
 // Secrets.BlobKeys, never printed.
 func TestBlobKeys(t *testing.T) {
 	blob := configs.Sink{Name: "archive", Kind: "blob", URL: "s3://b?region=eu-west-1", Events: []string{"*"}, Timeout: 1e9}
