@@ -9,16 +9,40 @@ import (
 
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/internal/teststore"
+	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/sinks/sinkexpr"
 	"github.com/scribehook/scribehook/store"
 )
 
 // BenchmarkPipelineLiveMessages measures rows applied per second with four partitions: live
 // messages of 16 sessions, ingested in batches of 64 and notified as the receiver does, with
 // the store's default (durable) synchronous setting.
-func BenchmarkPipelineLiveMessages(b *testing.B) {
+func BenchmarkPipelineLiveMessages(b *testing.B) { benchLive(b, nil) }
+
+// BenchmarkPipelineLiveSink is BenchmarkPipelineLiveMessages with a sink taking every live
+// event: each applied message also queues its event.
+func BenchmarkPipelineLiveSink(b *testing.B) {
+	benchLive(b, &sinks.Spec{Name: "files", Kind: sinks.KindFile, Dir: b.TempDir(), Filter: sinks.Filter{Events: []string{"live.*"}}})
+}
+
+// BenchmarkPipelineLiveSinkWhen is BenchmarkPipelineLiveSink with a when over the message's
+// text: each message decoded for the expression and the expression run.
+func BenchmarkPipelineLiveSinkWhen(b *testing.B) {
+	when, err := sinkexpr.CompileWhen(`event.data.data.utterance.text.lowerAscii().contains("refund")`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchLive(b, &sinks.Spec{Name: "files", Kind: sinks.KindFile, Dir: b.TempDir(), Filter: sinks.Filter{Events: []string{"live.*"}, When: when}})
+}
+
+func benchLive(b *testing.B, sink *sinks.Spec) {
 	s := teststore.SQLite(b)
 	cs := &applyCounter{Store: s}
-	r := start(b, handlers.Config{Store: cs, Partitions: 4})
+	cfg := handlers.Config{Store: cs, Partitions: 4}
+	if sink != nil {
+		cfg.Sinks = []sinks.Spec{*sink}
+	}
+	r := start(b, cfg)
 	const sessions, batch = 16, 64
 	ds := make([]store.Delivery, b.N)
 	for i := range ds {

@@ -13,6 +13,7 @@ import (
 	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/sinks/sinkexpr"
 	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/subtitles"
 )
@@ -84,22 +85,33 @@ func TestJobResultStoredByteForByte(t *testing.T) {
 // stored, its events queued. alloc/body is what the Go heap allocates for it over the body's
 // size (everything the pipeline does for one result, the store's Go side included).
 func BenchmarkPipelineJobResult2h(b *testing.B) {
-	benchJobResult(b, 20000, 2*time.Hour)
+	benchJobResult(b, 20000, 2*time.Hour, "")
+}
+
+// BenchmarkPipelineJobResult2hWhen is BenchmarkPipelineJobResult2h with a when on the sink,
+// the issue's example: the event's data decoded for the expression, once per event.
+func BenchmarkPipelineJobResult2hWhen(b *testing.B) {
+	benchJobResult(b, 20000, 2*time.Hour, `event.type == "job.succeeded" && event.data.result.metadata.audio_duration > 60.0`)
 }
 
 // BenchmarkPipelineJobResult60k is BenchmarkPipelineJobResult2h with 60,000 words
 // (a 6-hour result), the long result of issue 22.
 func BenchmarkPipelineJobResult60k(b *testing.B) {
-	benchJobResult(b, 60000, 6*time.Hour)
+	benchJobResult(b, 60000, 6*time.Hour, "")
 }
 
-func benchJobResult(b *testing.B, words int, audio time.Duration) {
+func benchJobResult(b *testing.B, words int, audio time.Duration, when string) {
 	res := apitest.Result(1, audio, words)
 	payload, err := json.Marshal(res)
 	if err != nil {
 		b.Fatal(err)
 	}
 	spec := sinks.Spec{Name: "files", Kind: sinks.KindFile, Dir: b.TempDir()}
+	if when != "" {
+		if spec.Filter.When, err = sinkexpr.CompileWhen(when); err != nil {
+			b.Fatal(err)
+		}
+	}
 	s, r := startOn(b, handlers.Config{
 		Subtitles: handlers.SubtitleRendering{Dir: b.TempDir(), Profile: subtitles.DefaultProfile(),
 			Formats: []subtitles.Format{subtitles.SRT, subtitles.VTT}},

@@ -30,8 +30,10 @@ import (
 )
 
 // CostLimit bounds one evaluation: CEL's runtime cost (about one unit per operation, one per
-// element a macro visits). A program that exceeds it stops with an error.
-const CostLimit = 1_000_000
+// element a macro visits). A program that exceeds it stops with an error. A when runs inside
+// the apply of its event: at this limit, the worst one costs its partition about 50 ms
+// (BenchmarkWhenCostLimit), and visiting each word of a 2-hour result once still fits.
+const CostLimit = 200_000
 
 // MaxLength bounds an expression's source, in bytes.
 const MaxLength = 4096
@@ -46,10 +48,16 @@ type Input struct {
 }
 
 // Event is an Input made ready for evaluation, shared by every sink that evaluates an
-// expression over the same event: its JSON is decoded once, at the first evaluation.
+// expression over the same event: its JSON is decoded at the first evaluation that needs it,
+// only as much of it as the expression reads, once for all the programs that read the same.
 type Event struct {
 	in   Input
-	once sync.Once
+	mu   sync.Mutex
+	meta any
+	acts map[string]activation // by need.key
+}
+
+type activation struct {
 	vars map[string]any
 	err  error
 }
@@ -57,27 +65,40 @@ type Event struct {
 // NewEvent wraps in; nothing is decoded until an expression is evaluated.
 func NewEvent(in Input) *Event { return &Event{in: in} }
 
-func (e *Event) activation() (map[string]any, error) {
-	e.once.Do(func() {
-		data, err := decode(e.in.Data)
-		if err != nil {
-			e.err = fmt.Errorf("decode event data: %w", err)
-			return
-		}
+// activation is the event variable for a program that reads n of the data.
+func (e *Event) activation(n *need, key string) (map[string]any, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a, ok := e.acts[key]; ok {
+		return a.vars, a.err
+	}
+	a := e.build(n)
+	if e.acts == nil {
+		e.acts = map[string]activation{}
+	}
+	e.acts[key] = a
+	return a.vars, a.err
+}
+
+func (e *Event) build(n *need) activation {
+	data, err := decodeNeed(e.in.Data, n)
+	if err != nil {
+		return activation{err: fmt.Errorf("decode event data: %w", err)}
+	}
+	if e.meta == nil {
 		meta, err := decode(e.in.CustomMetadata)
 		if err != nil {
-			e.err = fmt.Errorf("decode event custom_metadata: %w", err)
-			return
+			return activation{err: fmt.Errorf("decode event custom_metadata: %w", err)}
 		}
 		if meta == nil {
 			meta = map[string]any{}
 		}
-		e.vars = map[string]any{"event": map[string]any{
-			"id": e.in.ID, "type": e.in.Type, "created_at": e.in.CreatedAt, "job_id": e.in.JobID,
-			"kind": e.in.Kind, "category": e.in.Category, "custom_metadata": meta, "data": data,
-		}}
-	})
-	return e.vars, e.err
+		e.meta = meta
+	}
+	return activation{vars: map[string]any{"event": map[string]any{
+		"id": e.in.ID, "type": e.in.Type, "created_at": e.in.CreatedAt, "job_id": e.in.JobID,
+		"kind": e.in.Kind, "category": e.in.Category, "custom_metadata": e.meta, "data": data,
+	}}}
 }
 
 func decode(raw json.RawMessage) (any, error) {
@@ -107,9 +128,11 @@ func newEnv() (*cel.Env, error) {
 
 // Program is one compiled expression, safe for concurrent use.
 type Program struct {
-	src string
-	prg cel.Program
-	err error // Failed's: every evaluation fails with it
+	src  string
+	prg  cel.Program
+	data *need  // what it reads of event.data
+	key  string // data's key
+	err  error  // Failed's: every evaluation fails with it
 }
 
 // Failed is a program that did not compile, for a caller that cannot return err where it
@@ -186,7 +209,8 @@ func Compile(src string, out Output) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("program: %w", err)
 	}
-	return &Program{src: src, prg: prg}, nil
+	data := dataNeed(checked)
+	return &Program{src: src, prg: prg, data: data, key: data.key()}, nil
 }
 
 // oneLine keeps the "ERROR: <input>:line:column: message" lines of CEL's issues, without the
@@ -257,7 +281,7 @@ func (p *Program) eval(ctx context.Context, ev *Event) (ref.Val, error) {
 	if p.err != nil {
 		return nil, fmt.Errorf("%s: did not compile: %w", p.src, p.err)
 	}
-	vars, err := ev.activation()
+	vars, err := ev.activation(p.data, p.key)
 	if err != nil {
 		return nil, err
 	}
