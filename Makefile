@@ -15,9 +15,10 @@ build:
 	$(GO) build ./...
 
 # The Go tests run against a throwaway PostgreSQL cluster (scripts/pg.sh), real Redis and NATS
-# servers the tests start themselves, a real S3 server (weed, built by scripts/weed.sh), then the
-# example programs (their own modules), the offline speech engine (build tag pocketsphinx: flite speech, LibriVox clips, live latency, and the demo
-# hearing its own sample within 10 % WER), the dashboard's browser tests in headless Chromium,
+# servers the tests start themselves, a real S3 server (weed, built by scripts/weed.sh), then
+# the example programs (their own modules), the offline speech engine (build tag pocketsphinx:
+# flite speech, LibriVox clips, live latency, and the demo hearing its own sample within 10 %
+# WER), the dashboard's browser tests in headless Chromium,
 # the official JavaScript SDK against the sandbox,
 # then every fuzz target briefly (its committed seed corpus and a few seconds of new inputs),
 # then the fault scenarios in their bounded form (kill -9, dead webhook, full disk, slow clients),
