@@ -392,11 +392,10 @@ func (sess *session) abort() {
 	sess.abortOnce.Do(func() { close(sess.done) })
 }
 
-func chapterData(raw json.RawMessage) api.ChapterizationData {
-	var d api.ChapterizationData
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &d.Results)
-	}
+// chapterData is the post_chapterization data of the add-on's results: the same chapters, as an
+// array (the message's results is a list, the add-on's an object).
+func chapterData(r api.ChapterizationResults) api.ChapterizationData {
+	d := api.ChapterizationData{Results: r.Chapters}
 	if d.Results == nil {
 		d.Results = []api.Chapter{}
 	}
