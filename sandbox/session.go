@@ -239,16 +239,9 @@ func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) (
 	}
 	switch msg.Type {
 	case api.ClientAudioChunk:
-		var d struct {
-			Chunk string `json:"chunk"`
-		}
-		if err := json.Unmarshal(msg.Data, &d); err != nil || d.Chunk == "" {
-			sess.nackLocked(api.MessageAudioChunk, "audio_chunk needs data.chunk with base64 audio")
-			return false, false
-		}
-		chunk, err := base64.StdEncoding.DecodeString(d.Chunk)
-		if err != nil {
-			sess.nackLocked(api.MessageAudioChunk, "data.chunk is not valid base64: "+err.Error())
+		chunk, problem := audioChunkData(msg.Data)
+		if problem != "" {
+			sess.nackLocked(api.MessageAudioChunk, problem)
 			return false, false
 		}
 		return false, sess.audioLocked(chunk)
@@ -258,6 +251,23 @@ func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) (
 		sess.emitErrorLocked("unknown message type " + quote(msg.Type) + ": expected audio_chunk or stop_recording")
 		return false, false
 	}
+}
+
+// audioChunkData reads the audio of an audio_chunk message, or says what is wrong with it. An
+// empty chunk is audio of no bytes, acknowledged as an empty range like an empty binary frame:
+// pipecat sends {"chunk":""} as a keepalive and documents that the service accepts it.
+func audioChunkData(data json.RawMessage) (chunk []byte, problem string) {
+	var d struct {
+		Chunk *string `json:"chunk"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil || d.Chunk == nil {
+		return nil, "audio_chunk needs data.chunk with base64 audio"
+	}
+	chunk, err := base64.StdEncoding.DecodeString(*d.Chunk)
+	if err != nil {
+		return nil, "data.chunk is not valid base64: " + err.Error()
+	}
+	return chunk, ""
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
