@@ -4,10 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
+	"github.com/scribehook/scribehook/sandbox"
 )
 
 // wireJSON is a live message as sent, without its session_id and created_at (which vary), in
@@ -102,5 +108,65 @@ func TestLiveAudioChunkAcknowledgments(t *testing.T) {
 		if got, want := wireJSON(t, nextOfType(t, ctx, c, "audio_chunk")), canonicalJSON(t, tc.want); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, want)
 		}
+	}
+}
+
+// TestLiveClientCloseCodes: closing with 1000 or 1001 (the SDKs' end_session, after
+// stop_recording or without it) ends the recording at once and the job is done; a drop or
+// another code leaves the session waiting for the client to resume (here for an hour).
+func TestLiveClientCloseCodes(t *testing.T) {
+	e := newEnv(t, func(c *sandbox.Config) { c.LiveResumeWindow = time.Hour })
+	cases := []struct {
+		name     string
+		stop     bool
+		close    func(c *websocket.Conn) error
+		finished bool
+	}{
+		{"1001 after stop_recording", true, func(c *websocket.Conn) error { return c.Close(websocket.StatusGoingAway, "Aborted") }, true},
+		{"1001 alone", false, func(c *websocket.Conn) error { return c.Close(websocket.StatusGoingAway, "Aborted") }, true},
+		{"1000 alone", false, func(c *websocket.Conn) error { return c.Close(websocket.StatusNormalClosure, "") }, true},
+		{"dropped, no close frame", false, func(c *websocket.Conn) error { return c.CloseNow() }, false},
+		{"4000", false, func(c *websocket.Conn) error { return c.Close(websocket.StatusCode(4000), "") }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			created, c := openLive(t, ctx, e)
+			if err := c.Write(ctx, websocket.MessageBinary, make([]byte, 3200)); err != nil {
+				t.Fatal(err)
+			}
+			nextOfType(t, ctx, c, "audio_chunk")
+			if tc.stop {
+				if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"stop_recording"}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = tc.close(c)
+			if !tc.finished {
+				time.Sleep(300 * time.Millisecond)
+				job, err := e.client.GetLive(ctx, created.ID)
+				if err != nil || job.Status != api.StatusProcessing {
+					t.Fatalf("status %s, %v: want processing, waiting for a resume", job.Status, err)
+				}
+				return
+			}
+			job := e.waitJob(created.ID, api.KindLive)
+			var got []string
+			for _, s := range apitest.MustResult(&job).Messages {
+				switch w := wireJSON(t, []byte(s)); {
+				case strings.Contains(w, `"type":"stop_recording"`), strings.Contains(w, `"type":"end_recording"`):
+					got = append(got, w)
+				}
+			}
+			want := []string{canonicalJSON(t, `{"type":"end_recording","data":{"recording_duration":0.1}}`)}
+			if tc.stop {
+				want = append([]string{canonicalJSON(t, `{"type":"stop_recording","acknowledged":true,"error":null,`+
+					`"data":{"recording_duration":0.1,"recording_left_to_process":0}}`)}, want...)
+			}
+			if job.Status != api.StatusDone || !slices.Equal(got, want) {
+				t.Errorf("status %s, messages\n got %q\nwant %q", job.Status, got, want)
+			}
+		})
 	}
 }

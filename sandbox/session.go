@@ -162,12 +162,11 @@ func (sess *session) run(ctx context.Context, conn *websocket.Conn) {
 	for {
 		typ, data, err := conn.Read(ctx)
 		if err != nil {
-			normal := websocket.CloseStatus(err) == websocket.StatusNormalClosure
 			sess.mu.Lock()
 			sess.conn = nil
-			if normal && sess.state != stateEnded {
-				// Closing with 1000 ends the recording like stop_recording; post-processing
-				// still runs, its messages reach the callback and the job record.
+			if clientEnded(err) && sess.state != stateEnded {
+				// The client ended the recording, like stop_recording; post-processing still
+				// runs, its messages reach the callback and the job record.
 				sess.finishLocked()
 			} else if sess.state == stateStreaming {
 				sess.state = stateDetached
@@ -191,6 +190,18 @@ func (sess *session) run(ctx context.Context, conn *websocket.Conn) {
 		}
 		sess.mu.Unlock()
 	}
+}
+
+// clientEnded reports whether a read error is the client closing the socket on purpose: 1000,
+// or 1001 (going away), which the official SDKs send from end_session, after stop_recording or
+// without it, and never follow with a reconnection. Anything else (no close frame, 1006, other
+// codes) is a dropped connection that the client may resume. docs/spec/sdk-notes.md.
+func clientEnded(err error) bool {
+	switch websocket.CloseStatus(err) {
+	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+		return true
+	}
+	return false
 }
 
 func (sess *session) startLocked() error {
