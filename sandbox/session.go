@@ -69,6 +69,9 @@ type session struct {
 	abortOnce   sync.Once
 	stopAsked   bool
 	uttCounters map[string]bool
+	// tail and align make a resumed socket count each byte once (resume.go).
+	tail  resumeTail
+	align *aligner
 	// The recording of what the client streamed, for GET /v2/live/{id}/file: rec is open while
 	// the session streams, recPath stays until the session is deleted.
 	rec      *os.File
@@ -89,6 +92,7 @@ func newSession(srv *Server, id, token, region string, req *api.LiveRequest) *se
 		wsCats:      req.MessagesConfig.WebSocketCategories(),
 		cbCats:      req.CallbackConfig.CallbackCategories(),
 		done:        make(chan struct{}),
+		tail:        newResumeTail(),
 	}
 	if rp := req.RealtimeProcessing; rp != nil && api.IsTrue(rp.CustomSpelling) {
 		sess.speller = addons.NewSpeller(rp.CustomSpellingConfig)
@@ -149,7 +153,9 @@ func (sess *session) release() {
 func (sess *session) run(ctx context.Context, conn *websocket.Conn) {
 	sess.mu.Lock()
 	sess.conn = conn
-	if !sess.started {
+	if sess.started {
+		sess.align = newAligner(&sess.tail) // a resume: the client resends what it saw no ack for
+	} else {
 		sess.started = true
 		if err := sess.startLocked(); err != nil {
 			sess.mu.Unlock()
@@ -169,6 +175,8 @@ func (sess *session) run(ctx context.Context, conn *websocket.Conn) {
 				// runs, its messages reach the callback and the job record.
 				sess.finishLocked()
 			} else if sess.state == stateStreaming {
+				// Frames held for alignment were not acknowledged: the client sends them again.
+				sess.align = nil
 				sess.state = stateDetached
 				sess.armIdleLocked()
 			}
@@ -241,7 +249,7 @@ func (sess *session) startLocked() error {
 // recording, and whether the session reached its maximum duration.
 func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) (stop, limit bool) {
 	if typ == websocket.MessageBinary {
-		return false, sess.audioLocked(data)
+		return false, sess.receiveLocked(data)
 	}
 	var msg api.ClientMessage
 	if err := json.Unmarshal(data, &msg); err != nil {
@@ -255,7 +263,7 @@ func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) (
 			sess.nackLocked(api.MessageAudioChunk, problem)
 			return false, false
 		}
-		return false, sess.audioLocked(chunk)
+		return false, sess.receiveLocked(chunk)
 	case api.ClientStopRecording:
 		return true, false
 	default:
@@ -298,6 +306,9 @@ func (sess *session) finishLocked() {
 		if err := sess.startLocked(); err != nil {
 			return
 		}
+	}
+	if sess.align != nil {
+		sess.resumeLocked() // the client stopped while its resend was held
 	}
 	if sess.stream != nil {
 		// The resamplers hold the last few milliseconds until they know the stream ended.
