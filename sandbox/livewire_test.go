@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -168,5 +171,63 @@ func TestLiveClientCloseCodes(t *testing.T) {
 				t.Errorf("status %s, messages\n got %q\nwant %q", job.Status, got, want)
 			}
 		})
+	}
+}
+
+// TestLiveBadKeyAndToken: a bad key is refused by POST /v2/live with the error envelope of
+// provider-facts.md and status 401, before any socket; a bad or spent token is refused at the
+// WebSocket handshake with the same envelope and status, so no socket opens and there is no
+// close code (the SDKs see a failed connection).
+func TestLiveBadKeyAndToken(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	envelope := func(path, msg string) string {
+		return canonicalJSON(t, map[string]any{"path": path, "statusCode": 401, "message": msg})
+	}
+	// without drops the varying members after checking them.
+	without := func(b []byte, h http.Header) string {
+		var m map[string]json.RawMessage
+		decodeJSON(t, b, &m)
+		var rid string
+		decodeJSON(t, m["request_id"], &rid)
+		if !regexp.MustCompile(`^G-[0-9a-f]{8}$`).MatchString(rid) || h.Get("x-request-id") != rid || m["timestamp"] == nil {
+			t.Errorf("request_id %q (header %q), timestamp %s", rid, h.Get("x-request-id"), m["timestamp"])
+		}
+		delete(m, "request_id")
+		delete(m, "timestamp")
+		return canonicalJSON(t, m)
+	}
+	for _, c := range []struct{ name, key, want string }{
+		{"wrong key", "not-the-key", envelope("/v2/live", "invalid API key")},
+		{"no key", "", envelope("/v2/live", "missing API key: send it in the x-service-key header")},
+	} {
+		status, body, h := e.raw("POST", "/v2/live", c.key, "application/json", []byte(`{}`))
+		if got := without(body, h); status != http.StatusUnauthorized || got != c.want {
+			t.Errorf("%s: %d %s, want 401 %s", c.name, status, got, c.want)
+		}
+	}
+
+	created, c := openLive(t, ctx, e)
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"stop_recording"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readUntilClose(t, ctx, c); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("close = %v", err)
+	}
+	base := strings.Replace(e.svc.URL, "http://", "ws://", 1) + "/v2/live?token="
+	for _, c := range []struct{ name, url, want string }{
+		{"wrong token", base + "deadbeef", envelope("/v2/live", "invalid or expired session token")},
+		{"spent token", created.URL, envelope("/v2/live", "session token already used: the session has ended")},
+	} {
+		conn, resp, err := websocket.Dial(ctx, c.url, nil)
+		if err == nil {
+			_ = conn.CloseNow()
+			t.Fatalf("%s: a socket opened", c.name)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if got := without(body, resp.Header); resp.StatusCode != http.StatusUnauthorized || got != c.want {
+			t.Errorf("%s: %d %s, want 401 %s", c.name, resp.StatusCode, got, c.want)
+		}
 	}
 }
