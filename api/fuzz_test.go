@@ -292,6 +292,11 @@ func FuzzLiveMessage(f *testing.F) {
 		`{"type":"transcript","type":null,"Type":"speech_start","data":{"is_final":true},"Data":[]}`,
 		`{"type":"audio_chunk","acknowledged":false,"acknowledged":1}`,
 		`{"ty\u0070e":"x","type":"transcript"}`,
+		// post_chapterization with sentences in both forms, named_entity_recognition.
+		`{"session_id":"s","type":"post_chapterization","error":null,"data":{"results":[{"headline":"h","sentences":"One.\nTwo."}]}}`,
+		`{"session_id":"s","type":"post_chapterization","error":null,"data":{"results":[{"sentences":[{"sentence":"One.","start":0,"end":1,"words":[{"word":"One.","start":0,"end":1,"confidence":1}]}]}]}}`,
+		`{"session_id":"s","type":"named_entity_recognition","error":null,"data":{"utterance_id":"u","results":[{"entity_type":"NAME_GIVEN","text":"Sasha","start":1,"end":2}]}}`,
+		`{"session_id":"s","type":"post_final_transcript","data":{"chapterization":{"results":[{"sentences":"a"}]},"named_entity_recognition":{"entity":"[]"}}}`,
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m api.LiveMessage
@@ -317,6 +322,7 @@ func FuzzLiveMessage(f *testing.F) {
 			t.Fatalf("Category %q %v vs MessageCategories %q", c, ok, cats)
 		}
 		_ = m.ErrorMessage()
+		checkTypedData(t, &m)
 		m2 := reencode(t, &m)
 		if got := api.MessageCategories(m2); !reflect.DeepEqual(got, cats) {
 			t.Fatalf("categories changed by encoding: %q -> %q", cats, got)
@@ -350,6 +356,64 @@ func FuzzLiveMessage(f *testing.F) {
 		}
 		if !bytes.Equal(testjson.Marshal(t, back.Payload), testjson.Marshal(t, m2)) {
 			t.Fatalf("payload changed in the callback")
+		}
+	})
+}
+
+// checkTypedData decodes the data of the message types whose data has a typed reader that
+// takes several forms (chapters, entities): whatever decodes must encode to a fixed point.
+func checkTypedData(t *testing.T, m *api.LiveMessage) {
+	t.Helper()
+	switch m.Type {
+	case api.MessagePostChapterization:
+		var d api.ChapterizationData
+		if m.DecodeData(&d) == nil {
+			reencode(t, &d)
+		}
+	case api.MessageNamedEntityRecognition:
+		var d api.NamedEntityData
+		if m.DecodeData(&d) == nil {
+			reencode(t, &d)
+		}
+	case api.MessagePostFinalTranscript:
+		var d api.PostFinalTranscriptData
+		if m.DecodeData(&d) == nil {
+			reencode(t, &d)
+		}
+	}
+}
+
+// FuzzDecodeResult decodes results: the chapterization add-on in its object and array forms,
+// chapter sentences as a string or an array, named entities in results or entity. Whatever
+// decodes must encode, and its encoding must be a fixed point; encoding always writes the
+// object form of chapters with sentences as an array.
+func FuzzDecodeResult(f *testing.F) {
+	seedJobs(f, func(j *api.Job) [][]byte {
+		if len(j.Result) == 0 {
+			return nil
+		}
+		return [][]byte{j.Result}
+	},
+		`{"chapterization":{"success":true,"is_empty":false,"exec_time":0,"error":null,"results":{"chapters":[]}}}`,
+		`{"chapterization":{"success":true,"results":[{"headline":"h","keywords":["k"],"sentences":"One.\nTwo.","text":"One. Two."}]}}`,
+		`{"chapterization":{"results":{"chapters":[{"sentences":[{"sentence":"One.","start":0,"end":1,"words":[{"word":"One.","start":0,"end":1,"confidence":1}]}]}]}}}`,
+		`{"chapterization":{"results":null},"named_entity_recognition":{"results":null,"entity":null}}`,
+		`{"named_entity_recognition":{"success":true,"results":[{"entity_type":"NAME_GIVEN","text":"Sasha","start":1.5,"end":1.9}]}}`,
+		`{"named_entity_recognition":{"entity":"[{\"entity_type\":\"person\",\"text\":\"Zoë\"}]"}}`,
+		`{"named_entity_recognition":{"entity":[{"entity_type":"person","text":"Zoë"}]}}`,
+		`{"named_entity_recognition":{"entity":"free text"}}`,
+	)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := api.DecodeResult(data)
+		if err != nil || r == nil {
+			return
+		}
+		r2 := reencode(t, r)
+		if c := r2.Chapterization; c != nil {
+			b := testjson.Marshal(t, c.Results)
+			if !bytes.HasPrefix(b, []byte(`{"chapters":[`)) || bytes.Contains(b, []byte(`"sentences":"`)) {
+				t.Fatalf("chapters not written in the object form: %s", b)
+			}
 		}
 	})
 }

@@ -198,21 +198,10 @@ type PostTranscriptData = Transcription
 // messages.
 type PostFinalTranscriptData = Result
 
-// ChapterizationData is the data of post_chapterization.
+// ChapterizationData is the data of post_chapterization: the same chapters as the
+// chapterization add-on's results (see ChapterizationResults).
 type ChapterizationData struct {
 	Results []Chapter `json:"results"`
-}
-
-// Chapter is one chapter of a session or a job.
-type Chapter struct {
-	Headline  string   `json:"headline"`
-	Gist      string   `json:"gist"`
-	Keywords  []string `json:"keywords"`
-	Start     float64  `json:"start"`
-	End       float64  `json:"end"`
-	Sentences string   `json:"sentences"`
-	Text      string   `json:"text"`
-	Summary   string   `json:"summary,omitempty"`
 }
 
 // SummarizationData is the data of post_summarization.

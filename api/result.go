@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 )
 
 // The result types below are the service's result as the sandbox writes it and as a user
@@ -54,13 +55,57 @@ type Addon[T any] struct {
 	Results  T           `json:"results"`
 }
 
-// EntityAddon is the named_entity_recognition envelope, whose payload field is entity.
+// EntityAddon is the named_entity_recognition envelope. The service sends its entities in
+// results, as the live message does (docs/spec/provider-facts.md); the interface text names the
+// payload entity, a string. Both are read: an entity that holds a JSON array of entities (as
+// text or as the array itself) fills Results when results is absent or null.
 type EntityAddon struct {
-	Success  bool        `json:"success"`
-	IsEmpty  bool        `json:"is_empty"`
-	ExecTime float64     `json:"exec_time"`
-	Error    *AddonError `json:"error"`
-	Entity   string      `json:"entity"`
+	Success  bool          `json:"success"`
+	IsEmpty  bool          `json:"is_empty"`
+	ExecTime float64       `json:"exec_time"`
+	Error    *AddonError   `json:"error"`
+	Results  []NamedEntity `json:"results"`
+	// Entity is the text of an entity member sent as a string, kept as it came.
+	Entity string `json:"entity,omitempty"`
+}
+
+func (e *EntityAddon) UnmarshalJSON(b []byte) error {
+	type plain EntityAddon
+	var p struct {
+		plain
+		Entity json.RawMessage `json:"entity"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*e = EntityAddon(p.plain)
+	switch firstByte(p.Entity) {
+	case '"':
+		if err := json.Unmarshal(p.Entity, &e.Entity); err != nil {
+			return err
+		}
+		if e.Results == nil {
+			e.Results = entitiesIn([]byte(e.Entity))
+		}
+	case '[':
+		if e.Results == nil {
+			e.Results = entitiesIn(p.Entity)
+		}
+	case 0, 'n':
+	default:
+		return errors.New("decode named_entity_recognition: entity is neither a string nor an array")
+	}
+	return nil
+}
+
+// entitiesIn reads a JSON array of entities, nil when b is not one: a free-text entity is kept
+// in Entity only.
+func entitiesIn(b []byte) []NamedEntity {
+	var list []NamedEntity
+	if firstByte(b) != '[' || json.Unmarshal(b, &list) != nil {
+		return nil
+	}
+	return list
 }
 
 // Subtitle is one rendered subtitle file.
@@ -130,7 +175,7 @@ type Result struct {
 	AudioToLLM               *Addon[[]Addon[PromptResponse]] `json:"audio_to_llm,omitempty"`
 	Sentences                *Addon[[]string]                `json:"sentences,omitempty"`
 	DisplayMode              *Addon[[]string]                `json:"display_mode,omitempty"`
-	Chapterization           *Addon[json.RawMessage]         `json:"chapterization,omitempty"`
+	Chapterization           *Addon[ChapterizationResults]   `json:"chapterization,omitempty"`
 	Diarization              *Addon[[]Utterance]             `json:"diarization,omitempty"`
 	Messages                 []string                        `json:"messages,omitzero"`
 }

@@ -329,8 +329,53 @@ func TestLiveAllFlagsOnWithWAVHeaderAndJSONChunks(t *testing.T) {
 	}
 	job := e.waitJob(created.ID, api.KindLive)
 	if apitest.MustResult(&job).Summarization == nil || apitest.MustResult(&job).Chapterization == nil {
-		t.Errorf("post-processing missing from the result")
+		t.Fatalf("post-processing missing from the result")
 	}
+	checkChapters(t, msgs, job.Result)
+}
+
+// checkChapters checks that post_chapterization carries, as its results array, exactly the
+// chapters of the result's chapterization, whose results is the object {"chapters": [...]}, and
+// that chapter sentences are objects.
+func checkChapters(t *testing.T, msgs []api.LiveMessage, result json.RawMessage) {
+	t.Helper()
+	var raw struct {
+		Chapterization struct {
+			Results map[string]json.RawMessage `json:"results"`
+		} `json:"chapterization"`
+	}
+	decodeJSON(t, result, &raw)
+	chapters, ok := raw.Chapterization.Results["chapters"]
+	if !ok || len(raw.Chapterization.Results) != 1 {
+		t.Fatalf("chapterization results %v: want the object {chapters}", raw.Chapterization.Results)
+	}
+	for _, m := range msgs {
+		if m.Type != api.MessagePostChapterization {
+			continue
+		}
+		if want := `{"results":` + string(chapters) + `}`; string(m.Data) != want {
+			t.Errorf("post_chapterization data\n got %s\nwant %s", m.Data, want)
+		}
+		if string(m.Error) != "null" {
+			t.Errorf("post_chapterization error %s", m.Error)
+		}
+		var d struct {
+			Results []struct {
+				Sentences []map[string]json.RawMessage `json:"sentences"`
+			} `json:"results"`
+		}
+		decodeJSON(t, m.Data, &d)
+		if len(d.Results) == 0 || len(d.Results[0].Sentences) == 0 {
+			t.Fatalf("no chapter sentences: %s", m.Data)
+		}
+		for _, s := range d.Results[0].Sentences {
+			if len(s) != 4 || s["sentence"] == nil || s["start"] == nil || s["end"] == nil || s["words"] == nil {
+				t.Errorf("chapter sentence %v: want {sentence, start, end, words}", s)
+			}
+		}
+		return
+	}
+	t.Error("no post_chapterization message")
 }
 
 func TestLiveTokenIsRefusedWhenWrongOrReused(t *testing.T) {

@@ -69,6 +69,9 @@ type session struct {
 	abortOnce   sync.Once
 	stopAsked   bool
 	uttCounters map[string]bool
+	// tail and align make a resumed socket count each byte once (resume.go).
+	tail  resumeTail
+	align *aligner
 	// The recording of what the client streamed, for GET /v2/live/{id}/file: rec is open while
 	// the session streams, recPath stays until the session is deleted.
 	rec      *os.File
@@ -89,6 +92,7 @@ func newSession(srv *Server, id, token, region string, req *api.LiveRequest) *se
 		wsCats:      req.MessagesConfig.WebSocketCategories(),
 		cbCats:      req.CallbackConfig.CallbackCategories(),
 		done:        make(chan struct{}),
+		tail:        newResumeTail(),
 	}
 	if rp := req.RealtimeProcessing; rp != nil && api.IsTrue(rp.CustomSpelling) {
 		sess.speller = addons.NewSpeller(rp.CustomSpellingConfig)
@@ -149,7 +153,9 @@ func (sess *session) release() {
 func (sess *session) run(ctx context.Context, conn *websocket.Conn) {
 	sess.mu.Lock()
 	sess.conn = conn
-	if !sess.started {
+	if sess.started {
+		sess.align = newAligner(&sess.tail) // a resume: the client resends what it saw no ack for
+	} else {
 		sess.started = true
 		if err := sess.startLocked(); err != nil {
 			sess.mu.Unlock()
@@ -162,14 +168,15 @@ func (sess *session) run(ctx context.Context, conn *websocket.Conn) {
 	for {
 		typ, data, err := conn.Read(ctx)
 		if err != nil {
-			normal := websocket.CloseStatus(err) == websocket.StatusNormalClosure
 			sess.mu.Lock()
 			sess.conn = nil
-			if normal && sess.state != stateEnded {
-				// Closing with 1000 ends the recording like stop_recording; post-processing
-				// still runs, its messages reach the callback and the job record.
+			if clientEnded(err) && sess.state != stateEnded {
+				// The client ended the recording, like stop_recording; post-processing still
+				// runs, its messages reach the callback and the job record.
 				sess.finishLocked()
 			} else if sess.state == stateStreaming {
+				// Frames held for alignment were not acknowledged: the client sends them again.
+				sess.align = nil
 				sess.state = stateDetached
 				sess.armIdleLocked()
 			}
@@ -191,6 +198,18 @@ func (sess *session) run(ctx context.Context, conn *websocket.Conn) {
 		}
 		sess.mu.Unlock()
 	}
+}
+
+// clientEnded reports whether a read error is the client closing the socket on purpose: 1000,
+// or 1001 (going away), which the official SDKs send from end_session, after stop_recording or
+// without it, and never follow with a reconnection. Anything else (no close frame, 1006, other
+// codes) is a dropped connection that the client may resume. docs/spec/sdk-notes.md.
+func clientEnded(err error) bool {
+	switch websocket.CloseStatus(err) {
+	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+		return true
+	}
+	return false
 }
 
 func (sess *session) startLocked() error {
@@ -230,7 +249,7 @@ func (sess *session) startLocked() error {
 // recording, and whether the session reached its maximum duration.
 func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) (stop, limit bool) {
 	if typ == websocket.MessageBinary {
-		return false, sess.audioLocked(data)
+		return false, sess.receiveLocked(data)
 	}
 	var msg api.ClientMessage
 	if err := json.Unmarshal(data, &msg); err != nil {
@@ -239,25 +258,35 @@ func (sess *session) handleFrameLocked(typ websocket.MessageType, data []byte) (
 	}
 	switch msg.Type {
 	case api.ClientAudioChunk:
-		var d struct {
-			Chunk string `json:"chunk"`
-		}
-		if err := json.Unmarshal(msg.Data, &d); err != nil || d.Chunk == "" {
-			sess.nackLocked(api.MessageAudioChunk, "audio_chunk needs data.chunk with base64 audio")
+		chunk, problem := audioChunkData(msg.Data)
+		if problem != "" {
+			sess.nackLocked(api.MessageAudioChunk, problem)
 			return false, false
 		}
-		chunk, err := base64.StdEncoding.DecodeString(d.Chunk)
-		if err != nil {
-			sess.nackLocked(api.MessageAudioChunk, "data.chunk is not valid base64: "+err.Error())
-			return false, false
-		}
-		return false, sess.audioLocked(chunk)
+		return false, sess.receiveLocked(chunk)
 	case api.ClientStopRecording:
 		return true, false
 	default:
 		sess.emitErrorLocked("unknown message type " + quote(msg.Type) + ": expected audio_chunk or stop_recording")
 		return false, false
 	}
+}
+
+// audioChunkData reads the audio of an audio_chunk message, or says what is wrong with it. An
+// empty chunk is audio of no bytes, acknowledged as an empty range like an empty binary frame:
+// pipecat sends {"chunk":""} as a keepalive and documents that the service accepts it.
+func audioChunkData(data json.RawMessage) (chunk []byte, problem string) {
+	var d struct {
+		Chunk *string `json:"chunk"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil || d.Chunk == nil {
+		return nil, "audio_chunk needs data.chunk with base64 audio"
+	}
+	chunk, err := base64.StdEncoding.DecodeString(*d.Chunk)
+	if err != nil {
+		return nil, "data.chunk is not valid base64: " + err.Error()
+	}
+	return chunk, ""
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -277,6 +306,9 @@ func (sess *session) finishLocked() {
 		if err := sess.startLocked(); err != nil {
 			return
 		}
+	}
+	if sess.align != nil {
+		sess.resumeLocked() // the client stopped while its resend was held
 	}
 	if sess.stream != nil {
 		// The resamplers hold the last few milliseconds until they know the stream ended.
@@ -392,11 +424,10 @@ func (sess *session) abort() {
 	sess.abortOnce.Do(func() { close(sess.done) })
 }
 
-func chapterData(raw json.RawMessage) api.ChapterizationData {
-	var d api.ChapterizationData
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &d.Results)
-	}
+// chapterData is the post_chapterization data of the add-on's results: the same chapters, as an
+// array (the message's results is a list, the add-on's an object).
+func chapterData(r api.ChapterizationResults) api.ChapterizationData {
+	d := api.ChapterizationData{Results: r.Chapters}
 	if d.Results == nil {
 		d.Results = []api.Chapter{}
 	}

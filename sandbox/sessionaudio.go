@@ -36,6 +36,7 @@ func (sess *session) audioLocked(chunk []byte) bool {
 		TimeRange: [2]float64{round3(startTime), round3(sess.decoder.Seconds())},
 	}
 	sess.emitLocked(api.MessageAudioChunk, ack, api.Bool(true))
+	sess.tail.add(chunk, ackMark{byteEnd: ack.ByteRange[1], timeEnd: ack.TimeRange[1]})
 	if err != nil {
 		sess.emitErrorLocked("speech engine failed: " + err.Error())
 		return false

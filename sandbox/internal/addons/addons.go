@@ -184,22 +184,14 @@ func SummarizationAddon(t *api.Transcription, cfg *api.SummarizationConfig, opts
 	})
 }
 
-// ChapterizationAddon is the chapterization envelope: its results are the JSON array of
-// Chapterize's chapters, the same array as api.ChapterizationData.Results of the
-// post_chapterization live message (the interface only says "object"; one shape for both
-// places lets a client decode either the same way).
-func ChapterizationAddon(t *api.Transcription, opts Options) *api.Addon[json.RawMessage] {
-	return timed(opts, func() api.Addon[json.RawMessage] {
+// ChapterizationAddon is the chapterization envelope: its results are the object
+// {"chapters": [...]} of Chapterize's chapters, the same chapters as the post_chapterization live
+// message. The service's SDKs require an object there (the interface says "object" and leaves
+// its inside open); docs/spec/provider-facts.md records the choice of the one member.
+func ChapterizationAddon(t *api.Transcription, opts Options) *api.Addon[api.ChapterizationResults] {
+	return timed(opts, func() api.Addon[api.ChapterizationResults] {
 		chapters := Chapterize(t, opts.ChapterPause, opts.ChapterSentences)
-		raw, err := json.Marshal(chapters)
-		if err != nil {
-			// Chapters hold only strings and finite numbers from the transcript; a failure
-			// here means non-finite times, reported like any add-on failure.
-			a := failed[json.RawMessage](500, "InternalError",
-				fmt.Sprintf("chapterization: encode chapters: %v", err), nil)
-			return a
-		}
-		return done(json.RawMessage(raw), len(chapters) == 0)
+		return done(api.ChapterizationResults{Chapters: chapters}, len(chapters) == 0)
 	})
 }
 

@@ -43,6 +43,7 @@ func FuzzApply(f *testing.F) {
 		if _, err := json.Marshal(res); err != nil {
 			t.Fatalf("encode: %v", err)
 		}
+		checkChapterWords(t, res)
 		s := ResolveSubtitles(req.SubtitlesConfig)
 		longest := 0
 		for _, u := range res.Transcription.Utterances {
@@ -64,4 +65,27 @@ func FuzzApply(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkChapterWords fails unless the chapters hold each word of every utterance that has a
+// sentence exactly once.
+func checkChapterWords(t *testing.T, res *api.Result) {
+	t.Helper()
+	want := 0
+	seen := map[int]bool{}
+	for _, s := range SplitSentences(res.Transcription) {
+		if !seen[s.Utterance] {
+			seen[s.Utterance] = true
+			want += len(res.Transcription.Utterances[s.Utterance].Words)
+		}
+	}
+	got := 0
+	for _, c := range res.Chapterization.Results.Chapters {
+		for _, s := range c.Sentences {
+			got += len(s.Words)
+		}
+	}
+	if got != want {
+		t.Fatalf("chapters hold %d words, the sentences' utterances %d", got, want)
+	}
 }

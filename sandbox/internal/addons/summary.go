@@ -169,8 +169,8 @@ const (
 //   - headline: its most representative sentence;
 //   - gist: its first three keywords, the first capitalised, joined by spaces;
 //   - summary: its general extractive summary (see Summarize);
-//   - text: its sentences joined by spaces; sentences: its sentences one per line (LF), since
-//     the wire model has sentences as a string;
+//   - text: its sentences joined by spaces; sentences: one {sentence, start, end, words} per
+//     sentence, words being the utterance's words that fall in the sentence (see sentenceWords);
 //   - start and end: of its first and last sentence.
 func Chapterize(t *api.Transcription, pause float64, maxSentences int) []api.Chapter {
 	if pause <= 0 {
@@ -180,19 +180,20 @@ func Chapterize(t *api.Transcription, pause float64, maxSentences int) []api.Cha
 		maxSentences = DefaultChapterSentences
 	}
 	ss := SplitSentences(t)
+	words := sentenceWords(t, ss)
 	chapters := []api.Chapter{}
 	begin := 0
 	for i := 1; i <= len(ss); i++ {
 		if i < len(ss) && i-begin < maxSentences && ss[i].Start-ss[i-1].End < pause {
 			continue
 		}
-		chapters = append(chapters, makeChapter(ss[begin:i]))
+		chapters = append(chapters, makeChapter(ss[begin:i], words[begin:i]))
 		begin = i
 	}
 	return chapters
 }
 
-func makeChapter(ss []Sentence) api.Chapter {
+func makeChapter(ss []Sentence, sentWords [][]api.Word) api.Chapter {
 	freq, firstSeen := frequencies(ss)
 	words := make([]string, 0, len(freq))
 	for w := range freq {
@@ -212,8 +213,45 @@ func makeChapter(ss []Sentence) api.Chapter {
 		Keywords:  keywords,
 		Start:     ss[0].Start,
 		End:       ss[len(ss)-1].End,
-		Sentences: strings.Join(texts, "\n"),
+		Sentences: chapterSentences(ss, sentWords),
 		Text:      strings.Join(texts, " "),
 		Summary:   summarizeSentences(ss, SummaryGeneral),
+	}
+}
+
+func chapterSentences(ss []Sentence, words [][]api.Word) api.ChapterSentences {
+	out := make(api.ChapterSentences, len(ss))
+	for i, s := range ss {
+		out[i] = api.ChapterSentence{Sentence: s.Text, Start: s.Start, End: s.End, Words: words[i]}
+	}
+	return out
+}
+
+// sentenceWords gives each sentence of ss (SplitSentences of t) the words of its utterance
+// whose middle falls at or before the sentence's end and after the previous sentence's: every
+// word lands in exactly one sentence of its utterance, the last sentence taking any left over.
+// The words are copies, so that a chapter does not alias the transcript.
+func sentenceWords(t *api.Transcription, ss []Sentence) [][]api.Word {
+	out := make([][]api.Word, len(ss))
+	for i := 0; i < len(ss); {
+		j := i
+		for j < len(ss) && ss[j].Utterance == ss[i].Utterance {
+			j++
+		}
+		assignWords(t.Utterances[ss[i].Utterance].Words, ss[i:j], out[i:j])
+		i = j
+	}
+	return out
+}
+
+// assignWords splits ws over the sentences ss of one utterance, in order.
+func assignWords(ws []api.Word, ss []Sentence, out [][]api.Word) {
+	k := 0
+	for _, w := range ws {
+		mid := (w.Start + w.End) / 2
+		for k < len(ss)-1 && mid > ss[k].End {
+			k++
+		}
+		out[k] = append(out[k], w)
 	}
 }

@@ -77,33 +77,34 @@ func TestChapterize(t *testing.T) {
 			w("Gardens", 10, 10.5), w(" need", 10.6, 10.8), w(" water.", 10.9, 11.2),
 			w(" Water", 11.5, 11.8), w(" gardens", 11.9, 12.3), w(" daily.", 12.4, 13)),
 	)
-	got := Chapterize(tr, 0, 0)
-	want := []api.Chapter{
-		{
-			Headline:  "Rockets need fuel.",
-			Gist:      "Rockets need fuel", // "need" and "fuel" tie; "need" is seen first
-			Keywords:  []string{"rockets", "need", "fuel", "engines", "costly"},
-			Start:     0,
-			End:       4.5,
-			Sentences: "Rockets need fuel.\nRockets need engines.\nFuel is costly.",
-			Text:      "Rockets need fuel. Rockets need engines. Fuel is costly.",
-			Summary:   "Rockets need fuel. Rockets need engines. Fuel is costly.",
-		},
-		{
-			Headline:  "Gardens need water.",
-			Gist:      "Gardens water need",
-			Keywords:  []string{"gardens", "water", "need", "daily"},
-			Start:     10,
-			End:       13,
-			Sentences: "Gardens need water.\nWater gardens daily.",
-			Text:      "Gardens need water. Water gardens daily.",
-			Summary:   "Gardens need water. Water gardens daily.",
-		},
+	// The whole envelope, as a pre-recorded result holds it: results is an object whose chapters
+	// have their sentences as {sentence, start, end, words}, each word in one sentence.
+	got, err := json.Marshal(ChapterizationAddon(tr, fixedClock()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	gj, _ := json.MarshalIndent(got, "", " ")
-	wj, _ := json.MarshalIndent(want, "", " ")
-	if string(gj) != string(wj) {
-		t.Errorf("got  %s\nwant %s", gj, wj)
+	word := func(text string, start, end float64) string {
+		return fmt.Sprintf(`{"word":%q,"start":%g,"end":%g,"confidence":0.9}`, text, start, end)
+	}
+	sentence := func(text string, start, end float64, words ...string) string {
+		return fmt.Sprintf(`{"sentence":%q,"start":%g,"end":%g,"words":[%s]}`, text, start, end, strings.Join(words, ","))
+	}
+	want := `{"success":true,"is_empty":false,"exec_time":0,"error":null,"results":{"chapters":[` +
+		`{"headline":"Rockets need fuel.","gist":"Rockets need fuel",` + // "need" and "fuel" tie; "need" is seen first
+		`"keywords":["rockets","need","fuel","engines","costly"],"start":0,"end":4.5,"sentences":[` +
+		sentence("Rockets need fuel.", 0, 1.2, word("Rockets", 0, 0.5), word(" need", 0.6, 0.8), word(" fuel.", 0.9, 1.2)) + "," +
+		sentence("Rockets need engines.", 1.5, 3, word(" Rockets", 1.5, 2), word(" need", 2.1, 2.3), word(" engines.", 2.4, 3)) + "," +
+		sentence("Fuel is costly.", 3.5, 4.5, word("Fuel", 3.5, 3.8), word(" is", 3.9, 4), word(" costly.", 4.1, 4.5)) +
+		`],"text":"Rockets need fuel. Rockets need engines. Fuel is costly.",` +
+		`"summary":"Rockets need fuel. Rockets need engines. Fuel is costly."},` +
+		`{"headline":"Gardens need water.","gist":"Gardens water need",` +
+		`"keywords":["gardens","water","need","daily"],"start":10,"end":13,"sentences":[` +
+		sentence("Gardens need water.", 10, 11.2, word("Gardens", 10, 10.5), word(" need", 10.6, 10.8), word(" water.", 10.9, 11.2)) + "," +
+		sentence("Water gardens daily.", 11.5, 13, word(" Water", 11.5, 11.8), word(" gardens", 11.9, 12.3), word(" daily.", 12.4, 13)) +
+		`],"text":"Gardens need water. Water gardens daily.",` +
+		`"summary":"Gardens need water. Water gardens daily."}]}}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 
 	// Every 2 sentences, and a pause too long to matter.

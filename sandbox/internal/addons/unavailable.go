@@ -80,13 +80,16 @@ func AudioToLLMNotAvailable(cfg *api.AudioToLLMConfig, opts Options) *api.Addon[
 	return NotAvailable(AddonAudioToLLM, results, opts)
 }
 
-// EntityNotAvailable is the failed named_entity_recognition envelope, whose payload is entity.
+// EntityNotAvailable is the failed named_entity_recognition envelope. Its entities are in
+// results, an empty list, as the service sends them (not in the interface's entity, see
+// api.EntityAddon).
 func EntityNotAvailable(opts Options) *api.EntityAddon {
 	start := opts.now()
 	e := NotAvailableError(AddonNamedEntityRecognition)
 	return &api.EntityAddon{
 		IsEmpty:  true,
 		Error:    e,
+		Results:  []api.NamedEntity{},
 		ExecTime: opts.now().Sub(start).Seconds(),
 	}
 }
