@@ -48,7 +48,7 @@ func s3Objects(t *testing.T, srv *testinfra.S3Server, keys testinfra.S3Keys, buc
 }
 
 // TestServeBlobAndExpressionsFromYAML runs serve with the sinks of issue 26 as a user writes
-// them in YAML: a blob sink on a real S3 server (SeaweedFS on loopback) with its own keys (the
+// them in YAML: a blob sink on a real S3 server (seaweedfs on loopback) with its own keys (the
 // AWS_* variables of the process hold other ones) and a when expression, a second blob sink
 // whose secret is wrong, and a webhook with when, body and headers. Of two finished jobs, only
 // the one longer than a minute reaches the bucket and the webhook, the webhook gets the

@@ -162,7 +162,7 @@ func (s *S3Server) CreateBucket(name string) error {
 // emptySHA256 is the SHA-256 of an empty body, the payload hash of a request without one.
 const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-// sign signs req (without a body) with the server's keys (SigV4, region us-east-1).
+// sign signs req (without a body) with the server's keys (signature version 4, region us-east-1).
 func (s *S3Server) sign(req *http.Request) error {
 	if s.keys == (S3Keys{}) {
 		return nil

@@ -15,7 +15,7 @@ import (
 // need is the part of a JSON value an expression reads: the whole of it (all), or some members
 // of an object, each a need of its own. A job.succeeded event's data is the whole job record,
 // megabytes for a long result, and a when usually reads one number of it: decoding only what
-// is read keeps the event's bytes from being turned into a Go tree per event (BenchmarkWhen*).
+// is read keeps the event's bytes from being turned into a Go tree per event (BenchmarkWhenResult2h).
 type need struct {
 	all  bool
 	kids map[string]*need
