@@ -218,11 +218,26 @@ func (r *Receiver) captionsFailed(c *fiber.Ctx, err error) error {
 	return r.storeFailed(c, err)
 }
 
-// captionsURLAnswer is what POST /v1/live/:id/captions/url answers.
-type captionsURLAnswer struct {
-	URL       string `json:"url"`
-	PageURL   string `json:"page_url"`
+// CaptionsURL is a session's signed caption URLs, as POST /v1/live/{id}/captions/url answers
+// them.
+type CaptionsURL struct {
+	// URL is the HLS playlist's, for a player.
+	URL string `json:"url"`
+	// PageURL is the caption page's, for an OBS browser source.
+	PageURL string `json:"page_url"`
+	// ExpiresAt is when both stop working, RFC 3339 in UTC.
 	ExpiresAt string `json:"expires_at"`
+}
+
+// SignCaptionsURL is the signed URLs of session id's captions under publicURL (the receiver's
+// public URL, its mount prefix included; "" gives paths alone), expiring at exp (whole
+// seconds), signed with key: Config.CaptionsKey, or signedurl.DeriveKey of the read token as
+// the receiver derives it by default.
+func SignCaptionsURL(publicURL string, key []byte, id string, exp time.Time) CaptionsURL {
+	exp = exp.Truncate(time.Second)
+	base := strings.TrimRight(publicURL, "/") + "/v1/live/" + url.PathEscape(id)
+	q := "?" + signedurl.New(key).Query(id, exp)
+	return CaptionsURL{URL: base + "/captions.m3u8" + q, PageURL: base + "/captions.html" + q, ExpiresAt: exp.UTC().Format(time.RFC3339)}
 }
 
 // captionsURL is POST /v1/live/:id/captions/url[?ttl=2h]: signed URLs of the session's
@@ -240,7 +255,7 @@ func (r *Receiver) captionsURL(c *fiber.Ctx) error {
 		}
 		ttl = d
 	}
-	if r.captionSigner == nil {
+	if r.captionKey == nil {
 		return writeError(c, fiber.StatusNotImplemented, "captions URLs cannot be signed: set the read token")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
@@ -252,15 +267,10 @@ func (r *Receiver) captionsURL(c *fiber.Ctx) error {
 	if err != nil {
 		return r.storeFailed(c, err)
 	}
-	exp := r.now().Add(ttl).Truncate(time.Second)
 	// Never c.BaseURL(): it comes from the Host header, which whoever sends the request picks.
-	base := strings.TrimRight(r.cfg.PublicURL, "/") + "/v1/live/" + url.PathEscape(id)
-	q := "?" + r.captionSigner.Query(id, exp)
-	r.log.WithField("session_id", id).WithField("expires_at", exp.UTC().Format(time.RFC3339)).Info("captions URL signed")
-	return sendJSON(c, captionsURLAnswer{
-		URL: base + "/captions.m3u8" + q, PageURL: base + "/captions.html" + q,
-		ExpiresAt: exp.UTC().Format(time.RFC3339),
-	})
+	u := SignCaptionsURL(r.cfg.PublicURL, r.captionKey, id, r.now().Add(ttl))
+	r.log.WithField("session_id", id).WithField("expires_at", u.ExpiresAt).Info("captions URL signed")
+	return sendJSON(c, u)
 }
 
 // captionRoute comes first on the captions' routes: a signed URL (exp and sig in the query,

@@ -156,11 +156,11 @@ func TestCaptionsNotFound(t *testing.T) {
 }
 
 // captionsURL asks the receiver for a signed URL of session id.
-func captionsURL(t *testing.T, h *harness, id, ttl string) (captionsURLAnswer, response) {
+func captionsURL(t *testing.T, h *harness, id, ttl string) (CaptionsURL, response) {
 	t.Helper()
 	res := h.do(http.MethodPost, "/v1/live/"+url.PathEscape(id)+"/captions/url?ttl="+ttl, nil,
 		map[string]string{"Authorization": "Bearer " + testReadToken})
-	var a captionsURLAnswer
+	var a CaptionsURL
 	if res.status == 200 {
 		if err := json.Unmarshal(res.body, &a); err != nil {
 			t.Fatal(err)

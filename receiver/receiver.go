@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -227,6 +228,7 @@ type Receiver struct {
 	// captions holds the live sessions' caption tracks; captionSigner signs and checks their
 	// URLs (nil: no key, no read token).
 	captions      *captionCache
+	captionKey    []byte
 	captionSigner *signedurl.Signer
 }
 
@@ -272,9 +274,12 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	r.captions = newCaptionCache(cfg.Captions)
 	switch {
 	case len(cfg.CaptionsKey) > 0:
-		r.captionSigner = signedurl.New(cfg.CaptionsKey)
+		r.captionKey = bytes.Clone(cfg.CaptionsKey)
 	case cfg.ReadToken != "":
-		r.captionSigner = signedurl.New(signedurl.DeriveKey(cfg.ReadToken))
+		r.captionKey = signedurl.DeriveKey(cfg.ReadToken)
+	}
+	if r.captionKey != nil {
+		r.captionSigner = signedurl.New(r.captionKey)
 	}
 	routes, err := compileRoutes(cfg.Routes)
 	if err != nil {
