@@ -2,6 +2,7 @@ package captions_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
@@ -18,9 +19,11 @@ func Example() {
 	tr.End(6, start.Add(7*time.Second))
 
 	signer := signedurl.New(signedurl.DeriveKey("the read token"))
-	query := "?" + signer.Query("session-1", start.Add(2*time.Hour))
+	exp := start.Add(2 * time.Hour)
+	query := "?" + signer.Query("session-1", exp)
 	playlist := tr.Playlist(time.Now(), captions.SegmentPath(query))
-	fmt.Print(string(playlist))
+	// The signature is 43 characters of base64url; shown as SIG.
+	fmt.Print(strings.ReplaceAll(string(playlist), signer.Sign("session-1", exp), "SIG"))
 	seg, _ := tr.SegmentVTT(1, time.Now())
 	fmt.Print(string(seg))
 	// Output:
@@ -31,10 +34,10 @@ func Example() {
 	// #EXT-X-PLAYLIST-TYPE:EVENT
 	// #EXT-X-PROGRAM-DATE-TIME:2026-11-24T10:00:00.000Z
 	// #EXTINF:4.000,
-	// captions/0.vtt?exp=1795521600&sig=PwREDAY_oB4xbHC_gK5CEF_VAPfPAWm6cwcn4SOZ9B0
+	// captions/0.vtt?exp=1795521600&sig=SIG
 	// #EXT-X-PROGRAM-DATE-TIME:2026-11-24T10:00:04.000Z
 	// #EXTINF:2.000,
-	// captions/1.vtt?exp=1795521600&sig=PwREDAY_oB4xbHC_gK5CEF_VAPfPAWm6cwcn4SOZ9B0
+	// captions/1.vtt?exp=1795521600&sig=SIG
 	// #EXT-X-ENDLIST
 	// WEBVTT
 	// X-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000
