@@ -2,7 +2,7 @@ SHELL := /bin/bash
 GO ?= go
 
 # Debian packages the tests need; scripts/deps.sh installs the missing ones.
-TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server postgresql \
+TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server postgresql ffmpeg \
 	libpocketsphinx-dev pocketsphinx-en-us flite pocketsphinx-testdata \
 	podman buildah runc file systemd ca-certificates curl haproxy
 

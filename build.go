@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/captions"
 	"github.com/scribehook/scribehook/configs"
 	"github.com/scribehook/scribehook/handlers"
 	"github.com/scribehook/scribehook/receiver"
@@ -117,6 +118,20 @@ func openBus(ctx context.Context, cfg configs.Config, log *logrus.Entry) (*handl
 		return nil, fmt.Errorf("bus.url %s (bus.driver %s): %w", configs.RedactBusURL(cfg.Bus.URL), cfg.Bus.Driver, err)
 	}
 	return bus, nil
+}
+
+// captionsConfig is the live captions' configuration as cfg.Captions describes it, cut with
+// the profile of cfg.Subtitles.
+func captionsConfig(cfg configs.Config) (captions.Config, error) {
+	profile, err := subtitles.ProfileByName(cfg.Subtitles.Profile)
+	if err != nil {
+		return captions.Config{}, fmt.Errorf("subtitles.profile: %w", err)
+	}
+	c := captions.Config{Segment: cfg.Captions.Segment, Delay: cfg.Captions.Delay, Window: cfg.Captions.Window, Profile: &profile}
+	if err := c.Validate(); err != nil {
+		return captions.Config{}, fmt.Errorf("captions: %w", err)
+	}
+	return c, nil
 }
 
 // SubtitleRendering is the pipeline's subtitle rendering as cfg.Subtitles describes it.

@@ -243,8 +243,13 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 	if err != nil {
 		return nil, fmt.Errorf("receiver.trusted_proxies: %w", err)
 	}
+	capCfg, err := captionsConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	k.recv, err = receiver.New(receiver.Config{
-		Store: k.store, Ingester: k.batcher, Notifier: pipeline, Feed: pipeline.SessionFeed(),
+		Captions: capCfg,
+		Store:    k.store, Ingester: k.batcher, Notifier: pipeline, Feed: pipeline.SessionFeed(),
 		Routes: routesOf(*secrets), ReadToken: secrets.ReadToken, BodyLimit: int(cfg.Receiver.BodyLimit),
 		PublicURL: cfg.PublicURL, TokenTTL: cfg.Receiver.TokenTTL, MaxConnsPerIP: cfg.Receiver.MaxConnsPerIP,
 		AuthFailureBurst: cfg.Receiver.AuthFailureBurst, AuthFailureRefill: cfg.Receiver.AuthFailureRefill,

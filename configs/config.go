@@ -33,6 +33,22 @@ type Config struct {
 	Retention    RetentionConfig `yaml:"retention"`
 	Reconcile    ReconcileConfig `yaml:"reconcile"`
 	Tracing      TracingConfig   `yaml:"tracing"`
+	Captions     CaptionsConfig  `yaml:"captions"`
+}
+
+// CaptionsConfig shapes the live sessions' HLS caption tracks (GET
+// /v1/live/{id}/captions.m3u8; docs/operations.md, Live captions). The bounds are the
+// captions package's, repeated here: configs imports none of the parts.
+type CaptionsConfig struct {
+	// Segment is each WebVTT segment's duration (1s to 1m, whole milliseconds).
+	Segment time.Duration `yaml:"segment"`
+	// Delay holds a segment back this long after its end, so that the finals of its speech
+	// have come (0s to 1h). It does not move the captions' times, which stay aligned with the
+	// audio; players that play 3 segments behind the live edge need it shorter than that.
+	Delay time.Duration `yaml:"delay"`
+	// Window, when set, makes the playlist slide over its last Window (at least three
+	// segments); 0 keeps every segment, so a player can seek back to the start.
+	Window time.Duration `yaml:"window"`
 }
 
 // ReconcileConfig is the reconciliation of the jobs and live sessions the kit created with the
@@ -290,6 +306,8 @@ const (
 	DefaultReconcileQueueStep     = 10 * time.Second
 	DefaultReconcileCatchUpWindow = 24 * time.Hour
 	DefaultSweepGrace             = 5 * time.Second
+	DefaultCaptionsSegment        = 6 * time.Second
+	DefaultCaptionsDelay          = 10 * time.Second
 	DefaultBusQueue               = 10000
 	DefaultBusMaxLen              = 100000
 	DefaultProfile                = "netflix-adult"
@@ -341,7 +359,8 @@ func Default() Config {
 			GiveUp: DefaultReconcileGiveUp, AudioFactor: DefaultReconcileAudioFactor, QueueStep: DefaultReconcileQueueStep,
 			CatchUpWindow: DefaultReconcileCatchUpWindow,
 		},
-		Tracing: DefaultTracing(),
+		Tracing:  DefaultTracing(),
+		Captions: CaptionsConfig{Segment: DefaultCaptionsSegment, Delay: DefaultCaptionsDelay},
 	}
 }
 

@@ -77,6 +77,7 @@ tracing:
   insecure: true
   headers_env: OTLP_HEADERS
   sample_ratio: 0.5
+captions: {segment: 4s, delay: 8s, window: 2m}
 `
 
 // TestLoad loads a file (none, or fullYAML) with an environment and compares the whole
@@ -111,7 +112,8 @@ func TestLoad(t *testing.T) {
 				Reconcile: ReconcileConfig{After: 2 * time.Minute, Every: 30 * time.Second, MaxWait: 30 * time.Minute,
 					GiveUp: 72 * time.Hour, AudioFactor: 0.5, QueueStep: 10 * time.Second, CatchUpWindow: 24 * time.Hour},
 				// Off, with the exporter and sampling it would start with.
-				Tracing: TracingConfig{Exporter: "otlp-http", SampleRatio: 1, ServiceName: "scribehook"},
+				Tracing:  TracingConfig{Exporter: "otlp-http", SampleRatio: 1, ServiceName: "scribehook"},
+				Captions: CaptionsConfig{Segment: 6 * time.Second, Delay: 10 * time.Second},
 			},
 			callbackURL: "http://127.0.0.1:8787/v1/callbacks/tok",
 		},
@@ -155,6 +157,7 @@ func TestLoad(t *testing.T) {
 				// service_name keeps its default; sample_ratio comes from the environment.
 				Tracing: TracingConfig{Enabled: true, Exporter: "otlp-grpc", Endpoint: "collector.internal:4317", Insecure: true,
 					HeadersEnv: "OTLP_HEADERS", SampleRatio: 0.25, ServiceName: "scribehook"},
+				Captions: CaptionsConfig{Segment: 4 * time.Second, Delay: 8 * time.Second, Window: 2 * time.Minute},
 			},
 			callbackURL: "https://hooks.example.com/base/v1/callbacks/tok",
 		},
@@ -416,6 +419,17 @@ func TestValidationSentences(t *testing.T) {
 				`reconcile.catch_up_window must be a duration of at least 1m0s (got 1s)`,
 				`reconcile.max_wait must be at least reconcile.after (10m0s; got 5m0s)`,
 				`reconcile.audio_factor must be a number from 0 to 100 (got -1)`,
+			},
+		},
+		{
+			name: "captions keys",
+			breaks: func(c *Config) {
+				c.Captions = CaptionsConfig{Segment: 500 * time.Millisecond, Delay: -time.Second, Window: time.Second}
+			},
+			want: []string{
+				`captions.segment must be a duration from 1s to 1m, whole milliseconds (got 500ms)`,
+				`captions.delay must be a duration from 0s to 1h (got -1s)`,
+				`captions.window must be 0 (every segment) or at least three segments, 1.5s (got 1s)`,
 			},
 		},
 		{

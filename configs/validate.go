@@ -96,6 +96,7 @@ func (c Config) Validate() error {
 
 	v.bus(c.Bus)
 	v.reconcile(c.Reconcile)
+	v.captions(c.Captions)
 
 	routes := map[string]int{}
 	for i, r := range c.Routes {
@@ -205,6 +206,23 @@ func (v *validator) reconcile(r ReconcileConfig) {
 	}
 	if r.AudioFactor < 0 || r.AudioFactor > 100 {
 		v.add("reconcile.audio_factor", "must be a number from 0 to 100 (got %g)", r.AudioFactor)
+	}
+}
+
+func (v *validator) captions(c CaptionsConfig) {
+	// 0 is the default (a Config built without Default).
+	if c.Segment != 0 && (c.Segment < time.Second || c.Segment > time.Minute || c.Segment%time.Millisecond != 0) {
+		v.add("captions.segment", "must be a duration from 1s to 1m, whole milliseconds (got %s)", c.Segment)
+	}
+	if c.Delay < 0 || c.Delay > time.Hour {
+		v.add("captions.delay", "must be a duration from 0s to 1h (got %s)", c.Delay)
+	}
+	seg := c.Segment
+	if seg == 0 {
+		seg = DefaultCaptionsSegment
+	}
+	if c.Window != 0 && c.Window < 3*seg {
+		v.add("captions.window", "must be 0 (every segment) or at least three segments, %s (got %s)", 3*seg, c.Window)
 	}
 }
 

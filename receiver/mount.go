@@ -14,7 +14,10 @@ import (
 // which they always register. Paths are relative to where the receiver is mounted.
 type MountOptions struct {
 	// ReadAPI registers the local read API: GET /v1/jobs, /v1/jobs/:id,
-	// /v1/jobs/:id/subtitles.:format, /v1/live/:id/messages, /v1/live/:id/events,
+	// /v1/jobs/:id/subtitles.:format, /v1/live/:id/messages, /v1/live/:id/events, the live
+	// captions (/v1/live/:id/captions.m3u8, its segments /v1/live/:id/captions/N.vtt, the page
+	// /v1/live/:id/captions.html and its events /v1/live/:id/captions/events, which a signed
+	// URL opens too, and POST /v1/live/:id/captions/url, which signs one),
 	// /v1/deadletters, /v1/inbox/failed, /v1/sinks, POST /v1/deadletters/:id/replay, POST
 	// /v1/inbox/:id/replay, POST /v1/inbox/replay, POST /v1/sinks/:name/enable and POST
 	// /v1/sessions/revoke (Config.ReadToken as a bearer token, or the dashboard's cookie).
@@ -135,6 +138,14 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 		rt.Get("/v1/jobs/:id/subtitles.:format", read(r.subtitles)...)
 		rt.Get("/v1/live/:id/messages", read(r.liveMessages)...)
 		rt.Get("/v1/live/:id/events", read(r.liveEvents)...)
+		// The captions take a signed URL too (captionRoute): players and browser sources
+		// cannot send a bearer.
+		signed := func(h fiber.Handler) []fiber.Handler { return []fiber.Handler{r.captionRoute, h} }
+		rt.Get("/v1/live/:id/captions.m3u8", signed(r.captionsPlaylist)...)
+		rt.Get("/v1/live/:id/captions.html", signed(r.captionsPage)...)
+		rt.Get("/v1/live/:id/captions/events", signed(r.captionsEvents)...)
+		rt.Get("/v1/live/:id/captions/:seg", signed(r.captionsSegment)...)
+		rt.Post("/v1/live/:id/captions/url", read(r.captionsURL)...)
 		rt.Get("/v1/deadletters", read(r.deadLetters)...)
 		rt.Get("/v1/sinks", read(r.sinkStatus)...)
 		rt.Post("/v1/deadletters/:id/replay", read(r.replayDeadLetter)...)

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -19,6 +20,8 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/scribehook/scribehook/captions"
+	"github.com/scribehook/scribehook/captions/signedurl"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/internal/traces"
@@ -141,6 +144,13 @@ type Config struct {
 	// Now is the receiver's clock: deliveries' received_at, token lifetimes, signature
 	// timestamps, dead-letter replays and dashboard sessions; time.Now when nil.
 	Now func() time.Time
+	// Captions shapes the live sessions' HLS caption tracks (GET /v1/live/:id/captions.m3u8);
+	// its zero value is usable (captions.Config).
+	Captions captions.Config
+	// CaptionsKey signs the captions' URLs (POST /v1/live/:id/captions/url); nil derives a
+	// key from ReadToken (signedurl.DeriveKey), so that changing the read token revokes
+	// every URL signed with the old one. With neither, captions take the read token only.
+	CaptionsKey []byte
 	// TracerProvider, when set, traces each callback with a callback.receive span and stores
 	// its context with the delivery, for the pipeline's spans to continue (docs/operations.md,
 	// Traces); nil traces nothing and costs nothing.
@@ -214,6 +224,12 @@ type Receiver struct {
 
 	// tracer starts the callback.receive spans; off without Config.TracerProvider.
 	tracer traces.Tracer
+
+	// captions holds the live sessions' caption tracks; captionSigner signs and checks their
+	// URLs (nil: no key, no read token).
+	captions      *captionCache
+	captionKey    []byte
+	captionSigner *signedurl.Signer
 }
 
 // New checks cfg and builds the app with every route.
@@ -251,6 +267,19 @@ func newReceiver(cfg Config, tune func(*Receiver)) (*Receiver, error) {
 	}
 	if r.tokenTTL <= 0 {
 		r.tokenTTL = DefaultTokenTTL
+	}
+	if err := cfg.Captions.Validate(); err != nil {
+		return nil, fmt.Errorf("receiver: captions: %w", err)
+	}
+	r.captions = newCaptionCache(cfg.Captions)
+	switch {
+	case len(cfg.CaptionsKey) > 0:
+		r.captionKey = bytes.Clone(cfg.CaptionsKey)
+	case cfg.ReadToken != "":
+		r.captionKey = signedurl.DeriveKey(cfg.ReadToken)
+	}
+	if r.captionKey != nil {
+		r.captionSigner = signedurl.New(r.captionKey)
 	}
 	routes, err := compileRoutes(cfg.Routes)
 	if err != nil {

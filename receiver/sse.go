@@ -42,6 +42,12 @@ func (r *Receiver) liveEvents(c *fiber.Ctx) error {
 	if err != nil {
 		return writeError(c, fiber.StatusBadRequest, err.Error())
 	}
+	return r.openStream(c, cats)
+}
+
+// openStream answers c with the event stream of the session of its path, messages of cats
+// only (all when empty), from the one after Last-Event-ID.
+func (r *Receiver) openStream(c *fiber.Ctx, cats map[api.MessageCategory]bool) error {
 	after := int64(0)
 	if s := strings.TrimSpace(c.Get("Last-Event-ID")); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)

@@ -88,6 +88,7 @@ drops, the session is resumed on the same URL and the unacknowledged audio is se
 		_ = f.MarkHidden("no-" + name)
 	}
 	_ = cmd.MarkFlagRequired("audio")
+	cmd.AddCommand(newLiveCaptionsURLCmd())
 	return cmd
 }
 
