@@ -19,11 +19,11 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/internal/logx"
 	"github.com/scribehook/scribehook/internal/plainjson"
 	"github.com/scribehook/scribehook/internal/traces"
 	"github.com/scribehook/scribehook/receiver/internal/ui"
-	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/sinks"
 	"github.com/scribehook/scribehook/store"
 )
