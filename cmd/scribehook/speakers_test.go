@@ -1,17 +1,28 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/handlers"
+	"github.com/scribehook/scribehook/internal/logx"
+	"github.com/scribehook/scribehook/internal/teststore"
 	"github.com/scribehook/scribehook/internal/testwait"
+	"github.com/scribehook/scribehook/sandbox"
 	"github.com/scribehook/scribehook/sinks"
+	"github.com/scribehook/scribehook/store/sqlite"
+	"github.com/scribehook/scribehook/submitter"
+	"github.com/scribehook/scribehook/subtitles"
 )
 
 // TestE2ESpeakersThroughServe: a diarized result posted through a partner route is rendered
@@ -122,5 +133,96 @@ func TestE2ESpeakersThroughServe(t *testing.T) {
 	out, _, err = runCmd(t.Context(), nil, "--config", path, "speakers", "set", "job-spk", "0=Alice Martin", "1=Bob Stone")
 	if err != nil || !strings.Contains(out, "unchanged") {
 		t.Errorf("speakers set with the same names: %q, %v", out, err)
+	}
+}
+
+// TestE2ELiveSpeakersThroughServe: a live session started with names in its custom_metadata
+// (api.SpeakersMetadataKey) gets subtitles rendered at its end, from the service's record of
+// the session, with those names; PUT /v1/jobs/{id}/speakers then renders the session's
+// subtitles again as revision 2, the stored names over its custom_metadata's, and the job view
+// shows both.
+func TestE2ELiveSpeakersThroughServe(t *testing.T) {
+	const readToken = "bGl2ZS1zcGVha2Vycy1yZWFkLXRva2VuLTAxMjM0NTY3"
+	w, client := startWorld(t, sandbox.Config{APIKey: cliTestKey,
+		Callbacks: sandbox.CallbackPolicy{Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}, Timeout: 5 * time.Second}})
+	t.Cleanup(func() { _ = w.Close() })
+	dir, db := tempDB(t)
+	st := teststore.OpenSQLite(t, sqlite.Config{Path: db, Synchronous: "normal"})
+	srv := serveOn(t, st, "", serverOptions{
+		Service: client, ReadToken: readToken, Logger: logx.Discard(),
+		Subtitles: handlers.SubtitleRendering{Dir: filepath.Join(dir, "subtitles"), Profile: subtitles.DefaultProfile(), Formats: []subtitles.Format{subtitles.VTT}},
+	})
+	t.Cleanup(func() { srv.stop(t) })
+	base := "http://" + srv.addr
+
+	sub, err := srv.kit.Submitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	created, err := sub.StartLive(ctx, api.LiveRequest{
+		SampleRate: api.Int(16000), Endpointing: api.Float(0.3),
+		CustomMetadata: json.RawMessage(`{"team":"live","scribehook_speakers":{"1":"Bob Stone"}}`),
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, wav := sampleWAV(t)
+	if err := sub.Stream(ctx, created, bytes.NewReader(wav), submitter.StreamOptions{}, nil); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+
+	auth := http.Header{"Authorization": {"Bearer " + readToken}, "Content-Type": {"application/json"}}
+	vtt := func() string {
+		t.Helper()
+		status, b := httpDo(t, http.MethodGet, base+"/v1/jobs/"+created.ID+"/subtitles.vtt", auth, nil)
+		if status != http.StatusOK {
+			t.Fatalf("subtitles.vtt: %d %s", status, b)
+		}
+		return string(b)
+	}
+	testwait.For(t, "the session's subtitles rendered at its end", 30*time.Second, func() bool {
+		arts, err := st.Artifacts(ctx, created.ID)
+		return err == nil && len(arts) > 0
+	})
+	first := vtt()
+	// The sandbox's diarization alternates speakers from one final to the next: both are there.
+	if !strings.HasPrefix(first, "WEBVTT\n") || !strings.Contains(first, "\n<v Speaker 1>") || !strings.Contains(first, "\n<v Bob Stone>Bob Stone: ") {
+		t.Fatalf("the session's first subtitles:\n%s", first)
+	}
+
+	status, b := httpDo(t, http.MethodPut, base+"/v1/jobs/"+created.ID+"/speakers", auth, []byte(`{"0": "Alice Martin"}`))
+	var res struct {
+		Names    map[string]string `json:"names"`
+		Revision int64             `json:"revision"`
+		Changed  bool              `json:"changed"`
+		Files    []string          `json:"files"`
+	}
+	if err := json.Unmarshal(b, &res); status != http.StatusOK || err != nil || res.Revision != 2 || !res.Changed ||
+		!slices.Equal(res.Files, []string{"subtitles.en.vtt"}) || res.Names["0"] != "Alice Martin" {
+		t.Fatalf("PUT speakers of the session: %d %s", status, b)
+	}
+	again := vtt()
+	if strings.Contains(again, "<v Speaker 1>") || !strings.Contains(again, "\n<v Alice Martin>Alice Martin: ") || !strings.Contains(again, "\n<v Bob Stone>Bob Stone: ") {
+		t.Fatalf("the session's subtitles after the naming:\n%s", again)
+	}
+	// The same cues, every one with a named voice (and, at each turn, its label).
+	cues := strings.Count(first, " --> ")
+	alice, bob := strings.Count(again, "\n<v Alice Martin>"), strings.Count(again, "\n<v Bob Stone>")
+	if strings.Count(again, " --> ") != cues || alice == 0 || bob == 0 || alice+bob != cues {
+		t.Errorf("%d cues before the naming; after it %d cues, %d of Alice Martin and %d of Bob Stone:\n%s", cues, strings.Count(again, " --> "), alice, bob, again)
+	}
+
+	status, b = httpDo(t, http.MethodGet, base+"/v1/jobs/"+created.ID, auth, nil)
+	var job struct {
+		Kind  string `json:"kind"`
+		Local struct {
+			Speakers          map[string]string `json:"speakers"`
+			SubtitlesRevision int64             `json:"subtitles_revision"`
+		} `json:"local"`
+	}
+	if err := json.Unmarshal(b, &job); status != http.StatusOK || err != nil || job.Kind != string(api.KindLive) ||
+		job.Local.SubtitlesRevision != 2 || !maps.Equal(job.Local.Speakers, map[string]string{"0": "Alice Martin", "1": "Bob Stone"}) {
+		t.Fatalf("the session's job view: %d %s", status, b)
 	}
 }
