@@ -264,6 +264,7 @@ func New(ctx context.Context, cfg configs.Config, opts ...Option) (*Kit, error) 
 		Sinks:          dispatch.Stats,
 		EnableSink:     dispatch.Enable,
 		ReplaySink:     k.replaySinkFor,
+		SetSpeakers:    k.setSpeakersFor,
 		SinkHistory:    k.Records().SinkHistory,
 		TracerProvider: o.tracer,
 	})

@@ -20,6 +20,9 @@ import (
 // replayed after a crash queues nothing twice (the queue ignores a known sink and event id).
 func (p *Pipeline) outbox(ctx context.Context, tx store.Tx, row store.InboxRow, job api.Job, events *[]api.Event, subs *renderedSubtitles) error {
 	if subs != nil {
+		if err := checkNames(ctx, tx, job.ID, subs.stored); err != nil {
+			return err
+		}
 		for _, a := range subs.artifacts {
 			if err := tx.PutArtifact(ctx, a); err != nil {
 				return fmt.Errorf("store artifact %s of job %s: %w", a.Name, a.JobID, err)
@@ -105,19 +108,35 @@ func (p *Pipeline) wakeSinks(events []api.Event) {
 // subtitlesFor renders the subtitles of a job that has just succeeded: the service's record when
 // it could be read, else the callback's result with the request parameters scribehook recorded
 // when it submitted the job (its subtitles_config).
-func (p *Pipeline) subtitlesFor(ctx context.Context, id string, fetched *api.Job, result json.RawMessage) (*renderedSubtitles, error) {
+// metadata is the callback's custom_metadata, for a job of which neither has any (the names it
+// may give, api.SpeakersMetadataKey).
+func (p *Pipeline) subtitlesFor(ctx context.Context, id string, fetched *api.Job, result, metadata json.RawMessage) (*renderedSubtitles, error) {
 	if p.cfg.Subtitles.Dir == "" {
 		return nil, nil
 	}
-	job := api.Job{ID: id, Kind: api.KindPreRecorded, Result: result}
+	job := api.Job{ID: id, Kind: api.KindPreRecorded, Result: result, CustomMetadata: metadata}
 	if fetched != nil && fetched.Status == api.StatusDone {
 		job = *fetched
 	} else if rec, err := p.cfg.Store.GetJob(ctx, id); err == nil {
-		job.Kind, job.RequestParams, job.CustomMetadata = rec.Job.Kind, rec.Job.RequestParams, rec.Job.CustomMetadata
+		job.Kind, job.RequestParams = rec.Job.Kind, rec.Job.RequestParams
+		if len(rec.Job.CustomMetadata) > 0 {
+			job.CustomMetadata = rec.Job.CustomMetadata
+		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("read job %s: %w", id, err)
 	}
-	subs, err := renderSubtitles(p.cfg.Subtitles, &job, p.cfg.Now())
+	stored, err := p.storedNames(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	names, err := subtitleNames(&job, stored)
+	if err != nil {
+		p.logFor(ctx).WithError(err).WithField("job_id", id).Warn("speaker names of custom_metadata left out")
+	}
+	subs, err := renderSubtitles(p.cfg.Subtitles, &job, names, 1, p.cfg.Now())
+	if subs != nil {
+		subs.stored = stored
+	}
 	if err != nil {
 		// A result we cannot render is no reason to lose the delivery: the job is stored,
 		// without subtitles, and the reason is logged for `scribehook export` to retry.
@@ -125,6 +144,36 @@ func (p *Pipeline) subtitlesFor(ctx context.Context, id string, fetched *api.Job
 		return nil, nil
 	}
 	return subs, nil
+}
+
+// storedNames reads the names stored for a job's speakers, nil when the store keeps none.
+func (p *Pipeline) storedNames(ctx context.Context, id string) (api.SpeakerNames, error) {
+	n, ok := p.cfg.Store.(store.SpeakerNaming)
+	if !ok {
+		return nil, nil
+	}
+	sp, err := n.Speakers(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read speaker names of %s: %w", id, err)
+	}
+	return sp.Names, nil
+}
+
+// errNamesChanged fails an apply whose subtitles were rendered with names that a naming
+// replaced meanwhile: the retry renders them with the new ones.
+var errNamesChanged = errors.New("speaker names changed while the subtitles were rendered")
+
+// checkNames makes sure the names stored for job id are still those the subtitles were rendered
+// with (under the job's lock, taken by the transaction's Job read).
+func checkNames(ctx context.Context, tx store.Tx, id string, rendered api.SpeakerNames) error {
+	sp, err := tx.Speakers(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !sp.Names.Equal(rendered) {
+		return fmt.Errorf("job %s: %w", id, errNamesChanged)
+	}
+	return nil
 }
 
 // firstAttempt is when a sink's new delivery is due: its schedule's first wait after now.

@@ -150,7 +150,7 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 	var subs *renderedSubtitles
 	if cb.Error == nil {
 		var err error
-		if subs, err = p.subtitlesFor(ctx, id, fetched, json.RawMessage(cb.Payload)); err != nil {
+		if subs, err = p.subtitlesFor(ctx, id, fetched, json.RawMessage(cb.Payload), cb.CustomMetadata); err != nil {
 			return nil, err
 		}
 	}
@@ -482,7 +482,7 @@ func (p *Pipeline) resolveFinal(ctx context.Context, id string, kind api.JobKind
 	if fetched == nil || fetched.Status != api.StatusDone {
 		return fetched, resolution, nil, nil
 	}
-	subs, err := p.subtitlesFor(ctx, id, fetched, nil)
+	subs, err := p.subtitlesFor(ctx, id, fetched, nil, nil)
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -33,6 +33,18 @@ type SubtitleRendering struct {
 type renderedSubtitles struct {
 	artifacts []store.Artifact
 	event     sinks.SubtitlesReadyData
+	// stored are the names stored for the job (store.SpeakerNaming) that the rendering used: the
+	// pipeline's transaction checks they are still the job's (a naming committed meanwhile
+	// renders again).
+	stored api.SpeakerNames
+}
+
+// subtitleNames are the names a rendering of job shows: those of its custom_metadata
+// (api.SpeakersMetadataKey), with stored ones on top. Metadata names that break the rules are
+// left out, and logged by the caller.
+func subtitleNames(job *api.Job, stored api.SpeakerNames) (api.SpeakerNames, error) {
+	meta, err := api.SpeakerNamesFromMetadata(job.CustomMetadata)
+	return meta.Merge(stored), err
 }
 
 // renderSubtitles renders every track of a finished job (the transcript, and one per
@@ -40,8 +52,9 @@ type renderedSubtitles struct {
 // subtitles too. Files are written atomically and their content is a function of the result
 // alone, so rendering the same job again (a retry after a crash) rewrites identical files.
 // It runs before the store transaction: rendering never holds the writer. now stamps the
-// artifacts' creation.
-func renderSubtitles(cfg SubtitleRendering, job *api.Job, now time.Time) (*renderedSubtitles, error) {
+// artifacts' creation. names are shown for the speakers they name (Profile.WithSpeakerNames);
+// revision numbers the rendering in the subtitles.ready event (1 the first, one more per naming).
+func renderSubtitles(cfg SubtitleRendering, job *api.Job, names api.SpeakerNames, revision int64, now time.Time) (*renderedSubtitles, error) {
 	if cfg.Dir == "" || len(job.Result) == 0 {
 		return nil, nil
 	}
@@ -62,11 +75,11 @@ func renderSubtitles(cfg SubtitleRendering, job *api.Job, now time.Time) (*rende
 			}
 		}
 	}
-	tracks, err := subtitles.FromResult(result, profile)
+	tracks, err := subtitles.FromResult(result, profile.WithSpeakerNames(names))
 	if err != nil {
 		return nil, fmt.Errorf("subtitles of job %s: %w", job.ID, err)
 	}
-	out := &renderedSubtitles{event: sinks.SubtitlesReadyData{JobID: job.ID}}
+	out := &renderedSubtitles{event: sinks.SubtitlesReadyData{JobID: job.ID, Revision: revision}}
 	now = now.UTC()
 	add := func(name, format, lang string, content []byte) error {
 		path := filepath.Join(cfg.Dir, sinks.PathSegment(job.ID), name)

@@ -25,7 +25,7 @@ func TestRenderSubtitlesFolderPerJob(t *testing.T) {
 	want := map[string][]byte{} // id → its SRT
 	for i, id := range ids {
 		job := &api.Job{ID: id, Kind: api.KindPreRecorded, Status: api.StatusDone, Result: api.RawResult(apitest.Result(uint64(i+1), 20*time.Second, 30))}
-		out, err := renderSubtitles(cfg, job, time.Now())
+		out, err := renderSubtitles(cfg, job, nil, 1, time.Now())
 		if err != nil {
 			t.Fatalf("render job %q: %v", id, err)
 		}

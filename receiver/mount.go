@@ -136,6 +136,8 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 		rt.Get("/v1/jobs", read(r.listJobs)...)
 		rt.Get("/v1/jobs/:id", read(r.getJob)...)
 		rt.Get("/v1/jobs/:id/subtitles.:format", read(r.subtitles)...)
+		rt.Get("/v1/jobs/:id/speakers", read(r.getSpeakers)...)
+		rt.Put("/v1/jobs/:id/speakers", read(r.putSpeakers)...)
 		rt.Get("/v1/live/:id/messages", read(r.liveMessages)...)
 		rt.Get("/v1/live/:id/events", read(r.liveEvents)...)
 		// The captions take a signed URL too (captionRoute): players and browser sources

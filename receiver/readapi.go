@@ -162,6 +162,19 @@ type LocalView struct {
 	Artifacts []ArtifactView `json:"artifacts"`
 	// LiveMessages is the number of a session's stored messages, where counted (the CLI).
 	LiveMessages *int64 `json:"live_messages,omitempty"`
+	// Speakers are the names shown for the job's speakers: those of its custom_metadata
+	// (api.SpeakersMetadataKey) with the stored ones (PUT /v1/jobs/:id/speakers) on top.
+	Speakers api.SpeakerNames `json:"speakers,omitempty"`
+	// SubtitlesRevision is the revision of the subtitles rendered with the stored names (the
+	// subtitles.ready event's revision); 0 until a naming rendered them again.
+	SubtitlesRevision int64 `json:"subtitles_revision,omitempty"`
+}
+
+// WithSpeakers is v with the job's names: those of its custom_metadata, stored ones on top.
+func (v LocalView) WithSpeakers(j api.Job, stored store.Speakers) LocalView {
+	meta, _ := api.SpeakerNamesFromMetadata(j.CustomMetadata) // invalid ones are not shown
+	v.Speakers, v.SubtitlesRevision = meta.Merge(stored.Names), stored.Revision
+	return v
 }
 
 // ArtifactView is one artifact of a job in its LocalView.
@@ -192,7 +205,11 @@ func (r *Receiver) getJob(c *fiber.Ctx) error {
 	if !ok {
 		return err
 	}
-	b, err := JobJSON(rec.Job, NewLocalView(rec.Local, arts))
+	sp, err := r.speakersOf(id)
+	if err != nil {
+		return r.storeFailed(c, err)
+	}
+	b, err := JobJSON(rec.Job, NewLocalView(rec.Local, arts).WithSpeakers(rec.Job, sp))
 	if err != nil {
 		return err
 	}

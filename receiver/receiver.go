@@ -20,6 +20,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/captions"
 	"github.com/scribehook/scribehook/captions/signedurl"
 	"github.com/scribehook/scribehook/internal/logx"
@@ -132,6 +133,10 @@ type Config struct {
 	// ReplaySink queues a window of a sink's events again, or backfills a sink added later, for
 	// POST /v1/sinks/:name/replay (the kit's Records.ReplaySink); nil answers that route 501.
 	ReplaySink func(ctx context.Context, sink string, w SinkReplayWindow) (store.SinkReplayResult, error)
+	// SetSpeakers names a job's speakers for PUT /v1/jobs/:id/speakers (the kit's
+	// Kit.SetSpeakers): store.ErrNotFound for an unknown job, an error wrapping
+	// api.ValidationErrors for names that break a rule; nil answers that route 501.
+	SetSpeakers func(ctx context.Context, jobID string, names api.SpeakerNames) (SpeakersView, error)
 	// SinkHistory lists a sink's deliveries for GET /v1/sinks/:name/deliveries (the kit's
 	// Records.SinkHistory); nil answers that route 501.
 	SinkHistory func(ctx context.Context, q store.SinkHistoryQuery) ([]store.SinkHistoryItem, error)

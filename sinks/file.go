@@ -40,8 +40,12 @@ const (
 
 // SubtitlesReadyData is the data of a subtitles.ready event: the rendered files of a job.
 type SubtitlesReadyData struct {
-	JobID string         `json:"job_id"`
-	Files []SubtitleFile `json:"files"`
+	JobID string `json:"job_id"`
+	// Revision numbers the renderings of the job's subtitles: 1 the first (the result applied),
+	// one more each time naming its speakers renders them again (PUT /v1/jobs/{id}/speakers).
+	// Each revision's event has an id of its own; the files keep their names.
+	Revision int64          `json:"revision"`
+	Files    []SubtitleFile `json:"files"`
 }
 
 // SubtitleFile is one rendered subtitle file.

@@ -291,6 +291,10 @@ type Tx interface {
 	// final one): the row is still marked done, and is visible with the quarantined deliveries.
 	// A row quarantined twice is kept once.
 	Quarantine(ctx context.Context, row InboxRow, reason string) error
+	// Speakers reads the names given to a job's speakers (SpeakerNaming.Speakers), after the
+	// job's lock (Job) where Applies of one job can run at once: the pipeline checks that the
+	// names it rendered a result's subtitles with are still the job's.
+	Speakers(ctx context.Context, jobID string) (Speakers, error)
 }
 
 // JobPage is a page of local job records, newest first.

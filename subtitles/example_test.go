@@ -54,3 +54,30 @@ func ExampleRender() {
 	// 00:00:03,000 --> 00:00:05,300
 	// Yes, and the subtitles are ready.
 }
+
+// Names for diarized speakers: a label at each turn in every format, the voice span in WebVTT.
+func ExampleProfile_WithSpeakerNames() {
+	spk := func(n int) *int { return &n }
+	utts := []api.Utterance{
+		{Speaker: spk(0), Words: []api.Word{{Word: "Welcome", Start: 1, End: 1.4}, {Word: "back.", Start: 1.5, End: 1.9}}},
+		{Speaker: spk(1), Words: []api.Word{{Word: "Thanks.", Start: 4, End: 4.6}}},
+	}
+	p := subtitles.DefaultProfile().WithSpeakerNames(api.SpeakerNames{0: "Alice Martin", 1: "Bob Stone"})
+	cues, _, err := subtitles.Segment(utts, p)
+	if err != nil {
+		panic(err)
+	}
+	if err := subtitles.Render(os.Stdout, cues, subtitles.VTT, subtitles.Options{}); err != nil {
+		panic(err)
+	}
+	// Output:
+	// WEBVTT
+	//
+	// 1
+	// 00:00:01.000 --> 00:00:02.350
+	// <v Alice Martin>Alice Martin: Welcome back.
+	//
+	// 2
+	// 00:00:04.000 --> 00:00:04.900
+	// <v Bob Stone>Bob Stone: Thanks.
+}

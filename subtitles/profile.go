@@ -207,3 +207,24 @@ func floorMS(d time.Duration) time.Duration {
 func roundMS(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
+
+// WithSpeakerNames is p showing names for the speakers they name: VTT voice spans and the
+// SSA/ASS Name field carry them, and a label ("Alice Martin: ") starts each speaker turn in
+// every format, SpeakerLabels being on, since a player shows neither a voice span nor a Name
+// field. A speaker without a name keeps the name p gives it ("Speaker N+1"). A two-speaker cue
+// keeps its dashes without labels, and a label longer than half a line is left out (the voice
+// span and the Name field still carry it). No names: p unchanged.
+func (p Profile) WithSpeakerNames(names api.SpeakerNames) Profile {
+	if len(names) == 0 {
+		return p
+	}
+	fallback := p.speakerName
+	p.SpeakerName = func(n int) string {
+		if name, ok := names[n]; ok {
+			return name
+		}
+		return fallback(n)
+	}
+	p.SpeakerLabels = true
+	return p
+}

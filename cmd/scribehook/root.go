@@ -29,5 +29,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newSinksCmd())
 	root.AddCommand(newTokenCmd())
 	root.AddCommand(newSessionsCmd())
+	root.AddCommand(newSpeakersCmd())
 	return root
 }

@@ -247,6 +247,77 @@ async function main() {
       await page.evaluate(() => document.getElementById('player').pause());
     });
 
+    let dialogueId;
+    await step("a diarized job's speakers are named on its page: a refused name shows its rule, saved names show in the transcript and the subtitle preview", async () => {
+      ({ id: dialogueId } = await control(info, 'POST', '/submit', { audio_url: info.dialogue_url }));
+      await page.evaluate((h) => { location.hash = h; }, `#/jobs/${encodeURIComponent(dialogueId)}`);
+      await page.getByRole('heading', { level: 1, name: new RegExp(dialogueId) }).waitFor();
+      await page.locator('#speakers-form').waitFor({ timeout: T.long });
+      const labels = () => page.locator('#transcript .speaker').allInnerTexts();
+      assert.deepEqual(await labels(), ['Speaker 1:', 'Speaker 2:', 'Speaker 1:', 'Speaker 2:']);
+      await page.locator('#speakers-revision', { hasText: 'as first rendered' }).waitFor();
+      assert.equal(await page.locator('#speakers-revision').innerText(), '1 (as first rendered)');
+      const first = page.getByLabel('Speaker 1', { exact: true });
+      const second = page.getByLabel('Speaker 2', { exact: true });
+      assert.equal(await first.inputValue(), '');
+
+      // Names the rules refuse (a tab; 65 characters): each field shows its rule, nothing is saved.
+      await first.fill('Alice\tMartin');
+      await second.fill('B'.repeat(65));
+      await page.getByRole('button', { name: 'Save names' }).click();
+      await page.locator('#speakers-problem').getByText('Not saved: 2 names break a rule.').waitFor();
+      assert.equal(await page.locator('#spk-err-0').innerText(),
+        '⚠ Name must not contain control or formatting characters (line breaks, tabs, bidirectional marks).');
+      assert.equal(await page.locator('#spk-err-1').innerText(), '⚠ Name must be at most 64 characters.');
+      assert.equal(await first.getAttribute('aria-invalid'), 'true');
+      assert.match(await first.getAttribute('aria-describedby'), /spk-err-0/);
+      assert.equal(await page.evaluate(() => document.activeElement.id), 'spk-name-0', 'focus is not on the first refused name');
+      assert.equal(await page.locator('#speakers-revision').innerText(), '1 (as first rendered)');
+      assert.deepEqual(await labels(), ['Speaker 1:', 'Speaker 2:', 'Speaker 1:', 'Speaker 2:']);
+      await accessible(page, 'job with refused speaker names');
+      await shot('05b-job-speakers-refused');
+
+      // Valid names: saved as revision 2, the rules' messages gone, the transcript renamed.
+      await first.fill('Alice Martin');
+      await second.fill('Bob Stone');
+      await page.keyboard.press('Enter');
+      const saved = page.locator('#speakers-status');
+      await saved.getByText('Names saved.').waitFor();
+      assert.equal(await saved.innerText(),
+        'Names saved. The subtitles were rendered again as revision 2 (subtitles.en.srt, subtitles.en.vtt), and subtitles.ready was queued for the sinks.');
+      assert.equal(await page.locator('#speakers-revision').innerText(), '2');
+      assert.equal(await page.locator('#speakers-problem').innerText(), '');
+      assert.equal(await page.locator('#spk-err-0').isHidden(), true);
+      assert.equal(await first.getAttribute('aria-invalid'), null);
+      await page.locator('#transcript .speaker', { hasText: 'Alice Martin:' }).first().waitFor();
+      assert.deepEqual(await labels(), ['Alice Martin:', 'Bob Stone:', 'Alice Martin:', 'Bob Stone:']);
+      await accessible(page, 'job with named speakers');
+      await shot('05c-job-speakers-named');
+
+      // A reload shows the stored names in the fields.
+      await page.reload();
+      await page.locator('#speakers-revision', { hasText: /^2$/ }).waitFor();
+      assert.equal(await page.getByLabel('Speaker 1', { exact: true }).inputValue(), 'Alice Martin');
+      assert.equal(await page.getByLabel('Speaker 2', { exact: true }).inputValue(), 'Bob Stone');
+
+      // The subtitle preview reads the WebVTT of revision 2: its voices are the names.
+      await page.getByRole('link', { name: 'Subtitle preview' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Subtitle preview' }).waitFor();
+      await page.locator('#cues li').first().waitFor();
+      const voices = await page.locator('#cues .speaker').allInnerTexts();
+      assert.equal(voices.length, await page.locator('#cues li').count(), 'a cue without its voice');
+      assert.deepEqual([...new Set(voices)], ['Alice Martin:', 'Bob Stone:']);
+      // The preview shows the label once, as the voice.
+      assert.equal(await page.locator('#cues li').first().locator('.speaker').innerText(), 'Alice Martin:');
+      assert.equal(await page.locator('#cues li').first().locator('.cue-text').innerText(), 'Welcome to scribehook');
+      const vtt = await page.evaluate(async (id) => (await fetch(`../v1/jobs/${encodeURIComponent(id)}/subtitles.vtt`)).text(), dialogueId);
+      // The name is the cue's voice and, for players that do not show voices, a label at each turn.
+      assert.match(vtt, /\n<v Alice Martin>Alice Martin: Welcome to scribehook\n/);
+      assert.match(vtt, /<v Bob Stone>/);
+      await accessible(page, 'subtitles with named speakers');
+      await shot('06b-subtitles-speakers');
+    });
+
     let sessionId;
     await step('a live session is followed: partials update in place, finals arrive, categories toggle', async () => {
       await page.getByRole('link', { name: 'Live', exact: true }).click();
@@ -426,6 +497,7 @@ async function main() {
       for (const [name, hash, ready] of [
         ['jobs', '#/jobs', `tr[data-id="${jobId}"]`],
         ['job', `#/jobs/${enc(jobId)}`, '#transcript li'],
+        ['job-speakers', `#/jobs/${enc(dialogueId)}`, '#speakers-revision:text-is("2")'],
         ['subtitles', `#/jobs/${enc(jobId)}/subtitles`, '#cue-metrics'],
         ['live', `#/live/${enc(sessionId)}`, '#finals li.final'],
         ['sinks', '#/sinks', '#sinks-table'],
@@ -438,7 +510,7 @@ async function main() {
         await shot(`11-phone-${name}`);
         await page.emulateMedia({ colorScheme: 'dark' });
         await accessible(page, `${name} at 390 px, dark`);
-        if (name === 'job' || name === 'live') await shot(`12-phone-dark-${name}`);
+        if (['job', 'job-speakers', 'live'].includes(name)) await shot(`12-phone-dark-${name}`);
         await page.emulateMedia({ colorScheme: 'light' });
       }
       await page.setViewportSize({ width: 1280, height: 900 });

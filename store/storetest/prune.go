@@ -74,6 +74,10 @@ func pruneFixture(t *testing.T, s store.Store, wall time.Time) (done1, done2, pe
 	})
 	apply(t, s, done2, nil)
 	markFailed(t, s, failed, "gave up", true)
+	// The names of a pruned job's speakers go with it; an unclosed job keeps its own.
+	for _, id := range []string{"job-old", "job-unclosed"} {
+		setSpeakers(t, s, store.Speakers{JobID: id, Names: api.SpeakerNames{0: "Ann"}, Revision: 2}, 0, nil)
+	}
 
 	// Sink deliveries: delivered, waiting for a retry, dead, leased. e-delivered goes to s2
 	// too, where it stays queued; e-both is delivered to s and s3.
@@ -185,6 +189,12 @@ func testPrune(t *testing.T, s store.Store) {
 		if !slices.Equal(got, want) {
 			t.Errorf("messages of %s = %v, want %v", session, got, want)
 		}
+	}
+	if got := speakersOf(t, s, "job-old"); got.Names != nil || got.Revision != 0 {
+		t.Errorf("speakers of the pruned job-old = %+v, want none", got)
+	}
+	if got := speakersOf(t, s, "job-unclosed"); got.Names[0] != "Ann" {
+		t.Errorf("speakers of job-unclosed = %+v, want kept", got)
 	}
 	if got := artifacts(t, s, "job-unclosed"); len(got) != 1 {
 		t.Errorf("artifacts of job-unclosed = %v", got)

@@ -97,6 +97,10 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"PruneLiveKeepsLast", testPruneLiveKeepsLast},
 		{"PruneTokens", testPruneTokens},
 		{"Ping", testPing},
+		{"Speakers", testSpeakers},
+		{"SpeakersOutbox", testSpeakersOutbox},
+		{"SpeakersInApply", testSpeakersInApply},
+		{"SpeakersConcurrent", testSpeakersConcurrent},
 	}
 	tests = append(tests, receivedTests...)
 	for _, tc := range tests {

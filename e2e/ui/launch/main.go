@@ -1,7 +1,7 @@
 // Command launch starts what the dashboard's browser tests run against, all on loopback: the
 // sandbox (internal/sandboxtest's, scripted engine), a receiver with its pipeline and sinks
 // over a fresh SQLite store (what `scribehook serve` runs), a file server with the sample
-// recording, a webhook destination that fails until told otherwise, and a small control API
+// recording (and the same as a dialogue of two speakers, dialogue_url), a webhook destination that fails until told otherwise, and a small control API
 // for the test. It seeds one finished job and one whose audio source is a javascript: URL,
 // prints one line of JSON with the URLs, the read token and its data directory, and runs until
 // its standard input closes or it gets SIGINT/SIGTERM.
@@ -154,6 +154,14 @@ func run(sample, listen string) error {
 	}
 
 	files := rec.Handler()
+	// The same recording as a dialogue: its sidecar gives every other utterance to speaker 1,
+	// so that a job of it has two speakers to name.
+	dialogue, err := asDialogue(rec)
+	if err != nil {
+		return err
+	}
+	files.Handle("GET /"+dialogue.Name, dialogue.Handler())
+	files.Handle("GET /"+dialogue.Name+".json", dialogue.Handler())
 	// The webhook sink's destination, beside the recording: 503 until the test says it is healthy.
 	files.HandleFunc("POST /hook", func(w http.ResponseWriter, _ *http.Request) {
 		if e.gone.Load() {
@@ -217,6 +225,7 @@ func run(sample, listen string) error {
 		"ui": e.serve + "/ui/", "serve": e.serve, "sandbox": sb.URL, "api_key": apiKey, "key_header": "x-service-key",
 		"token": readToken, "control": controlSrv.URL, "files": e.files, "seeded_job": seeded,
 		"hostile_job": hostileJob, "data_dir": e.Dir, "audio_url": filesSrv.AudioURL,
+		"dialogue_url": e.files + "/" + dialogue.Name,
 	}); err != nil {
 		return err
 	}
@@ -250,6 +259,26 @@ func (e *env) startServe(ctx context.Context, listen string) (func(), error) {
 	e.serve = serveURL
 	e.submitter = &scribehook.Submitter{Store: e.Store, Service: e.service, PublicURL: e.serve}
 	return stop, nil
+}
+
+// asDialogue is rec named dialogue.wav, its sidecar's utterances alternating between speakers
+// 0 and 1.
+func asDialogue(rec sandboxtest.Recording) (sandboxtest.Recording, error) {
+	var sidecar map[string]any
+	if err := json.Unmarshal(rec.Sidecar, &sidecar); err != nil {
+		return rec, fmt.Errorf("the recording's sidecar: %w", err)
+	}
+	utts, _ := sidecar["utterances"].([]any)
+	for i, u := range utts {
+		if m, ok := u.(map[string]any); ok {
+			m["speaker"] = i % 2
+		}
+	}
+	b, err := json.Marshal(sidecar)
+	if err != nil {
+		return rec, err
+	}
+	return sandboxtest.Recording{Name: "dialogue.wav", WAV: rec.WAV, Sidecar: b}, nil
 }
 
 // hostileJob is a finished job whose record names a javascript: URL as its audio source, as a

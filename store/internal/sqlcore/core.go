@@ -48,6 +48,9 @@ const (
 	StReconcileList               // job_id, kind, created_at, due_at: lists a job unless listed
 	StReconcileUpdate             // due_at, checks, overdue_at, checked_at, status, last_error, job_id
 	StReconcileFinish             // job_id
+	StJobExists                   // id → 1: a job has a record, without reading it
+	StSpeakersGet                 // job_id → names, revision, updated_at
+	StSpeakersPut                 // job_id, names, revision, updated_at
 	// The pruner's statements (prune.go).
 	StPruneInbox         // cutoff, limit
 	StPruneInboxFailed   // cutoff, limit
@@ -56,6 +59,7 @@ const (
 	StPruneJob           // id, cutoff
 	StPruneJobArtifacts  // job_id
 	StPruneJobLive       // session_id
+	StPruneJobSpeakers   // job_id
 	StPruneJobSeq        // session_id: the session's counter, where it has one (optional)
 	StPruneSinkDelivered // cutoff, limit, bytes → event
 	StPruneDeadLetters   // cutoff, limit, bytes → event
@@ -141,6 +145,11 @@ func Statements(d Dialect) [NumStmts]string {
 		StReconcileUpdate: `UPDATE reconcile SET due_at = ?, checks = ?, overdue_at = ?, checked_at = ?,
 		status = ?, last_error = ? WHERE job_id = ?`,
 		StReconcileFinish: `DELETE FROM reconcile WHERE job_id = ?`,
+		StJobExists:       `SELECT 1 FROM jobs WHERE id = ?`,
+		StSpeakersGet:     `SELECT names, revision, updated_at FROM speakers WHERE job_id = ?`,
+		StSpeakersPut: `INSERT INTO speakers (job_id, names, revision, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (job_id) DO UPDATE SET names = excluded.names, revision = excluded.revision,
+		updated_at = excluded.updated_at`,
 	}
 	if d.IDs != "" {
 		q[StInboxDoneMany] = `UPDATE inbox SET status = 'done', processed_at = ?,

@@ -131,6 +131,7 @@ func pruneStatements(d Dialect, q *[NumStmts]string) {
 	q[StPruneJob] = `DELETE FROM jobs WHERE id IN (SELECT j.id FROM jobs j WHERE j.id = ? AND ` + jobsCond(d) + `)`
 	q[StPruneJobArtifacts] = `DELETE FROM artifacts WHERE job_id = ?`
 	q[StPruneJobLive] = `DELETE FROM live_messages WHERE session_id = ?`
+	q[StPruneJobSpeakers] = `DELETE FROM speakers WHERE job_id = ?`
 }
 
 // Prune deletes what p has kept long enough at now (see store.RetentionPolicy), kind by kind,
@@ -578,6 +579,10 @@ func (r *pruneRun) deleteJobs(ctx context.Context, ids []string, cut any) (int64
 				}
 				k, _ := res.RowsAffected()
 				n[i+1] += k
+			}
+			// The names of its speakers go with the job; they are no kind of their own.
+			if _, err := t.Exec(ctx, StPruneJobSpeakers, id); err != nil {
+				return fmt.Errorf("job %s: %w", id, err)
 			}
 			if r.c.d.SQL[StPruneJobSeq] != "" {
 				if _, err := t.Exec(ctx, StPruneJobSeq, id); err != nil {

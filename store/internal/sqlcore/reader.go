@@ -36,6 +36,7 @@ const (
 	readToken
 	readSinkStatus
 	readSessionRevoked
+	readSpeakers
 	numReads
 )
 
@@ -72,6 +73,7 @@ func NewReader(db *sql.DB, d Dialect) *Reader {
 		readSinkStatus: `SELECT status FROM sink_deliveries WHERE id = ?`,
 		readSessionRevoked: `SELECT EXISTS (SELECT 1 FROM session_revocations WHERE id_hash = ?)
 		OR EXISTS (SELECT 1 FROM session_cutoff WHERE revoked_before >= ?)`,
+		readSpeakers: `SELECT names, revision, updated_at FROM speakers WHERE job_id = ?`,
 	} {
 		r.q[id] = d.Rebind(q)
 	}

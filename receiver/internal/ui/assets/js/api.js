@@ -22,9 +22,12 @@ export function signIn(reason) {
 }
 
 async function request(method, path, opts = {}) {
+  const headers = { Accept: opts.accept || 'application/json' };
+  if (opts.json !== undefined) headers['Content-Type'] = 'application/json';
   const res = await fetch(apiURL(path), {
     method,
-    headers: { Accept: opts.accept || 'application/json' },
+    headers,
+    body: opts.json !== undefined ? JSON.stringify(opts.json) : undefined,
     credentials: 'same-origin',
     cache: 'no-store',
     signal: opts.signal,
@@ -47,6 +50,8 @@ async function request(method, path, opts = {}) {
 export const get = (path, opts) => request('GET', path, opts);
 export const getText = (path, opts) => request('GET', path, { ...opts, text: true, accept: '*/*' });
 export const post = (path, opts) => request('POST', path, opts);
+/** PUT with body as JSON. Same origin, so the server's cross-origin check lets the cookie through. */
+export const put = (path, body, opts) => request('PUT', path, { ...opts, json: body });
 
 /** Prometheus text exposition → [{name, labels, value}]. /metrics takes the session cookie, as the read API does. */
 export async function metrics() {

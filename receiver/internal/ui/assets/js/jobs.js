@@ -1,5 +1,5 @@
 // Jobs: the list with the read API's filters and paging, updated every 2 s; a job's page.
-import { APIError, apiURL, get } from './api.js';
+import { APIError, apiURL, get, put } from './api.js';
 import {
   announce, every, fill, fmtBytes, fmtClock, fmtSeconds, h, json, section, shortId,
   speakerName, statusBadge, timeEl, webURL,
@@ -280,14 +280,139 @@ function addonsTable(result) {
     h('tbody', {}, rows)));
 }
 
-function transcriptList(tr) {
+/** The name shown for speaker n: its name in names (the read API's object, keys in decimal), else "Speaker n+1". */
+function nameOf(names, n) {
+  return (names && names[String(n)]) || speakerName(n);
+}
+
+function transcriptList(tr, names) {
   const utts = (tr && tr.utterances) || [];
   if (!utts.length) return h('p', { class: 'muted' }, 'No utterances.');
   return h('ol', { class: 'utterances', id: 'transcript' }, utts.map((u) => h('li', {},
     h('span', { class: 'when' }, `${fmtClock(u.start)} – ${fmtClock(u.end)}`, u.channel ? ` · ch ${u.channel}` : ''),
     h('span', {},
-      u.speaker !== undefined && u.speaker !== null ? h('span', { class: `speaker spk-${u.speaker % 4}` }, `${speakerName(u.speaker)}:`) : null,
+      u.speaker !== undefined && u.speaker !== null
+        ? h('span', { class: `speaker spk-${u.speaker % 4}`, dataset: { speaker: String(u.speaker) } }, `${nameOf(names, u.speaker)}:`) : null,
       h('span', { lang: u.language || undefined }, u.text)))));
+}
+
+/** The distinct speaker numbers of a transcription's utterances, ascending: [[n, utterances]]. */
+function speakersOf(tr) {
+  const counts = new Map();
+  for (const u of (tr && tr.utterances) || []) {
+    if (u.speaker === undefined || u.speaker === null) continue;
+    counts.set(u.speaker, (counts.get(u.speaker) || 0) + 1);
+  }
+  return [...counts.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+// validation_errors of PUT /v1/jobs/:id/speakers name the speaker: `speaker "0" must not be empty`.
+const SPEAKER_ERROR = /^speaker "(\d+)" (.+)$/;
+
+/**
+ * The form that names a job's speakers (GET and PUT /v1/jobs/:id/speakers): a field per speaker
+ * of the transcript with its current name, the subtitles' revision, the rule each refused name
+ * breaks next to its field. onSaved runs after a save, to show the names in the transcript.
+ */
+function speakersForm(job, speakers, onSaved) {
+  const enc = encodeURIComponent(job.id);
+  const hasSubtitles = ((job.local && job.local.artifacts) || []).some((a) => a.name.startsWith('subtitles'));
+  const revision = h('dd', { id: 'speakers-revision' }, '…');
+  const status = h('div', { role: 'status', id: 'speakers-status' });
+  const problem = h('div', { role: 'alert', id: 'speakers-problem' });
+  const fields = new Map(); // speaker → {input, error}
+  const rows = speakers.map(([n, count]) => {
+    const id = `spk-name-${n}`;
+    const input = h('input', {
+      id, name: String(n), type: 'text', autocomplete: 'off', spellcheck: 'false',
+      'aria-describedby': `spk-hint-${n} spk-err-${n}`,
+    });
+    const error = h('p', { id: `spk-err-${n}`, class: 'field-error', hidden: true });
+    fields.set(n, { input, error });
+    return h('div', { class: 'field', dataset: { speaker: String(n) } },
+      h('label', { for: id }, speakerName(n)),
+      h('p', { id: `spk-hint-${n}`, class: 'hint' }, `Speaker ${n} in the API · ${count} utterance${count === 1 ? '' : 's'}`),
+      input,
+      error);
+  });
+  const save = h('button', { type: 'submit' }, 'Save names');
+  const form = h('form', { class: 'filters speakers', id: 'speakers-form', 'aria-labelledby': 'h-speakers-section', novalidate: true },
+    rows, h('div', { class: 'actions wide' }, save));
+
+  const showRevision = (r) => {
+    revision.textContent = r > 0 ? String(r) : (hasSubtitles ? '1 (as first rendered)' : 'none: the job has no subtitles yet');
+  };
+  const clearErrors = () => {
+    for (const { input, error } of fields.values()) {
+      input.removeAttribute('aria-invalid');
+      error.hidden = true;
+      error.textContent = '';
+    }
+    fill(problem);
+  };
+  const load = async () => {
+    try {
+      const v = await get(`/v1/jobs/${enc}/speakers`);
+      for (const [n, { input }] of fields) input.value = (v.names && v.names[String(n)]) || '';
+      showRevision(v.revision);
+    } catch (e) {
+      if (e instanceof APIError && e.status === 401) return;
+      fill(problem, h('p', { class: 'notice error' }, `The speakers' names could not be read: ${e.message}`));
+    }
+  };
+
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearErrors();
+    fill(status);
+    // A blank field leaves its speaker unnamed: PUT replaces every name, so it is left out.
+    const names = {};
+    for (const [n, { input }] of fields) if (input.value.trim()) names[String(n)] = input.value;
+    save.disabled = true;
+    save.textContent = 'Saving…';
+    try {
+      const r = await put(`/v1/jobs/${enc}/speakers`, names);
+      let msg;
+      if (!r.changed) msg = `No change: the speakers already have these names. Subtitles revision ${r.revision || 1}.`;
+      else if (r.event_id) {
+        // The kit's own renderings; the service's files (service.*) go along in the event unchanged.
+        const files = (r.files || []).filter((f) => f.startsWith('subtitles'));
+        msg = `Names saved. The subtitles were rendered again as revision ${r.revision}${files.length ? ` (${files.join(', ')})` : ''}, and subtitles.ready was queued for the sinks.`;
+      }
+      else msg = 'Names saved. The job has no subtitles to render again.';
+      fill(status, h('p', { class: 'notice ok' }, msg));
+      announce(msg);
+      await load();
+      onSaved();
+    } catch (e) {
+      if (e instanceof APIError && e.status === 401) return;
+      const other = [];
+      let first = null;
+      for (const d of e.details || []) {
+        const m = SPEAKER_ERROR.exec(d);
+        const f = m && fields.get(Number(m[1]));
+        if (!f) { other.push(d); continue; }
+        f.input.setAttribute('aria-invalid', 'true');
+        f.error.textContent = `⚠ Name ${m[2]}.`;
+        f.error.hidden = false;
+        first ||= f.input;
+      }
+      const refused = (e.details || []).length - other.length;
+      fill(problem, h('div', { class: 'notice error' },
+        e.status === 400 && refused ? `Not saved: ${refused} name${refused === 1 ? ' breaks' : 's break'} a rule.` : `Saving the names failed: ${e.message}`,
+        other.length ? h('ul', {}, other.map((d) => h('li', {}, d))) : null));
+      if (first) first.focus();
+    } finally {
+      save.disabled = false;
+      save.textContent = 'Save names';
+    }
+  });
+
+  load();
+  return h('div', {},
+    h('p', { class: 'hint' }, 'Names for the speakers that diarization numbered. Saving shows them in the transcript, renders the job\'s subtitles again with them (WebVTT voices, a label at each turn in the other formats) as a new revision, and sends subtitles.ready to the sinks again. A blank field leaves its speaker unnamed ("Speaker N"), or named by the job\'s custom_metadata.'),
+    h('dl', { class: 'facts' }, h('dt', {}, 'Subtitles revision'), revision),
+    form, status, problem);
 }
 
 function artifactsTable(job) {
@@ -341,6 +466,7 @@ export function jobPage(id) {
   const problem = h('div', { role: 'alert' });
   const [overview, overviewBody] = section('Overview', 'overview');
   const [transcript, transcriptBody] = section('Transcript', 'transcript-section');
+  const [speakersSec, speakersBody] = section('Speakers', 'speakers-section');
   const [addons, addonsBody] = section('Add-ons', 'addons-section');
   const [artifacts, artifactsBody] = section('Artifacts', 'artifacts-section');
   const [deliveries, deliveriesBody] = section('Deliveries', 'deliveries-section');
@@ -350,11 +476,12 @@ export function jobPage(id) {
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('ol', {}, h('li', {}, h('a', { href: '#/jobs' }, 'Jobs')), h('li', { 'aria-current': 'page' }, shortId(id)))),
     h('h1', {}, 'Job ', h('span', { class: 'id' }, id)),
     h('p', {}, 'Status: ', status, ' ', h('span', { class: 'muted', id: 'job-refresh' }, '')),
-    problem, links, overview, transcript, addons, artifacts, deliveries, params, meta);
+    problem, links, overview, transcript, speakersSec, addons, artifacts, deliveries, params, meta);
 
   let last = '';
   let stop = () => {};
   let artifactsEl = null;
+  let speakersKey = null; // the speakers the form was built for
 
   function render(job) {
     fill(status, statusBadge(job.status));
@@ -380,7 +507,16 @@ export function jobPage(id) {
     if (job.error_code || local.error_message) facts.push(['Error', `${job.error_code ?? ''} ${local.error_message || ''}`.trim()]);
     if (local.resolution) facts.push(['Resolution', local.resolution]);
     fill(overviewBody, h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
-    fill(transcriptBody, job.result ? transcriptList(job.result.transcription) : h('p', { class: 'muted' }, job.status === 'error' ? 'The job failed: no transcript.' : 'No result yet.'));
+    const tr = job.result && job.result.transcription;
+    fill(transcriptBody, job.result ? transcriptList(tr, local.speakers) : h('p', { class: 'muted' }, job.status === 'error' ? 'The job failed: no transcript.' : 'No result yet.'));
+    // The form is built once per set of speakers: a re-render after its save keeps its messages.
+    const speakers = speakersOf(tr);
+    const key = `${job.result ? 'r' : ''}:${speakers.map(([n]) => n).join(',')}:${(local.artifacts || []).length > 0}`;
+    if (key !== speakersKey) {
+      speakersKey = key;
+      fill(speakersBody, speakers.length ? speakersForm(job, speakers, () => { last = ''; refresh(); })
+        : h('p', { class: 'muted' }, job.result ? 'The transcript has no speaker numbers: names apply to diarized jobs.' : 'No result yet.'));
+    }
     fill(addonsBody, addonsTable(job.result));
     if (artifactsEl && artifactsEl.revoke) artifactsEl.revoke();
     artifactsEl = artifactsTable(job);

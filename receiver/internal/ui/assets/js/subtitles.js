@@ -21,6 +21,17 @@ function limits(name, params) {
   return p;
 }
 
+/**
+ * A cue's lines as the preview shows them, beside its voice: named speakers' cues repeat the
+ * name as a label at the start of their text (for players that do not show voices), which the
+ * voice already shows here. The rule report counts the lines as the file has them.
+ */
+function shownLines(c) {
+  const label = c.voice ? `${c.voice}: ` : '';
+  if (!label || !c.lines.length || !c.lines[0].startsWith(label)) return c.lines;
+  return [c.lines[0].slice(label.length), ...c.lines.slice(1)];
+}
+
 export function subtitlePreview(id, q) {
   const enc = encodeURIComponent(id);
   const body = h('div', {}, h('p', { class: 'muted' }, 'Loading the job…'));
@@ -67,9 +78,10 @@ export function subtitlePreview(id, q) {
     const caption = h('div', { class: 'caption', id: 'caption', 'aria-label': 'Current cue' }, '');
     const list = h('ol', { class: 'cues', id: 'cues', 'aria-label': 'Cues' });
     const items = cues.map((c, i) => {
-      const b = h('button', { type: 'button', dataset: { index: String(i) }, 'aria-label': `Cue ${c.id} at ${fmtClock(c.start)}: ${c.lines.join(' ')}. Play from here.` },
+      const shown = shownLines(c);
+      const b = h('button', { type: 'button', dataset: { index: String(i) }, 'aria-label': `Cue ${c.id} at ${fmtClock(c.start)}: ${c.voice ? `${c.voice}: ` : ''}${shown.join(' ')}. Play from here.` },
         h('span', { class: 'when' }, fmtClock(c.start)),
-        h('span', {}, c.voice ? h('span', { class: 'speaker' }, `${c.voice}:`) : null, h('span', { class: 'cue-text' }, c.lines.join('\n')),
+        h('span', {}, c.voice ? h('span', { class: 'speaker' }, `${c.voice}:`) : null, h('span', { class: 'cue-text' }, shown.join('\n')),
           h('span', { class: 'flags' })));
       const li = h('li', { dataset: { cue: c.id } }, b);
       list.appendChild(li);
@@ -84,7 +96,7 @@ export function subtitlePreview(id, q) {
         items[idx].classList.add('active');
         items[idx].querySelector('button').setAttribute('aria-current', 'true');
         items[idx].scrollIntoView({ block: 'nearest' });
-        caption.textContent = (cues[idx].voice ? `${cues[idx].voice}: ` : '') + cues[idx].lines.join('\n');
+        caption.textContent = (cues[idx].voice ? `${cues[idx].voice}: ` : '') + shownLines(cues[idx]).join('\n');
       } else {
         caption.textContent = '';
       }
