@@ -55,10 +55,20 @@ body { display: flex; flex-direction: column; justify-content: flex-end; }
   const params = new URLSearchParams();
   for (const k of ["exp", "sig"]) if (q.get(k)) params.set(k, q.get(k));
   if (q.get("partials") === "0") params.set("partials", "0");
-  const es = new EventSource("captions/events" + (params.toString() ? "?" + params : ""));
-  es.addEventListener("transcript", (ev) => {
+  const src = "captions/events" + (params.toString() ? "?" + params : "");
+  // EventSource reconnects by itself after a dropped connection (Last-Event-ID resumes the
+  // stream), but gives up for good on an answer other than 200 (a proxy's 502, a 503 while
+  // the server restarts): then open a new one, backing off to 30 s. It starts from the first
+  // message again, so every event at or before the last one shown is skipped.
+  let lastSeq = 0;
+  let wait = 1000;
+  const onTranscript = (ev) => {
     let m;
     try { m = JSON.parse(ev.data); } catch { return; }
+    if (typeof m.seq === "number") {
+      if (m.seq <= lastSeq) return;
+      lastSeq = m.seq;
+    }
     const d = (m.payload && m.payload.data) || {};
     const text = ((d.utterance && d.utterance.text) || "").trim();
     if (d.is_final) {
@@ -69,7 +79,18 @@ body { display: flex; flex-direction: column; justify-content: flex-end; }
       partial = text ? { text, final: false } : null;
     }
     render();
-  });
+  };
+  const open = () => {
+    const es = new EventSource(src);
+    es.addEventListener("transcript", onTranscript);
+    es.addEventListener("open", () => { wait = 1000; });
+    es.addEventListener("error", () => {
+      if (es.readyState !== EventSource.CLOSED) return;
+      setTimeout(open, wait);
+      wait = Math.min(wait * 2, 30000);
+    });
+  };
+  open();
 })();
 </script>
 </body>

@@ -281,7 +281,7 @@ func TestCaptionsPageAndEvents(t *testing.T) {
 	if res.header.Get("Referrer-Policy") != "no-referrer" {
 		t.Errorf("Referrer-Policy %q", res.header.Get("Referrer-Policy"))
 	}
-	if !strings.Contains(string(res.body), `new EventSource("captions/events"`) {
+	if !strings.Contains(string(res.body), `const src = "captions/events"`) || !strings.Contains(string(res.body), `new EventSource(src)`) {
 		t.Error("the page does not open the captions' events")
 	}
 
