@@ -1,8 +1,9 @@
 // Live sessions: follows /v1/live/{id}/events with EventSource (the session cookie is what lets
 // it in: EventSource cannot send headers). Partials update in place, finals are appended, the
-// other messages form a timeline, and the nine categories are toggles.
-import { APIError, apiURL, get } from './api.js';
-import { every, fill, fmtClock, h, shortId, speakerName, statusBadge, timeEl } from './dom.js';
+// other messages form a timeline, and the nine categories are toggles. A Captions panel offers
+// the session's signed caption links (the HLS playlist, the page for an OBS browser source).
+import { APIError, apiURL, get, post } from './api.js';
+import { announce, every, fill, fmtClock, h, shortId, speakerName, statusBadge, timeEl } from './dom.js';
 
 export const CATEGORIES = [
   ['partial_transcripts', 'Partial transcripts'],
@@ -96,6 +97,52 @@ function describe(msg) {
   }
 }
 
+/**
+ * The Captions panel: signs the session's caption links (POST /v1/live/{id}/captions/url, the
+ * cookie lets it in) and shows each in a read-only field with a Copy button. The links work
+ * without signing in until they expire, so the panel says so.
+ */
+function captionsPanel(id) {
+  const enc = encodeURIComponent(id);
+  const body = h('div', { id: 'captions-links' }, h('p', { class: 'muted' }, 'Signing the links…'));
+  const status = h('p', { class: 'hint', id: 'captions-copied', role: 'status' });
+  const row = (fieldId, label, value, what) => {
+    const input = h('input', { id: fieldId, type: 'text', readonly: true, value, spellcheck: 'false', autocomplete: 'off' });
+    input.addEventListener('focus', () => input.select());
+    const copy = h('button', { type: 'button', class: 'quiet', 'aria-label': `Copy the ${what}` }, 'Copy');
+    copy.addEventListener('click', async () => {
+      try {
+        await navigator.clipboard.writeText(value);
+        status.textContent = `Copied the ${what}.`;
+      } catch {
+        input.focus();
+        input.select();
+        status.textContent = 'The browser refused to copy: the link is selected, copy it with the keyboard.';
+      }
+      announce(status.textContent);
+    });
+    return h('div', { class: 'field' }, h('label', { for: fieldId }, label), h('div', { class: 'copy-row' }, input, copy));
+  };
+  (async () => {
+    try {
+      const u = await post(`/v1/live/${enc}/captions/url`);
+      fill(body,
+        row('captions-url', 'Playlist (HLS WebVTT subtitles, for a player)', u.url, 'playlist URL'),
+        row('captions-page-url', 'Caption page (for an OBS browser source)', u.page_url, 'caption page URL'),
+        h('p', { class: 'hint' }, 'Anyone holding a link reads this session\'s captions, without signing in, until ',
+          timeEl(u.expires_at), '. ',
+          h('a', { href: u.page_url, target: '_blank', rel: 'noopener noreferrer', id: 'captions-open' }, 'Open the caption page')),
+        status);
+    } catch (e) {
+      if (!(e instanceof APIError && e.status === 401)) fill(body, h('p', { class: 'notice error' }, `Caption links: ${e.message}`));
+    }
+  })();
+  return h('section', { 'aria-labelledby': 'h-captions', class: 'captions-panel' },
+    h('h2', { id: 'h-captions' }, 'Captions'),
+    h('p', { class: 'hint' }, 'The finals as live captions: a subtitle playlist a video player reads, and a page that shows the last lines large, over a transparent background.'),
+    body);
+}
+
 export function livePage(id) {
   const enc = encodeURIComponent(id);
   const enabled = Object.fromEntries(CATEGORIES.map(([c]) => [c, true]));
@@ -117,6 +164,7 @@ export function livePage(id) {
     h('h1', {}, 'Live session ', h('span', { class: 'id' }, id)),
     state,
     h('div', { class: 'links' }, h('a', { class: 'button quiet', href: `#/jobs/${enc}` }, 'Session record')),
+    captionsPanel(id),
     toggles,
     h('div', { class: 'live-grid' },
       h('section', { 'aria-labelledby': 'h-transcript' }, h('h2', { id: 'h-transcript' }, 'Transcript'),
