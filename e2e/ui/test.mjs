@@ -1,6 +1,7 @@
 // End-to-end browser tests of the dashboard: playwright-core drives Debian's chromium, headless,
 // against a real receiver + pipeline + sinks and the sandbox, all on loopback (./launch).
-// Plain Node, no test runner. Screenshots of every page go to ./screenshots (not committed).
+// Plain Node, no test runner. Screenshots of every page go to ./screenshots (not committed),
+// with the caption page for OBS (13-captions-page-*.png).
 //
 //   node e2e/ui/test.mjs            (scripts/ui-test.sh installs what it needs and runs this)
 //
@@ -21,6 +22,18 @@ const shotsDir = path.join(here, 'screenshots');
 const T = { short: 10_000, long: 45_000 };
 
 // ------------------------------------------------------------------ launcher
+
+/** The texts of a live session's stored finals, in order, and whether the session has ended. */
+async function storedFinals(info, id) {
+  const r = await fetch(`${info.serve}/v1/live/${encodeURIComponent(id)}/messages?limit=1000`, { headers: { Authorization: `Bearer ${info.token}` } });
+  if (r.status !== 200) return { finals: [], ended: false };
+  const msgs = await r.json();
+  return {
+    finals: msgs.filter((m) => m.type === 'transcript' && m.payload && m.payload.data && m.payload.data.is_final)
+      .map((m) => m.payload.data.utterance.text.trim()),
+    ended: msgs.some((m) => m.type === 'end_session'),
+  };
+}
 
 async function control(info, method, p, body) {
   const res = await fetch(info.control + p, { method, body: body && JSON.stringify(body) });
@@ -358,6 +371,147 @@ async function main() {
       console.log(`#   ${sessionId}: ${finals} finals, ${partialCount} partials`);
       await accessible(page, 'live');
       await shot('08-live-ended');
+    });
+
+    await step("the live session page offers its signed caption links: copied, and the playlist read with them alone lists the session's segments", async () => {
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: info.serve });
+      const playlistField = page.getByLabel(/^Playlist/);
+      const pageField = page.getByLabel(/^Caption page/);
+      await page.locator('#captions-url').waitFor();
+      const enc = encodeURIComponent(sessionId);
+      const playlistURL = await playlistField.inputValue();
+      const pageURL = await pageField.inputValue();
+      assert.match(playlistURL, new RegExp(`^${info.serve}/v1/live/${enc}/captions\\.m3u8\\?exp=\\d+&sig=[\\w-]+$`));
+      assert.match(pageURL, new RegExp(`^${info.serve}/v1/live/${enc}/captions\\.html\\?exp=\\d+&sig=[\\w-]+$`));
+      assert.ok(!playlistURL.includes(info.token) && !pageURL.includes(info.token), 'a caption link holds the read token');
+      assert.equal(await page.locator('#captions-open').getAttribute('href'), pageURL);
+      await page.getByRole('button', { name: 'Copy the playlist URL' }).click();
+      await page.locator('#captions-copied', { hasText: 'Copied the playlist URL.' }).waitFor();
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), playlistURL);
+      await page.getByRole('button', { name: 'Copy the caption page URL' }).click();
+      await page.locator('#captions-copied', { hasText: 'Copied the caption page URL.' }).waitFor();
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), pageURL);
+      // What a player does: the playlist, then each segment it lists, with the signature only
+      // (no cookie).
+      const read = await page.evaluate(async (u) => {
+        const get = async (url) => { const r = await fetch(url, { credentials: 'omit', cache: 'no-store' }); return { status: r.status, type: r.headers.get('Content-Type'), text: await r.text() }; };
+        const playlist = await get(u);
+        const uris = playlist.text.split('\n').filter((l) => l && !l.startsWith('#'));
+        const segments = [];
+        for (const s of uris) segments.push(await get(new URL(s, u).href));
+        return { playlist, uris, segments };
+      }, playlistURL);
+      assert.equal(read.playlist.status, 200, read.playlist.text);
+      assert.equal(read.playlist.type, 'application/vnd.apple.mpegurl');
+      assert.match(read.playlist.text, /^#EXTM3U\n/);
+      assert.match(read.playlist.text, /#EXT-X-PROGRAM-DATE-TIME:/);
+      assert.match(read.playlist.text, /#EXT-X-ENDLIST\n$/, 'the ended session\'s playlist is not closed');
+      assert.ok(read.uris.length >= 2, `segments listed: ${read.uris}`);
+      for (const u of read.uris) assert.match(u, /^captions\/\d+\.vtt\?exp=\d+&sig=[\w-]+$/);
+      const { finals } = await storedFinals(info, sessionId);
+      assert.ok(finals.length >= 2, `finals stored: ${finals}`);
+      const cues = [];
+      for (const s of read.segments) {
+        assert.equal(s.status, 200, s.text);
+        assert.match(s.text, /^WEBVTT/);
+        for (const block of s.text.split(/\n\n+/)) {
+          const lines = block.split('\n');
+          const at = lines.findIndex((l) => l.includes('-->'));
+          if (at >= 0) cues.push(lines.slice(at + 1).join(' ').replace(/<v [^>]*>|<\/v>/g, ''));
+        }
+      }
+      for (const t of finals) assert.ok(cues.includes(t), `no cue "${t}" in the segments: ${JSON.stringify(cues)}`);
+      console.log(`#   captions: ${read.uris.length} segments, ${new Set(cues).size} cues`);
+      await accessible(page, 'live with caption links');
+      await shot('08b-live-captions-links');
+    });
+
+    await step('the caption page (signed URL, no cookie) shows the last finals large, new ones arriving over server-sent events; a wrong signature is refused', async () => {
+      const auth = { headers: { Authorization: `Bearer ${info.token}` } };
+      // A browser of its own, as OBS is: no cookie of the dashboard rides with the page. It
+      // starts first, so that the page opens early in the session.
+      const obs = await chromium.launch({ executablePath, headless: !process.env.HEADED, args: ['--no-sandbox', '--disable-gpu', '--disable-quic'] });
+      try {
+        const { id } = await control(info, 'POST', '/live');
+        const enc = encodeURIComponent(id);
+        for (let i = 0; i < 300 && (await storedFinals(info, id)).finals.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+        const res = await fetch(`${info.serve}/v1/live/${enc}/captions/url?ttl=10m`, { method: 'POST', ...auth });
+        assert.equal(res.status, 200, await res.clone().text());
+        const u = await res.json();
+        const ctx = await obs.newContext({ viewport: { width: 1280, height: 720 } });
+        const cp = await ctx.newPage();
+        cp.setDefaultTimeout(T.short);
+        const problems = [];
+        cp.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+        cp.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`); });
+        cp.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+        // The first events request is answered 503, as a proxy in front of a restarting server
+        // would: EventSource gives up on that for good, so the page must open a new one.
+        let eventRequests = 0;
+        await cp.route('**/captions/events?*', (route) => {
+          eventRequests += 1;
+          if (eventRequests === 1) return route.fulfill({ status: 503, contentType: 'text/plain', body: 'restarting' });
+          return route.continue();
+        });
+        const loaded = await cp.goto(u.page_url);
+        assert.equal(loaded.status(), 200);
+        assert.match(loaded.headers()['content-security-policy'], /script-src 'nonce-[^']+'/);
+        const atOpen = (await storedFinals(info, id)).finals.length;
+        await cp.evaluate(() => { window.__sameDocument = true; });
+        const lines = () => cp.locator('#captions p').allInnerTexts();
+        await cp.locator('#captions p').first().waitFor();
+        assert.equal(eventRequests, 2, 'the page did not open the events again after the 503');
+        await cp.unroute('**/captions/events?*');
+        // The session goes on while the page is open; once it has ended, the page shows its last
+        // two finals, the partials gone.
+        let stored = { finals: [], ended: false };
+        for (let i = 0; i < 600 && !stored.ended; i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          stored = await storedFinals(info, id);
+        }
+        assert.ok(stored.ended, 'the session did not end');
+        const { finals } = stored;
+        await cp.waitForFunction((want) => [...document.querySelectorAll('#captions p')].map((p) => p.textContent).join('\n') === want,
+          finals.slice(-2).join('\n'));
+        assert.deepEqual(await lines(), finals.slice(-2));
+        assert.equal(await cp.locator('#captions p.partial').count(), 0);
+        assert.ok(atOpen < finals.length, `every final was stored before the page opened (${atOpen}): none arrived live`);
+        assert.equal(await cp.evaluate(() => window.__sameDocument), true, 'the page was reloaded');
+        const style = await cp.evaluate(() => {
+          const cs = getComputedStyle(document.querySelector('#captions p'));
+          return { size: cs.fontSize, color: cs.color, weight: cs.fontWeight, bg: getComputedStyle(document.body).backgroundColor, html: getComputedStyle(document.documentElement).backgroundColor };
+        });
+        assert.deepEqual(style, { size: '48px', color: 'rgb(255, 255, 255)', weight: '600', bg: 'rgba(0, 0, 0, 0)', html: 'rgba(0, 0, 0, 0)' });
+        console.log(`#   caption page: ${atOpen} of ${finals.length} finals stored when it opened; ends on ${JSON.stringify(await lines())}`);
+        let file = path.join(shotsDir, '13-captions-page-transparent.png');
+        await cp.screenshot({ path: file, omitBackground: true });
+        shots.push(path.relative(root, file));
+
+        // Its query tunes it: three lines, larger, on a colour.
+        await cp.goto(`${u.page_url}&lines=3&size=64&bg=${encodeURIComponent('#101820')}`);
+        await cp.waitForFunction((want) => [...document.querySelectorAll('#captions p')].map((p) => p.textContent).join('\n') === want,
+          finals.slice(-3).join('\n'));
+        assert.equal(await cp.evaluate(() => getComputedStyle(document.querySelector('#captions p')).fontSize), '64px');
+        assert.equal(await cp.evaluate(() => getComputedStyle(document.body).backgroundColor), 'rgb(16, 24, 32)');
+        file = path.join(shotsDir, '13b-captions-page-dark.png');
+        await cp.screenshot({ path: file });
+        shots.push(path.relative(root, file));
+
+        // CSP, EventSource and script errors would show here (the 503 is the test's).
+        assert.deepEqual(problems.filter((p) => !/\b503\b/.test(p)), [], 'the caption page logged errors');
+        assert.ok(problems.length <= 2, `the 503 was retried in a loop: ${problems}`);
+
+        // A wrong signature: a 403 and its reason, no page.
+        const sig = new URL(u.page_url).searchParams.get('sig');
+        const bad = u.page_url.replace(`sig=${sig}`, `sig=${sig.slice(0, -1)}${sig.endsWith('A') ? 'B' : 'A'}`);
+        const refused = await cp.goto(bad);
+        assert.equal(refused.status(), 403);
+        assert.match(await cp.locator('body').innerText(), /captions URL signature does not match this session/);
+        assert.equal(await cp.locator('#captions').count(), 0, 'the refused URL shows the caption page');
+        // CSP, EventSource and script errors would show here.
+      } finally {
+        await obs.close();
+      }
     });
 
     await step('a dead letter is replayed from the sinks page and reaches its sink', async () => {
