@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,7 @@ func TestServeBlobAndExpressionsFromYAML(t *testing.T) {
 		"      X-Languages: 'event.data.result.transcription.languages.join(\",\")'\n",
 	}
 	path := writeSQLiteConfig(t, dir, db, append([]string{"listen: " + addr + "\n",
+		fmt.Sprintf("subtitles: {dir: %q}\n", filepath.Join(dir, "artifacts")),
 		"routes: [{name: partner, token_env: TEST_PARTNER_TOKEN}]\n"}, sinksYAML...)...)
 	s := startServe(t, path, addr)
 	base := "http://" + addr
