@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/scribehook/scribehook/store"
 )
 
 // Dialect is what differs between the databases in the shared code: how they want their
@@ -63,6 +65,17 @@ type Dialect struct {
 	// instead of the copy database/sql makes for drivers that reuse their buffers; for a
 	// 2-hour result's body that copy is 1.7 MB.
 	OwnedBytes bool
+	// Search is how the database searches the text of search_utterances (search.go); nil
+	// where it cannot (SQLite without FTS5): Search returns store.ErrSearchUnavailable.
+	Search *SearchSQL
+}
+
+// SearchSQL is a database's full-text search: From joins its index to search_utterances s,
+// Match is the condition with one placeholder, Arg the query as that placeholder's value.
+type SearchSQL struct {
+	From  string
+	Match string
+	Arg   func(store.SearchTerms) any
 }
 
 // Rebind turns the ? placeholders of query into the dialect's: ? numbers them in order, ?N
