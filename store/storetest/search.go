@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/scribehook/scribehook/api"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
 // searchTests are the search subtests; a store without a Searcher, or one that answers
@@ -314,5 +316,50 @@ func testSearchPruned(t *testing.T, s store.Store) {
 	}
 	if got := hits(); len(got) != 0 {
 		t.Errorf("after pruning the jobs: %q, want none", got)
+	}
+}
+
+// migrationIndexesStored: a database written before the search migration holds a job's result
+// and a session's finals (one copied, one by reference to its inbox row); the migration indexes
+// them as the pipeline would have, and the store finds them.
+func migrationIndexesStored(t *testing.T, db Database) {
+	ms, err := sqlcore.LoadMigrations(db.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := 0
+	for _, m := range ms {
+		if strings.HasSuffix(m.Name, "_search.sql") {
+			version = m.Version
+		}
+	}
+	if version == 0 {
+		t.Fatal("no *_search.sql migration")
+	}
+	raw, open := db.New(t, version-1)
+	at := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
+	j := api.Job{ID: "old-job", Kind: api.KindPreRecorded, Status: api.StatusDone, Version: 2, CreatedAt: api.NewTime(at),
+		Result: resultJSON(utt(1, 2, 0, "an archived transcript"), "")}
+	seedJob(t, db, raw, j)
+	seedJob(t, db, raw, api.Job{ID: "old-session", Kind: api.KindLive, Status: api.StatusDone, Version: 2, CreatedAt: api.NewTime(at.Add(time.Hour))})
+	copied := liveFinal("u1", 0, 1, "archived live words")
+	db.exec(t, raw, `INSERT INTO live_messages (session_id, seq, type, category, created_at, received_at, inbox_id, payload)
+		VALUES ('old-session', 1, 'transcript', 'final_transcripts', ?, ?, 7, ?)`, db.Dialect.Time(at), db.Dialect.Time(at),
+		db.Dialect.JSON([]byte(copied)))
+	s := open(t)
+	se, ok := s.(store.Searcher)
+	if !ok {
+		t.Skip("the store does not implement store.Searcher")
+	}
+	p, err := se.Search(t.Context(), store.SearchQuery{Text: "archived"})
+	if errors.Is(err, store.ErrSearchUnavailable) {
+		t.Skipf("search unavailable: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("Search(archived): %v", err)
+	}
+	want := []string{"old-session@0 <mark>archived</mark> live words", "old-job@1 an <mark>archived</mark> transcript"}
+	if got := hitKeys(p); !slices.Equal(got, want) {
+		t.Errorf("after the migration\n got %q\nwant %q", got, want)
 	}
 }
