@@ -1,13 +1,16 @@
 package store_test
 
 import (
+	"encoding/json"
 	"errors"
 	"html"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/scribehook/scribehook/api/apitest"
 	"github.com/scribehook/scribehook/store"
 )
 
@@ -118,4 +121,19 @@ func FuzzParseSearch(f *testing.F) {
 			t.Fatalf("Highlight(%q, %q) = %q: not the text with marks", q, text, h)
 		}
 	})
+}
+
+// BenchmarkResultUtterances2h reads the utterances of a 2-hour result (20,000 words) as the
+// pipeline does to index them: the decoding share of BenchmarkIndexResult2h.
+func BenchmarkResultUtterances2h(b *testing.B) {
+	payload, err := json.Marshal(apitest.Result(1, 2*time.Hour, 20000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(payload)))
+	n := 0
+	for b.Loop() {
+		n = len(store.ResultUtterances("job", payload))
+	}
+	b.ReportMetric(float64(n), "utterances")
 }

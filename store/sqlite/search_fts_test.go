@@ -3,10 +3,21 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/scribehook/scribehook/api"
+	"github.com/scribehook/scribehook/api/apitest"
+	"github.com/scribehook/scribehook/internal/benchcpu"
 	"github.com/scribehook/scribehook/store"
+	"github.com/scribehook/scribehook/store/storetest"
 )
 
 // TestSearchIndexRebuilt: a database written by a build without FTS5 (rows the text index
@@ -51,4 +62,97 @@ func TestSearchIndexRebuilt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkSearch1M times the queries of storetest.SearchBenchQueries over 1,000,000
+// utterances (SCRIBEHOOK_SEARCH_CORPUS=N for another size). The corpus is built once into
+// SCRIBEHOOK_SEARCH_DB when that file does not exist yet, and reused by later runs; without
+// it, into a temporary directory, each run.
+func BenchmarkSearch1M(b *testing.B) {
+	n := 1_000_000
+	if v := os.Getenv("SCRIBEHOOK_SEARCH_CORPUS"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	path := os.Getenv("SCRIBEHOOK_SEARCH_DB")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "search.db")
+	}
+	_, statErr := os.Stat(path)
+	s, err := Open(b.Context(), Config{Path: path, Synchronous: SynchronousNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	if statErr != nil {
+		took, err := storetest.BuildSearchCorpus(b.Context(), s, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("corpus of %d utterances indexed in %s (%.1f µs each)", n, took, float64(took.Microseconds())/float64(n))
+	}
+	storetest.SearchLatency(b, s)
+}
+
+// BenchmarkIndexResult2h is the search index's share of applying a 2-hour result (20,000
+// words): its utterances read from the result's bytes (store.ResultUtterances, what the pipeline
+// does) and indexed (Tx.IndexUtterances) in one Apply, against the same Apply without them
+// (the record alone); cpu-µs/op and the bytes the database grows by per result.
+func BenchmarkIndexResult2h(b *testing.B) {
+	payload, err := json.Marshal(apitest.Result(1, 2*time.Hour, 20000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, index := range []bool{false, true} {
+		b.Run(fmt.Sprintf("index=%v", index), func(b *testing.B) {
+			s, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "index.db")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			size := func() int64 { return dbBytes(b, s) }
+			before := size()
+			cpu := benchcpu.Start(b)
+			n := 0
+			for b.Loop() {
+				n++
+				id := fmt.Sprintf("job-%d", n)
+				res, err := s.Ingest(b.Context(), []store.Delivery{{DedupeKey: id, Route: "job", Kind: api.CallbackJobSuccess,
+					Event: api.EventTranscriptionSuccess, JobID: id, PartitionKey: id, Body: []byte(`{}`)}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				err = s.Apply(b.Context(), res[0].ID, func(ctx context.Context, tx store.Tx) error {
+					j := api.Job{ID: id, Kind: api.KindPreRecorded, Status: api.StatusDone, Version: 2, Result: payload}
+					if err := tx.PutJob(ctx, store.JobRecord{Job: j}); err != nil {
+						return err
+					}
+					if !index {
+						return nil
+					}
+					return tx.IndexUtterances(ctx, store.ResultUtterances(id, payload))
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.Report()
+			b.ReportMetric(float64(size()-before)/float64(n), "db-B/op")
+		})
+	}
+}
+
+// dbBytes is the size of the store's database, its WAL checkpointed into it first.
+func dbBytes(b *testing.B, s *Store) int64 {
+	b.Helper()
+	var n int64
+	err := s.withWriter(b.Context(), func(c *sql.Conn) error {
+		if _, err := c.ExecContext(b.Context(), `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			return err
+		}
+		return c.QueryRowContext(b.Context(), `SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&n)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
