@@ -156,3 +156,46 @@ func dbBytes(b *testing.B, s *Store) int64 {
 	}
 	return n
 }
+
+// BenchmarkIndexLiveFinal is the search index's share of applying a live final: the message
+// read for its utterance (store.LiveUtterances) and indexed, in an Apply that also appends the
+// message (index=false: the append alone); cpu-µs/op and the bytes the database grows by.
+func BenchmarkIndexLiveFinal(b *testing.B) {
+	for _, index := range []bool{false, true} {
+		b.Run(fmt.Sprintf("index=%v", index), func(b *testing.B) {
+			s, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "live.db")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			before := dbBytes(b, s)
+			cpu := benchcpu.Start(b)
+			n := 0
+			for b.Loop() {
+				n++
+				payload := fmt.Appendf(nil, `{"type":"transcript","session_id":"s","created_at":"2026-11-24T10:00:00.000Z","data":{"id":"u%d","is_final":true,"utterance":{"start":%d,"end":%d.5,"confidence":0.93,"channel":0,"language":"en","text":"and that is why the quarterly numbers look better than we expected","words":[]}}}`, n, n, n)
+				res, err := s.Ingest(b.Context(), []store.Delivery{{DedupeKey: fmt.Sprint("k", n), Route: "job", Kind: api.CallbackLiveMessage,
+					Event: "live.transcript", JobID: "s", PartitionKey: "s", Body: payload}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				id := res[0].ID
+				err = s.Apply(b.Context(), id, func(ctx context.Context, tx store.Tx) error {
+					if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{SessionID: "s", Type: api.MessageTranscript,
+						Category: api.CategoryFinalTranscripts, InboxID: id, Payload: payload}); err != nil {
+						return err
+					}
+					if !index {
+						return nil
+					}
+					return tx.IndexUtterances(ctx, store.LiveUtterances("s", id, payload))
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.Report()
+			b.ReportMetric(float64(dbBytes(b, s)-before)/float64(n), "db-B/op")
+		})
+	}
+}
