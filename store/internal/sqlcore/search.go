@@ -83,9 +83,12 @@ func (c *Core) pruneSearchJob(ctx context.Context, t Tx, id string) error {
 }
 
 // pruneSearchLive removes the utterances of a live message the pruner deletes (args are
-// StPruneLive's), before it goes: only the categories whose messages bring utterances.
+// StPruneLive's), before it goes: only the categories whose messages bring utterances (finals,
+// translations, and errors, the first category of a message that failed in part).
 func (c *Core) pruneSearchLive(ctx context.Context, t Tx, cat api.MessageCategory, args ...any) error {
-	if cat != api.CategoryFinalTranscripts && cat != api.CategoryRealtimeProcessingEvents {
+	switch cat {
+	case api.CategoryFinalTranscripts, api.CategoryRealtimeProcessingEvents, api.CategoryErrors:
+	default:
 		return nil
 	}
 	return c.pruneSearch(ctx, t, StSearchFTSPruneLive, StSearchPruneLive, args...)
