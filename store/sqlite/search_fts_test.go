@@ -199,3 +199,31 @@ func BenchmarkIndexLiveFinal(b *testing.B) {
 		})
 	}
 }
+
+// TestContractJobsFirst runs the contract suite with Search always on its jobs-first plan, which
+// it otherwise takes for queries that match many utterances: both plans give the same hits in
+// the same order.
+func TestContractJobsFirst(t *testing.T) {
+	storetest.Run(t, storetest.Features{ReleasesLeases: true}, func(t *testing.T) store.Store {
+		return openTemp(t, Config{jobsFirst: true})
+	})
+}
+
+// TestSearchPlanChoice: the estimate counts the utterances holding a query's rarest word (a
+// prefix: every word it starts, an utterance holding two of them counted twice: a bound from
+// above), so the plan follows the query.
+func TestSearchPlanChoice(t *testing.T) {
+	s := openTemp(t, Config{})
+	for i, text := range []string{"alpha beta", "alpha gamma", "alpha alphabet", "beta"} {
+		indexOne(t, s, fmt.Sprint("k", i), fmt.Sprint("job-", i), text)
+	}
+	for q, want := range map[string]int64{"alpha": 3, "beta": 2, "alpha beta": 2, "alp*": 4, `"alpha gamma"`: 1, "zeta": 0} {
+		terms, err := store.ParseSearch(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := estimateMatches(t.Context(), s.r, terms); err != nil || n != want {
+			t.Errorf("estimateMatches(%s) = %d, %v; want %d", q, n, err, want)
+		}
+	}
+}

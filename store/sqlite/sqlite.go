@@ -135,6 +135,9 @@ type Config struct {
 	Now func() time.Time
 
 	fsys fileSystem // the operating system's answers; tests replace them
+	// jobsFirst makes Search take its jobs-first plan for every query (tests: both plans give
+	// the same hits).
+	jobsFirst bool
 }
 
 // Store is the SQLite store.Store. Every method is safe for concurrent use.
@@ -233,6 +236,11 @@ func (s *Store) setup(ctx context.Context, opts Config) error {
 			return err
 		}
 		d, s.stmtSQL = dialectFTS, &stmtSQLFTS
+		if opts.jobsFirst {
+			search := *d.Search
+			search.JobsFirstAbove = 0
+			d.Search = &search
+		}
 	}
 	if err := s.acquire(ctx); err != nil {
 		return fmt.Errorf("open sqlite %s: %w", opts.Path, err)

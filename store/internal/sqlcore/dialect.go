@@ -1,6 +1,7 @@
 package sqlcore
 
 import (
+	"context"
 	"database/sql"
 	"strconv"
 	"strings"
@@ -76,6 +77,15 @@ type SearchSQL struct {
 	From  string
 	Match string
 	Arg   func(store.SearchTerms) any
+	// JobsFirst, when set, is a condition on s with one placeholder (Arg) for the other plan:
+	// the jobs walked newest first, each one's utterances checked against the matches, which
+	// stops once the page is full. Where the planner cannot choose it itself (SQLite, over a
+	// virtual table), Search takes it for a query that Estimate says matches at least
+	// JobsFirstAbove utterances (and has no custom_metadata filter, which reads every match
+	// anyway); both plans give the same hits in the same order.
+	JobsFirst      string
+	JobsFirstAbove int64
+	Estimate       func(ctx context.Context, q Querier, ts store.SearchTerms) (int64, error)
 }
 
 // Rebind turns the ? placeholders of query into the dialect's: ? numbers them in order, ?N

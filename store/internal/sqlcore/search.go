@@ -153,8 +153,17 @@ func (r *Reader) Search(ctx context.Context, q store.SearchQuery) (store.SearchP
 		conds = append(conds, "s.language = ?")
 		args = append(args, r.d.text(q.Language))
 	}
+	from := r.d.Search.From + ` JOIN jobs j ON j.id = s.job_id`
+	jobsFirst, err := r.jobsFirst(ctx, terms, q.List)
+	if err != nil {
+		return store.SearchPage{}, fmt.Errorf("search: %w", err)
+	}
+	if jobsFirst {
+		// CROSS JOIN keeps the order written: SQLite then walks jobs_created.
+		from, conds[0] = `jobs j CROSS JOIN search_utterances s ON s.job_id = j.id`, r.d.Search.JobsFirst
+	}
 	query := `SELECT s.job_id, j.kind, j.status, j.created_at, j.custom_metadata, s.start_s, s.end_s, s.speaker,
-		s.language, s.translation, s.text FROM ` + r.d.Search.From + ` JOIN jobs j ON j.id = s.job_id
+		s.language, s.translation, s.text FROM ` + from + `
 		WHERE ` + strings.Join(conds, " AND ") + ` ORDER BY j.created_at DESC, j.id DESC, s.start_s, s.sid`
 	if !q.List.HasMetadataFilter() {
 		query += ` LIMIT ?`
@@ -205,6 +214,22 @@ func (r *Reader) Search(ctx context.Context, q store.SearchQuery) (store.SearchP
 		return store.SearchPage{}, fmt.Errorf("search: %w", err)
 	}
 	return page, nil
+}
+
+// jobsFirst reports whether Search takes the dialect's jobs-first plan for terms (SearchSQL).
+func (r *Reader) jobsFirst(ctx context.Context, terms store.SearchTerms, lq api.ListQuery) (bool, error) {
+	s := r.d.Search
+	if s.JobsFirst == "" || s.Estimate == nil || lq.HasMetadataFilter() {
+		return false, nil
+	}
+	if s.JobsFirstAbove <= 0 {
+		return true, nil
+	}
+	n, err := s.Estimate(ctx, r.db, terms)
+	if err != nil {
+		return false, fmt.Errorf("estimate: %w", err)
+	}
+	return n >= s.JobsFirstAbove, nil
 }
 
 // falseSQL is false as the translation column holds it (0 in SQLite's STRICT integer).
