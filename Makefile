@@ -1,5 +1,9 @@
 SHELL := /bin/bash
 GO ?= go
+# Build tags of every build and test: sqlite_fts5 compiles SQLite's FTS5 into mattn/go-sqlite3,
+# which full-text search needs (docs/store.md, Search). TAGS=... adds others.
+TAGS ?= sqlite_fts5
+GOTAGS = -tags '$(TAGS)'
 
 # Debian packages the tests need; scripts/deps.sh installs the missing ones.
 TEST_PACKAGES := gcc libc6-dev pkgconf redis-server nats-server postgresql ffmpeg \
@@ -12,7 +16,7 @@ deps:
 	@scripts/deps.sh $(TEST_PACKAGES)
 
 build:
-	$(GO) build ./...
+	$(GO) build $(GOTAGS) ./...
 
 # The Go tests run against a throwaway PostgreSQL cluster (scripts/pg.sh), real Redis and NATS
 # servers the tests start themselves, a real S3 server (weed, built by scripts/weed.sh), then
@@ -27,14 +31,14 @@ build:
 # podman, a real callback through the sandbox; two replicas of it on PostgreSQL and Redis behind
 # HAProxy) and the systemd unit (systemd-analyze).
 test: deps
-	$(GO) vet ./...
+	$(GO) vet $(GOTAGS) ./...
 	@# The blob sink's S3 server (seaweedfs's weed, 3-4 min the first time, cached after); a
 	@# failed build only makes those tests skip.
 	-scripts/weed.sh >/dev/null
-	scripts/pg.sh run -- $(GO) test -race -count=1 ./...
-	for d in examples/*/; do (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
-	$(GO) test -race -count=1 -tags pocketsphinx ./sandbox/...
-	$(GO) test -count=1 -tags pocketsphinx -run Demo ./cmd/scribehook
+	scripts/pg.sh run -- $(GO) test $(GOTAGS) -race -count=1 ./...
+	for d in examples/*/; do (cd $$d && $(GO) vet $(GOTAGS) ./... && $(GO) test $(GOTAGS) -race -count=1 ./...) || exit 1; done
+	$(GO) test -race -count=1 -tags '$(TAGS) pocketsphinx' ./sandbox/...
+	$(GO) test -count=1 -tags '$(TAGS) pocketsphinx' -run Demo ./cmd/scribehook
 	scripts/ui-test.sh
 	scripts/sdk-test.sh
 	scripts/fuzz.sh -t 8s -T 6m
@@ -67,10 +71,10 @@ demo:
 # The load runs behind docs/benchmarks.md ("serve under load"); minutes each, not for CI.
 .PHONY: bench fault
 bench:
-	$(GO) run ./bench/load ingest
-	$(GO) run ./bench/load ingest -rate 1000 -n 30000 -bare=false
-	$(GO) run ./bench/load fanout -rate 100 -n 3000
-	$(GO) run ./bench/load big
+	$(GO) run $(GOTAGS) ./bench/load ingest
+	$(GO) run $(GOTAGS) ./bench/load ingest -rate 1000 -n 30000 -bare=false
+	$(GO) run $(GOTAGS) ./bench/load fanout -rate 100 -n 3000
+	$(GO) run $(GOTAGS) ./bench/load big
 
 # Fault scenarios (about 4 minutes; fault-diskfull needs root and says SKIPPED otherwise).
 # make test runs them; FAULT_KILL_N=20000 is the full kill scenario of docs/benchmarks.md.

@@ -39,6 +39,20 @@ func (r *Records) ListJobs(ctx context.Context, q api.ListQuery) (store.JobPage,
 	return r.k.store.ListJobs(ctx, q)
 }
 
+// Search finds the utterances of every job and live session that hold every term of q.Text
+// (words, "exact phrases", prefix* terms: store.ParseSearch), filtered by q.List as ListJobs
+// filters jobs and paged with its offset and limit, as GET /v1/search does: the newest job
+// first, then its utterances in time order, each with its text and the same text marked for
+// HTML. A query that does not parse is store.ErrBadQuery; a store that cannot search (SQLite
+// in a program built without -tags sqlite_fts5) store.ErrSearchUnavailable.
+func (r *Records) Search(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
+	s, ok := r.k.store.(store.Searcher)
+	if !ok {
+		return store.SearchPage{}, fmt.Errorf("search: %T does not implement store.Searcher: %w", r.k.store, store.ErrSearchUnavailable)
+	}
+	return s.Search(ctx, q)
+}
+
 // LiveMessages lists a live session's stored messages with Seq > afterSeq, in order, at most
 // limit (zero or less: all of them).
 func (r *Records) LiveMessages(ctx context.Context, sessionID string, afterSeq int64, limit int) ([]store.LiveMessage, error) {

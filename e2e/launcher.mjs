@@ -18,7 +18,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
  */
 export function startLauncher(name, envVar) {
   const bin = process.env[envVar] || path.join(root, 'e2e', name, '.bin', 'launch');
-  const [cmd, args] = fs.existsSync(bin) ? [bin, []] : ['go', ['run', `./e2e/${name}/launch`]];
+  const [cmd, args] = fs.existsSync(bin) ? [bin, []] : ['go', ['run', '-tags', 'sqlite_fts5', `./e2e/${name}/launch`]];
   const child = spawn(cmd, args, { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
   const info = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the launcher printed nothing within 180 s')), 180_000);

@@ -179,6 +179,9 @@ func (p *Pipeline) applyJobCallback(ctx context.Context, row store.InboxRow) ([]
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
 		}
+		if err := indexResult(ctx, tx, rec.Job); err != nil {
+			return err
+		}
 		*events = []api.Event{encodedJobEvent(row, rec.Job, rec.Encoded)}
 		if reconciled != nil {
 			*events = append(*events, *reconciled)
@@ -309,6 +312,11 @@ func (p *Pipeline) liveTx(row store.InboxRow, lr *liveRow, fin finalRecord) func
 			Payload:    lr.payload,
 		}); err != nil {
 			return err
+		}
+		if searchable(lr) {
+			if err := tx.IndexUtterances(ctx, store.LiveUtterances(id, row.ID, lr.payload)); err != nil {
+				return err
+			}
 		}
 		liveEvent := api.Event{
 			ID:             eventID(row.DedupeKey, api.LiveEvent(msg.Type)),
@@ -444,6 +452,11 @@ func (p *Pipeline) applyWebhook(ctx context.Context, row store.InboxRow) ([]api.
 		p.touch(&rec, row)
 		if err := tx.PutJob(ctx, rec); err != nil {
 			return err
+		}
+		if kind == api.KindPreRecorded && rec.Local.Final != "" {
+			if err := indexResult(ctx, tx, rec.Job); err != nil {
+				return err
+			}
 		}
 		switch wh.Event {
 		case api.EventTranscriptionSuccess, api.EventTranscriptionError, api.EventLiveEndSession:
@@ -728,4 +741,22 @@ func eventOf(row store.InboxRow, typ string, j api.Job, data []byte) api.Event {
 
 func eventID(dedupeKey, typ string) string {
 	return uuid.NewSHA1(eventNamespace, []byte(dedupeKey+"\x00"+typ)).String()
+}
+
+// indexResult adds a finished pre-recorded job's utterances to the search index, in the
+// transaction that stores its result. A live session's are indexed from its finals as they
+// come (searchable), not again from its result.
+func indexResult(ctx context.Context, tx store.Tx, j api.Job) error {
+	if j.Kind != api.KindPreRecorded || j.Status != api.StatusDone {
+		return nil
+	}
+	return tx.IndexUtterances(ctx, store.ResultUtterances(j.ID, j.Result))
+}
+
+// searchable reports whether a live message brings utterances to the search index (a final
+// transcript, a translation): only those are decoded again for it, not the partials that make
+// up most of a session.
+func searchable(lr *liveRow) bool {
+	return (lr.msg.Type == api.MessageTranscript && lr.category == api.CategoryFinalTranscripts) ||
+		lr.msg.Type == api.MessageTranslation
 }

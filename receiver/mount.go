@@ -134,6 +134,7 @@ func (r *Receiver) registerOthers(rt fiber.Router, opts MountOptions) {
 		// The bearer check sits on each read route, not on a /v1 group: a group's middleware
 		// would also run for /v1/callbacks.
 		rt.Get("/v1/jobs", read(r.listJobs)...)
+		rt.Get("/v1/search", read(r.search)...)
 		rt.Get("/v1/jobs/:id", read(r.getJob)...)
 		rt.Get("/v1/jobs/:id/subtitles.:format", read(r.subtitles)...)
 		rt.Get("/v1/jobs/:id/speakers", read(r.getSpeakers)...)

@@ -23,15 +23,16 @@ if ! scripts/deps.sh gcc libc6-dev; then
   fi
 fi
 
-tags=()
+# sqlite_fts5: SQLite's full-text search (scribehook search), in every build.
+tags=(-tags sqlite_fts5)
 why=""
 if scripts/deps.sh libpocketsphinx-dev pocketsphinx-en-us pkgconf; then
   if ! pkg-config --exists pocketsphinx sphinxbase 2>/dev/null; then
     why="pkg-config cannot find pocketsphinx and sphinxbase although their packages are installed"
-  elif ! "$GO" build -tags pocketsphinx -o /dev/null ./cmd/scribehook; then
+  elif ! "$GO" build -tags 'sqlite_fts5 pocketsphinx' -o /dev/null ./cmd/scribehook; then
     why="the build with -tags pocketsphinx failed (see above)"
   else
-    tags=(-tags pocketsphinx)
+    tags=(-tags 'sqlite_fts5 pocketsphinx')
   fi
 else
   why="could not install libpocketsphinx-dev, pocketsphinx-en-us and pkgconf (see above)"

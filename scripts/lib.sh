@@ -11,8 +11,9 @@ work_dir() {
 
 # build_tools builds serve and the load tool into $tmp, as scribehook and load.
 build_tools() {
-  go build -o "$tmp/scribehook" ./cmd/scribehook
-  go build -o "$tmp/load" ./bench/load
+  # sqlite_fts5: the search index, as every build of serve (Makefile TAGS).
+  go build -tags sqlite_fts5 -o "$tmp/scribehook" ./cmd/scribehook
+  go build -tags sqlite_fts5 -o "$tmp/load" ./bench/load
 }
 
 # run_fault NAME HINT [ARG...] runs `load fault NAME` against the built serve in $tmp/run with

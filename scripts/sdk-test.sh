@@ -8,5 +8,5 @@ export PATH=$PATH:/usr/local/go/bin
 
 command -v node >/dev/null || { echo "sdk-test: node and npm are needed (Node.js 20 or later)" >&2; exit 1; }
 (cd e2e/sdk && npm ci --no-audit --no-fund --loglevel=error)
-go build -o e2e/sdk/.bin/launch ./e2e/sdk/launch
+go build -tags sqlite_fts5 -o e2e/sdk/.bin/launch ./e2e/sdk/launch
 SDK_LAUNCHER="$PWD/e2e/sdk/.bin/launch" exec node e2e/sdk/test.mjs "$@"

@@ -13,5 +13,5 @@ fi
 command -v node >/dev/null || { echo "ui-test: node and npm are needed (Node.js 20 or later)" >&2; exit 1; }
 # playwright-core only: it never downloads a browser of its own.
 (cd e2e/ui && npm ci --no-audit --no-fund --loglevel=error)
-go build -o e2e/ui/.bin/launch ./e2e/ui/launch
+go build -tags sqlite_fts5 -o e2e/ui/.bin/launch ./e2e/ui/launch
 UI_LAUNCHER="$PWD/e2e/ui/.bin/launch" exec node e2e/ui/test.mjs "$@"

@@ -63,3 +63,26 @@ func AllLiveMessages(ctx context.Context, s Store, sessionID string) iter.Seq2[L
 		}
 	}
 }
+
+// AllHits lists the hits of q from q's page to the last, one page of q's limit at a time, as
+// AllJobs lists jobs. The iteration ends at the first error, which it yields.
+func AllHits(ctx context.Context, s Searcher, q SearchQuery) iter.Seq2[SearchHit, error] {
+	return func(yield func(SearchHit, error) bool) {
+		for {
+			page, err := s.Search(ctx, q)
+			if err != nil {
+				yield(SearchHit{}, fmt.Errorf("search: %w", err))
+				return
+			}
+			for _, h := range page.Items {
+				if !yield(h, nil) {
+					return
+				}
+			}
+			if !page.More || len(page.Items) == 0 {
+				return
+			}
+			q.List.Offset = api.Int(q.List.EffectiveOffset() + len(page.Items))
+		}
+	}
+}

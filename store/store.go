@@ -281,6 +281,10 @@ type Tx interface {
 	// fails the call; such a row's message goes through AppendLiveMessage.
 	AppendReceivedMessages(ctx context.Context, ids []int64) error
 	PutArtifact(ctx context.Context, a Artifact) error
+	// IndexUtterances adds utterances to the search index (Searcher): a live final once its
+	// message is applied, a job's result when it is. An utterance whose (JobID, Ref) is indexed
+	// already is left out, so a replayed or reconciled delivery indexes nothing twice.
+	IndexUtterances(ctx context.Context, us []Utterance) error
 	// EnqueueSinkDeliveries queues events for sinks, in the same transaction as the delivery
 	// that caused them (an outbox): a (sink, event id) pair already queued, delivered or dead is
 	// ignored, so a replayed row never delivers twice. An event id stands for one event, stored

@@ -295,7 +295,7 @@ func buildServe(bin, dir string) (string, error) {
 		return bin, nil
 	}
 	out := filepath.Join(dir, "scribehook")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/scribehook")
+	cmd := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", out, "./cmd/scribehook")
 	cmd.Dir = moduleRoot()
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -17,6 +17,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newSubmitCmd())
 	root.AddCommand(newLiveCmd())
 	root.AddCommand(newJobsCmd())
+	root.AddCommand(newSearchCmd())
 	root.AddCommand(newExportCmd())
 	root.AddCommand(newDeadLettersCmd())
 	root.AddCommand(newReplayCmd())

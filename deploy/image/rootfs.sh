@@ -13,10 +13,11 @@ dir=${1:?usage: deploy/image/rootfs.sh DIR}
 go=${GO:-go}
 
 # cgo for mattn/go-sqlite3, linked statically: osusergo and netgo keep glibc's NSS (user and
-# host look-ups, which cannot be static) out; load_extension is left out, as it needs dlopen.
+# host look-ups, which cannot be static) out; load_extension is left out, as it needs dlopen;
+# sqlite_fts5 compiles FTS5 in, for full-text search.
 mkdir -p "$dir/etc/scribehook" "$dir/etc/ssl/certs" "$dir/tmp"
 CGO_ENABLED=1 "$go" build -trimpath \
-	-tags 'osusergo netgo sqlite_omit_load_extension' \
+	-tags 'osusergo netgo sqlite_omit_load_extension sqlite_fts5' \
 	-ldflags '-linkmode external -extldflags "-static" -s -w' \
 	-o "$dir/scribehook" ./cmd/scribehook
 

@@ -235,6 +235,53 @@ async function main() {
       assert.ok(paths.length > 0 && paths.every((p) => p.startsWith(info.data_dir)), `artifact paths: ${paths}`);
     });
 
+    let searchWord;
+    await step('the search box finds a word of the job, marks it, and its link opens the job page at that utterance', async () => {
+      const job = await page.evaluate(async (id) => (await fetch(`../v1/jobs/${encodeURIComponent(id)}`)).json(), jobId);
+      const utts = job.result.transcription.utterances;
+      const target = utts[utts.length - 1]; // the last: the job page must scroll to it
+      const words = target.text.match(/[\p{L}\p{N}]+/gu) || [];
+      searchWord = words.reduce((a, b) => (b.length > a.length ? b : a), '');
+      assert.ok(searchWord.length >= 2, `no word to search in "${target.text}"`);
+      await page.getByRole('link', { name: 'Search', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Search transcripts' }).waitFor();
+      await page.getByLabel('Words to find').fill(searchWord);
+      await page.keyboard.press('Enter');
+      await page.waitForURL(/#\/search\?q=/);
+      const hit = page.locator(`#search-results li[data-job="${jobId}"][data-start="${target.start}"]`);
+      await hit.waitFor();
+      const marks = await hit.locator('mark').allInnerTexts();
+      assert.ok(marks.length >= 1 && marks.every((m) => m.toLowerCase() === searchWord.toLowerCase()), `marks ${marks} for ${searchWord}`);
+      const tags = await hit.locator('.hit-words *').evaluateAll((els) => els.map((e) => e.tagName));
+      assert.ok(tags.every((t) => t === 'MARK'), `elements in a hit's text: ${tags}`);
+      await accessible(page, 'search');
+      await shot('05b-search');
+      await hit.getByRole('link').click();
+      await page.waitForURL(/#\/jobs\/[^?]+\?t=/);
+      const at = page.locator('#transcript li.at');
+      await at.waitFor();
+      assert.equal(await at.getAttribute('data-start'), String(target.start));
+      assert.equal(await at.getAttribute('aria-current'), 'true');
+      const visible = await at.evaluate((el) => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight; });
+      assert.ok(visible, 'the job page did not scroll to the utterance');
+      await shot('05c-job-at-hit');
+    });
+
+    await step("a hit whose utterance holds markup shows it as text: no element, no script", async () => {
+      await page.evaluate(() => { window.__xss = 0; location.hash = '#/search?q=hostile'; });
+      const hit = page.locator(`#search-results li[data-job="${info.hostile_job}"]`);
+      await hit.waitFor();
+      assert.equal(await hit.locator('.hit-words').innerText(), 'hostile <img src=x onerror="window.__xss=1"> <b>bold</b> & more');
+      assert.deepEqual(await hit.locator('.hit-words *').evaluateAll((els) => els.map((e) => `${e.tagName}:${e.textContent}`)), ['MARK:hostile']);
+      assert.equal(await page.evaluate(() => window.__xss), 0, 'the utterance ran a script');
+      await page.locator('#search-results').evaluate(() => new Promise((r) => setTimeout(r, 200)));
+      assert.equal(await page.evaluate(() => window.__xss), 0, 'the utterance ran a script');
+      // Back where the next step starts: the job's page.
+      await page.evaluate((h) => { location.hash = h; }, `#/jobs/${encodeURIComponent(jobId)}`);
+      await page.getByRole('heading', { level: 1, name: new RegExp(jobId) }).waitFor();
+      await page.getByRole('link', { name: 'Subtitle preview' }).waitFor();
+    });
+
     await step('the subtitle preview plays the audio and the active cue changes', async () => {
       await page.getByRole('link', { name: 'Subtitle preview' }).click();
       await page.getByRole('heading', { level: 1, name: 'Subtitle preview' }).waitFor();
@@ -656,6 +703,7 @@ async function main() {
         ['live', `#/live/${enc(sessionId)}`, '#finals li.final'],
         ['sinks', '#/sinks', '#sinks-table'],
         ['failed', '#/failed', '#no-failed, #failed-table'],
+        ['search', `#/search?q=${enc(searchWord)}`, '#search-results li'],
       ]) {
         await page.evaluate((h) => { location.hash = h; }, hash);
         await page.locator(ready).first().waitFor();
@@ -681,11 +729,11 @@ async function main() {
       await page.goto(`${info.ui}?fresh=2#/jobs`);
       await page.getByRole('heading', { level: 1, name: 'Jobs' }).waitFor();
       const names = [];
-      for (let i = 0; i < 7; i++) {
+      for (let i = 0; i < 8; i++) {
         await page.keyboard.press('Tab');
         names.push(await page.evaluate(() => document.activeElement.textContent.trim()));
       }
-      for (const n of ['Jobs', 'Live', 'Sinks', 'Failed deliveries', 'Sign out']) assert.ok(names.includes(n), `Tab never reached ${n}: ${names}`);
+      for (const n of ['Jobs', 'Live', 'Sinks', 'Failed deliveries', 'Search', 'Sign out']) assert.ok(names.includes(n), `Tab never reached ${n}: ${names}`);
     });
 
     await step('signing out clears the session, and ends it on the server', async () => {

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/scribehook/scribehook/store"
 	"github.com/scribehook/scribehook/store/internal/sqlcore"
 )
 
@@ -86,6 +87,13 @@ var dialect = sqlcore.Dialect{
 	// Rows are locked one by one, and replicas claim from one queue at once.
 	ForUpdate:  " FOR UPDATE",
 	SkipLocked: " FOR UPDATE SKIP LOCKED",
+	// The expression of the GIN index search_utterances_text (migration 0015), repeated so
+	// that the planner uses it.
+	Search: &sqlcore.SearchSQL{
+		From:  `search_utterances s`,
+		Match: `to_tsvector('simple', s.text) @@ to_tsquery('simple', ?)`,
+		Arg:   func(ts store.SearchTerms) any { return ts.TSQuery() },
+	},
 	SQL: map[sqlcore.Stmt]string{
 		// Held until the transaction ends: see applyTx.Job in sqlcore.
 		sqlcore.StJobLock: `SELECT pg_advisory_xact_lock(?)`,
@@ -104,6 +112,13 @@ var dialect = sqlcore.Dialect{
 		// The messages of several inbox rows at once: each session's counter moves by its
 		// number of rows in one upsert (rows locked in session order, as every Apply of a group
 		// takes them), and its rows take the numbers below the new last in the order of the ids.
+		// One round trip for a whole result's utterances, from the JSON of sqlcore's searchRow.
+		sqlcore.StSearchIndex: `INSERT INTO search_utterances (job_id, ref, inbox_id, start_s, end_s,
+		speaker, language, translation, text)
+		SELECT x.j, x.r, x.i, x.s, x.e, x.k, x.l, x.t, x.x
+		FROM json_to_recordset(?::json) AS x(j text, r text, i bigint, s float8, e float8, k int,
+			l text, t boolean, x text)
+		ON CONFLICT (job_id, ref) DO NOTHING`,
 		sqlcore.StLiveAppendRows: `WITH m AS (
 			SELECT i.id, i.job_id, i.message_type, i.category, i.message_at, i.received_at,
 				row_number() OVER (PARTITION BY i.job_id ORDER BY j.ord) AS rn,

@@ -59,6 +59,9 @@ func migrator(schema string, log *logrus.Entry) sqlcore.Migrator {
 			return err
 		},
 		OneTransaction: true,
+		After: map[int]func(ctx context.Context, tx *sql.Tx) error{
+			16: func(ctx context.Context, tx *sql.Tx) error { return sqlcore.BackfillSearch(ctx, tx, dialect) },
+		},
 	}
 	if log != nil {
 		m.Applied = func(name string) {

@@ -34,6 +34,9 @@ func migrator(log *logrus.Entry) sqlcore.Migrator {
 			return err
 		},
 	}
+	m.After = map[int]func(ctx context.Context, tx *sql.Tx) error{
+		18: func(ctx context.Context, tx *sql.Tx) error { return sqlcore.BackfillSearch(ctx, tx, dialect) },
+	}
 	if log != nil {
 		m.Applied = func(name string) { log.WithField("migration", name).Info("sqlite: migration applied") }
 	}

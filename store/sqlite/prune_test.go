@@ -181,7 +181,7 @@ func TestPruneLiveWriterReadsByKey(t *testing.T) {
 
 	// The write side: one message, found by its key; the checks seek its session's last
 	// number and its job, and never walk the category's index.
-	for _, line := range explain(t, s, stmtSQL[sqlcore.StPruneLive], "lifecycle_events", formatTime(time.Now()), "sess-0000001", 1) {
+	for _, line := range explain(t, s, stmtSQLPlain[sqlcore.StPruneLive], "lifecycle_events", formatTime(time.Now()), "sess-0000001", 1) {
 		if strings.HasPrefix(line, "SCAN") || strings.Contains(line, "live_messages_category_received") ||
 			(strings.Contains(line, "live_messages_1") && !strings.Contains(line, "(session_id=?")) {
 			t.Errorf("the write side's plan reads more than its row: %q", line)
@@ -236,7 +236,7 @@ func TestPendingReadsUseStatusIndex(t *testing.T) {
 	}
 	// The pruner's failed rows (few, kept apart from done rows by the index's status) are read
 	// from the same index.
-	plan := explain(t, s, stmtSQL[sqlcore.StPruneInboxFailed], formatTime(time.Now()), 10, 1<<20)
+	plan := explain(t, s, stmtSQLPlain[sqlcore.StPruneInboxFailed], formatTime(time.Now()), 10, 1<<20)
 	if slices.ContainsFunc(plan, func(l string) bool { return strings.HasPrefix(l, "SCAN inbox") }) {
 		t.Errorf("the pruner scans the inbox for failed rows: %q", plan)
 	}
@@ -308,10 +308,10 @@ func TestSinkQueuePlans(t *testing.T) {
 		args        []any
 		want        string
 	}{
-		{"claim", stmtSQL[sqlcore.StSinkClaim], []any{now, "hook", now, true, 10}, "sink_deliveries_due (sink=? AND next_attempt_at<?)"},
+		{"claim", stmtSQLPlain[sqlcore.StSinkClaim], []any{now, "hook", now, true, 10}, "sink_deliveries_due (sink=? AND next_attempt_at<?)"},
 		{"depth", `SELECT count(*) FROM sink_deliveries WHERE sink = ? AND status = 'queued'`, []any{"hook"}, "sink_deliveries_"},
-		{"events of a batch", stmtSQL[sqlcore.StPruneEvents], []any{1}, "sqlite_autoindex_sink_deliveries_1 (event=?)"},
-		{"delivered batch", stmtSQL[sqlcore.StPruneSinkDelivered], []any{now, 10, 1 << 20}, "sink_deliveries_delivered (delivered_at<?)"},
+		{"events of a batch", stmtSQLPlain[sqlcore.StPruneEvents], []any{1}, "sqlite_autoindex_sink_deliveries_1 (event=?)"},
+		{"delivered batch", stmtSQLPlain[sqlcore.StPruneSinkDelivered], []any{now, 10, 1 << 20}, "sink_deliveries_delivered (delivered_at<?)"},
 	} {
 		plan := explain(t, s, c.query, c.args...)
 		if !slices.ContainsFunc(plan, func(l string) bool { return strings.Contains(l, c.want) }) {

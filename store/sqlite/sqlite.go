@@ -135,6 +135,9 @@ type Config struct {
 	Now func() time.Time
 
 	fsys fileSystem // the operating system's answers; tests replace them
+	// jobsFirst makes Search take its jobs-first plan for every query (tests: both plans give
+	// the same hits).
+	jobsFirst bool
 }
 
 // Store is the SQLite store.Store. Every method is safe for concurrent use.
@@ -158,6 +161,7 @@ type Store struct {
 	closed    atomic.Bool // set by Close: the writer is not opened again
 	wconn     *sql.Conn
 	stmts     [numStmts]*sql.Stmt
+	stmtSQL   *[numStmts]string // stmtSQLFTS or stmtSQLPlain
 	syncLevel string
 
 	// beforeCommit, when set (tests), runs inside every write transaction just before COMMIT,
@@ -194,7 +198,7 @@ func Open(ctx context.Context, opts Config) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	s := &Store{w: w, log: logx.Entry(opts.Logger), path: opts.Path, sync: opts.Synchronous,
-		minFree: opts.MinFreeBytes, fsys: opts.fsys, wsem: make(chan struct{}, 1)}
+		minFree: opts.MinFreeBytes, fsys: opts.fsys, wsem: make(chan struct{}, 1), stmtSQL: &stmtSQLPlain}
 	if err := s.setup(ctx, opts); err != nil {
 		_ = s.Close()
 		if !errors.Is(err, ErrSchemaTooNew) {
@@ -221,6 +225,23 @@ func (s *Store) setup(ctx context.Context, opts Config) error {
 	if err := s.migrate(ctx); err != nil {
 		return err
 	}
+	fts, err := hasFTS5(ctx, s.w)
+	if err != nil {
+		return err
+	}
+	d := dialectPlain
+	s.stmtSQL = &stmtSQLPlain
+	if fts {
+		if err := s.ensureFTS(ctx); err != nil {
+			return err
+		}
+		d, s.stmtSQL = dialectFTS, &stmtSQLFTS
+		if opts.jobsFirst {
+			search := *d.Search
+			search.JobsFirstAbove = 0
+			d.Search = &search
+		}
+	}
 	if err := s.acquire(ctx); err != nil {
 		return fmt.Errorf("open sqlite %s: %w", opts.Path, err)
 	}
@@ -232,7 +253,7 @@ func (s *Store) setup(ctx context.Context, opts Config) error {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
-	s.core = sqlcore.NewCore(r, dialect, writes{s})
+	s.core = sqlcore.NewCore(r, d, writes{s})
 	s.core.SetClock(opts.Now)
 	if err := r.PingContext(ctx); err != nil {
 		return fmt.Errorf("open sqlite readers: %w", err)

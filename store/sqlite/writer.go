@@ -58,15 +58,18 @@ var dialect = sqlcore.Dialect{
 		FROM json_each(?) j JOIN inbox i ON i.id = j.value
 		WHERE i.payload_len IS NOT NULL
 		ORDER BY j.key`,
+		sqlcore.StSearchIndex: searchIndexSQL,
 	},
 	ReleasesLeases: true,
 	FinalJob:       `json_extract(j.local, '$.final') <> ''`,
-	DueIndex:       ` INDEXED BY inbox_due`,
+	// The search statements that depend on FTS5 are added by withSearch.
+	DueIndex: ` INDEXED BY inbox_due`,
 }
 
-var stmtSQL = func() [numStmts]string {
+// statementsOf gives the writer's statements for d (dialectFTS or dialectPlain).
+func statementsOf(d sqlcore.Dialect) [numStmts]string {
 	var q [numStmts]string
-	core := sqlcore.Statements(dialect)
+	core := sqlcore.Statements(d)
 	copy(q[:], core[:])
 	q[stInboxInsert] = `INSERT INTO inbox (dedupe_key, route, kind, event, job_id,
 		message_type, category, partition_key, headers, body, received_at, message_at, payload_at,
@@ -85,7 +88,7 @@ var stmtSQL = func() [numStmts]string {
 		created_at, traceparent, tracestate) VALUES (?, ?, ?, ?, ?, nullif(?, ''), nullif(?, ''))
 		ON CONFLICT (event, sink) DO NOTHING`
 	return q
-}()
+}
 
 // The writer connection.
 //
@@ -134,7 +137,7 @@ func (s *Store) openWriter(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for id, query := range stmtSQL {
+	for id, query := range s.stmtSQL {
 		if query == "" {
 			continue // a statement of the core SQLite does without (StJobLock)
 		}

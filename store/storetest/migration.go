@@ -33,6 +33,7 @@ type Database struct {
 func Migrations(t *testing.T, db Database) {
 	t.Run("RedactsLegacyTokens", func(t *testing.T) { migrationRedactsLegacyTokens(t, db) })
 	t.Run("FromEveryVersion", func(t *testing.T) { migrationsFromEveryVersion(t, db) })
+	t.Run("IndexesStoredTranscripts", func(t *testing.T) { migrationIndexesStored(t, db) })
 }
 
 func (db Database) exec(t *testing.T, raw *sql.DB, query string, args ...any) {

@@ -103,6 +103,7 @@ func Run(t *testing.T, f Features, open func(t *testing.T) store.Store) {
 		{"SpeakersConcurrent", testSpeakersConcurrent},
 	}
 	tests = append(tests, receivedTests...)
+	tests = append(tests, searchTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}

@@ -288,15 +288,44 @@ const hostileJob = "hostile-source-job"
 func (e *env) seedHostile(ctx context.Context) error {
 	created := time.Now().Add(-time.Hour)
 	completed := api.NewTime(created.Add(time.Minute))
-	return e.Store.PutJob(ctx, store.JobRecord{
+	rec := store.JobRecord{
 		Job: api.Job{
 			ID: hostileJob, Version: api.RecordVersion, Status: api.StatusDone, Kind: api.KindPreRecorded,
 			CreatedAt: api.NewTime(created), CompletedAt: &completed,
-			File: &api.File{ID: "f-hostile", Filename: "hostile.wav", Source: "javascript:alert(1)", AudioDuration: 1, NumberOfChannels: 1},
+			File:   &api.File{ID: "f-hostile", Filename: "hostile.wav", Source: "javascript:alert(1)", AudioDuration: 1, NumberOfChannels: 1},
+			Result: json.RawMessage(`{"transcription":{"languages":["en"],"utterances":[` + hostileUtterance + `]}}`),
 		},
-		Local: store.Local{Source: "submit", UpdatedAt: created},
+		Local: store.Local{Source: "submit", UpdatedAt: created, Final: api.EventTranscriptionSuccess},
+	}
+	// Stored and indexed as the pipeline applies a result, through an inbox row of its own whose
+	// body is that result's callback: should the pipeline's sweep apply the row first, it stores
+	// and indexes the same.
+	if err := e.Store.PutJob(ctx, store.JobRecord{Job: api.Job{ID: hostileJob, Version: api.RecordVersion,
+		Status: api.StatusProcessing, Kind: api.KindPreRecorded, CreatedAt: rec.Job.CreatedAt, File: rec.Job.File},
+		Local: store.Local{Source: "submit", UpdatedAt: created}}); err != nil {
+		return err
+	}
+	body := `{"id":"` + hostileJob + `","event":"transcription.success","payload":` + string(rec.Job.Result) + `}`
+	res, err := e.Store.Ingest(ctx, []store.Delivery{{DedupeKey: "e2e-seed:" + hostileJob, Route: "job",
+		Kind: api.CallbackJobSuccess, Event: api.EventTranscriptionSuccess, JobID: hostileJob, PartitionKey: hostileJob,
+		Body: []byte(body), ReceivedAt: created}})
+	if err != nil {
+		return err
+	}
+	err = e.Store.Apply(ctx, res[0].ID, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.PutJob(ctx, rec); err != nil {
+			return err
+		}
+		return tx.IndexUtterances(ctx, store.ResultUtterances(hostileJob, rec.Job.Result))
 	})
+	if errors.Is(err, store.ErrAlreadyApplied) {
+		return nil
+	}
+	return err
 }
+
+// hostileUtterance says markup and a script as words: the search page must show it as text.
+const hostileUtterance = `{"start":0.25,"end":1,"speaker":0,"text":"hostile <img src=x onerror=\"window.__xss=1\"> <b>bold</b> & more","words":[]}`
 
 // submit creates a pre-recorded job whose callback comes back to serve, as `scribehook submit`
 // does.

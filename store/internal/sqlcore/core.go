@@ -68,6 +68,15 @@ const (
 	StPruneQuarantine    // cutoff, limit
 	StPruneTokens        // cutoff, limit
 	StPruneSessions      // cutoff, limit
+	// The search index's statements (search.go).
+	StSearchIndex        // utterances (searchRows JSON): inserts those whose (job_id, ref) is new
+	StSearchMaxID        // → the largest sid, before StSearchIndex (optional: with StSearchFTSAdd)
+	StSearchFTSAdd       // sid: indexes the rows above it (optional: a separate text index)
+	StSearchStale        // no arguments: the separate text index misses writes (optional)
+	StSearchFTSPruneJob  // job_id: unindexes a job's rows (optional)
+	StSearchPruneJob     // job_id
+	StSearchFTSPruneLive // category, cutoff, session_id, seq: unindexes a message's rows (optional)
+	StSearchPruneLive    // category, cutoff, session_id, seq: the rows of a message StPruneLive deletes
 	NumStmts
 )
 
@@ -156,6 +165,7 @@ func Statements(d Dialect) [NumStmts]string {
 		attempts = attempts + 1 WHERE id IN (` + d.IDs + `) AND status != 'done' RETURNING id`
 	}
 	pruneStatements(d, &q)
+	searchStatements(d, &q)
 	for st, text := range d.SQL {
 		q[st] = text
 	}

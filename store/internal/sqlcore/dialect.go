@@ -1,10 +1,13 @@
 package sqlcore
 
 import (
+	"context"
 	"database/sql"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/scribehook/scribehook/store"
 )
 
 // Dialect is what differs between the databases in the shared code: how they want their
@@ -63,6 +66,26 @@ type Dialect struct {
 	// instead of the copy database/sql makes for drivers that reuse their buffers; for a
 	// 2-hour result's body that copy is 1.7 MB.
 	OwnedBytes bool
+	// Search is how the database searches the text of search_utterances (search.go); nil
+	// where it cannot (SQLite without FTS5): Search returns store.ErrSearchUnavailable.
+	Search *SearchSQL
+}
+
+// SearchSQL is a database's full-text search: From joins its index to search_utterances s,
+// Match is the condition with one placeholder, Arg the query as that placeholder's value.
+type SearchSQL struct {
+	From  string
+	Match string
+	Arg   func(store.SearchTerms) any
+	// JobsFirst, when set, is a condition on s with one placeholder (Arg) for the other plan:
+	// the jobs walked newest first, each one's utterances checked against the matches, which
+	// stops once the page is full. Where the planner cannot choose it itself (SQLite, over a
+	// virtual table), Search takes it for a query that Estimate says matches at least
+	// JobsFirstAbove utterances (and has no custom_metadata filter, which reads every match
+	// anyway); both plans give the same hits in the same order.
+	JobsFirst      string
+	JobsFirstAbove int64
+	Estimate       func(ctx context.Context, q Querier, ts store.SearchTerms) (int64, error)
 }
 
 // Rebind turns the ? placeholders of query into the dialect's: ? numbers them in order, ?N

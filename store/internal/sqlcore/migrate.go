@@ -98,6 +98,9 @@ type Migrator struct {
 	OneTransaction bool
 	// Applied is told the name of each migration once it is committed.
 	Applied func(name string)
+	// After runs Go steps of migrations, by version, in the migration's transaction after its
+	// file: work SQL alone cannot do the way the store does it (indexing stored transcripts).
+	After map[int]func(ctx context.Context, tx *sql.Tx) error
 	// UpTo, when positive, stops at that version: tests build the schema of an earlier
 	// version, to upgrade it from there.
 	UpTo int
@@ -238,6 +241,11 @@ func (m Migrator) step(ctx context.Context, db *sql.DB, ms []Migration, before i
 		}
 		if _, err := tx.ExecContext(ctx, mg.SQL); err != nil {
 			return before, fmt.Errorf("%smigration %s: %w", m.Prefix, mg.Name, err)
+		}
+		if after := m.After[mg.Version]; after != nil {
+			if err := after(ctx, tx); err != nil {
+				return before, fmt.Errorf("%smigration %s: %w", m.Prefix, mg.Name, err)
+			}
 		}
 		if err := m.Record(ctx, tx, mg.Version); err != nil {
 			return before, fmt.Errorf("%smigration %s: record version: %w", m.Prefix, mg.Name, err)

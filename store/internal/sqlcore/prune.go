@@ -397,6 +397,9 @@ func (r *pruneRun) deleteLive(ctx context.Context, cat api.MessageCategory, cut 
 	var n int64
 	err := r.c.inTx(ctx, "prune "+string(store.LiveKind(cat)), Derived, nil, func(t Tx) error {
 		for _, k := range keys {
+			if err := r.c.pruneSearchLive(ctx, t, cat, string(cat), cut, k.session, k.seq); err != nil {
+				return fmt.Errorf("message %s/%d: %w", k.session, k.seq, err)
+			}
 			res, err := t.Exec(ctx, StPruneLive, string(cat), cut, k.session, k.seq)
 			if err != nil {
 				return fmt.Errorf("message %s/%d: %w", k.session, k.seq, err)
@@ -572,6 +575,9 @@ func (r *pruneRun) deleteJobs(ctx context.Context, ids []string, cut any) (int64
 				continue
 			}
 			n[0]++
+			if err := r.c.pruneSearchJob(ctx, t, id); err != nil {
+				return fmt.Errorf("job %s: %w", id, err)
+			}
 			for i, st := range []Stmt{StPruneJobArtifacts, StPruneJobLive} {
 				res, err := t.Exec(ctx, st, id)
 				if err != nil {

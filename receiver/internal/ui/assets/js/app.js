@@ -6,10 +6,12 @@ import { subtitlePreview } from './subtitles.js';
 import { liveIndex, livePage } from './live.js';
 import { sinksPage } from './sinks.js';
 import { failedPage } from './failed.js';
+import { searchPage } from './search.js';
 
 const routes = [
   [/^#\/jobs\/([^/?]+)\/subtitles$/, (m, q) => subtitlePreview(decodeURIComponent(m[1]), q), 'jobs'],
-  [/^#\/jobs\/([^/?]+)$/, (m) => jobPage(decodeURIComponent(m[1])), 'jobs'],
+  [/^#\/jobs\/([^/?]+)$/, (m, q) => jobPage(decodeURIComponent(m[1]), q), 'jobs'],
+  [/^#\/search$/, (m, q) => searchPage(q), 'search'],
   [/^#\/jobs$/, (m, q) => jobList(q), 'jobs'],
   [/^#\/live\/([^/?]+)$/, (m) => livePage(decodeURIComponent(m[1])), 'live'],
   [/^#\/live$/, () => liveIndex(), 'live'],

@@ -131,3 +131,21 @@ export function every(ms, fn) {
   timer = setTimeout(tick, ms);
   return () => { stopped = true; clearTimeout(timer); document.removeEventListener('visibilitychange', onVisible); };
 }
+
+const ENTITIES = { '&lt;': '<', '&gt;': '>', '&amp;': '&', '&#39;': "'", '&#34;': '"', '&quot;': '"' };
+
+/**
+ * A search hit's highlight (the read API's: its text escaped for HTML, the matched words in
+ * <mark>…</mark>) as nodes, without parsing HTML: the text between the marks is unescaped and
+ * added as text, so nothing the transcript says can become markup.
+ */
+export function marked(highlight) {
+  const nodes = [];
+  const unescape = (s) => s.replace(/&(lt|gt|amp|#39|#34|quot);/g, (e) => ENTITIES[e]);
+  String(highlight || '').split(/(<mark>[\s\S]*?<\/mark>)/).forEach((part) => {
+    if (!part) return;
+    const m = /^<mark>([\s\S]*)<\/mark>$/.exec(part);
+    nodes.push(m ? h('mark', {}, unescape(m[1])) : document.createTextNode(unescape(part)));
+  });
+  return nodes;
+}

@@ -288,7 +288,7 @@ function nameOf(names, n) {
 function transcriptList(tr, names) {
   const utts = (tr && tr.utterances) || [];
   if (!utts.length) return h('p', { class: 'muted' }, 'No utterances.');
-  return h('ol', { class: 'utterances', id: 'transcript' }, utts.map((u) => h('li', {},
+  return h('ol', { class: 'utterances', id: 'transcript' }, utts.map((u) => h('li', { dataset: { start: String(u.start), end: String(u.end) } },
     h('span', { class: 'when' }, `${fmtClock(u.start)} – ${fmtClock(u.end)}`, u.channel ? ` · ch ${u.channel}` : ''),
     h('span', {},
       u.speaker !== undefined && u.speaker !== null
@@ -459,7 +459,24 @@ function audioSource(source) {
     : h('span', { class: 'id', id: 'audio-source' }, source);
 }
 
-export function jobPage(id) {
+/**
+ * Marks the utterance of list playing at t seconds (or the first after it) and scrolls to it:
+ * a search hit's link opens the job page so (#/jobs/ID?t=12.5).
+ */
+function markAt(list, t, scroll) {
+  const items = [...list.querySelectorAll('li[data-start]')];
+  const at = items.find((li) => Number(li.dataset.start) <= t && t < Number(li.dataset.end))
+    || items.find((li) => Number(li.dataset.start) >= t) || items[items.length - 1];
+  if (!at) return false;
+  at.classList.add('at');
+  at.setAttribute('aria-current', 'true');
+  if (scroll) at.scrollIntoView({ block: 'center' });
+  return true;
+}
+
+export function jobPage(id, q = new URLSearchParams()) {
+  const at = q.has('t') ? Number(q.get('t')) : NaN;
+  let marked = false;
   const enc = encodeURIComponent(id);
   const status = h('span');
   const links = h('div', { class: 'links' });
@@ -516,6 +533,11 @@ export function jobPage(id) {
       speakersKey = key;
       fill(speakersBody, speakers.length ? speakersForm(job, speakers, () => { last = ''; refresh(); })
         : h('p', { class: 'muted' }, job.result ? 'The transcript has no speaker numbers: names apply to diarized jobs.' : 'No result yet.'));
+    }
+    if (!Number.isNaN(at)) {
+      // Marked again on every render (the list is rebuilt), scrolled to once.
+      const list = transcriptBody.querySelector('#transcript');
+      if (list && markAt(list, at, !marked)) marked = true;
     }
     fill(addonsBody, addonsTable(job.result));
     if (artifactsEl && artifactsEl.revoke) artifactsEl.revoke();
