@@ -550,7 +550,9 @@ async function main() {
 
         // A wrong signature: a 403 and its reason, no page.
         const sig = new URL(u.page_url).searchParams.get('sig');
-        const bad = u.page_url.replace(`sig=${sig}`, `sig=${sig.slice(0, -1)}${sig.endsWith('A') ? 'B' : 'A'}`);
+        // Its first character changed: any first character is canonical base64url, so this is a
+        // wrong signature (403), never a malformed one (401) as a changed last character can be.
+        const bad = u.page_url.replace(`sig=${sig}`, `sig=${sig.startsWith('A') ? 'B' : 'A'}${sig.slice(1)}`);
         const refused = await cp.goto(bad);
         assert.equal(refused.status(), 403);
         assert.match(await cp.locator('body').innerText(), /captions URL signature does not match this session/);
