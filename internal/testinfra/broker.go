@@ -55,21 +55,6 @@ func FindBinary(name, pkg string) (string, error) {
 	return "", fmt.Errorf("%s not found: install the Debian package %s (make deps): %w", name, pkg, ErrNoBinary)
 }
 
-// FreePort is a loopback port free now. Whoever binds it does so a moment later, so another
-// process may take it meanwhile; on loopback in a test run that is rare enough.
-func FreePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	_, port, err := net.SplitHostPort(ln.Addr().String())
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	return port, nil
-}
-
 // BrokerOptions says which broker to run and how.
 type BrokerOptions struct {
 	// Kind is KindRedisStream or KindNATS.

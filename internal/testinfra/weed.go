@@ -80,19 +80,33 @@ func StartWeedWithKeys(dir string, keys S3Keys) (*S3Server, error) {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, fmt.Errorf("weed directory: %w", err)
 	}
+	// A port taken between FreePort and weed's bind (by another test's server) makes weed exit
+	// at start: it starts again on other ports.
+	for attempt := 1; ; attempt++ {
+		s, err := startWeed(bin, dir, data, keys)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return s, err
+		}
+	}
+}
+
+func startWeed(bin, dir, data string, keys S3Keys) (*S3Server, error) {
 	// Every port weed would open, each a free one: the defaults (9333, 8080, 8888, 8333, their
 	// gRPC ports at +10000, Iceberg's 8181, Lance's 9101) would collide between tests.
 	names := []string{"master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
 		"filer.port.grpc", "s3.port", "s3.port.grpc", "s3.port.iceberg", "s3.port.lance"}
 	args := []string{"server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=" + data, "-s3",
 		"-master.volumeSizeLimitMB=64", "-volume.max=0"}
-	ports := map[string]string{}
+	ports, taken := map[string]string{}, map[string]bool{}
 	for _, n := range names {
 		p, err := FreePort()
+		for err == nil && taken[p] { // each port is free when drawn, so one can come twice
+			p, err = FreePort()
+		}
 		if err != nil {
 			return nil, err
 		}
-		ports[n] = p
+		ports[n], taken[p] = p, true
 		args = append(args, "-"+n+"="+p)
 	}
 	s := &S3Server{Endpoint: "http://" + net.JoinHostPort("127.0.0.1", ports["s3.port"]), Dir: dir, keys: keys}
