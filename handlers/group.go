@@ -249,8 +249,9 @@ func (p *Pipeline) applyGroup(ctx context.Context, rows []store.InboxRow, lrs []
 }
 
 // groupTx is the store.Tx of a group's rows: a record read once is kept, and written once by
-// flush with every update of the group; the group's sink deliveries are queued by flush in one
-// call, in the order of the rows. Everything else goes to the transaction as it comes.
+// flush with every update of the group; the group's sink deliveries are queued, and its
+// utterances indexed, by flush in one call each, in the order of the rows. Everything else
+// goes to the transaction as it comes.
 type groupTx struct {
 	store.Tx
 	recs   map[string]*groupRec
@@ -259,6 +260,9 @@ type groupTx struct {
 	// received are the rows whose located messages are appended by the next flush, in one
 	// statement; a message appended otherwise flushes them first, to keep the order.
 	received []int64
+	// indexed are the utterances the group's rows bring to the search index, added by flush in
+	// one call: one statement and one pass of the text index for the group, not one per final.
+	indexed []store.Utterance
 }
 
 type groupRec struct {
@@ -323,15 +327,26 @@ func (g *groupTx) flushReceived(ctx context.Context) error {
 	return err
 }
 
+func (g *groupTx) IndexUtterances(_ context.Context, us []store.Utterance) error {
+	g.indexed = append(g.indexed, us...)
+	return nil
+}
+
 func (g *groupTx) EnqueueSinkDeliveries(_ context.Context, ds []store.SinkDelivery) error {
 	g.queued = append(g.queued, ds...)
 	return nil
 }
 
-// flush appends the located messages, writes the records put and queues the sink deliveries.
+// flush appends the located messages, indexes the utterances, writes the records put and
+// queues the sink deliveries.
 func (g *groupTx) flush(ctx context.Context) error {
 	if err := g.flushReceived(ctx); err != nil {
 		return err
+	}
+	if len(g.indexed) > 0 {
+		if err := g.Tx.IndexUtterances(ctx, g.indexed); err != nil {
+			return err
+		}
 	}
 	for _, id := range g.dirty {
 		if err := g.Tx.PutJob(ctx, g.recs[id].rec); err != nil {

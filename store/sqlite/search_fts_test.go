@@ -227,3 +227,76 @@ func TestSearchPlanChoice(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkIndexLiveGroup is the search index's share of applying live finals as the pipeline
+// applies them under load: 64 per transaction (ApplyGroup), each appended, and indexed one
+// call per final (per=final) or one call for the group (per=group, what the pipeline does);
+// index=none appends only. cpu-µs/op is per final.
+func BenchmarkIndexLiveGroup(b *testing.B) {
+	const group = 64
+	for _, mode := range []string{"none", "final", "group"} {
+		b.Run("per="+mode, func(b *testing.B) {
+			s, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "live.db")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			n := 0
+			payloads := map[int64][]byte{}
+			next := func() ([]int64, error) {
+				ds := make([]store.Delivery, group)
+				for i := range ds {
+					n++
+					payload := fmt.Appendf(nil, `{"type":"transcript","session_id":"s","created_at":"2026-11-24T10:00:00.000Z","data":{"id":"u%d","is_final":true,"utterance":{"start":%d,"end":%d.5,"confidence":0.93,"channel":0,"language":"en","text":"and that is why the quarterly numbers look better than we expected %d","words":[]}}}`, n, n, n, n)
+					ds[i] = store.Delivery{DedupeKey: fmt.Sprint("k", n), Route: "job", Kind: api.CallbackLiveMessage,
+						Event: "live.transcript", JobID: "s", PartitionKey: "s", Body: payload}
+				}
+				res, err := s.Ingest(b.Context(), ds)
+				if err != nil {
+					return nil, err
+				}
+				ids := make([]int64, len(res))
+				for i, r := range res {
+					ids[i] = r.ID
+					payloads[r.ID] = ds[i].Body
+				}
+				return ids, nil
+			}
+			cpu := benchcpu.Start(b)
+			for i := 0; i < b.N; i += group {
+				b.StopTimer()
+				ids, err := next()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				err = s.ApplyGroup(b.Context(), ids, func(ctx context.Context, tx store.Tx, marked []int64) error {
+					var all []store.Utterance
+					for _, id := range marked {
+						p := payloads[id]
+						if _, err := tx.AppendLiveMessage(ctx, store.LiveMessage{SessionID: "s", Type: api.MessageTranscript,
+							Category: api.CategoryFinalTranscripts, InboxID: id, Payload: p}); err != nil {
+							return err
+						}
+						switch mode {
+						case "final":
+							if err := tx.IndexUtterances(ctx, store.LiveUtterances("s", id, p)); err != nil {
+								return err
+							}
+						case "group":
+							all = append(all, store.LiveUtterances("s", id, p)...)
+						}
+					}
+					if len(all) > 0 {
+						return tx.IndexUtterances(ctx, all)
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.Report()
+		})
+	}
+}
