@@ -44,6 +44,12 @@ func TestSinkExpressionsRefusedWithTheSinkName(t *testing.T) {
 		{"not a bool", `
   - {name: captions, kind: webhook, url: "https://example.com/h", events: ["*"], when: 'event.id + "x"'}
 `, `sinks[0] (captions).when does not compile: must give a bool, gives string`},
+		{"a string field as a when", `
+  - {name: captions, kind: webhook, url: "https://example.com/h", events: ["*"], when: 'event.job_id'}
+`, `sinks[0] (captions).when does not compile: must give a bool, gives string`},
+		{"a string field against an int", `
+  - {name: log, kind: log, events: ["*"], when: 'event.kind == 1'}
+`, `sinks[0] (log).when does not compile: ERROR: <input>:1:12: found no matching overload for '_==_' applied to '(string, int)'`},
 		{"body syntax", `
   - {name: captions, kind: webhook, url: "https://example.com/h", events: ["*"], body: '{"id": }'}
 `, `sinks[0] (captions).body does not compile: ERROR: <input>:1:8: Syntax error`},

@@ -4,8 +4,8 @@
 // (github.com/google/cel-go), the language Kubernetes and Svix use: not Turing-complete, every
 // program ends, and each evaluation is bounded by a cost limit.
 //
-// An expression sees one variable, event, a map of the event's envelope: id, type, created_at,
-// job_id, kind, category (strings), custom_metadata and data (the decoded JSON, dynamic). The
+// An expression sees one variable, event, the event's envelope: id, type, created_at, job_id,
+// kind, category (strings), custom_metadata (a map) and data (the decoded JSON, dynamic). The
 // package imports nothing of the module: callers give it an Input, so that the configuration
 // (which compiles at load) and the sinks (which evaluate) both can.
 package sinkexpr
@@ -112,18 +112,84 @@ func decode(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
-// newEnv is the CEL environment of every expression: the event variable, the standard
-// library with its bounded macros (has, all, exists, exists_one, map, filter), the string
-// extensions (lowerAscii, split…), numbers compared across int and double (data's numbers are
-// doubles, so that `> 60` and `> 60.0` agree).
+// newEnv is the CEL environment of every expression: the event variable, typed as the
+// envelope (envelopeProvider), the standard library with its bounded macros (has, all,
+// exists, exists_one, map, filter), the string extensions (lowerAscii, split…), numbers
+// compared across int and double (data's numbers are doubles, so that `> 60` and `> 60.0`
+// agree).
 func newEnv() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.Variable("event", cel.MapType(cel.StringType, cel.DynType)),
+	base, err := cel.NewEnv()
+	if err != nil {
+		return nil, err
+	}
+	return base.Extend(
+		cel.CustomTypeProvider(envelopeProvider{base.CELTypeProvider()}),
+		cel.Variable("event", cel.ObjectType(envelopeType)),
+		// event["data"] as well as event.data, typed dyn; declared only: the runtime reads an
+		// index of the event as it reads a field.
+		cel.Function("_[_]", cel.Overload("index_scribehook_event_string",
+			[]*cel.Type{cel.ObjectType(envelopeType), cel.StringType}, cel.DynType)),
 		ext.Strings(),
 		cel.CrossTypeNumericComparisons(true),
 		cel.ParserExpressionSizeLimit(MaxLength),
 		cel.ParserRecursionLimit(64),
 	)
+}
+
+// envelopeType is the event variable's type to the checker. Its scalar fields being typed, a
+// when or a header that misuses one is refused at load (`when: 'event.job_id'` gives a
+// string, `event.kind == 1` has no matching ==), where a map of dyn would have failed at each
+// evaluation; custom_metadata is a map and data is dynamic, as the JSON they hold.
+const envelopeType = "scribehook.Event"
+
+// envelopeFieldTypes are the CEL types of the envelope's fields (Fields).
+var envelopeFieldTypes = map[string]*types.Type{
+	"id": types.StringType, "type": types.StringType, "created_at": types.StringType, "job_id": types.StringType,
+	"kind": types.StringType, "category": types.StringType,
+	"custom_metadata": types.NewMapType(types.StringType, types.DynType), "data": types.DynType,
+}
+
+// envelopeProvider declares envelopeType over the environment's own provider. The value
+// evaluated stays the envelope's map (Event.build): a field is read from it by name.
+type envelopeProvider struct{ types.Provider }
+
+func (p envelopeProvider) FindStructType(name string) (*types.Type, bool) {
+	if name == envelopeType {
+		return types.NewTypeTypeWithParam(types.NewObjectType(envelopeType)), true
+	}
+	return p.Provider.FindStructType(name)
+}
+
+func (p envelopeProvider) FindStructFieldNames(name string) ([]string, bool) {
+	if name == envelopeType {
+		return slices.Clone(Fields), true
+	}
+	return p.Provider.FindStructFieldNames(name)
+}
+
+func (p envelopeProvider) FindStructFieldType(name, field string) (*types.FieldType, bool) {
+	if name != envelopeType {
+		return p.Provider.FindStructFieldType(name, field)
+	}
+	t, ok := envelopeFieldTypes[field]
+	if !ok {
+		return nil, false
+	}
+	return &types.FieldType{
+		Type: t,
+		IsSet: func(target any) bool {
+			m, _ := target.(map[string]any)
+			_, ok := m[field]
+			return ok
+		},
+		GetFrom: func(target any) (any, error) {
+			m, ok := target.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("event is a %T, not the envelope", target)
+			}
+			return m[field], nil
+		},
+	}, true
 }
 
 // Program is one compiled expression, safe for concurrent use.
@@ -182,12 +248,17 @@ func Compile(src string, out Output) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("expression environment: %w", err)
 	}
-	checked, iss := e.Compile(src)
+	parsed, iss := e.Parse(src)
 	if iss != nil && iss.Err() != nil {
 		return nil, oneLine(iss.Err())
 	}
-	if err := checkFields(checked); err != nil {
+	// Before the checker, whose "undefined field" would not list the fields there are.
+	if err := checkFields(parsed); err != nil {
 		return nil, err
+	}
+	checked, iss := e.Check(parsed)
+	if iss != nil && iss.Err() != nil {
+		return nil, oneLine(iss.Err())
 	}
 	t := checked.OutputType()
 	dyn := t.IsExactType(types.DynType)
@@ -228,8 +299,8 @@ func oneLine(err error) error {
 	return errors.New(strings.Join(keep, "; "))
 }
 
-// checkFields refuses event.<name> and event["name"] for a name that is not an envelope field:
-// event is a map to CEL, where a misspelt field would be an error at each evaluation only.
+// checkFields refuses event.<name> and event["name"] for a name that is not an envelope field,
+// naming the fields there are.
 func checkFields(checked *cel.Ast) error {
 	var bad []string
 	ast.PreOrderVisit(ast.NavigateAST(checked.NativeRep()), ast.NewExprVisitor(func(x ast.Expr) {

@@ -26,6 +26,11 @@ func TestCompileErrors(t *testing.T) {
 		{"unknown field", `event.tpye == "job.succeeded"`, sinkexpr.Bool, "event has no field 'tpye'"},
 		{"unknown field indexed", `event["dta"].x == 1`, sinkexpr.Bool, "event has no field 'dta'"},
 		{"header not a string", `1 + 2`, sinkexpr.String, "must give a string, gives int"},
+		// The envelope's fields are typed: their misuse is refused at load, not at each event.
+		{"a string field as a when", `event.job_id`, sinkexpr.Bool, "must give a bool, gives string"},
+		{"a string field against an int", `event.kind == 1`, sinkexpr.Bool, "found no matching overload for '_==_' applied to '(string, int)'"},
+		{"created_at is a string", `event.created_at > timestamp("2026-01-01T00:00:00Z")`, sinkexpr.Bool, "found no matching overload for '_>_' applied to '(string, timestamp)'"},
+		{"custom_metadata as a header", `event.custom_metadata`, sinkexpr.String, "must give a string, gives map(string, dyn)"},
 		{"empty", `  `, sinkexpr.Value, "empty expression"},
 		{"too long", strings.Repeat("1+", 3000) + "1", sinkexpr.Value, "more than 4096"},
 	} {
@@ -59,6 +64,10 @@ func TestMatch(t *testing.T) {
 		{"short circuit spares the missing field", `event.type == "job.succeeded" && event.data.result.metadata.audio_duration > 60.0`, final, false, ""},
 		{"missing field", `event.data.result.metadata.audio_duration > 60.0`, final, false, "no such key: result"},
 		{"missing metadata", `event.custom_metadata.team == "media"`, final, false, "no such key: team"},
+		{"created_at as a timestamp", `timestamp(event.created_at) > timestamp("2026-11-01T00:00:00Z")`, sinkexpr.Input{Type: "job.succeeded", CreatedAt: "2026-11-29T10:00:00.123Z"}, true, ""},
+		{"indexed envelope", `event["type"] == "live.transcript" && event["data"]["data"].is_final`, final, true, ""},
+		{"has on the envelope", `has(event.job_id) && event.job_id.startsWith("s")`, final, true, ""},
+		{"the data's numbers are doubles", `event.data.result.metadata.audio_duration == 75.5 && event.id == "e1"`, succeeded, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := sinkexpr.CompileWhen(tc.src)
@@ -95,6 +104,15 @@ func TestBodyAndText(t *testing.T) {
 	}
 	if s, err := h.Text(context.Background(), ev); err != nil || s != "lang-fr" {
 		t.Errorf("header = %q, %v, want lang-fr", s, err)
+	}
+	whole, err := sinkexpr.CompileBody(`event`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := sinkexpr.NewEvent(sinkexpr.Input{ID: "e3", Type: "job.failed", JobID: "j3", Kind: "pre-recorded",
+		CustomMetadata: []byte(`{"team":"media"}`), Data: []byte(`{"id":"j3"}`)})
+	if got, err := whole.JSON(context.Background(), small); err != nil || string(got) != `{"category":"","created_at":"","custom_metadata":{"team":"media"},"data":{"id":"j3"},"id":"e3","job_id":"j3","kind":"pre-recorded","type":"job.failed"}` {
+		t.Errorf("whole event = %s, %v", got, err)
 	}
 	missing, err := sinkexpr.CompileBody(`event.data.nothing`)
 	if err != nil {
