@@ -140,26 +140,13 @@ func ResultUtterances(jobID string, result json.RawMessage) []Utterance {
 	return us
 }
 
-// liveUtterances is what indexing reads of a live message.
-type liveUtterances struct {
-	Type api.MessageType `json:"type"`
-	Data struct {
-		ID                  string    `json:"id"`
-		IsFinal             bool      `json:"is_final"`
-		Utterance           utterance `json:"utterance"`
-		UtteranceID         string    `json:"utterance_id"`
-		TargetLanguage      string    `json:"target_language"`
-		TranslatedUtterance utterance `json:"translated_utterance"`
-	} `json:"data"`
-}
-
-// LiveUtterances lists what a live message (a live callback's payload) brings to the index: a
-// final transcript's utterance, or a translation's translated utterance; none for any other
-// message. The ref is the utterance's id in the session, so the same final delivered twice (a
+// LiveUtterances lists what a live message (a live callback's payload, valid JSON as the
+// receiver took it) brings to the index: a final transcript's utterance, or a translation's
+// translated utterance; none for any other message. The ref is the utterance's id in the session, so the same final delivered twice (a
 // retry, a reconciliation) is indexed once.
 func LiveUtterances(sessionID string, inboxID int64, message []byte) []Utterance {
-	var m liveUtterances
-	if json.Unmarshal(message, &m) != nil {
+	m, err := api.DecodeValidLiveText(message)
+	if err != nil {
 		return nil
 	}
 	d := &m.Data
