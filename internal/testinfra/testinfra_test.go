@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,16 +22,25 @@ func TestFindBinaryMissing(t *testing.T) {
 	}
 }
 
+// TestFreePort: the port is free, and below the ephemeral range, where no outgoing connection
+// takes it before its server binds it.
 func TestFreePort(t *testing.T) {
-	port, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
+	low := ephemeralLow()
+	for range 20 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// (A machine whose ephemeral range starts below 11000 gets any free port.)
+		if n, err := strconv.Atoi(port); err != nil || low > 11000 && (n < 10000 || n >= low) {
+			t.Fatalf("FreePort = %s, want a port in [10000, %d)", port, low)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			t.Fatalf("port %s not free: %v", port, err)
+		}
+		ln.Close()
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
-	if err != nil {
-		t.Fatalf("port %s not free: %v", port, err)
-	}
-	ln.Close()
 }
 
 func TestNewBrokerUnknownKind(t *testing.T) {

@@ -39,7 +39,26 @@ const CostLimit = 200_000
 const MaxLength = 4096
 
 // Fields are the envelope fields of the event variable, in the order the messages list them.
-var Fields = []string{"id", "type", "created_at", "job_id", "kind", "category", "custom_metadata", "data"}
+var Fields = func() []string {
+	names := make([]string, len(envelopeFields))
+	for i, f := range envelopeFields {
+		names[i] = f.name
+	}
+	return names
+}()
+
+type envelopeField struct {
+	name string
+	typ  *types.Type
+}
+
+// envelopeFields are the envelope's fields and their CEL types: the scalars strings,
+// custom_metadata a map, data dynamic, as the JSON they hold.
+var envelopeFields = [...]envelopeField{
+	{"id", types.StringType}, {"type", types.StringType}, {"created_at", types.StringType},
+	{"job_id", types.StringType}, {"kind", types.StringType}, {"category", types.StringType},
+	{"custom_metadata", types.NewMapType(types.StringType, types.DynType)}, {"data", types.DynType},
+}
 
 // Input is one event as an expression sees it.
 type Input struct {
@@ -139,15 +158,8 @@ func newEnv() (*cel.Env, error) {
 // envelopeType is the event variable's type to the checker. Its scalar fields being typed, a
 // when or a header that misuses one is refused at load (`when: 'event.job_id'` gives a
 // string, `event.kind == 1` has no matching ==), where a map of dyn would have failed at each
-// evaluation; custom_metadata is a map and data is dynamic, as the JSON they hold.
+// evaluation (envelopeFields has the types).
 const envelopeType = "scribehook.Event"
-
-// envelopeFieldTypes are the CEL types of the envelope's fields (Fields).
-var envelopeFieldTypes = map[string]*types.Type{
-	"id": types.StringType, "type": types.StringType, "created_at": types.StringType, "job_id": types.StringType,
-	"kind": types.StringType, "category": types.StringType,
-	"custom_metadata": types.NewMapType(types.StringType, types.DynType), "data": types.DynType,
-}
 
 // envelopeProvider declares envelopeType over the environment's own provider. The value
 // evaluated stays the envelope's map (Event.build): a field is read from it by name.
@@ -171,12 +183,12 @@ func (p envelopeProvider) FindStructFieldType(name, field string) (*types.FieldT
 	if name != envelopeType {
 		return p.Provider.FindStructFieldType(name, field)
 	}
-	t, ok := envelopeFieldTypes[field]
-	if !ok {
+	i := slices.IndexFunc(envelopeFields[:], func(f envelopeField) bool { return f.name == field })
+	if i < 0 {
 		return nil, false
 	}
 	return &types.FieldType{
-		Type: t,
+		Type: envelopeFields[i].typ,
 		IsSet: func(target any) bool {
 			m, _ := target.(map[string]any)
 			_, ok := m[field]
